@@ -1,0 +1,82 @@
+"""Quota rules Kueue's webhooks enforce, and quotas that can never be used."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpuplan.check import check
+from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.fleet import Fleet
+from gpuplan.pools import GPU
+
+
+def _allocations(fleet: Fleet):
+    for name in sorted(fleet.clusters):
+        yield from fleet.clusters[name].allocations
+
+
+@check
+def check_lending_within_nominal(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when a lending limit exceeds the quota it lends from (Kueue rejects it)."""
+    for alloc in _allocations(fleet):
+        for grant in alloc.grants:
+            if grant.lending is not None and grant.lending > grant.nominal:
+                loc = grant.loc[:4] + ("lendingLimit",)
+                if grant.loc[-1] not in ("gpus",):
+                    loc += (grant.loc[-1],)
+                yield alloc.tenant.source.diagnostic(loc, f"lendingLimit {grant.lending} is above the quota {grant.nominal}: a tenant can lend at most what it has")
+
+
+@check
+def check_limits_need_cohort(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when borrowing or lending limits are set without a cohort to borrow from."""
+    for alloc in _allocations(fleet):
+        if alloc.spec.cohort is not None:
+            continue
+        for q_index, quota in enumerate(alloc.spec.quotas):
+            for field, value in (("borrowingLimit", quota.borrowing_limit), ("lendingLimit", quota.lending_limit)):
+                if value is not None:
+                    loc = alloc.loc("quotas", q_index, field)
+                    yield alloc.tenant.source.diagnostic(loc, f"{field} needs a cohort: set allocations[{alloc.index}].cohort")
+
+
+@check
+def check_max_gpus_per_pod(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when maxGpusPerPod is above every granted pool's gpusPerNode (it never schedules)."""
+    for alloc in _allocations(fleet):
+        ceiling = alloc.spec.max_gpus_per_pod
+        pools = [g.pool for g in alloc.grants if g.resource == GPU]
+        if ceiling is None or not pools:
+            continue
+        largest = max(p.gpus_per_node for p in pools)
+        if ceiling > largest:
+            message = f"maxGpusPerPod {ceiling} is above the largest gpusPerNode {largest} of the tenant's pools: such a pod can never schedule"
+            yield alloc.tenant.source.diagnostic(alloc.loc("maxGpusPerPod"), message)
+
+
+@check
+def check_scheduler_present(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn when a tenant has quota on a cluster with neither Kueue nor Volcano to enforce it."""
+    for alloc in _allocations(fleet):
+        components = alloc.cluster.spec.components
+        if components.kueue is None and components.volcano is None and alloc.grants:
+            loc = alloc.loc("cluster")
+            line, col = alloc.tenant.source.position(loc)
+            message = f"cluster {alloc.cluster.name} has no Kueue or Volcano: only the namespace ResourceQuota enforces this quota"
+            yield Diagnostic(alloc.tenant.source.path, line, col, Severity.WARNING, "allocations[%d].cluster" % alloc.index, message)
+
+
+@check
+def check_cpu_memory_within_pools(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when a tenant's cpu or memory total exceeds what its pools' nodes have."""
+    for alloc in _allocations(fleet):
+        for field in ("cpu", "memory"):
+            explicit = getattr(alloc.spec, field)
+            if explicit is None:
+                continue
+            pools = alloc.pools()
+            available = sum((getattr(p.spec, field) * p.nodes_most for p in pools), start=explicit * 0)
+            if explicit > available:
+                names = ", ".join(p.name for p in pools)
+                message = f"{field} {getattr(alloc.spec, field)} is more than the {field} of every node of its pools ({names}) at their largest size"
+                yield alloc.tenant.source.diagnostic(alloc.loc(field), message)

@@ -1,0 +1,84 @@
+"""The `gpuplan` command: flags -> Options -> commands; no logic lives here."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+import click
+
+from gpuplan import __version__, commands
+from gpuplan.commands import Options
+
+_root = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="Repository holding clusters/ and tenants/.")
+_strict = click.option("--strict", is_flag=True, help="Fail on warnings too.")
+_format = click.option("--format", "fmt", type=click.Choice(["text", "github", "json"]), default="text", show_default=True, help="How diagnostics are printed.")
+_crds = click.option("--crds", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None, help="Folder of CRD YAML to validate custom resources (default: $GPUPLAN_CRDS).")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gpuplan")
+def cli() -> None:
+    """Plan, prove and compile a shared GPU Kubernetes fleet into GitOps manifests."""
+
+
+@cli.command()
+@_root
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Output folder (default: <root>/output).")
+@click.option("--cluster", "clusters", multiple=True, help="Render only this cluster (repeatable).")
+@click.option("--check", "check_only", is_flag=True, help="Write nothing; exit 1 if the output on disk is stale.")
+@_strict
+@_format
+@_crds
+def render(root: Path, out: Path | None, clusters: tuple[str, ...], check_only: bool, strict: bool, fmt: str, crds: Path | None) -> None:
+    """Load, check, compile, validate and write the fleet."""
+    options = Options(root, out, clusters, strict, fmt, crds)
+    sys.exit(commands.render_fleet(options, check_only))
+
+
+@cli.command()
+@_root
+@_strict
+@_format
+@_crds
+def check(root: Path, strict: bool, fmt: str, crds: Path | None) -> None:
+    """Everything render does except writing."""
+    sys.exit(commands.check(Options(root, strict=strict, fmt=fmt, crds=crds)))
+
+
+@cli.command()
+@click.argument("kind", type=click.Choice(["cluster", "tenant"]))
+def schema(kind: str) -> None:
+    """Print the JSON Schema of an input file kind (for yaml-language-server)."""
+    sys.exit(commands.schema(kind))
+
+
+def main() -> None:
+    """Run the CLI; turn bugs into exit 3 with the traceback in a file, ^C into 130."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(commands.USAGE)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception:  # a bug: say so, keep the details for the report
+        handle, path = tempfile.mkstemp(prefix="gpuplan-crash-", suffix=".txt")
+        with os.fdopen(handle, "w") as stream:
+            traceback.print_exc(file=stream)
+        sys.stderr.write(f"internal error: gpuplan has a bug; details were written to {path}\n")
+        sys.exit(commands.INTERNAL)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Argo CD: an Application per cluster, and the kustomizations Argo CD builds."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from gpuplan.emit.meta import Manifest, k8s
+from gpuplan.fleet import ClusterPlan, Fleet
+
+KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
+APPS = "argocd"
+OUTPUT_PATH = "output"  # where the rendered fleet lives in the git repository
+
+
+def application(cluster: ClusterPlan, output_path: str = OUTPUT_PATH) -> dict[str, Any]:
+    """Return the Argo CD Application that syncs one cluster's folder."""
+    gitops = cluster.spec.gitops
+    destination = {"server": gitops.destination.server} if gitops.destination.server else {"name": gitops.destination.name}
+    spec = {
+        "project": gitops.project,
+        "source": {
+            "repoURL": gitops.repo_url,
+            "targetRevision": gitops.target_revision,
+            "path": posixpath.join(output_path, cluster.name),
+        },
+        "destination": destination,
+        "syncPolicy": {
+            "automated": {"prune": True, "selfHeal": True},
+            "syncOptions": ["ApplyOutOfSyncOnly=true"],
+        },
+    }
+    return k8s("argoproj.io/v1alpha1", "Application", cluster.name, gitops.namespace, spec=spec)
+
+
+def applications(fleet: Fleet) -> list[Manifest]:
+    """Return the Applications of every cluster (always all, so the app of apps stays whole)."""
+    return [
+        Manifest(f"{APPS}/{name}.yaml", application(cluster), (cluster.located.source.path,), None)
+        for name, cluster in sorted(fleet.clusters.items())
+    ]
+
+
+def _kustomization(resources: list[str]) -> dict[str, Any]:
+    return {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": resources}
+
+
+def kustomization(cluster: ClusterPlan, manifests: list[Manifest]) -> Manifest:
+    """Return the kustomization listing every file of one cluster's folder."""
+    prefix = f"{cluster.name}/"
+    files = sorted(m.path.removeprefix(prefix) for m in manifests)
+    return Manifest(f"{prefix}kustomization.yaml", _kustomization(files), (cluster.located.source.path,), cluster.name)
+
+
+def app_of_apps(fleet: Fleet) -> Manifest:
+    """Return the kustomization of argocd/, listing every cluster's Application."""
+    files = [f"{name}.yaml" for name in sorted(fleet.clusters)]
+    sources = tuple(sorted(c.located.source.path for c in fleet.clusters.values()))
+    return Manifest(f"{APPS}/kustomization.yaml", _kustomization(files), sources, None)

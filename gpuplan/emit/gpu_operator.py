@@ -1,0 +1,93 @@
+"""GPU Operator: the ClusterPolicy, the mig-parted ConfigMap and the device-plugin ConfigMap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuplan.emit import gpu_operator_objects as objects
+from gpuplan.emit.meta import Manifest, manifest
+from gpuplan.fleet import ClusterPlan
+from gpuplan.pools import PoolPlan, mig_resource
+
+MIG_CONFIG_MAP = "gpuplan-mig-parted-config"
+DEVICE_PLUGIN_CONFIG_MAP = "gpuplan-device-plugin-config"
+FOLDER = "gpu-operator"
+
+
+def mig_configs(cluster: ClusterPlan) -> dict[str, list[dict[str, Any]]]:
+    """Return mig-parted config name -> entries, one config per distinct pool layout."""
+    configs: dict[str, list[dict[str, Any]]] = {}
+    for pool in cluster.pools.values():
+        if not pool.mig_layouts or pool.mig_config is None:
+            continue
+        entries = []
+        for gpus, layout in pool.mig_layouts:
+            every = gpus == tuple(range(pool.gpus_per_node))
+            entries.append(objects.mig_entry("all" if every else list(gpus), layout))
+        configs[pool.mig_config] = entries
+    return configs
+
+
+def _shared_resources(pool: PoolPlan, strategy: str) -> list[str]:
+    if pool.spec.sharing.mig is None:
+        return ["nvidia.com/gpu"]
+    profiles = sorted({p for _, layout in pool.mig_layouts for p in layout if "+" not in p})
+    return sorted({mig_resource(p, strategy) for p in profiles})
+
+
+def device_plugin_configs(cluster: ClusterPlan, strategy: str) -> dict[str, dict[str, Any]]:
+    """Return device-plugin config name -> document: `default`, then one per sharing pool."""
+    configs = {
+        objects.DEVICE_PLUGIN_DEFAULT_CONFIG: objects.device_plugin_config(
+            mig_strategy=strategy, sharing=None, replicas=None, resources=[]
+        )
+    }
+    for pool in cluster.pools.values():
+        if pool.device_plugin_config is None:
+            continue
+        sharing = pool.spec.sharing
+        sharer = sharing.time_slicing or sharing.mps
+        assert sharer is not None
+        configs[pool.device_plugin_config] = objects.device_plugin_config(
+            mig_strategy=strategy,
+            sharing="mps" if sharing.mps is not None else "time-slicing",
+            replicas=sharing.replicas,
+            resources=_shared_resources(pool, strategy),
+            rename_by_default=sharer.rename_by_default,
+            fail_requests_greater_than_one=getattr(sharer, "fail_requests_greater_than_one", False),
+        )
+    return configs
+
+
+def emit(cluster: ClusterPlan) -> list[Manifest]:
+    """Return the GPU Operator objects of a cluster, or nothing without the component."""
+    operator = cluster.spec.components.gpu_operator
+    if operator is None:
+        return []
+    source = cluster.located.source.path
+    ns = operator.namespace
+    migs = mig_configs(cluster)
+    uses_mig_label = any(p.mig_config for p in cluster.pools.values())
+    plugin = device_plugin_configs(cluster, operator.mig_strategy)
+    sharing = len(plugin) > 1
+    out = []
+    if uses_mig_label:
+        doc = objects.mig_parted_config(migs)
+        cm = objects.config_map(MIG_CONFIG_MAP, ns, {objects.MIG_PARTED_CONFIG_KEY: doc})
+        out.append(manifest(cluster.name, FOLDER, cm, source))
+    if sharing:
+        cm = objects.config_map(DEVICE_PLUGIN_CONFIG_MAP, ns, plugin)
+        out.append(manifest(cluster.name, FOLDER, cm, source))
+    policy = objects.cluster_policy(
+        operator_version=operator.version,
+        driver_version=operator.driver_version,
+        mig_strategy=operator.mig_strategy,
+        dcgm_exporter=operator.dcgm_exporter,
+        mig_config_map=MIG_CONFIG_MAP if uses_mig_label else None,
+        mig_default=objects.ALL_DISABLED,
+        device_plugin_config_map=DEVICE_PLUGIN_CONFIG_MAP if sharing else None,
+        device_plugin_default=objects.DEVICE_PLUGIN_DEFAULT_CONFIG if sharing else None,
+        namespace=ns,
+    )
+    out.append(manifest(cluster.name, FOLDER, policy, source))
+    return out

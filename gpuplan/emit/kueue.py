@@ -1,0 +1,122 @@
+"""Kueue: ResourceFlavors, ClusterQueues, LocalQueues, Cohorts and WorkloadPriorityClasses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuplan.emit.meta import Manifest, k8s, manifest
+from gpuplan.entitlements import Amount, covered_resources, flavor_amounts, quantity
+from gpuplan.fleet import AllocationPlan, ClusterPlan
+from gpuplan.model.common import version_tuple
+from gpuplan.pools import PoolPlan
+
+GROUP = "kueue.x-k8s.io"
+NAMESPACE_NAME = "kubernetes.io/metadata.name"
+LOCAL_QUEUE = "default"  # Kueue's LocalQueueDefaulting picks a LocalQueue named "default"
+
+
+def api_version(version: str) -> str:
+    """Return Kueue's apiVersion: v1beta2 from v0.15 on, v1beta1 before."""
+    return f"{GROUP}/v1beta2" if version_tuple(version) >= (0, 15, 0) else f"{GROUP}/v1beta1"
+
+
+def has_cohort_kind(version: str) -> bool:
+    """Tell whether this Kueue version serves the Cohort kind as beta (v0.13 promoted it)."""
+    return version_tuple(version) >= (0, 13, 0)
+
+
+def tolerations(pool: PoolPlan) -> list[dict[str, str]]:
+    """Return tolerations that match the pool's taints exactly."""
+    out = []
+    for taint in pool.taints:
+        toleration = {"key": taint["key"], "effect": taint["effect"]}
+        if "value" in taint:
+            toleration |= {"operator": "Equal", "value": taint["value"]}
+        else:
+            toleration["operator"] = "Exists"
+        out.append(toleration)
+    return out
+
+
+def resource_flavor(api: str, pool: PoolPlan) -> dict[str, Any]:
+    """Return the ResourceFlavor that pins workloads to one pool's nodes."""
+    spec = {"nodeLabels": pool.selector_labels, "tolerations": tolerations(pool)}
+    return k8s(api, "ResourceFlavor", pool.name, spec=spec)
+
+
+def _resource(name: str, amount: Amount) -> dict[str, str]:
+    entry = {"name": name, "nominalQuota": quantity(name, amount.nominal)}
+    if amount.borrowing is not None:
+        entry["borrowingLimit"] = quantity(name, amount.borrowing)
+    if amount.lending is not None:
+        entry["lendingLimit"] = quantity(name, amount.lending)
+    return entry
+
+
+def resource_groups(alloc: AllocationPlan) -> list[dict[str, Any]]:
+    """Return one resource group covering cpu, memory and every GPU resource, all flavors alike."""
+    covered = covered_resources(alloc)
+    flavors = []
+    for pool, amounts in flavor_amounts(alloc).items():
+        flavors.append({"name": pool, "resources": [_resource(r, amounts[r]) for r in covered]})
+    return [{"coveredResources": covered, "flavors": flavors}]
+
+
+def cluster_queue(api: str, alloc: AllocationPlan) -> dict[str, Any]:
+    """Return the ClusterQueue of one tenant allocation, admitting only its namespaces."""
+    cohort = alloc.spec.cohort
+    selector = {"key": NAMESPACE_NAME, "operator": "In", "values": sorted(alloc.namespaces)}
+    spec: dict[str, Any] = {
+        "namespaceSelector": {"matchExpressions": [selector]},
+        "queueingStrategy": "BestEffortFIFO",
+        "stopPolicy": "None",
+        "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
+        "preemption": {
+            "borrowWithinCohort": {"policy": "Never"},
+            "reclaimWithinCohort": "Any" if cohort else "Never",
+            "withinClusterQueue": "LowerPriority",
+        },
+        "resourceGroups": resource_groups(alloc),
+    }
+    if cohort:
+        spec["cohortName" if api.endswith("v1beta2") else "cohort"] = cohort
+    if alloc.spec.weight is not None:
+        spec["fairSharing"] = {"weight": str(alloc.spec.weight)}
+    return k8s(api, "ClusterQueue", alloc.name, spec=spec)
+
+
+def local_queue(api: str, alloc: AllocationPlan, namespace: str) -> dict[str, Any]:
+    """Return the LocalQueue of one tenant namespace, pointing at the tenant's ClusterQueue."""
+    spec = {"clusterQueue": alloc.name, "stopPolicy": "None"}
+    return k8s(api, "LocalQueue", LOCAL_QUEUE, namespace, spec=spec)
+
+
+def cohort(api: str, name: str, parent: str | None) -> dict[str, Any]:
+    """Return a Cohort (with its parent for hierarchical cohorts)."""
+    return k8s(api, "Cohort", name, spec={"parentName": parent} if parent else {})
+
+
+def emit(cluster: ClusterPlan) -> list[Manifest]:
+    """Return every Kueue object of the cluster, or nothing when Kueue is not a component."""
+    kueue = cluster.spec.components.kueue
+    if kueue is None:
+        return []
+    api = api_version(kueue.version)
+    source = cluster.located.source.path
+    out = [manifest(cluster.name, "kueue", resource_flavor(api, p), source) for p in cluster.pools.values()]
+    for priority in cluster.spec.priority_classes:
+        body: dict[str, Any] = {"value": priority.value}
+        if priority.description:
+            body["description"] = priority.description
+        obj = k8s(api, "WorkloadPriorityClass", priority.name, **body)
+        out.append(manifest(cluster.name, "kueue", obj, source))
+    if has_cohort_kind(kueue.version):
+        for item in cluster.spec.cohorts:
+            out.append(manifest(cluster.name, "kueue", cohort(api, item.name, item.parent), source))
+    for alloc in cluster.allocations:
+        sources = (alloc.tenant.source.path, source)
+        out.append(manifest(cluster.name, "kueue", cluster_queue(api, alloc), *sources))
+        for namespace in alloc.namespaces:
+            queue = local_queue(api, alloc, namespace)
+            out.append(manifest(cluster.name, f"namespaces/{namespace}", queue, *sources))
+    return out

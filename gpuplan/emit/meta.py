@@ -1,0 +1,91 @@
+"""The manifest record, object paths, and what every emitted object carries (labels, waves)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpuplan"}
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+
+# Argo CD applies lower waves first: namespaces and priorities, then flavors, cohorts and
+# configs, then what refers to them (queues, policies, node pools, quotas), then LocalQueues.
+WAVES = {
+    "Namespace": -3, "PriorityClass": -3, "WorkloadPriorityClass": -3,
+    "ResourceFlavor": -2, "Cohort": -2, "ConfigMap": -2, "NetworkAttachmentDefinition": -2,
+    "ClusterQueue": -1, "ClusterPolicy": -1, "NodePool": -1, "NodeFeatureRule": -1, "Queue": -1,
+    "ResourceQuota": -1, "LimitRange": -1, "NetworkPolicy": -1, "RoleBinding": -1,
+    "LocalQueue": 0, "Application": 0,
+}  # fmt: skip
+CORE_GROUPS = ("v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One object to write: where it goes, the object, and the inputs it comes from."""
+
+    path: str  # relative to the output folder, with '/'
+    obj: dict[str, Any]
+    sources: tuple[str, ...]
+    cluster: str | None = None  # None for fleet-level files (argocd/)
+
+    @property
+    def kind(self) -> str:
+        """Return the object's kind."""
+        return str(self.obj.get("kind", ""))
+
+    @property
+    def name(self) -> str:
+        """Return the object's name."""
+        return str(self.obj.get("metadata", {}).get("name", ""))
+
+    @property
+    def namespace(self) -> str | None:
+        """Return the object's namespace, if it has one."""
+        return self.obj.get("metadata", {}).get("namespace")
+
+
+def k8s(api_version: str, kind: str, name: str, namespace: str | None = None, **body: Any) -> dict[str, Any]:
+    """Return a Kubernetes object with metadata and the given top-level fields."""
+    metadata: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **body}
+
+
+def object_path(cluster: str, folder: str, obj: dict[str, Any]) -> str:
+    """Return the file of an object: <cluster>/<folder>/<kind>-<name>.yaml (kind and name only)."""
+    kind = str(obj["kind"]).lower()
+    return f"{cluster}/{folder}/{kind}-{obj['metadata']['name']}.yaml"
+
+
+def manifest(cluster: str, folder: str, obj: dict[str, Any], *sources: str) -> Manifest:
+    """Return a manifest for an object of a cluster, filed under a folder."""
+    return Manifest(object_path(cluster, folder, obj), obj, tuple(sorted(set(sources))), cluster)
+
+
+def _sync_options(obj: dict[str, Any]) -> str | None:
+    kind = obj["kind"]
+    if kind == "Namespace":
+        return "Prune=false,Delete=false"  # removing a tenant from git must never delete its data
+    if obj["apiVersion"] in CORE_GROUPS:
+        return None
+    if kind == "ClusterPolicy":
+        return "ServerSideApply=true,SkipDryRunOnMissingResource=true"
+    return "SkipDryRunOnMissingResource=true"  # the CRD may arrive in the same sync
+
+
+def finalize(item: Manifest) -> Manifest:
+    """Add the managed-by label, the sync wave and the sync options every object carries."""
+    obj = dict(item.obj)
+    metadata = dict(obj["metadata"])
+    metadata["labels"] = {**metadata.get("labels", {}), **MANAGED_BY}
+    annotations = dict(metadata.get("annotations", {}))
+    annotations[SYNC_WAVE] = str(WAVES.get(obj["kind"], 0))
+    options = _sync_options(obj)
+    if options is not None:
+        annotations[SYNC_OPTIONS] = options
+    metadata["annotations"] = annotations
+    obj["metadata"] = metadata
+    return replace(item, obj=obj)

@@ -1,0 +1,116 @@
+"""Per tenant namespace: Namespace, ResourceQuota, LimitRange, NetworkPolicy, RoleBinding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuplan.emit.meta import Manifest, k8s, manifest
+from gpuplan.entitlements import namespace_ceiling, quantity
+from gpuplan.fleet import AllocationPlan, ClusterPlan
+from gpuplan.pools import GPU
+
+TENANT_LABEL = "gpuplan.io/tenant"
+NAMESPACE_NAME = "kubernetes.io/metadata.name"
+PSA = "pod-security.kubernetes.io"
+
+
+def _folder(namespace: str) -> str:
+    return f"namespaces/{namespace}"
+
+
+def namespace(alloc: AllocationPlan, name: str) -> dict[str, Any]:
+    """Return the Namespace with its tenant label and Pod Security Admission labels."""
+    level = alloc.tenant.model.pod_security
+    labels = {TENANT_LABEL: alloc.name}
+    for mode in ("enforce", "audit", "warn"):
+        labels[f"{PSA}/{mode}"] = level
+        labels[f"{PSA}/{mode}-version"] = "latest"
+    obj = k8s("v1", "Namespace", name)
+    obj["metadata"]["labels"] = labels
+    return obj
+
+
+def resource_quota(alloc: AllocationPlan, name: str) -> dict[str, Any]:
+    """Return the ResourceQuota: never below what the tenant's ClusterQueue can admit."""
+    hard = {f"requests.{r}": quantity(r, v) for r, v in sorted(namespace_ceiling(alloc).items())}
+    return k8s("v1", "ResourceQuota", alloc.name, name, spec={"hard": hard})
+
+
+def max_gpus_per_pod(alloc: AllocationPlan) -> int | None:
+    """Return the whole-GPU ceiling per pod, or None when the tenant has no whole GPUs."""
+    pools = [g.pool for g in alloc.grants if g.resource == GPU]
+    if not pools:
+        return None
+    return alloc.spec.max_gpus_per_pod or max(p.gpus_per_node for p in pools)
+
+
+def limit_range(alloc: AllocationPlan, name: str) -> dict[str, Any] | None:
+    """Return the LimitRange capping whole GPUs per pod, or None without whole-GPU quota.
+
+    The Container default of 0 matters: a Pod-type max makes the API server reject every pod
+    without a limit for that resource, so CPU-only pods get an explicit zero GPU limit.
+    """
+    ceiling = max_gpus_per_pod(alloc)
+    if ceiling is None:
+        return None
+    limits = [
+        {"type": "Container", "default": {GPU: "0"}, "defaultRequest": {GPU: "0"}},
+        {"type": "Pod", "max": {GPU: str(ceiling)}},
+    ]
+    return k8s("v1", "LimitRange", "gpu-per-pod", name, spec={"limits": limits})
+
+
+def network_policy(alloc: AllocationPlan, name: str) -> dict[str, Any] | None:
+    """Return the policy that admits traffic only from the tenant's own and non-tenant namespaces.
+
+    Egress is left open, so DNS and registries keep working; other tenants cannot reach in.
+    """
+    if not alloc.tenant.model.network_isolation:
+        return None
+    own = {"key": NAMESPACE_NAME, "operator": "In", "values": sorted(alloc.namespaces)}
+    shared = {"key": TENANT_LABEL, "operator": "DoesNotExist"}
+    spec = {
+        "podSelector": {},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {"from": [
+                {"namespaceSelector": {"matchExpressions": [own]}},
+                {"namespaceSelector": {"matchExpressions": [shared]}},
+            ]}
+        ],
+    }  # fmt: skip
+    return k8s("networking.k8s.io/v1", "NetworkPolicy", "tenant-isolation", name, spec=spec)
+
+
+def _subject(owner: str) -> dict[str, str]:
+    kind, _, rest = owner.partition(":")
+    if kind == "serviceaccount":
+        namespace, _, account = rest.partition(":")
+        return {"kind": "ServiceAccount", "name": account, "namespace": namespace}
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": kind.title(), "name": rest}
+
+
+def role_binding(alloc: AllocationPlan, name: str) -> dict[str, Any] | None:
+    """Return the RoleBinding giving the tenant's owners the admin ClusterRole, if it has owners."""
+    owners = alloc.tenant.model.owners
+    if not owners:
+        return None
+    role = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"}
+    subjects = [_subject(o) for o in owners]
+    return k8s("rbac.authorization.k8s.io/v1", "RoleBinding", "tenant-owners", name, roleRef=role, subjects=subjects)
+
+
+BUILDERS = (namespace, resource_quota, limit_range, network_policy, role_binding)
+
+
+def emit(cluster: ClusterPlan) -> list[Manifest]:
+    """Return the namespace-level objects of every tenant allocation on the cluster."""
+    out = []
+    for alloc in cluster.allocations:
+        sources = (alloc.tenant.source.path, cluster.located.source.path)
+        for name in alloc.namespaces:
+            for build in BUILDERS:
+                obj = build(alloc, name)
+                if obj is not None:
+                    out.append(manifest(cluster.name, _folder(name), obj, *sources))
+    return out

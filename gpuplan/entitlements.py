@@ -1,0 +1,118 @@
+"""What each tenant allocation is entitled to per pool and resource, cpu and memory included.
+
+Kueue's ClusterQueue and the namespaces' ResourceQuotas are both written from these numbers, so
+the two can never disagree: the quota is the ClusterQueue's nominal plus what it may borrow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from gpuplan.fleet import AllocationPlan
+from gpuplan.quantity import format_bytes, format_count, format_cpu
+
+CPU = "cpu"
+MEMORY = "memory"
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class Amount:
+    """A quota of one resource in one flavor: nominal, and limits (None: unlimited / unset)."""
+
+    nominal: Fraction
+    borrowing: Fraction | None = None
+    lending: Fraction | None = None
+
+
+def _floor(resource: str, value: Fraction) -> Fraction:
+    """Round down to what the manifests can state: millicores, whole MiB, whole units."""
+    if resource == CPU:
+        return Fraction(int(value * 1000), 1000)
+    if resource == MEMORY:
+        return Fraction(int(value / MIB) * MIB)
+    return Fraction(int(value))
+
+
+def quantity(resource: str, value: Fraction) -> str:
+    """Return an amount of a resource as a canonical Kubernetes quantity string."""
+    if resource == CPU:
+        return format_cpu(value)
+    if resource == MEMORY:
+        return format_bytes(value)
+    return format_count(value)
+
+
+def covered_resources(alloc: AllocationPlan) -> list[str]:
+    """Return the resources of the allocation's one resource group: cpu, memory, then GPUs."""
+    return [CPU, MEMORY, *alloc.resources()]
+
+
+def _limit(values: list[int | None]) -> Fraction | None:
+    """Sum limits, or None when any of them is unlimited."""
+    if any(v is None for v in values):
+        return None
+    return Fraction(sum(v for v in values if v is not None))
+
+
+def _derived(alloc: AllocationPlan, what: str, pool: str, kind: str) -> Fraction | None:
+    grants = [g for g in alloc.grants if g.pool.name == pool]
+    if _limit([getattr(g, kind) for g in grants]) is None:
+        return None
+    table = alloc.cpu(kind) if what == CPU else alloc.memory(kind)
+    return _floor(what, table.get(pool, Fraction(0)))
+
+
+def flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
+    """Return pool -> resource -> Amount for every covered resource (zero where a pool has none)."""
+    cpu, memory = alloc.cpu(), alloc.memory()
+    out: dict[str, dict[str, Amount]] = {}
+    for pool in alloc.pools():
+        name = pool.name
+        amounts = {
+            CPU: Amount(_floor(CPU, cpu[name]), _derived(alloc, CPU, name, "borrowing"), _derived(alloc, CPU, name, "lending")),
+            MEMORY: Amount(_floor(MEMORY, memory[name]), _derived(alloc, MEMORY, name, "borrowing"), _derived(alloc, MEMORY, name, "lending")),
+        }
+        for resource in alloc.resources():
+            grants = [g for g in alloc.grants if g.pool.name == name and g.resource == resource]
+            if not grants:
+                amounts[resource] = Amount(Fraction(0))
+                continue
+            amounts[resource] = Amount(
+                Fraction(sum(g.nominal for g in grants)),
+                _limit([g.borrowing for g in grants]),
+                _limit([g.lending for g in grants]),
+            )
+        out[name] = amounts
+    return out
+
+
+def _lendable(alloc: AllocationPlan) -> dict[tuple[str, str], Fraction]:
+    """Return (pool, resource) -> what the rest of the allocation's cohort can lend it."""
+    out: dict[tuple[str, str], Fraction] = {}
+    if alloc.spec.cohort is None:
+        return out
+    for other in alloc.cluster.allocations:
+        if other is alloc or other.spec.cohort != alloc.spec.cohort:
+            continue
+        for pool, amounts in flavor_amounts(other).items():
+            for resource, amount in amounts.items():
+                lend = amount.nominal if amount.lending is None else amount.lending
+                out[(pool, resource)] = out.get((pool, resource), Fraction(0)) + lend
+    return out
+
+
+def namespace_ceiling(alloc: AllocationPlan) -> dict[str, Fraction]:
+    """Return per resource the most the ClusterQueue can ever admit: nominal plus borrowing."""
+    lendable = _lendable(alloc)
+    ceiling: dict[str, Fraction] = {}
+    for pool, amounts in flavor_amounts(alloc).items():
+        for resource, amount in amounts.items():
+            borrow = amount.borrowing
+            if borrow is None:
+                borrow = lendable.get((pool, resource), Fraction(0))
+            else:
+                borrow = min(borrow, lendable.get((pool, resource), Fraction(0)))
+            ceiling[resource] = ceiling.get(resource, Fraction(0)) + amount.nominal + borrow
+    return ceiling

@@ -1,0 +1,343 @@
+"""The Cluster input file: components, priorities, cohorts, GPU node pools and networks."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from gpuplan.model.common import (
+    LabelKey,
+    LabelValue,
+    Model,
+    Name,
+    Quantity,
+    Version,
+)
+
+Provider = Literal["aws", "azure", "gcp", "onprem"]
+KUBERNETES_VERSION = r"^1\.[0-9]{1,2}$"
+
+
+class Destination(Model):
+    """Where Argo CD applies the cluster's manifests: an API server URL or a registered name."""
+
+    server: str | None = None
+    """API server URL, such as https://kubernetes.default.svc."""
+    name: str | None = None
+    """Cluster name as registered in Argo CD."""
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Destination:
+        if (self.server is None) == (self.name is None):
+            raise ValueError("set exactly one of server or name")
+        return self
+
+
+class GitOps(Model):
+    """The Argo CD Application that syncs this cluster's rendered folder."""
+
+    repo_url: str = Field(alias="repoURL", min_length=1)
+    """Git repository Argo CD reads (this repository)."""
+    target_revision: str = "HEAD"
+    """Branch, tag or commit Argo CD syncs."""
+    destination: Destination = Destination(server="https://kubernetes.default.svc")
+    """Target cluster."""
+    project: Name = "default"
+    """Argo CD AppProject."""
+    namespace: Name = "argocd"
+    """Namespace Argo CD runs in (where the Application objects live)."""
+
+
+class GpuOperator(Model):
+    """NVIDIA GPU Operator: ClusterPolicy, MIG manager and device-plugin configuration."""
+
+    version: Version
+    namespace: Name = "gpu-operator"
+    driver_version: str = Field(min_length=1)
+    """NVIDIA driver version, such as "580.82.07" (quote it in YAML)."""
+    mig_strategy: Literal["single", "mixed"] = "mixed"
+    """mixed: each MIG profile is its own resource; single: MIG instances are nvidia.com/gpu."""
+    dcgm_exporter: bool = True
+
+
+class Kueue(Model):
+    """Kueue: ResourceFlavors, ClusterQueues, LocalQueues, Cohorts, WorkloadPriorityClasses."""
+
+    version: Version
+    namespace: Name = "kueue-system"
+
+
+class Volcano(Model):
+    """Volcano: a Queue per tenant allocation."""
+
+    version: Version
+    namespace: Name = "volcano-system"
+
+
+class NodeClassRef(Model):
+    """The Karpenter provider's node class every NodePool of this cluster uses."""
+
+    group: str = Field(min_length=1)
+    kind: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+
+
+class Karpenter(Model):
+    """Karpenter: a NodePool per autoscaled pool."""
+
+    version: Version
+    node_class: NodeClassRef
+    namespace: Name = "kube-system"
+
+
+class Components(Model):
+    """The components gpuplan compiles for; an omitted component gets nothing emitted."""
+
+    gpu_operator: GpuOperator | None = None
+    kueue: Kueue | None = None
+    volcano: Volcano | None = None
+    karpenter: Karpenter | None = None
+
+
+class PriorityClass(Model):
+    """A PriorityClass and a Kueue WorkloadPriorityClass of the same name."""
+
+    name: Name
+    value: int = Field(ge=-2_147_483_648, le=1_000_000_000)
+    """Priority; user classes may not exceed one billion (the API server's limit)."""
+    description: str | None = Field(default=None, max_length=2048)
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
+
+
+class Cohort(Model):
+    """A Kueue cohort: ClusterQueues in it lend and borrow unused quota."""
+
+    name: Name
+    parent: Name | None = None
+    """Parent cohort, for hierarchical cohorts (Kueue v0.11 and later)."""
+
+
+class Nodes(Model):
+    """Node count: {count: N} for a static pool, {min: A, max: B} for an autoscaled one."""
+
+    count: int | None = Field(default=None, ge=0, le=100_000)
+    min: int | None = Field(default=None, ge=0, le=100_000)
+    max: int | None = Field(default=None, ge=0, le=100_000)
+
+    @model_validator(mode="after")
+    def _shape(self) -> Nodes:
+        if self.count is not None:
+            if self.min is not None or self.max is not None:
+                raise ValueError("set either count (static pool) or min and max (autoscaled), not both")
+        elif self.min is None or self.max is None:
+            raise ValueError("set count (static pool) or both min and max (autoscaled pool)")
+        elif self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}")
+        return self
+
+    @property
+    def autoscaled(self) -> bool:
+        """Tell whether Karpenter scales this pool."""
+        return self.count is None
+
+    @property
+    def most(self) -> int:
+        """Return the largest node count (count, or max)."""
+        return self.count if self.count is not None else int(self.max or 0)
+
+    @property
+    def least(self) -> int:
+        """Return the always-on node count (count, or min)."""
+        return self.count if self.count is not None else int(self.min or 0)
+
+
+class KarpenterPool(Model):
+    """How Karpenter provisions an autoscaled pool's nodes."""
+
+    instance_types: list[str] = Field(min_length=1)
+    capacity_types: list[Literal["on-demand", "spot", "reserved"]] = ["on-demand"]
+    zones: list[str] = []
+    architecture: Literal["amd64", "arm64"] = "amd64"
+
+
+class Taint(Model):
+    """A node taint; workloads of the pool get the matching toleration."""
+
+    key: LabelKey
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class TimeSlicing(Model):
+    """Time-slicing: each GPU (or MIG instance) is advertised `replicas` times."""
+
+    replicas: int = Field(ge=2, le=1024)
+    rename_by_default: bool = True
+    """Advertise shares as <resource>.shared so they never mix with whole GPUs in a quota."""
+    fail_requests_greater_than_one: bool = False
+
+
+# CUDA MPS serves at most 48 client processes per GPU on Volta and later (NVIDIA MPS documentation,
+# "Limitations": "up to 48 clients per device").
+MPS_MAX_CLIENTS = 48
+
+
+class Mps(Model):
+    """CUDA MPS sharing: each GPU is advertised `replicas` times, with a memory and SM split."""
+
+    replicas: int = Field(ge=2, le=MPS_MAX_CLIENTS)
+    rename_by_default: bool = True
+
+
+MigLayout = dict[str, Annotated[int, Field(ge=0, le=8)]]
+
+
+class MigDevices(Model):
+    """A MIG layout for some GPU indexes of each node."""
+
+    gpus: list[Annotated[int, Field(ge=0, le=63)]] = Field(min_length=1)
+    layout: MigLayout = Field(min_length=1)
+
+
+class Mig(Model):
+    """MIG partitioning: one layout for every GPU, or layouts per GPU index."""
+
+    layout: MigLayout | None = Field(default=None, min_length=1)
+    devices: list[MigDevices] | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Mig:
+        if (self.layout is None) == (self.devices is None):
+            raise ValueError("set exactly one of layout (every GPU) or devices (per GPU index)")
+        return self
+
+
+def _sharing(value: Any) -> Any:
+    if value == "exclusive":
+        return {}
+    if isinstance(value, str):
+        raise ValueError(f"{value[:40]!r} is not a sharing mode: use exclusive, or a mapping with mig, timeSlicing or mps")
+    return value
+
+
+class Sharing(Model):
+    """How the pool's GPUs are shared: exclusive (empty), MIG, time-slicing, MPS or MIG+time-slicing."""
+
+    mig: Mig | None = None
+    time_slicing: TimeSlicing | None = None
+    mps: Mps | None = None
+
+    @model_validator(mode="after")
+    def _combination(self) -> Sharing:
+        if self.mps is not None and (self.mig is not None or self.time_slicing is not None):
+            raise ValueError("mps cannot be combined with mig or timeSlicing")
+        return self
+
+    @property
+    def mode(self) -> str:
+        """Return exclusive, mig, time-slicing, mps or mig+time-slicing."""
+        if self.mig is not None:
+            return "mig+time-slicing" if self.time_slicing is not None else "mig"
+        if self.time_slicing is not None:
+            return "time-slicing"
+        return "mps" if self.mps is not None else "exclusive"
+
+    @property
+    def replicas(self) -> int:
+        """Return how many ways each GPU or MIG instance is shared (1 when not shared)."""
+        if self.time_slicing is not None:
+            return self.time_slicing.replicas
+        return self.mps.replicas if self.mps is not None else 1
+
+    @property
+    def renamed(self) -> bool:
+        """Tell whether shared resources get the `.shared` suffix."""
+        sharer = self.time_slicing or self.mps
+        return sharer is not None and sharer.rename_by_default
+
+
+def _regex(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"{value[:80]!r} is not a valid regular expression: {exc}") from None
+    return value
+
+
+class NodePool(Model):
+    """A group of identical GPU nodes."""
+
+    name: Name
+    gpu: str = Field(min_length=1)
+    """GPU model: a catalog name, PCI device id (0x2330) or GFD product label."""
+    gpus_per_node: int | None = Field(default=None, ge=1, le=64)
+    cpu: Quantity
+    """Allocatable cpu per node."""
+    memory: Quantity
+    """Allocatable memory per node."""
+    nodes: Nodes
+    karpenter: KarpenterPool | None = None
+    hostnames: list[Annotated[str, BeforeValidator(_regex)]] = []
+    """Static pools: regular expressions that match the pool's node names."""
+    labels: dict[LabelKey, LabelValue] = {}
+    taints: list[Taint] | None = None
+    """Default: nvidia.com/gpu=present:NoSchedule."""
+    sharing: Annotated[Sharing, BeforeValidator(_sharing)] = Sharing()
+
+
+def _cidr(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            ipaddress.ip_network(value, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"{value[:60]!r} is not a valid CIDR: {exc}") from None
+    return value
+
+
+class Ipam(Model):
+    """IP address management for a network's attachments."""
+
+    type: Literal["whereabouts", "host-local"]
+    range: Annotated[str, BeforeValidator(_cidr)]
+    gateway: str | None = None
+    exclude: list[Annotated[str, BeforeValidator(_cidr)]] = []
+
+
+class Network(Model):
+    """A secondary network (Multus NetworkAttachmentDefinition) on some pools."""
+
+    name: Name
+    type: Literal["sriov", "ipoib", "macvlan", "host-device"]
+    resource_name: str | None = None
+    """Device-plugin resource backing the network (required for sriov and ipoib)."""
+    master: str | None = None
+    """Parent interface for ipoib / macvlan, or the device for host-device."""
+    ipam: Ipam
+    pools: list[Name] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _device_backed(self) -> Network:
+        if self.type in ("sriov", "ipoib") and not self.resource_name:
+            raise ValueError(f"a {self.type} network needs resourceName (the device-plugin resource)")
+        if self.type in ("ipoib", "macvlan") and not self.master:
+            raise ValueError(f"a {self.type} network needs master (the parent interface)")
+        return self
+
+
+class Cluster(Model):
+    """One Kubernetes cluster of the fleet (clusters/<name>.yaml)."""
+
+    name: Name
+    kubernetes_version: Annotated[str, Field(pattern=KUBERNETES_VERSION)]
+    """Kubernetes minor version, such as "1.33" (quote it in YAML)."""
+    provider: Provider
+    gitops: GitOps
+    components: Components = Components()
+    priority_classes: list[PriorityClass] = []
+    cohorts: list[Cohort] = []
+    node_pools: list[NodePool] = Field(min_length=1)
+    networks: list[Network] = []

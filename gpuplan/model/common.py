@@ -1,0 +1,122 @@
+"""Shared building blocks of the input models: base config, names, quantities, versions."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, WithJsonSchema
+from pydantic.alias_generators import to_camel
+
+from gpuplan.quantity import QuantityError, parse_quantity
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]+)?$")
+
+
+class Model(BaseModel):
+    """Base of every input model: camelCase keys, unknown keys rejected, strict types."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=False,
+        serialize_by_alias=True,
+        use_attribute_docstrings=True,
+    )
+
+
+def _dns_label(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string (a DNS-1123 label)")
+    if not DNS1123_LABEL.match(value):
+        raise ValueError(
+            f"{value[:80]!r} is not a DNS-1123 label: lower-case letters, digits and '-', "
+            "at most 63 characters, starting and ending with a letter or digit"
+        )
+    return value
+
+
+Name = Annotated[
+    str,
+    BeforeValidator(_dns_label),
+    WithJsonSchema({"type": "string", "pattern": DNS1123_LABEL.pattern, "maxLength": 63}),
+]
+
+
+def is_label_key(key: str) -> bool:
+    """Tell whether `key` is a valid Kubernetes label key (optional DNS prefix, then a name)."""
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+        return False
+    return bool(name) and len(name) <= 63 and bool(LABEL_NAME.match(name))
+
+
+def _label_key(value: Any) -> str:
+    if not isinstance(value, str) or not is_label_key(value):
+        raise ValueError(f"{str(value)[:80]!r} is not a valid Kubernetes label key")
+    return value
+
+
+def _label_value(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError("must be a string")
+    text = str(value)
+    if len(text) > 63 or not LABEL_VALUE.match(text):
+        raise ValueError(f"{text[:80]!r} is not a valid Kubernetes label value")
+    return text
+
+
+LabelKey = Annotated[str, BeforeValidator(_label_key), WithJsonSchema({"type": "string"})]
+LabelValue = Annotated[str, BeforeValidator(_label_value), WithJsonSchema({"type": "string", "maxLength": 63})]
+
+
+def _quantity(value: Any) -> Fraction:
+    if isinstance(value, Fraction):
+        return value
+    try:
+        return parse_quantity(value)
+    except QuantityError as exc:
+        raise ValueError(str(exc)) from None
+
+
+Quantity = Annotated[
+    Fraction,
+    BeforeValidator(_quantity),
+    PlainSerializer(lambda v: str(v), return_type=str),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "pattern": r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[numkMGTPE]i?)?$"},
+                {"type": "number", "minimum": 0},
+            ],
+            "description": "Kubernetes quantity: 500m, 64, 2000Gi, 2Ti",
+        }
+    ),
+]
+
+
+def _version(value: Any) -> str:
+    if not isinstance(value, str) or not VERSION.match(value):
+        raise ValueError(f"{str(value)[:40]!r} is not a version such as v0.19.2 (quote it in YAML)")
+    return value
+
+
+Version = Annotated[
+    str, BeforeValidator(_version), WithJsonSchema({"type": "string", "pattern": VERSION.pattern})
+]
+
+
+def version_tuple(version: str) -> tuple[int, int, int]:
+    """Return (major, minor, patch) of a version string such as `v0.19.2` or `1.33`."""
+    match = VERSION.match(version)
+    if match is None:
+        raise ValueError(version)
+    return int(match[1]), int(match[2]), int(match[3] or 0)

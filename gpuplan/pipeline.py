@@ -1,0 +1,90 @@
+"""The compiler's stages end to end: load -> model -> check -> emit -> validate (no writing)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from gpuplan.check import run_checks
+from gpuplan.diagnostics import Diagnostic, error, has_errors
+from gpuplan.emit import emit
+from gpuplan.emit.meta import Manifest
+from gpuplan.fleet import Fleet, build_fleet
+from gpuplan.sources import read_inputs
+from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, newest
+
+CRDS_ENV = "GPUPLAN_CRDS"
+
+
+@dataclass
+class Compiled:
+    """What a compile produced: the fleet, its manifests and every finding."""
+
+    fleet: Fleet | None
+    manifests: list[Manifest] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def crds_folder(option: Path | None) -> Path | None:
+    """Return the CRD folder from --crds or GPUPLAN_CRDS, if any."""
+    if option is not None:
+        return option
+    value = os.environ.get(CRDS_ENV)
+    return Path(value) if value else None
+
+
+@lru_cache(maxsize=8)
+def load_crds(folder: Path) -> CrdIndex:
+    """Load (once per process) the CRDs of a folder."""
+    return CrdIndex.load(folder)
+
+
+def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None = None) -> Compiled:
+    """Load, resolve, check, emit and validate the fleet of a repository."""
+    inputs, found = read_inputs(root)
+    fleet, more = build_fleet(inputs)
+    found += more
+    found += run_checks(fleet)
+    result = Compiled(fleet, diagnostics=found)
+    unknown = [c for c in clusters if c not in fleet.clusters]
+    for name in unknown:
+        result.diagnostics.append(error("clusters", 0, 0, "", f"--cluster {name}: no such cluster"))
+    if has_errors(found) or unknown:
+        return result
+    result.manifests = emit(fleet, clusters)
+    result.diagnostics += validate_manifests(result, crds_folder(crds))
+    return result
+
+
+def _validators(fleet: Fleet, index: CrdIndex | None) -> tuple[dict[str, Validator], list[Diagnostic]]:
+    validators: dict[str, Validator] = {}
+    problems = []
+    for name, cluster in fleet.clusters.items():
+        try:
+            validators[name] = Validator(index, cluster.spec.kubernetes_version)
+        except UnknownKubernetesVersion as exc:
+            problems.append(cluster.located.source.diagnostic(("kubernetesVersion",), str(exc)))
+    validators[""] = Validator(index, newest())
+    return validators, problems
+
+
+def validate_manifests(result: Compiled, crds: Path | None) -> list[Diagnostic]:
+    """Validate every emitted object strictly against its schema before anything is written."""
+    assert result.fleet is not None
+    index = load_crds(crds.absolute()) if crds is not None else None
+    if index is None:
+        result.notes.append(f"custom resources were not validated against CRDs: set --crds DIR or {CRDS_ENV}")
+    validators, problems = _validators(result.fleet, index)
+    for item in result.manifests:
+        if item.obj.get("kind") == "Kustomization":
+            continue
+        validator = validators.get(item.cluster or "")
+        if validator is None:
+            continue
+        for problem in validator.validate(item.obj):
+            where = f"{item.kind}/{item.name}" + (f" {problem.path}" if problem.path else "")
+            problems.append(error(f"output/{item.path}", 1, 1, where, f"{problem.message} (gpuplan emitted an invalid object: please report this bug)"))
+    return problems

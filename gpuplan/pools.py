@@ -1,0 +1,171 @@
+"""What each node pool offers the scheduler: resource names, units per node, node labels."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from gpuplan.gpus.catalog import GpuModel
+from gpuplan.gpus.mig import config_name
+from gpuplan.model.cluster import Cluster, NodePool
+
+POOL_LABEL = "gpuplan.io/pool"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+GPU = "nvidia.com/gpu"
+MIG_DISABLED = "all-disabled"
+DEFAULT_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One schedulable resource a pool's nodes advertise."""
+
+    name: str  # e.g. nvidia.com/gpu, nvidia.com/gpu.shared, nvidia.com/mig-1g.10gb
+    per_node: int  # units every node advertises
+    gpu_fraction: Fraction  # the share of one physical GPU that one unit is
+    profile: str | None = None  # the MIG profile behind the resource, if any
+
+
+@dataclass
+class PoolPlan:
+    """A node pool with everything derived from it: model, resources, labels, configs."""
+
+    cluster: str
+    index: int
+    spec: NodePool
+    model: GpuModel
+    gpus_per_node: int
+    resources: dict[str, Resource] = field(default_factory=dict)
+    mig_layouts: tuple[tuple[tuple[int, ...], dict[str, int]], ...] = ()  # (gpu indexes, layout)
+    mig_config: str | None = None
+    device_plugin_config: str | None = None
+
+    @property
+    def name(self) -> str:
+        """Return the pool's name."""
+        return self.spec.name
+
+    @property
+    def mode(self) -> str:
+        """Return how the GPUs are shared (exclusive, mig, time-slicing, mps, mig+time-slicing)."""
+        return self.spec.sharing.mode
+
+    @property
+    def nodes_most(self) -> int:
+        """Return the pool's node count at nodes.max (or count)."""
+        return self.spec.nodes.most
+
+    @property
+    def nodes_least(self) -> int:
+        """Return the pool's always-on node count at nodes.min (or count)."""
+        return self.spec.nodes.least
+
+    def capacity(self, resource: str, at_least: bool = False) -> int:
+        """Return the units of a resource the pool offers at its largest (or smallest) size."""
+        nodes = self.nodes_least if at_least else self.nodes_most
+        return nodes * self.resources[resource].per_node
+
+    def cpu_per_unit(self, resource: str) -> Fraction:
+        """Return the node cpu that goes with one unit of a GPU resource."""
+        return self.spec.cpu / self.gpus_per_node * self.resources[resource].gpu_fraction
+
+    def memory_per_unit(self, resource: str) -> Fraction:
+        """Return the node memory (bytes) that goes with one unit of a GPU resource."""
+        return self.spec.memory / self.gpus_per_node * self.resources[resource].gpu_fraction
+
+    @property
+    def taints(self) -> list[dict[str, str]]:
+        """Return the pool's node taints as Kubernetes dicts (default: nvidia.com/gpu)."""
+        if self.spec.taints is None:
+            return [dict(DEFAULT_TAINT)]
+        return [t.model_dump(exclude_none=True, by_alias=True) for t in self.spec.taints]
+
+    @property
+    def node_labels(self) -> dict[str, str]:
+        """Return every label gpuplan puts on the pool's nodes (pool, configs, user labels)."""
+        labels = dict(self.spec.labels)
+        labels[POOL_LABEL] = self.name
+        if self.mig_config is not None:
+            labels[MIG_CONFIG_LABEL] = self.mig_config
+        if self.device_plugin_config is not None:
+            labels[DEVICE_PLUGIN_CONFIG_LABEL] = self.device_plugin_config
+        return dict(sorted(labels.items()))
+
+    @property
+    def selector_labels(self) -> dict[str, str]:
+        """Return the labels that select exactly this pool's nodes (the pool label)."""
+        return {POOL_LABEL: self.name}
+
+
+def mig_resource(profile: str, strategy: str) -> str:
+    """Return the resource name the device plugin advertises for a MIG profile."""
+    return GPU if strategy == "single" else f"nvidia.com/mig-{profile}"
+
+
+def _shared(name: str, renamed: bool) -> str:
+    return f"{name}.shared" if renamed else name
+
+
+def _layouts(pool: NodePool, gpus: int) -> tuple[tuple[tuple[int, ...], dict[str, int]], ...]:
+    mig = pool.sharing.mig
+    if mig is None:
+        return ()
+    if mig.layout is not None:
+        return ((tuple(range(gpus)), {k: v for k, v in mig.layout.items() if v}),)
+    return tuple(
+        (tuple(d.gpus), {k: v for k, v in d.layout.items() if v}) for d in (mig.devices or [])
+    )
+
+
+def _mig_resources(plan: PoolPlan, strategy: str) -> dict[str, Resource]:
+    sharing = plan.spec.sharing
+    geometry = plan.model.mig
+    assert geometry is not None
+    per_node: dict[str, int] = {}
+    fraction: dict[str, Fraction] = {}
+    profile_of: dict[str, str] = {}
+    for gpus, layout in plan.mig_layouts:
+        for profile, count in layout.items():
+            spec = geometry.profile(profile)
+            if spec is None or "+" in profile:
+                continue  # unknown profiles are reported by the checks; '+' is no valid resource name
+            name = _shared(mig_resource(profile, strategy), sharing.renamed)
+            per_node[name] = per_node.get(name, 0) + len(gpus) * count * sharing.replicas
+            fraction[name] = Fraction(spec.compute_slices, geometry.compute_slices) / sharing.replicas
+            profile_of[name] = profile
+    return {
+        name: Resource(name, per_node[name], fraction[name], profile_of[name]) for name in sorted(per_node)
+    }
+
+
+def build_pool(cluster: Cluster, index: int, model: GpuModel, gpus_per_node: int) -> PoolPlan:
+    """Return the plan of one pool: resources per node, MIG layouts and config label values."""
+    pool = cluster.node_pools[index]
+    plan = PoolPlan(cluster.name, index, pool, model, gpus_per_node)
+    operator = cluster.components.gpu_operator
+    strategy = operator.mig_strategy if operator else "mixed"
+    sharing = pool.sharing
+    if sharing.mig is not None:
+        plan.mig_layouts = _layouts(pool, gpus_per_node)
+        plan.resources = _mig_resources(plan, strategy)
+        plan.mig_config = mig_config_name(plan.mig_layouts, gpus_per_node)
+    else:
+        name = _shared(GPU, sharing.renamed)
+        replicas = sharing.replicas
+        plan.resources = {name: Resource(name, gpus_per_node * replicas, Fraction(1, replicas))}
+        if model.mig is not None:
+            plan.mig_config = MIG_DISABLED
+    if sharing.mode in ("time-slicing", "mps", "mig+time-slicing"):
+        plan.device_plugin_config = pool.name
+    return plan
+
+
+def mig_config_name(layouts: tuple[tuple[tuple[int, ...], dict[str, int]], ...], gpus: int) -> str:
+    """Return the mig-parted config name for a pool's layouts (the same layouts, the same name)."""
+    if len(layouts) == 1 and layouts[0][0] == tuple(range(gpus)):
+        return config_name(layouts[0][1])
+    canonical = json.dumps([[list(g), sorted(lay.items())] for g, lay in layouts], sort_keys=True)
+    return "gpuplan-per-gpu-" + hashlib.sha256(canonical.encode()).hexdigest()[:10]

@@ -1,0 +1,90 @@
+"""Kubernetes resource quantities: parse exactly, format canonically."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+_SUFFIXES: dict[str, Fraction] = {
+    "": Fraction(1),
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+# The grammar of k8s.io/apimachinery/pkg/api/resource (quantity.go), without signs we never need.
+_QUANTITY = re.compile(r"^(?P<num>[0-9]+(\.[0-9]*)?|\.[0-9]+)(?P<suffix>[eE][+-]?[0-9]+|[numkMGTPE]i?|)$")
+_BINARY = ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki")
+MAX_DIGITS = 40  # refuse absurd numbers before Fraction arithmetic sees them
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+def parse_quantity(value: object) -> Fraction:
+    """Return the exact value of a Kubernetes quantity (a string or a plain number)."""
+    if isinstance(value, bool):
+        raise QuantityError("must be a quantity such as 500m, 64 or 2000Gi, not a boolean")
+    if isinstance(value, int):
+        if value < 0:
+            raise QuantityError("must not be negative")
+        if len(str(value)) > MAX_DIGITS:
+            raise QuantityError("is too large")
+        return Fraction(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")) or value < 0:
+            raise QuantityError("must be a finite, non-negative number")
+        return Fraction(str(value))
+    if not isinstance(value, str):
+        raise QuantityError("must be a quantity such as 500m, 64 or 2000Gi")
+    text = value.strip()
+    match = _QUANTITY.match(text)
+    if match is None or len(text) > MAX_DIGITS:
+        raise QuantityError(f"{value!r} is not a Kubernetes quantity (examples: 500m, 64, 2000Gi, 2Ti)")
+    number = Fraction(match["num"])
+    suffix = match["suffix"]
+    if suffix[:1] in ("e", "E"):
+        exponent = int(suffix[1:])
+        if abs(exponent) > 30:
+            raise QuantityError(f"{value!r} is out of range")
+        return number * Fraction(10) ** exponent
+    return number * _SUFFIXES[suffix]
+
+
+def format_cpu(cores: Fraction) -> str:
+    """Return cores the way the API server prints them: whole cores or millicores."""
+    milli = cores * 1000
+    if cores.denominator == 1:
+        return str(cores.numerator)
+    if milli.denominator == 1:
+        return f"{milli.numerator}m"
+    return f"{int(milli)}m"  # never round up: a quota must not grow by rounding
+
+
+def format_bytes(amount: Fraction) -> str:
+    """Return bytes in canonical binary-SI form (the largest exact suffix, else plain bytes)."""
+    whole = int(amount)  # floor: a quota must not grow by rounding
+    if whole == 0:
+        return "0"
+    for suffix in _BINARY:
+        unit = int(_SUFFIXES[suffix])
+        if whole % unit == 0:
+            return f"{whole // unit}{suffix}"
+    return str(whole)
+
+
+def format_count(count: int | Fraction) -> str:
+    """Return a whole count (GPUs, MIG instances, shares) as a quantity string."""
+    return str(int(count))

@@ -1,0 +1,81 @@
+"""Shared fixtures: the CLI run in-process, temporary repositories, the upstream CRDs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gpuplan.cli import cli
+
+PROJECT = Path(__file__).resolve().parent.parent
+EXAMPLE = PROJECT  # the repository's own example fleet: clusters/ and tenants/
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", help="rewrite the golden files of tests/cases on purpose")
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))
+
+
+@pytest.fixture(scope="session")
+def crds_dir() -> Path:
+    value = os.environ.get("GPUPLAN_CRDS")
+    if not value:
+        pytest.skip("GPUPLAN_CRDS is not set: upstream CRDs needed (CI sets it to ../shared/crds)")
+    path = Path(value)
+    if not path.is_absolute():
+        path = (PROJECT / path).resolve()
+    if not path.is_dir():
+        pytest.skip(f"GPUPLAN_CRDS={value} is not a folder")
+    return path
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Run:
+    """Run the gpuplan CLI in-process and capture exit code, stdout and stderr."""
+    result = CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+    return Run(result.exit_code, result.stdout, result.stderr)
+
+
+def copy_example(target: Path) -> Path:
+    """Copy the repository's example fleet (inputs only) into a temporary repository."""
+    for folder in ("clusters", "tenants"):
+        shutil.copytree(EXAMPLE / folder, target / folder)
+    return target
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Return every file under a folder with its bytes (to prove nothing was touched)."""
+    if not folder.exists():
+        return {}
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def write_repo(root: Path, files: dict[str, str]) -> Path:
+    """Write a repository from relative path -> text."""
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (root / "clusters").mkdir(exist_ok=True)
+    (root / "tenants").mkdir(exist_ok=True)
+    return root
+
+
+@pytest.fixture
+def example_repo(tmp_path: Path) -> Path:
+    return copy_example(tmp_path / "repo")
