@@ -13,6 +13,9 @@ from gpuplan.emit import emit
 from gpuplan.emit.meta import Manifest
 from gpuplan.fleet import Fleet, build_fleet
 from gpuplan.sources import read_inputs
+from gpuplan.locate import locate
+from gpuplan.write import header
+from gpuplan.yamlout import dump
 from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, newest
 
 CRDS_ENV = "GPUPLAN_CRDS"
@@ -84,7 +87,12 @@ def validate_manifests(result: Compiled, crds: Path | None) -> list[Diagnostic]:
         validator = validators.get(item.cluster or "")
         if validator is None:
             continue
-        for problem in validator.validate(item.obj):
+        found = validator.validate(item.obj)
+        if not found:
+            continue
+        text = dump(item.obj, header(item))
+        for problem in found:
+            line, col = locate(text, problem.path)
             where = f"{item.kind}/{item.name}" + (f" {problem.path}" if problem.path else "")
-            problems.append(error(f"output/{item.path}", 1, 1, where, f"{problem.message} (gpuplan emitted an invalid object: please report this bug)"))
+            problems.append(error(f"output/{item.path}", line, col, where, f"{problem.message} (gpuplan emitted an invalid object: please report this bug)"))
     return problems

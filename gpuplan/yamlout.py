@@ -16,6 +16,8 @@ _PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./@+=-]*( [A-Za-z0-9_./@+=()-]+)*$")
 _RESERVED = {
     "y", "n", "yes", "no", "on", "off", "true", "false", "null", "~",
 }  # fmt: skip
+# Characters YAML may not hold unescaped (or reads as line breaks): escape them in quoted text.
+_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
 _BLOCK_LINE = re.compile(r"^[^\x00-\x08\x0b-\x1f\x7f\u0085\u2028\u2029\ufeff]*$")
 
 
@@ -31,7 +33,7 @@ def _scalar(value: Any) -> str:
     text = str(value)
     if _PLAIN.match(text) and text.lower() not in _RESERVED and len(text) < 200:
         return text
-    return json.dumps(text, ensure_ascii=False)
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
 
 
 def _literal(text: str, indent: str) -> list[str] | None:
@@ -39,7 +41,7 @@ def _literal(text: str, indent: str) -> list[str] | None:
     if "\n" not in text or "\r" in text or not _BLOCK_LINE.match(text):
         return None
     body = text[:-1] if text.endswith("\n") else text
-    if body.endswith("\n") or body.startswith((" ", "\n")):
+    if not body or body.endswith("\n") or body.startswith((" ", "\n")) or _UNPRINTABLE.search(text):
         return None
     lines = body.split("\n")
     if any(line != line.rstrip(" \t") for line in lines):
