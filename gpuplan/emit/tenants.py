@@ -100,7 +100,24 @@ def role_binding(alloc: AllocationPlan, name: str) -> dict[str, Any] | None:
     return k8s("rbac.authorization.k8s.io/v1", "RoleBinding", "tenant-owners", name, roleRef=role, subjects=subjects)
 
 
-BUILDERS = (namespace, resource_quota, limit_range, network_policy, role_binding)
+def priority_ceiling(alloc: AllocationPlan, name: str) -> dict[str, Any] | None:
+    """Return a quota that forbids pods with priority classes above the tenant's own.
+
+    Without it any tenant could set priorityClassName to the highest class and preempt others.
+    """
+    own = alloc.tenant.model.priority_class
+    classes = alloc.cluster.spec.priority_classes
+    ceiling = next((p.value for p in classes if p.name == own), None)
+    if ceiling is None:
+        return None
+    above = sorted(p.name for p in classes if p.value > ceiling)
+    if not above:
+        return None
+    scope = {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": above}]}
+    return k8s("v1", "ResourceQuota", "priority-ceiling", name, spec={"hard": {"pods": "0"}, "scopeSelector": scope})
+
+
+BUILDERS = (namespace, resource_quota, priority_ceiling, limit_range, network_policy, role_binding)
 
 
 def emit(cluster: ClusterPlan) -> list[Manifest]:
