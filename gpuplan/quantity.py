@@ -50,7 +50,7 @@ def parse_quantity(value: object) -> Fraction:
     if not isinstance(value, str):
         raise QuantityError("must be a quantity such as 500m, 64 or 2000Gi")
     text = value.strip()
-    match = _QUANTITY.match(text)
+    match = _QUANTITY.fullmatch(text)
     if match is None or len(text) > MAX_DIGITS:
         raise QuantityError(f"{value!r} is not a Kubernetes quantity (examples: 500m, 64, 2000Gi, 2Ti)")
     number = Fraction(match["num"])

@@ -31,7 +31,7 @@ def _scalar(value: Any) -> str:
     if isinstance(value, float):
         return json.dumps(value)
     text = str(value)
-    if _PLAIN.match(text) and text.lower() not in _RESERVED and len(text) < 200:
+    if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED and len(text) < 200:
         return text
     return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
 

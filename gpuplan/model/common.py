@@ -36,7 +36,7 @@ class Model(BaseModel):
 def _dns_label(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError("must be a string (a DNS-1123 label)")
-    if not DNS1123_LABEL.match(value):
+    if not DNS1123_LABEL.fullmatch(value):
         raise ValueError(
             f"{value[:80]!r} is not a DNS-1123 label: lower-case letters, digits and '-', "
             "at most 63 characters, starting and ending with a letter or digit"
@@ -54,9 +54,9 @@ Name = Annotated[
 def is_label_key(key: str) -> bool:
     """Tell whether `key` is a valid Kubernetes label key (optional DNS prefix, then a name)."""
     prefix, _, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
         return False
-    return bool(name) and len(name) <= 63 and bool(LABEL_NAME.match(name))
+    return bool(name) and len(name) <= 63 and bool(LABEL_NAME.fullmatch(name))
 
 
 def _label_key(value: Any) -> str:
@@ -69,7 +69,7 @@ def _label_value(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise ValueError("must be a string")
     text = str(value)
-    if len(text) > 63 or not LABEL_VALUE.match(text):
+    if len(text) > 63 or not LABEL_VALUE.fullmatch(text):
         raise ValueError(f"{text[:80]!r} is not a valid Kubernetes label value")
     return text
 
@@ -104,7 +104,7 @@ Quantity = Annotated[
 
 
 def _version(value: Any) -> str:
-    if not isinstance(value, str) or not VERSION.match(value):
+    if not isinstance(value, str) or not VERSION.fullmatch(value):
         raise ValueError(f"{str(value)[:40]!r} is not a version such as v0.19.2 (quote it in YAML)")
     return value
 
@@ -116,7 +116,7 @@ Version = Annotated[
 
 def version_tuple(version: str) -> tuple[int, int, int]:
     """Return (major, minor, patch) of a version string such as `v0.19.2` or `1.33`."""
-    match = VERSION.match(version)
+    match = VERSION.fullmatch(version)
     if match is None:
         raise ValueError(version)
     return int(match[1]), int(match[2]), int(match[3] or 0)

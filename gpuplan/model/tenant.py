@@ -13,7 +13,7 @@ SUBJECT = re.compile(r"^(group|user):[^\s]{1,253}$|^serviceaccount:[a-z0-9-]{1,6
 
 
 def _subject(value: Any) -> Any:
-    if isinstance(value, str) and not SUBJECT.match(value):
+    if isinstance(value, str) and not SUBJECT.fullmatch(value):
         raise ValueError(
             f"{value[:80]!r} is not a subject: use group:NAME, user:NAME or serviceaccount:NAMESPACE:NAME"
         )
