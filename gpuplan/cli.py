@@ -56,6 +56,15 @@ def schema(kind: str) -> None:
     sys.exit(commands.schema(kind))
 
 
+@cli.command()
+@_root
+@click.option("--cluster", default=None, help="Only this cluster.")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+def capacity(root: Path, cluster: str | None, fmt: str) -> None:
+    """Per cluster and pool: GPUs, schedulable units, quota per tenant, headroom, overcommit."""
+    sys.exit(commands.capacity(Options(root), cluster, fmt))
+
+
 def main() -> None:
     """Run the CLI; turn bugs into exit 3 with the traceback in a file, ^C into 130."""
     try:

@@ -92,3 +92,16 @@ def schema(kind: str) -> int:
     document["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     sys.stdout.write(json.dumps(document, indent=2, sort_keys=True) + "\n")
     return OK
+
+
+def capacity(options: Options, cluster: str | None, fmt: str) -> int:
+    """Print the capacity picture of the fleet (or one cluster)."""
+    from gpuplan.capacity import as_json, as_markdown, as_text, capacity_rows
+
+    result = compile_fleet(options.root, (cluster,) if cluster else (), options.crds, emit_output=False)
+    if _report(result, Options(options.root, strict=False, fmt="text")) or result.fleet is None:
+        return FAILED
+    rows = capacity_rows(result.fleet, cluster)
+    render_rows = {"text": as_text, "markdown": as_markdown, "json": as_json}[fmt]
+    sys.stdout.write(render_rows(rows))
+    return OK

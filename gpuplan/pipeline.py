@@ -45,7 +45,7 @@ def load_crds(folder: Path) -> CrdIndex:
     return CrdIndex.load(folder)
 
 
-def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None = None) -> Compiled:
+def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None = None, emit_output: bool = True) -> Compiled:
     """Load, resolve, check, emit and validate the fleet of a repository."""
     inputs, found = read_inputs(root)
     fleet, more = build_fleet(inputs)
@@ -55,7 +55,7 @@ def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None 
     unknown = [c for c in clusters if c not in fleet.clusters]
     for name in unknown:
         result.diagnostics.append(error("clusters", 0, 0, "", f"--cluster {name}: no such cluster"))
-    if has_errors(found) or unknown:
+    if has_errors(found) or unknown or not emit_output:
         return result
     result.manifests = emit(fleet, clusters)
     result.diagnostics += validate_manifests(result, crds_folder(crds))

@@ -59,6 +59,19 @@ def device_plugin_configs(cluster: ClusterPlan, strategy: str) -> dict[str, dict
     return configs
 
 
+def _pool_tolerations(cluster: ClusterPlan) -> list[dict[str, str]]:
+    """Return tolerations for every pool taint the operator's default does not cover."""
+    out: list[dict[str, str]] = []
+    for pool in cluster.pools.values():
+        for taint in pool.taints:
+            if taint["key"] == "nvidia.com/gpu" and taint["effect"] == "NoSchedule":
+                continue
+            toleration = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
+            if toleration not in out:
+                out.append(toleration)
+    return sorted(out, key=lambda t: (t["key"], t["effect"]))
+
+
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return the GPU Operator objects of a cluster, or nothing without the component."""
     operator = cluster.spec.components.gpu_operator
@@ -88,6 +101,7 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
         device_plugin_config_map=DEVICE_PLUGIN_CONFIG_MAP if sharing else None,
         device_plugin_default=objects.DEVICE_PLUGIN_DEFAULT_CONFIG if sharing else None,
         namespace=ns,
+        tolerations=_pool_tolerations(cluster),
     )
     out.append(manifest(cluster.name, FOLDER, policy, source))
     return out

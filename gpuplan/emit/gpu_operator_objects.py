@@ -207,6 +207,7 @@ def cluster_policy(
     device_plugin_config_map: str | None,
     device_plugin_default: str | None,
     namespace: str,
+    tolerations: Sequence[Mapping[str, str]] = (),
 ) -> dict:
     """Return the ClusterPolicy ``cluster-policy`` wired to the MIG and device-plugin ConfigMaps."""
     # ``namespace`` is the operator namespace, where both ConfigMaps must live. It is
@@ -221,7 +222,7 @@ def cluster_policy(
         raise ValueError(f"invalid driver version {driver_version!r}")
     spec = {
         "cdi": {"default": False, "enabled": True, "nriPluginEnabled": False},
-        "daemonsets": _daemonsets(),
+        "daemonsets": _daemonsets(tolerations),
         "dcgm": {"enabled": False, **_image(images["dcgm"])},
         "dcgmExporter": _dcgm_exporter(images["dcgmExporter"], dcgm_exporter),
         "devicePlugin": _device_plugin(
@@ -285,12 +286,20 @@ def _image(image: _Image) -> dict:
     }
 
 
-def _daemonsets() -> dict:
-    """Return the chart's default daemonset settings."""
+def _daemonsets(extra_tolerations: Sequence[Mapping[str, str]] = ()) -> dict:
+    """Return the chart's default daemonset settings, tolerating every GPU pool's taints.
+
+    The operands (driver, device plugin, MIG manager, ...) must run on every GPU node; a pool
+    tainted with anything but nvidia.com/gpu would otherwise never get its GPUs advertised.
+    """
+    tolerations = [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}]
+    for toleration in extra_tolerations:
+        if dict(toleration) not in tolerations:
+            tolerations.append(dict(toleration))
     return {
         "priorityClassName": "system-node-critical",
         "rollingUpdate": {"maxUnavailable": "1"},
-        "tolerations": [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}],
+        "tolerations": tolerations,
         "updateStrategy": "RollingUpdate",  # CRD default
     }
 

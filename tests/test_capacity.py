@@ -1,0 +1,92 @@
+"""`gpuplan capacity`: its numbers, recomputed here independently from the input files."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import yaml
+
+from tests.conftest import PROJECT, run
+
+
+def _mig_name(profile: str, strategy: str, shared: bool) -> str:
+    base = "nvidia.com/gpu" if strategy == "single" else f"nvidia.com/mig-{profile}"
+    return base + (".shared" if shared else "")
+
+
+def _expected_capacity() -> dict[tuple[str, str, str], int]:
+    """Recompute capacity per (cluster, pool, resource) straight from clusters/*.yaml."""
+    out: dict[tuple[str, str, str], int] = defaultdict(int)
+    for path in sorted((PROJECT / "clusters").glob("*.yaml")):
+        cluster = yaml.safe_load(path.read_text())
+        strategy = cluster.get("components", {}).get("gpuOperator", {}).get("migStrategy", "mixed")
+        for pool in cluster["nodePools"]:
+            nodes = pool["nodes"].get("count", pool["nodes"].get("max"))
+            gpus = pool["gpusPerNode"]
+            sharing = pool.get("sharing", "exclusive")
+            sharing = {} if sharing == "exclusive" else sharing
+            replicas = (sharing.get("timeSlicing") or sharing.get("mps") or {}).get("replicas", 1)
+            shared = replicas > 1
+            if "mig" in sharing:
+                mig = sharing["mig"]
+                blocks = [(len(d["gpus"]), d["layout"]) for d in mig["devices"]] if "devices" in mig else [(gpus, mig["layout"])]
+                for count, layout in blocks:
+                    for profile, per_gpu in layout.items():
+                        key = (cluster["name"], pool["name"], _mig_name(profile, strategy, shared))
+                        out[key] += nodes * count * per_gpu * replicas
+            else:
+                resource = "nvidia.com/gpu.shared" if shared else "nvidia.com/gpu"
+                out[(cluster["name"], pool["name"], resource)] += nodes * gpus * replicas
+    return dict(out)
+
+
+def _expected_grants() -> dict[tuple[str, str, str], int]:
+    capacity = _expected_capacity()
+    out: dict[tuple[str, str, str], int] = defaultdict(int)
+    for path in sorted((PROJECT / "tenants").glob("*.yaml")):
+        tenant = yaml.safe_load(path.read_text())
+        for alloc in tenant.get("allocations", []):
+            for quota in alloc["quotas"]:
+                matches = [k for k in capacity if k[0] == alloc["cluster"] and k[1] == quota["pool"]]
+                if "gpus" in quota:
+                    (key,) = matches
+                    out[key] += quota["gpus"]
+                else:
+                    for profile, count in quota["mig"].items():
+                        (key,) = [k for k in matches if k[2].startswith(f"nvidia.com/mig-{profile}") or len(matches) == 1]
+                        out[key] += count
+    return dict(out)
+
+
+def test_capacity_json_matches_an_independent_computation() -> None:
+    result = run("capacity", "--root", str(PROJECT), "--format", "json")
+    assert result.code == 0, result.stderr
+    rows = json.loads(result.stdout)
+    got = {(r["cluster"], r["pool"], r["resource"]): r for r in rows}
+    expected = _expected_capacity()
+    assert {k: r["capacity"] for k, r in got.items()} == expected
+    grants = _expected_grants()
+    assert {k: r["granted"] for k, r in got.items()} == {k: grants.get(k, 0) for k in expected}
+    for row in rows:
+        assert row["headroom"] == max(row["capacity"] - row["granted"], 0)
+        assert row["overcommit"] == max(row["granted"] - row["capacity"], 0)
+
+
+def test_capacity_text_is_an_aligned_table_with_bars() -> None:
+    result = run("capacity", "--root", str(PROJECT), "--cluster", "h100-prod")
+    assert result.code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("cluster") and "headroom" in lines[0]
+    assert all(line.startswith("h100-prod") for line in lines[1:])
+    train = next(line for line in lines if " h100-train " in line)
+    assert "128" in train and "48" in train and "[########............]" in train
+    assert len({line.index("nvidia.com") for line in lines[1:]}) == 1  # aligned column
+
+
+def test_capacity_markdown() -> None:
+    result = run("capacity", "--root", str(PROJECT), "--format", "markdown")
+    assert result.code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("| cluster |") and lines[1].startswith("|---|")
+    assert len(lines) == 2 + len(_expected_capacity())
