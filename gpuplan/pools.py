@@ -123,7 +123,8 @@ def _layouts(pool: NodePool, gpus: int) -> tuple[tuple[tuple[int, ...], dict[str
 def _mig_resources(plan: PoolPlan, strategy: str) -> dict[str, Resource]:
     sharing = plan.spec.sharing
     geometry = plan.model.mig
-    assert geometry is not None
+    if geometry is None:
+        return {}  # MIG on a model without MIG: reported by the fleet's MIG checks
     per_node: dict[str, int] = {}
     fraction: dict[str, Fraction] = {}
     profile_of: dict[str, str] = {}

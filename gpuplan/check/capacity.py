@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from gpuplan.check import check
 from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.load import format_path
 from gpuplan.fleet import ClusterPlan, Fleet, Grant
 from gpuplan.pools import PoolPlan
 
@@ -34,8 +35,6 @@ def _where(cluster: ClusterPlan, grant: Grant) -> tuple[str, int, int, str]:
         if grant in alloc.grants:
             source = alloc.tenant.source
             line, col = source.position(grant.loc)
-            from gpuplan.load import format_path
-
             return source.path, line, col, format_path(grant.loc)
     raise LookupError(grant)
 

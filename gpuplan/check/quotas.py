@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from gpuplan.check import check
 from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.load import format_path
 from gpuplan.fleet import Fleet
 from gpuplan.pools import GPU
 
@@ -80,3 +81,34 @@ def check_cpu_memory_within_pools(fleet: Fleet) -> Iterator[Diagnostic]:
                 names = ", ".join(p.name for p in pools)
                 message = f"{field} {getattr(alloc.spec, field)} is more than the {field} of every node of its pools ({names}) at their largest size"
                 yield alloc.tenant.source.diagnostic(alloc.loc(field), message)
+
+
+def _lendable(alloc, pool: str, resource: str) -> int:
+    total = 0
+    for other in alloc.cluster.allocations:
+        if other is alloc or other.spec.cohort != alloc.spec.cohort:
+            continue
+        for grant in other.grants:
+            if grant.pool.name == pool and grant.resource == resource:
+                total += grant.nominal if grant.lending is None else grant.lending
+    return total
+
+
+@check
+def check_borrowing_within_cohort(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn when a borrowing limit is larger than what the rest of the cohort can lend."""
+    for alloc in _allocations(fleet):
+        if alloc.spec.cohort is None:
+            continue
+        for grant in alloc.grants:
+            if grant.borrowing is None:
+                continue
+            lendable = _lendable(alloc, grant.pool.name, grant.resource)
+            if grant.borrowing > lendable:
+                loc = grant.loc[:4] + ("borrowingLimit",) + (() if grant.loc[-1] == "gpus" else (grant.loc[-1],))
+                line, col = alloc.tenant.source.position(loc)
+                message = (
+                    f"borrowingLimit {grant.borrowing} is more than the rest of cohort {alloc.spec.cohort} "
+                    f"can lend of {grant.resource} on pool {grant.pool.name} ({lendable})"
+                )
+                yield Diagnostic(alloc.tenant.source.path, line, col, Severity.WARNING, format_path(loc), message)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
 from gpuplan.model.common import Model, Name, Quantity
 
@@ -38,22 +38,20 @@ class Quota(Model):
     lending_limit: Limit | None = None
     """Most of its quota the tenant lends to its cohort."""
 
+    @field_validator("borrowing_limit", "lending_limit")
+    @classmethod
+    def _limit_matches_unit(cls, limit: Limit | None, info: ValidationInfo) -> Limit | None:
+        if info.data.get("gpus") is not None and isinstance(limit, dict):
+            raise ValueError("must be a number on a gpus quota")
+        if info.data.get("mig") is not None and isinstance(limit, int):
+            raise ValueError("must be a mapping per MIG profile on a mig quota, such as {1g.10gb: 7}")
+        return limit
+
     @model_validator(mode="after")
     def _one_unit(self) -> Quota:
         if (self.gpus is None) == (self.mig is None):
             raise ValueError("set gpus (whole GPUs or shares) or mig (instances per profile), not both")
-        for field in ("borrowing_limit", "lending_limit"):
-            limit = getattr(self, field)
-            if self.gpus is not None and isinstance(limit, dict):
-                raise ValueError(f"{_camel(field)} is a number on a gpus quota")
-            if self.mig is not None and isinstance(limit, int):
-                raise ValueError(f"{_camel(field)} is a mapping per MIG profile on a mig quota")
         return self
-
-
-def _camel(field: str) -> str:
-    head, *rest = field.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 class Allocation(Model):
