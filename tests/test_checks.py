@@ -1,0 +1,168 @@
+"""Each check of the catalogue: one case that trips it and one that just passes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run, write_repo
+
+CLUSTER = """\
+name: c1
+kubernetesVersion: "1.33"
+provider: aws
+gitops: {{repoURL: https://git.example.com/fleet.git}}
+components:
+{components}
+priorityClasses: [{{name: research, value: 100}}]
+cohorts: [{{name: shared}}]
+nodePools:
+  - name: train
+    gpu: H100-SXM5-80GB
+    gpusPerNode: 8
+    cpu: 192
+    memory: 1900Gi
+    nodes: {{min: 1, max: 4}}
+    karpenter: {{instanceTypes: [p5.48xlarge]}}
+  - name: infer
+    gpu: H100-SXM5-80GB
+    gpusPerNode: 8
+    cpu: 192
+    memory: 1900Gi
+    nodes: {{count: 2}}
+    hostnames: ["infer-[0-9]+"]
+    sharing: {sharing}
+"""
+COMPONENTS = """\
+  gpuOperator: {version: v26.7.0, driverVersion: "580.82.07", migStrategy: mixed}
+  kueue: {version: v0.19.2}
+  karpenter: {version: v1.14.1, nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}}"""
+MIG = "{mig: {layout: {1g.10gb: 7}}}"
+
+
+def _tenant(name: str, body: str) -> str:
+    return f"name: {name}\nallocations:\n  - cluster: c1\n{body}"
+
+
+def check(tmp_path: Path, tenants: dict[str, str], components: str = COMPONENTS, sharing: str = MIG) -> tuple[int, str]:
+    files = {"clusters/c1.yaml": CLUSTER.format(components=components, sharing=sharing)}
+    files |= {f"tenants/{n}.yaml": _tenant(n, b) for n, b in tenants.items()}
+    result = run("check", "--root", str(write_repo(tmp_path, files)))
+    assert "Traceback" not in result.stderr
+    return result.code, result.stderr
+
+
+def quota(gpus: int, extra: str = "", cohort: bool = False) -> str:
+    head = "    cohort: shared\n" if cohort else ""
+    return f"{head}    quotas:\n      - {{pool: train, gpus: {gpus}{extra}}}\n"
+
+
+def test_capacity_exactly_at_nodes_max_passes(tmp_path: Path) -> None:
+    code, err = check(tmp_path, {"a": quota(16), "b": quota(16)})
+    assert code == 0, err
+    assert "exceed its always-on" in err  # 32 > nodes.min 1 x 8: a warning only
+
+
+def test_capacity_one_over_nodes_max_fails(tmp_path: Path) -> None:
+    code, err = check(tmp_path, {"a": quota(16), "b": quota(17)})
+    assert code == 1
+    assert "tenants/b.yaml:5:29: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); a 16 + b 17" in err
+
+
+def test_capacity_at_nodes_min_has_no_warning(tmp_path: Path) -> None:
+    code, err = check(tmp_path, {"a": quota(8)})
+    assert code == 0 and "warning" not in err, err
+
+
+def test_mig_capacity_counts_instances(tmp_path: Path) -> None:
+    mig = "    quotas:\n      - {{pool: infer, mig: {{1g.10gb: {n}}}}}\n"
+    assert check(tmp_path / "ok", {"a": mig.format(n=112)})[0] == 0  # 2 nodes x 8 GPUs x 7
+    code, err = check(tmp_path / "over", {"a": mig.format(n=113)})
+    assert code == 1 and "tenants ask 113 1g.10gb instances of pool infer, which has at most 112 (2 nodes x 56)" in err
+
+
+def test_shares_capacity_counts_replicas(tmp_path: Path) -> None:
+    sharing = "{timeSlicing: {replicas: 4}}"
+    shares = "    quotas:\n      - {{pool: infer, gpus: {n}}}\n"
+    assert check(tmp_path / "ok", {"a": shares.format(n=64)}, sharing=sharing)[0] == 0
+    code, err = check(tmp_path / "over", {"a": shares.format(n=65)}, sharing=sharing)
+    assert code == 1 and "65 shares of pool infer, which has at most 64" in err
+
+
+def test_lending_limit_equal_to_quota_passes_above_fails(tmp_path: Path) -> None:
+    assert check(tmp_path / "ok", {"a": quota(8, ", lendingLimit: 8", cohort=True)})[0] == 0
+    code, err = check(tmp_path / "bad", {"a": quota(8, ", lendingLimit: 9", cohort=True)})
+    assert code == 1 and "allocations[0].quotas[0].lendingLimit: lendingLimit 9 is above the quota 8" in err
+
+
+@pytest.mark.parametrize("field", ["borrowingLimit", "lendingLimit"])
+def test_limits_need_a_cohort(tmp_path: Path, field: str) -> None:
+    assert check(tmp_path / "ok", {"a": quota(8, f", {field}: 4", cohort=True), "b": quota(8, cohort=True)})[0] == 0
+    code, err = check(tmp_path / "bad", {"a": quota(8, f", {field}: 4")})
+    assert code == 1 and f"{field} needs a cohort" in err
+
+
+def test_borrowing_beyond_what_the_cohort_lends_warns(tmp_path: Path) -> None:
+    lender = quota(8, ", lendingLimit: 4", cohort=True)
+    code, err = check(tmp_path / "ok", {"a": quota(8, ", borrowingLimit: 4", cohort=True), "b": lender})
+    assert code == 0 and "can lend" not in err
+    code, err = check(tmp_path / "warn", {"a": quota(8, ", borrowingLimit: 5", cohort=True), "b": lender})
+    assert code == 0 and "warning: allocations[0].quotas[0].borrowingLimit: borrowingLimit 5 is more than the rest of cohort shared can lend" in err
+    strict = run("check", "--root", str(tmp_path / "warn"), "--strict")
+    assert strict.code == 1
+
+
+def test_max_gpus_per_pod_at_gpus_per_node_passes_above_fails(tmp_path: Path) -> None:
+    assert check(tmp_path / "ok", {"a": quota(8) + "    maxGpusPerPod: 8\n"})[0] == 0
+    code, err = check(tmp_path / "bad", {"a": quota(8) + "    maxGpusPerPod: 9\n"})
+    assert code == 1 and "maxGpusPerPod 9 is above the largest gpusPerNode 8" in err
+
+
+def test_quota_without_scheduler_warns(tmp_path: Path) -> None:
+    components = "\n".join(line for line in COMPONENTS.splitlines() if "kueue" not in line)
+    static = "    quotas:\n      - {pool: infer, mig: {1g.10gb: 7}}\n"
+    code, err = check(tmp_path, {"a": static}, components=components)
+    assert code == 0 and "warning: allocations[0].cluster: cluster c1 has no Kueue or Volcano" in err
+
+
+def test_cpu_above_the_pools_fails_exactly_at_passes(tmp_path: Path) -> None:
+    assert check(tmp_path / "ok", {"a": quota(8) + "    cpu: 768\n"})[0] == 0  # 4 nodes x 192
+    code, err = check(tmp_path / "bad", {"a": quota(8) + "    cpu: 768001m\n"})
+    assert code == 1 and "allocations[0].cpu: cpu" in err
+
+
+def test_memory_above_the_pools_fails(tmp_path: Path) -> None:
+    assert check(tmp_path / "ok", {"a": quota(8) + "    memory: 7600Gi\n"})[0] == 0
+    code, err = check(tmp_path / "bad", {"a": quota(8) + "    memory: 7601Gi\n"})
+    assert code == 1 and "allocations[0].memory" in err
+
+
+def test_unknown_operator_version_fails(tmp_path: Path) -> None:
+    components = COMPONENTS.replace("v26.7.0", "v19.1.0")
+    code, err = check(tmp_path, {"a": quota(8)}, components=components)
+    assert code == 1 and "GPU Operator v19.1.0 is not known to gpuplan" in err
+
+
+def test_mps_with_mixed_strategy_fails_single_passes(tmp_path: Path) -> None:
+    mps = "{mps: {replicas: 4}}"
+    shares = "    quotas:\n      - {pool: infer, gpus: 8}\n"
+    code, err = check(tmp_path / "bad", {"a": shares}, sharing=mps)
+    assert code == 1 and "nodePools[1].sharing.mps: the NVIDIA device plugin does not run MPS with migStrategy mixed" in err
+    single = COMPONENTS.replace("migStrategy: mixed", "migStrategy: single")
+    assert check(tmp_path / "ok", {"a": shares}, components=single, sharing=mps)[0] == 0
+
+
+def test_single_strategy_with_two_profiles_fails(tmp_path: Path) -> None:
+    single = COMPONENTS.replace("migStrategy: mixed", "migStrategy: single")
+    code, err = check(tmp_path, {"a": quota(8)}, components=single, sharing="{mig: {layout: {1g.10gb: 3, 2g.20gb: 2}}}")
+    assert code == 1 and "migStrategy single allows one MIG profile type per node, this pool has 2" in err
+
+
+@pytest.mark.parametrize(("sharing", "phrase"), [
+    ("{timeSlicing: {replicas: 1}}", "greater than or equal to 2"),
+    ("{mps: {replicas: 49}}", "less than or equal to 48"),
+])  # fmt: skip
+def test_replica_bounds(tmp_path: Path, sharing: str, phrase: str) -> None:
+    code, err = check(tmp_path, {"a": quota(8)}, sharing=sharing)
+    assert code == 1 and phrase in err
