@@ -65,6 +65,41 @@ def capacity(root: Path, cluster: str | None, fmt: str) -> None:
     sys.exit(commands.capacity(Options(root), cluster, fmt))
 
 
+@cli.command()
+@_root
+@click.option("--base", default=None, metavar="REF", help="Compare with the inputs as they are at this git revision.")
+@click.argument("old_dir", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.argument("new_dir", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences.")
+@_crds
+def diff(root: Path, base: str | None, old_dir: Path | None, new_dir: Path | None, fmt: str, exit_code: bool, crds: Path | None) -> None:
+    """What a change does to the rendered fleet (a pull-request comment with --format markdown)."""
+    from gpuplan.diff.command import diff as run_diff
+
+    sys.exit(run_diff(root=root, base=base, old_dir=old_dir, new_dir=new_dir, fmt=fmt, exit_code=exit_code, crds=crds))
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
+def init(directory: Path) -> None:
+    """A new repository: example cluster and tenant, CI workflow, pre-commit hook, README."""
+    from gpuplan.init import init_repo
+
+    sys.exit(init_repo(directory))
+
+
+@cli.command()
+@_root
+@click.option("--out", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None, help="HTML file (default: <root>/gpuplan-report.html; '-': stdout).")
+@click.option("--cluster", default=None, help="Only this cluster.")
+def report(root: Path, out: Path | None, cluster: str | None) -> None:
+    """Write an HTML page with each MIG pool's GPU layout and capacity per tenant."""
+    from gpuplan.report import write_report
+
+    sys.exit(write_report(root, out, cluster))
+
+
 def main() -> None:
     """Run the CLI; turn bugs into exit 3 with the traceback in a file, ^C into 130."""
     try:

@@ -66,6 +66,12 @@ def _derived(alloc: AllocationPlan, what: str, pool: str, kind: str) -> Fraction
 
 def flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     """Return pool -> resource -> Amount for every covered resource (zero where a pool has none)."""
+    if "amounts" not in alloc.cache:
+        alloc.cache["amounts"] = _flavor_amounts(alloc)
+    return alloc.cache["amounts"]  # type: ignore[return-value]
+
+
+def _flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     cpu, memory = alloc.cpu(), alloc.memory()
     out: dict[str, dict[str, Amount]] = {}
     for pool in alloc.pools():
@@ -88,23 +94,45 @@ def flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     return out
 
 
+def _lends(alloc: AllocationPlan) -> dict[tuple[str, str], Fraction]:
+    """Return (pool, resource) -> what one allocation lends to its cohort."""
+    out: dict[tuple[str, str], Fraction] = {}
+    for pool, amounts in flavor_amounts(alloc).items():
+        for resource, amount in amounts.items():
+            out[(pool, resource)] = amount.nominal if amount.lending is None else amount.lending
+    return out
+
+
+def _cohort_lends(alloc: AllocationPlan) -> dict[tuple[str, str], Fraction]:
+    """Return (pool, resource) -> what every member of the allocation's cohort lends, summed once."""
+    key = f"lends/{alloc.spec.cohort}"
+    cache = alloc.cluster.cache
+    if key not in cache:
+        total: dict[tuple[str, str], Fraction] = {}
+        for member in alloc.cluster.allocations:
+            if member.spec.cohort == alloc.spec.cohort:
+                for where, lend in _lends(member).items():
+                    total[where] = total.get(where, Fraction(0)) + lend
+        cache[key] = total
+    return cache[key]  # type: ignore[return-value]
+
+
 def _lendable(alloc: AllocationPlan) -> dict[tuple[str, str], Fraction]:
     """Return (pool, resource) -> what the rest of the allocation's cohort can lend it."""
-    out: dict[tuple[str, str], Fraction] = {}
     if alloc.spec.cohort is None:
-        return out
-    for other in alloc.cluster.allocations:
-        if other is alloc or other.spec.cohort != alloc.spec.cohort:
-            continue
-        for pool, amounts in flavor_amounts(other).items():
-            for resource, amount in amounts.items():
-                lend = amount.nominal if amount.lending is None else amount.lending
-                out[(pool, resource)] = out.get((pool, resource), Fraction(0)) + lend
-    return out
+        return {}
+    own = _lends(alloc)
+    return {where: total - own.get(where, Fraction(0)) for where, total in _cohort_lends(alloc).items()}
 
 
 def namespace_ceiling(alloc: AllocationPlan) -> dict[str, Fraction]:
     """Return per resource the most the ClusterQueue can ever admit: nominal plus borrowing."""
+    if "ceiling" not in alloc.cache:
+        alloc.cache["ceiling"] = _ceiling(alloc)
+    return dict(alloc.cache["ceiling"])  # type: ignore[call-overload]
+
+
+def _ceiling(alloc: AllocationPlan) -> dict[str, Fraction]:
     lendable = _lendable(alloc)
     ceiling: dict[str, Fraction] = {}
     for pool, amounts in flavor_amounts(alloc).items():
@@ -116,3 +144,11 @@ def namespace_ceiling(alloc: AllocationPlan) -> dict[str, Fraction]:
                 borrow = min(borrow, lendable.get((pool, resource), Fraction(0)))
             ceiling[resource] = ceiling.get(resource, Fraction(0)) + amount.nominal + borrow
     return ceiling
+
+
+def namespace_limits(alloc: AllocationPlan) -> dict[str, Fraction]:
+    """Return the ceiling per resource plus a zero for every GPU resource of the cluster the
+    tenant has no quota on, so nothing outside its grants can be taken by bypassing Kueue."""
+    limits = {r: Fraction(0) for pool in alloc.cluster.pools.values() for r in pool.resources}
+    limits.update(namespace_ceiling(alloc))
+    return dict(sorted(limits.items()))

@@ -35,9 +35,10 @@ class Grant:
     borrowing: int | None
     lending: int | None
     loc: Key  # the quota value in the tenant file
+    owner: AllocationPlan = field(repr=False, compare=False)
 
 
-@dataclass
+@dataclass(eq=False)
 class AllocationPlan:
     """One tenant's allocation on one cluster, resolved."""
 
@@ -45,6 +46,7 @@ class AllocationPlan:
     index: int
     cluster: ClusterPlan
     grants: list[Grant] = field(default_factory=list)
+    cache: dict[str, object] = field(default_factory=dict, repr=False)  # derived figures, computed once
 
     @property
     def spec(self) -> Allocation:
@@ -84,8 +86,11 @@ class AllocationPlan:
 
     def _per_pool(self, kind: str, what: str) -> dict[str, Fraction]:
         """Derive cpu or memory from the GPU units, scaled to the tenant's explicit total if any."""
-        factor = self._factor(what)
-        return {pool: value * factor for pool, value in self._derived(kind, what).items()}
+        key = f"{what}/{kind}"
+        if key not in self.cache:
+            factor = self._factor(what)
+            self.cache[key] = {pool: value * factor for pool, value in self._derived(kind, what).items()}
+        return dict(self.cache[key])  # type: ignore[call-overload]
 
     def _factor(self, what: str) -> Fraction:
         total = self.spec.cpu if what == "cpu" else self.spec.memory
@@ -108,13 +113,14 @@ class AllocationPlan:
         return any(getattr(g, kind) is not None for g in self.grants)
 
 
-@dataclass
+@dataclass(eq=False)
 class ClusterPlan:
     """One cluster, its pools and the tenant allocations on it."""
 
     located: Located[Cluster]
     pools: dict[str, PoolPlan] = field(default_factory=dict)
     allocations: list[AllocationPlan] = field(default_factory=list)
+    cache: dict[str, object] = field(default_factory=dict, repr=False)  # derived figures, computed once
 
     @property
     def spec(self) -> Cluster:
@@ -283,7 +289,7 @@ def _quota_grants(alloc: AllocationPlan, q_index: int, quota: Quota, pool: PoolP
             profiles = ", ".join(sorted({r.profile or "" for r in pool.resources.values()}))
             return [], [where.at(*loc, "gpus", message=f"pool {pool.name} is a MIG pool: use mig: {{profile: count}} (its layout gives {profiles})")]
         (resource,) = pool.resources
-        grant = Grant(pool, resource, quota.gpus, _limit(quota.borrowing_limit), _limit(quota.lending_limit), loc + ("gpus",))
+        grant = Grant(pool, resource, quota.gpus, _limit(quota.borrowing_limit), _limit(quota.lending_limit), loc + ("gpus",), alloc)
         return [grant], []
     if pool.spec.sharing.mig is None:
         unit = "shares" if pool.mode in ("time-slicing", "mps") else "whole GPUs"
@@ -308,7 +314,7 @@ def _mig_grants(alloc: AllocationPlan, q_index: int, quota: Quota, pool: PoolPla
             have = ", ".join(p for p in by_profile if p)
             problems.append(alloc.tenant.at(*loc, profile, message=f"pool {pool.name} has no {profile} instances; its layout gives {have}"))
         else:
-            grants.append(Grant(pool, by_profile[profile], count, _limit(quota.borrowing_limit, profile), _limit(quota.lending_limit, profile), loc + (profile,)))
+            grants.append(Grant(pool, by_profile[profile], count, _limit(quota.borrowing_limit, profile), _limit(quota.lending_limit, profile), loc + (profile,), alloc))
     for kind in ("borrowingLimit", "lendingLimit"):
         limits = getattr(quota, "borrowing_limit" if kind == "borrowingLimit" else "lending_limit")
         for profile in sorted(limits or {}):

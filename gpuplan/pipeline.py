@@ -16,7 +16,7 @@ from gpuplan.sources import read_inputs
 from gpuplan.locate import locate
 from gpuplan.write import header
 from gpuplan.yamlout import dump
-from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, newest
+from gpuplan.validate import CrdIndex, CrdLoadError, UnknownKubernetesVersion, Validator, newest
 
 CRDS_ENV = "GPUPLAN_CRDS"
 
@@ -39,6 +39,12 @@ def crds_folder(option: Path | None) -> Path | None:
     return Path(value) if value else None
 
 
+def _crds_problem(crds: Path | None) -> list[Diagnostic]:
+    if crds is not None and not crds.is_dir():
+        return [error(str(crds), 0, 0, "", f"the CRD folder does not exist (from --crds or {CRDS_ENV})")]
+    return []
+
+
 @lru_cache(maxsize=8)
 def load_crds(folder: Path) -> CrdIndex:
     """Load (once per process) the CRDs of a folder."""
@@ -57,8 +63,12 @@ def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None 
         result.diagnostics.append(error("clusters", 0, 0, "", f"--cluster {name}: no such cluster"))
     if has_errors(found) or unknown or not emit_output:
         return result
+    folder = crds_folder(crds)
+    result.diagnostics += _crds_problem(folder)
+    if has_errors(result.diagnostics):
+        return result
     result.manifests = emit(fleet, clusters)
-    result.diagnostics += validate_manifests(result, crds_folder(crds))
+    result.diagnostics += validate_manifests(result, folder)
     return result
 
 
@@ -77,7 +87,10 @@ def _validators(fleet: Fleet, index: CrdIndex | None) -> tuple[dict[str, Validat
 def validate_manifests(result: Compiled, crds: Path | None) -> list[Diagnostic]:
     """Validate every emitted object strictly against its schema before anything is written."""
     assert result.fleet is not None
-    index = load_crds(crds.absolute()) if crds is not None else None
+    try:
+        index = load_crds(crds.absolute()) if crds is not None else None
+    except (CrdLoadError, OSError) as exc:
+        return [error(str(crds), 0, 0, "", f"cannot read the CRDs: {exc}")]
     if index is None:
         result.notes.append(f"custom resources were not validated against CRDs: set --crds DIR or {CRDS_ENV}")
     validators, problems = _validators(result.fleet, index)

@@ -96,7 +96,13 @@ class PoolPlan:
 
     @property
     def selector_labels(self) -> dict[str, str]:
-        """Return the labels that select exactly this pool's nodes (the pool label)."""
+        """Return the labels that select exactly this pool's nodes.
+
+        gpuplan puts the pool label on nodes it labels itself (Karpenter templates, NFD rules
+        by hostname); a static pool selected by labels alone is found by the user's labels.
+        """
+        if not self.spec.nodes.autoscaled and not self.spec.hostnames:
+            return dict(sorted(self.spec.labels.items()))
         return {POOL_LABEL: self.name}
 
 

@@ -24,7 +24,7 @@ _SUFFIXES: dict[str, Fraction] = {
     "Ei": Fraction(2**60),
 }
 # The grammar of k8s.io/apimachinery/pkg/api/resource (quantity.go), without signs we never need.
-_QUANTITY = re.compile(r"^(?P<num>[0-9]+(\.[0-9]*)?|\.[0-9]+)(?P<suffix>[eE][+-]?[0-9]+|[numkMGTPE]i?|)$")
+_QUANTITY = re.compile(r"^(?P<num>[0-9]+(\.[0-9]*)?|\.[0-9]+)(?P<suffix>[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE]|)$")
 _BINARY = ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki")
 MAX_DIGITS = 40  # refuse absurd numbers before Fraction arithmetic sees them
 

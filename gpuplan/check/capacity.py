@@ -30,13 +30,10 @@ def _grants(cluster: ClusterPlan) -> dict[tuple[str, str], list[Grant]]:
     return out
 
 
-def _where(cluster: ClusterPlan, grant: Grant) -> tuple[str, int, int, str]:
-    for alloc in cluster.allocations:
-        if grant in alloc.grants:
-            source = alloc.tenant.source
-            line, col = source.position(grant.loc)
-            return source.path, line, col, format_path(grant.loc)
-    raise LookupError(grant)
+def _where(grant: Grant) -> tuple[str, int, int, str]:
+    source = grant.owner.tenant.source
+    line, col = source.position(grant.loc)
+    return source.path, line, col, format_path(grant.loc)
 
 
 def _per_node_text(pool: PoolPlan, resource: str) -> str:
@@ -52,11 +49,11 @@ def check_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
             asked = sum(g.nominal for g in grants)
             most, least = pool.capacity(resource), pool.capacity(resource, at_least=True)
             last = grants[-1]
-            file, line, col, path = _where(cluster, last)
+            file, line, col, path = _where(last)
             units = unit_name(pool, resource, asked)
             per_node = _per_node_text(pool, resource)
             if asked > most:
-                share = " + ".join(f"{a.name} {g.nominal}" for a in cluster.allocations for g in a.grants if g in grants)
+                share = " + ".join(f"{g.owner.name} {g.nominal}" for g in grants)
                 message = (
                     f"tenants ask {asked} {units} of pool {pool_name}, which has at most {most} "
                     f"({pool.nodes_most} nodes x {per_node}); {share}"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from gpuplan.check import check
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.load import format_path
-from gpuplan.fleet import Fleet
+from gpuplan.fleet import AllocationPlan, Fleet, Grant
 from gpuplan.pools import GPU
 
 
@@ -83,15 +83,27 @@ def check_cpu_memory_within_pools(fleet: Fleet) -> Iterator[Diagnostic]:
                 yield alloc.tenant.source.diagnostic(alloc.loc(field), message)
 
 
-def _lendable(alloc, pool: str, resource: str) -> int:
-    total = 0
-    for other in alloc.cluster.allocations:
-        if other is alloc or other.spec.cohort != alloc.spec.cohort:
-            continue
-        for grant in other.grants:
-            if grant.pool.name == pool and grant.resource == resource:
-                total += grant.nominal if grant.lending is None else grant.lending
-    return total
+def _cohort_lends(alloc: AllocationPlan) -> dict[tuple[str, str], int]:
+    """Return (pool, resource) -> GPU units the whole cohort lends, summed once per cluster."""
+    key = f"gpu-lends/{alloc.spec.cohort}"
+    if key not in alloc.cluster.cache:
+        total: dict[tuple[str, str], int] = {}
+        for member in alloc.cluster.allocations:
+            if member.spec.cohort == alloc.spec.cohort:
+                for grant in member.grants:
+                    where = (grant.pool.name, grant.resource)
+                    total[where] = total.get(where, 0) + _lend(grant)
+        alloc.cluster.cache[key] = total
+    return alloc.cluster.cache[key]  # type: ignore[return-value]
+
+
+def _lend(grant: Grant) -> int:
+    return grant.nominal if grant.lending is None else grant.lending
+
+
+def _lendable(alloc: AllocationPlan, grant: Grant) -> int:
+    own = sum(_lend(g) for g in alloc.grants if g.pool is grant.pool and g.resource == grant.resource)
+    return _cohort_lends(alloc).get((grant.pool.name, grant.resource), 0) - own
 
 
 @check
@@ -103,7 +115,7 @@ def check_borrowing_within_cohort(fleet: Fleet) -> Iterator[Diagnostic]:
         for grant in alloc.grants:
             if grant.borrowing is None:
                 continue
-            lendable = _lendable(alloc, grant.pool.name, grant.resource)
+            lendable = _lendable(alloc, grant)
             if grant.borrowing > lendable:
                 loc = grant.loc[:4] + ("borrowingLimit",) + (() if grant.loc[-1] == "gpus" else (grant.loc[-1],))
                 line, col = alloc.tenant.source.position(loc)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from gpuplan.emit import argocd, gpu_operator, kueue, priorities, tenants
+from gpuplan.emit import karpenter, multus, nfd, volcano
 from gpuplan.emit.meta import Manifest, finalize
 from gpuplan.fleet import ClusterPlan, Fleet
 
@@ -18,6 +19,10 @@ EMITTERS: tuple[ClusterEmitter, ...] = (
     tenants.emit,
     kueue.emit,
     gpu_operator.emit,
+    volcano.emit,
+    karpenter.emit,
+    nfd.emit,
+    multus.emit,
 )
 
 

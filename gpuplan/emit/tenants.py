@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.emit.meta import Manifest, k8s, manifest
-from gpuplan.entitlements import namespace_ceiling, quantity
+from gpuplan.entitlements import namespace_limits, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
 from gpuplan.pools import GPU
 
@@ -31,8 +31,12 @@ def namespace(alloc: AllocationPlan, name: str) -> dict[str, Any]:
 
 
 def resource_quota(alloc: AllocationPlan, name: str) -> dict[str, Any]:
-    """Return the ResourceQuota: never below what the tenant's ClusterQueue can admit."""
-    hard = {f"requests.{r}": quantity(r, v) for r, v in sorted(namespace_ceiling(alloc).items())}
+    """Return the ResourceQuota: never below what the tenant's ClusterQueue can admit.
+
+    Every GPU resource of the cluster the tenant has no quota on is pinned to zero, so pods
+    that bypass Kueue (no queue name) cannot take GPUs the tenant was never granted.
+    """
+    hard = {f"requests.{r}": quantity(r, v) for r, v in namespace_limits(alloc).items()}
     return k8s("v1", "ResourceQuota", alloc.name, name, spec={"hard": hard})
 
 

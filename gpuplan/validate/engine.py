@@ -50,15 +50,31 @@ class Validator:
 
     With ``crds=None`` custom resources are not checked; their (apiVersion, kind) are
     collected in ``skipped_kinds`` so the caller can say so once.
+
+    ``cel=True`` also evaluates the CRDs' CEL rules (gpuplan.validate.cel; rules it
+    cannot evaluate are listed in ``skipped_rules``); ``webhooks=True`` also applies the
+    admission-webhook rules of Kueue (gpuplan.validate.webhooks), with or without CRDs.
     """
 
-    def __init__(self, crds: CrdIndex | None, kubernetes_version: str):
+    def __init__(self, crds: CrdIndex | None, kubernetes_version: str, *,
+                 cel: bool = False, webhooks: bool = False):
         self.crds = crds
         self.core: CoreSchemas = core_schemas(kubernetes_version)
         self.kubernetes_version = self.core.version
         self.skipped_kinds: set[tuple[str, str]] = set()
         # CrdVersion hashes by identity (eq=False); the index keeps them alive.
         self._crd_compiled: dict[CrdVersion, Any] = {}
+        self._cel: Any = None
+        if cel:  # imported here: the CEL package is only needed when asked for
+            from gpuplan.validate.cel import CelEvaluator
+
+            self._cel = CelEvaluator()
+        self.webhooks = webhooks
+
+    @property
+    def skipped_rules(self) -> list[Any]:
+        """The CEL rules (SkippedRule) that could not be evaluated so far; [] without cel."""
+        return self._cel.skipped if self._cel is not None else []
 
     def validate(self, obj: Any) -> list[Problem]:
         """All problems of one object, sorted by path; [] when valid (or skipped)."""
@@ -76,12 +92,20 @@ class Validator:
                 problems = self._validate_core(obj, group, version, kind)
             elif self.crds is None and group not in self.core.groups:
                 self.skipped_kinds.add((api_version, kind))
-                return []
+                return sorted(set(self._webhook_problems(obj)))
             else:
                 return [Problem("", f"no schema for apiVersion {api_version} kind {kind}")]
         except (ValueError, TypeError) as exc:  # e.g. a non-string mapping key
             return [Problem("", f"not representable as JSON: {exc}")]
-        return sorted(set(problems + _metadata_problems(obj)))
+        return sorted(set(problems + _metadata_problems(obj) + self._webhook_problems(obj)))
+
+    def _webhook_problems(self, obj: dict) -> list[Problem]:
+        """The admission-webhook problems of one object, when asked for."""
+        if not self.webhooks:
+            return []
+        from gpuplan.validate.webhooks import webhook_problems
+
+        return webhook_problems(obj)
 
     def _validate_core(self, obj: dict, group: str, version: str, kind: str) -> list[Problem]:
         """Validate against the bundled core schema of this Kubernetes version."""
@@ -105,6 +129,8 @@ class Validator:
         for crd_version in candidates:
             compiled = self._compile(crd_version)
             problems = [compiled] if isinstance(compiled, Problem) else _errors(compiled, obj)
+            if self._cel is not None:
+                problems += self._cel.validate(obj, crd_version)
             if not problems:
                 return _scope_problems(obj, crd_version)
             first = problems if first is None else first

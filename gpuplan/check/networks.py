@@ -1,0 +1,206 @@
+"""Network rules: address ranges that fit together and hold every pod that can attach.
+
+CIDR syntax, and sriov/ipoib without resourceName, are input errors of the Network model; that a
+tenant attaches only networks of the cluster it runs on is resolved in fleet.py. What needs the
+whole cluster is checked here.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+
+from gpuplan.check import check
+from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.fleet import ClusterPlan, Fleet
+from gpuplan.load import Key, SourceFile, format_path
+from gpuplan.model.cluster import Ipam, Network
+
+IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def _warning(source: SourceFile, loc: Key, message: str) -> Diagnostic:
+    line, col = source.position(loc)
+    return Diagnostic(source.path, line, col, Severity.WARNING, format_path(loc), message)
+
+
+def _clusters(fleet: Fleet) -> Iterator[ClusterPlan]:
+    for name in sorted(fleet.clusters):
+        yield fleet.clusters[name]
+
+
+def _gateway(ipam: Ipam) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """Return the gateway address: as given, or host-local's default (the range's first host)."""
+    if ipam.gateway is None:
+        if ipam.type == "host-local":  # host-local claims .1 when no gateway is given, and skips it
+            return ipaddress.ip_network(ipam.range).network_address + 1
+        return None
+    try:
+        return ipaddress.ip_address(ipam.gateway)
+    except ValueError:
+        return None
+
+
+def _reserved(net: IpNetwork) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """Return the addresses of a range no pod gets: network and broadcast (IPv4), or the subnet-router anycast (IPv6)."""
+    if net.version == 4 and net.prefixlen < 31:
+        return {net.network_address, net.broadcast_address}
+    if net.version == 6 and net.prefixlen < 127:
+        return {net.network_address}
+    return set()
+
+
+def usable_addresses(ipam: Ipam) -> int:
+    """Return how many pod addresses a range gives: minus reserved, excluded and gateway addresses."""
+    net = ipaddress.ip_network(ipam.range)
+    reserved = _reserved(net)
+    excluded = [ipaddress.ip_network(e) for e in ipam.exclude if ipam.type == "whereabouts"]
+    inside = [e for e in excluded if e.version == net.version and e.overlaps(net)]
+    clipped = []
+    for item in inside:  # an exclude larger than the range excludes the whole range
+        clipped.append(net if net.subnet_of(item) else item)  # type: ignore[arg-type]
+    count = net.num_addresses - len(reserved)
+    for item in ipaddress.collapse_addresses(clipped):  # type: ignore[arg-type]
+        count -= item.num_addresses - sum(1 for r in reserved if r in item)
+    gateway = _gateway(ipam)
+    if gateway is not None and gateway in net and gateway not in reserved and not any(gateway in e for e in inside):
+        count -= 1
+    return max(count, 0)
+
+
+def attaching_pods(cluster: ClusterPlan, network: Network) -> int:
+    """Return how many pods can attach at most: nodes.max x gpusPerNode over the network's pools."""
+    return sum(cluster.pools[p].nodes_most * cluster.pools[p].gpus_per_node for p in dict.fromkeys(network.pools) if p in cluster.pools)
+
+
+def _range_loc(index: int) -> Key:
+    return ("networks", index, "ipam", "range")
+
+
+@check
+def check_overlapping_ranges(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when two networks of one cluster hand out addresses from overlapping ranges."""
+    for cluster in _clusters(fleet):
+        seen: list[tuple[str, IpNetwork]] = []
+        for index, network in enumerate(cluster.spec.networks):
+            net = ipaddress.ip_network(network.ipam.range)
+            for name, other in seen:
+                if net.version == other.version and net.overlaps(other):  # type: ignore[arg-type]
+                    message = f"range {net} of network {network.name} overlaps range {other} of network {name}: pods of both would get the same addresses"
+                    yield cluster.located.source.diagnostic(_range_loc(index), message)
+                    break
+            seen.append((network.name, net))
+
+
+@check
+def check_range_size(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn when a range has fewer addresses than the pods that could attach (nodes.max x gpusPerNode)."""
+    for cluster in _clusters(fleet):
+        for index, network in enumerate(cluster.spec.networks):
+            pods = attaching_pods(cluster, network)
+            usable = usable_addresses(network.ipam)
+            if usable < pods:
+                pools = ", ".join(
+                    f"{p} {cluster.pools[p].nodes_most} x {cluster.pools[p].gpus_per_node}"
+                    for p in dict.fromkeys(network.pools)
+                    if p in cluster.pools
+                )
+                message = f"range {network.ipam.range} of network {network.name} has {usable} usable addresses for up to {pods} pods ({pools}); pods beyond that cannot attach"
+                yield _warning(cluster.located.source, _range_loc(index), message)
+
+
+@check
+def check_range_allocatable(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on a host-local range too small to allocate from (/31, /32, /127, /128)."""
+    for cluster in _clusters(fleet):
+        for index, network in enumerate(cluster.spec.networks):
+            net = ipaddress.ip_network(network.ipam.range)
+            if network.ipam.type == "host-local" and net.prefixlen > net.max_prefixlen - 2:
+                message = f"host-local refuses range {net}: it is too small to allocate from (at most /{net.max_prefixlen - 2})"
+                yield cluster.located.source.diagnostic(_range_loc(index), message)
+
+
+@check
+def check_gateway(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when a gateway is not an address inside its range."""
+    for cluster in _clusters(fleet):
+        for index, network in enumerate(cluster.spec.networks):
+            ipam = network.ipam
+            if ipam.gateway is None:
+                continue
+            loc = ("networks", index, "ipam", "gateway")
+            gateway = _gateway(ipam)
+            net = ipaddress.ip_network(ipam.range)
+            if gateway is None:
+                yield cluster.located.source.diagnostic(loc, f"{ipam.gateway!r} is not an IP address")
+            elif gateway not in net or gateway in _reserved(net):
+                yield cluster.located.source.diagnostic(loc, f"gateway {gateway} is not a host address of range {net}")
+
+
+@check
+def check_exclude(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on exclude with host-local (it has none); warn on an exclude outside its range."""
+    for cluster in _clusters(fleet):
+        for index, network in enumerate(cluster.spec.networks):
+            ipam = network.ipam
+            if not ipam.exclude:
+                continue
+            base: Key = ("networks", index, "ipam", "exclude")
+            if ipam.type != "whereabouts":
+                message = "exclude is a whereabouts setting; host-local allocates from the whole range: use a smaller range or type whereabouts"
+                yield cluster.located.source.diagnostic(base, message)
+                continue
+            net = ipaddress.ip_network(ipam.range)
+            for e_index, value in enumerate(ipam.exclude):
+                item = ipaddress.ip_network(value)
+                if item.version != net.version or not item.overlaps(net):  # type: ignore[arg-type]
+                    yield _warning(cluster.located.source, base + (e_index,), f"{item} is outside range {net}: it excludes nothing")
+
+
+@check
+def check_host_local_spans_nodes(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn when a host-local range serves more than one node: each node hands out the same addresses."""
+    for cluster in _clusters(fleet):
+        for index, network in enumerate(cluster.spec.networks):
+            if network.ipam.type != "host-local":
+                continue
+            nodes = sum(cluster.pools[p].nodes_most for p in dict.fromkeys(network.pools) if p in cluster.pools)
+            if nodes > 1:
+                message = (
+                    f"host-local keeps its allocations on each node, so pods on the {nodes} nodes of network {network.name} "
+                    "get the same addresses from one range: use type whereabouts (cluster-wide allocation)"
+                )
+                yield _warning(cluster.located.source, ("networks", index, "ipam", "type"), message)
+
+
+@check
+def check_host_device_target(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on a host-device network that names neither a device (master) nor a device-plugin resource."""
+    for cluster in _clusters(fleet):
+        for index, network in enumerate(cluster.spec.networks):
+            if network.type == "host-device" and not network.master and not network.resource_name:
+                message = "a host-device network needs master (the device to move into the pod) or resourceName (a device plugin that hands one out)"
+                yield cluster.located.source.diagnostic(("networks", index, "type"), message)
+
+
+@check
+def check_attached_networks(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when an allocation lists a network twice; warn when it has no quota where the network is."""
+    for cluster in _clusters(fleet):
+        networks = {n.name: n for n in cluster.spec.networks}
+        for alloc in cluster.allocations:
+            granted = {g.pool.name for g in alloc.grants}
+            seen: set[str] = set()
+            for n_index, name in enumerate(alloc.spec.networks):
+                loc = alloc.loc("networks", n_index)
+                if name in seen:
+                    yield alloc.tenant.source.diagnostic(loc, f"network {name} is listed already")
+                    continue
+                seen.add(name)
+                network = networks.get(name)
+                if network is None or not alloc.grants:
+                    continue  # unknown networks are errors in fleet.py
+                if not granted & set(network.pools):
+                    pools = ", ".join(dict.fromkeys(network.pools))
+                    message = f"network {name} reaches only pool(s) {pools}, where tenant {alloc.name} has no quota: its pods can never use it"
+                    yield _warning(alloc.tenant.source, loc, message)

@@ -1,0 +1,25 @@
+"""Volcano rules: what the Queue CRD and Volcano's own queues leave to tenants."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpuplan.check import check
+from gpuplan.diagnostics import Diagnostic
+from gpuplan.emit.volcano import MAX_WEIGHT, RESERVED_QUEUES
+from gpuplan.fleet import Fleet
+
+
+@check
+def check_volcano_queues(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on queue weights above the Queue CRD's maximum and on Volcano's reserved names."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        if cluster.spec.components.volcano is None:
+            continue
+        for alloc in cluster.allocations:
+            weight = alloc.spec.weight or 1
+            if weight > MAX_WEIGHT:
+                yield alloc.tenant.source.diagnostic(alloc.loc("weight"), f"weight {weight} is above {MAX_WEIGHT}, the most a Volcano queue takes (cluster {name} runs Volcano)")
+            if alloc.name in RESERVED_QUEUES:
+                yield alloc.tenant.source.diagnostic(("name",), f"tenant {alloc.name!r} would take over Volcano's own queue of that name on cluster {name}: rename the tenant")

@@ -1,0 +1,1 @@
+"""`gpuplan diff`: what a change does to the rendered fleet (objects, disruptions, capacity)."""

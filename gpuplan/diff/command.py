@@ -1,0 +1,250 @@
+"""`gpuplan diff`: the fleet at a git REF against the working tree, or two folders, as a report.
+
+With --base the inputs at REF are read from git's object store into a temporary folder (the
+working tree, the index and HEAD are never touched) and both sides are compiled in memory;
+nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from fractions import Fraction
+from pathlib import Path
+
+from gpuplan.capacity import capacity_rows
+from gpuplan.diagnostics import Diagnostic, has_errors, ordered, render
+from gpuplan.diff.disruptions import KUEUE, find, nominal_quotas
+from gpuplan.diff.objects import Side, cluster_folders, compare, from_folder, from_manifests
+from gpuplan.diff.report import (
+    WORKING_TREE,
+    CapacityChange,
+    DiffResult,
+    as_json,
+    as_markdown,
+    as_text,
+)
+from gpuplan.fleet import Fleet
+from gpuplan.pipeline import compile_fleet
+from gpuplan.quantity import QuantityError, parse_quantity
+
+OK, FAILED, USAGE = 0, 1, 2
+FORMATS = {"text": as_text, "markdown": as_markdown, "json": as_json}
+INPUT_FOLDERS = ("clusters", "tenants")
+NOT_GPU = ("cpu", "memory")  # capacity tables are about GPUs; cpu and memory follow from them
+CapacityKey = tuple[str, str, str, str]  # cluster, pool, resource, tenant ("" for the pool)
+
+
+class UsageError(Exception):
+    """The command was called wrongly (exit 2)."""
+
+
+class InputErrors(Exception):
+    """An input had errors; they were printed (exit 1)."""
+
+
+def diff(*, root: Path, base: str | None, old_dir: Path | None, new_dir: Path | None, fmt: str, exit_code: bool, crds: Path | None) -> int:
+    """Print what changes between two rendered fleets; return the exit code."""
+    try:
+        _check_usage(base, old_dir, new_dir, fmt)
+        if base is not None:
+            result = from_git(root, base, crds)
+        else:
+            assert old_dir is not None and new_dir is not None
+            result = from_folders(old_dir, new_dir)
+    except UsageError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return USAGE
+    except InputErrors:
+        return FAILED
+    sys.stdout.write(FORMATS[fmt](result))
+    return FAILED if exit_code and result.changes else OK
+
+
+def _check_usage(base: str | None, old_dir: Path | None, new_dir: Path | None, fmt: str) -> None:
+    """Raise UsageError unless exactly one of --base REF or OLD_DIR NEW_DIR is given."""
+    folders = [d for d in (old_dir, new_dir) if d is not None]
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
+    if base is not None and folders:
+        raise UsageError("give either --base REF or two folders OLD_DIR NEW_DIR, not both")
+    if base is None and len(folders) != 2:
+        raise UsageError("give --base REF (compare with a git revision) or two folders OLD_DIR NEW_DIR")
+
+
+def _print_errors(diagnostics: list[Diagnostic], where: str) -> None:
+    """Print the findings of one side, saying which side they come from."""
+    sys.stderr.write(f"error: {where} has errors:\n")
+    sys.stderr.write(render(ordered(diagnostics), "text"))
+
+
+# two folders
+
+
+def from_folders(old_dir: Path, new_dir: Path) -> DiffResult:
+    """Compare every object of the YAML files under two folders."""
+    for folder in (old_dir, new_dir):
+        if not folder.is_dir():
+            raise UsageError(f"{folder} is not a folder")
+    clusters = cluster_folders(old_dir, new_dir)
+    sides = []
+    for folder in (old_dir, new_dir):
+        side, problems = from_folder(folder, clusters)
+        if has_errors(problems):
+            _print_errors(problems, str(folder))
+        sides.append((side, problems))
+    if any(has_errors(problems) for _, problems in sides):
+        raise InputErrors
+    old, new = sides[0][0], sides[1][0]
+    return _result(str(old_dir), str(new_dir), old, new, _deltas(_queue_quotas(old), _queue_quotas(new)))
+
+
+def _queue_quotas(side: Side) -> dict[CapacityKey, str]:
+    """Return each tenant's nominal quota per (cluster, flavor, GPU resource) from its ClusterQueue."""
+    out: dict[CapacityKey, str] = {}
+    for key, entry in side.items():
+        if key.group == KUEUE and key.kind == "ClusterQueue":
+            for (flavor, resource), value in nominal_quotas(entry.obj).items():
+                if resource not in NOT_GPU:
+                    out[(key.scope, flavor, resource, key.name)] = str(value)
+    return out
+
+
+# git
+
+
+def _git(root: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run git in the repository at root."""
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True, check=False)
+    except FileNotFoundError as exc:
+        raise UsageError("--base needs git, which is not installed") from exc
+
+
+def resolve(root: Path, ref: str) -> str:
+    """Return the commit a REF names, or raise UsageError."""
+    if not ref or ref.startswith("-"):
+        raise UsageError(f"--base {ref!r}: not a git revision")
+    if _git(root, "rev-parse", "--git-dir").returncode != 0:
+        raise UsageError(f"--base needs a git repository: {root} is not inside one")
+    found = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if found.returncode != 0:
+        raise UsageError(f"--base {ref}: no such commit in the git repository at {root}")
+    return found.stdout.decode().strip()
+
+
+def _listing(root: Path, commit: str) -> list[tuple[str, str, str]]:
+    """Return (mode, blob, path relative to root) of every input file at a commit."""
+    found = _git(root, "ls-tree", "-r", "-z", commit, "--", *INPUT_FOLDERS)
+    if found.returncode != 0:
+        raise UsageError(f"git ls-tree {commit}: {found.stderr.decode(errors='replace').strip()}")
+    out = []
+    for record in found.stdout.split(b"\0"):
+        if record:
+            meta, path = record.split(b"\t", 1)
+            mode, kind, blob = meta.decode().split(" ")
+            if kind == "blob":
+                out.append((mode, blob, os.fsdecode(path)))
+    return out
+
+
+def _blobs(root: Path, blobs: list[str]) -> list[bytes]:
+    """Return the contents of blobs, read in one `git cat-file --batch`."""
+    if not blobs:
+        return []
+    found = _git(root, "cat-file", "--batch", stdin="".join(f"{b}\n" for b in blobs).encode())
+    out, data, position = [], found.stdout, 0
+    for _ in blobs:
+        end = data.index(b"\n", position)
+        size = int(data[position:end].split(b" ")[2])
+        out.append(data[end + 1 : end + 1 + size])
+        position = end + 1 + size + 1
+    return out
+
+
+def export_inputs(root: Path, commit: str, target: Path) -> int:
+    """Write the input folders as they are at a commit into target; return the file count."""
+    listing = _listing(root, commit)
+    for (mode, _, path), content in zip(listing, _blobs(root, [blob for _, blob, _ in listing])):
+        destination = target / path
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        if mode == "120000":  # a symlink: kept one, so the loader refuses it as it does in the tree
+            os.symlink(os.fsdecode(content), destination)
+        else:
+            destination.write_bytes(content)
+    return len(listing)
+
+
+def _compiled(root: Path, crds: Path | None, where: str) -> tuple[Side, Fleet | None, list[str]]:
+    """Compile a fleet; print its errors (saying which side) and raise InputErrors if it has any."""
+    result = compile_fleet(root, crds=crds)
+    if has_errors(result.diagnostics) or result.fleet is None:
+        _print_errors(result.diagnostics, where)
+        raise InputErrors
+    side, problems = from_manifests(result.manifests)
+    if problems:
+        _print_errors(problems, where)
+        raise InputErrors
+    return side, result.fleet, result.notes
+
+
+def from_git(root: Path, ref: str, crds: Path | None) -> DiffResult:
+    """Compare the fleet rendered from the inputs at a git REF with the one from the working tree."""
+    commit = resolve(root, ref)
+    label = f"{ref} ({commit[:12]})" if ref != commit else commit[:12]
+    old: Side = {}
+    old_fleet: Fleet | None = None
+    notes: list[str] = []
+    failed = False
+    with tempfile.TemporaryDirectory(prefix="gpuplan-base-") as folder:
+        if export_inputs(root, commit, Path(folder)) and (Path(folder) / "clusters").is_dir():
+            try:
+                old, old_fleet, notes = _compiled(Path(folder), crds, f"the fleet at {label}")
+            except InputErrors:
+                failed = True
+        else:
+            sys.stderr.write(f"note: no clusters/ at {label}: comparing with an empty fleet\n")
+    new, new_fleet, more = _compiled(root, crds, "the fleet in the working tree")
+    if failed:
+        raise InputErrors
+    for note in dict.fromkeys(notes + more):
+        sys.stderr.write(f"note: {note}\n")
+    return _result(label, WORKING_TREE, old, new, _deltas(_fleet_capacity(old_fleet), _fleet_capacity(new_fleet)))
+
+
+def _fleet_capacity(fleet: Fleet | None) -> dict[CapacityKey, str]:
+    """Return each pool's capacity per resource and each tenant's nominal quota of it."""
+    out: dict[CapacityKey, int] = {}
+    for row in capacity_rows(fleet) if fleet is not None else []:
+        out[(row.cluster, row.pool, row.resource, "")] = row.capacity
+        for share in row.tenants:
+            key = (row.cluster, row.pool, row.resource, share.tenant)
+            out[key] = out.get(key, 0) + share.nominal
+    return {key: str(value) for key, value in out.items()}
+
+
+# both
+
+
+def _amount(value: str | None) -> Fraction | str | None:
+    """Return a quantity's value, so `1000m` equals `1`; other text stays as it is."""
+    if value is None:
+        return None
+    try:
+        return parse_quantity(value)
+    except QuantityError:
+        return value
+
+
+def _deltas(before: dict[CapacityKey, str], after: dict[CapacityKey, str]) -> list[CapacityChange]:
+    """Return the capacity rows that differ between two sides."""
+    keys = sorted(before.keys() | after.keys())
+    return [CapacityChange(*key, before.get(key), after.get(key)) for key in keys if _amount(before.get(key)) != _amount(after.get(key))]
+
+
+def _result(old_label: str, new_label: str, old: Side, new: Side, capacity: list[CapacityChange]) -> DiffResult:
+    """Return the diff of two sides: object changes, disruptions and capacity."""
+    changes = compare(old, new)
+    return DiffResult(old_label, new_label, changes, find(old, new, changes), capacity)

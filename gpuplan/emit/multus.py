@@ -1,0 +1,101 @@
+"""Multus: a NetworkAttachmentDefinition per attached network in every namespace of a tenant.
+
+The NAD CRD (k8s.cni.cncf.io/v1) holds the CNI configuration as one JSON string in
+`spec.config`. gpuplan builds it as a dict and serialises it with sorted keys, so the text is
+always valid JSON and byte-stable; it is never assembled from a string template.
+
+CNI version: "0.3.1". Every plugin a network type maps to reads it: sriov-cni, ipoib-cni (whose
+releases do not all accept 1.0.0), macvlan and host-device from containernetworking/plugins, the
+whereabouts and host-local IPAM plugins, and Multus 3.x as well as 4.x; 1.0.0 would buy nothing
+gpuplan uses and lose older Multus and ipoib-cni.
+
+Plugin fields per network type:
+- sriov: `type: sriov`; the VF comes from the device plugin (Multus passes its deviceID).
+- ipoib: `type: ipoib`, `master` (the IPoIB parent interface).
+- macvlan: `type: macvlan`, `master`, `mode: bridge` (pods on one node reach each other).
+- host-device: `type: host-device`, `device` = master when given; without it the device comes
+  from the device plugin named by resourceName (Multus passes its deviceID).
+IPAM: whereabouts `{type, range, gateway?, exclude?}` (cluster-wide allocation) or host-local
+`{type, ranges: [[{subnet, gateway?}]]}` (per-node allocation).
+
+The `k8s.v1.cni.cncf.io/resourceName` annotation, set whenever the network names a device-plugin
+resource (always for sriov and ipoib, for host-device and macvlan when given, as with RDMA shared
+devices), makes Multus's resource injector add that resource to every pod that attaches.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpuplan.emit.meta import Manifest, k8s, manifest
+from gpuplan.fleet import AllocationPlan, ClusterPlan
+from gpuplan.model.cluster import Ipam, Network
+
+API_VERSION = "k8s.cni.cncf.io/v1"
+CNI_VERSION = "0.3.1"
+RESOURCE_NAME = "k8s.v1.cni.cncf.io/resourceName"
+MACVLAN_MODE = "bridge"
+
+
+def ipam_config(ipam: Ipam) -> dict[str, Any]:
+    """Return the IPAM section of a CNI config."""
+    if ipam.type == "whereabouts":
+        config: dict[str, Any] = {"type": "whereabouts", "range": ipam.range}
+        if ipam.gateway:
+            config["gateway"] = ipam.gateway
+        if ipam.exclude:
+            config["exclude"] = list(ipam.exclude)
+        return config
+    subnet: dict[str, Any] = {"subnet": ipam.range}
+    if ipam.gateway:
+        subnet["gateway"] = ipam.gateway
+    return {"type": "host-local", "ranges": [[subnet]]}
+
+
+def cni_config(network: Network) -> dict[str, Any]:
+    """Return the CNI configuration of a network as a dict."""
+    config: dict[str, Any] = {
+        "cniVersion": CNI_VERSION,
+        "name": network.name,
+        "type": network.type,
+        "ipam": ipam_config(network.ipam),
+    }
+    if network.type in ("ipoib", "macvlan"):
+        config["master"] = network.master
+    if network.type == "macvlan":
+        config["mode"] = MACVLAN_MODE
+    if network.type == "host-device" and network.master:
+        config["device"] = network.master
+    return config
+
+
+def config_text(network: Network) -> str:
+    """Return the CNI configuration as the JSON text of spec.config."""
+    return json.dumps(cni_config(network), sort_keys=True, indent=2)
+
+
+def attachment(network: Network, namespace: str) -> dict[str, Any]:
+    """Return the NetworkAttachmentDefinition of a network in one namespace."""
+    obj = k8s(API_VERSION, "NetworkAttachmentDefinition", network.name, namespace, spec={"config": config_text(network)})
+    if network.resource_name:
+        obj["metadata"]["annotations"] = {RESOURCE_NAME: network.resource_name}
+    return obj
+
+
+def attached(cluster: ClusterPlan, alloc: AllocationPlan) -> list[Network]:
+    """Return the cluster networks an allocation attaches, each once, in the order listed."""
+    by_name = {n.name: n for n in cluster.spec.networks}
+    return [by_name[name] for name in dict.fromkeys(alloc.spec.networks) if name in by_name]
+
+
+def emit(cluster: ClusterPlan) -> list[Manifest]:
+    """Return a NetworkAttachmentDefinition per attached network in each tenant namespace."""
+    out = []
+    source = cluster.located.source.path
+    for alloc in cluster.allocations:
+        for network in attached(cluster, alloc):
+            for namespace in alloc.namespaces:
+                obj = attachment(network, namespace)
+                out.append(manifest(cluster.name, f"namespaces/{namespace}", obj, alloc.tenant.source.path, source))
+    return out

@@ -1,0 +1,68 @@
+"""Node labels for static pools: one NFD NodeFeatureRule per pool that names its nodes.
+
+Static pools (`nodes: {count}`) are machines gpuplan does not create, so something has to put the
+pool's labels on them: the pool label the ResourceFlavor selects and the MIG and device-plugin
+config labels the GPU Operator reads. NFD's nfd-master does it from a NodeFeatureRule (NFD ships
+with the GPU Operator), and removes the labels again when a node stops matching.
+
+Rule shape (NFD v0.19 NodeFeatureRule CRD and customization guide): one rule per pool with
+`labels` = `PoolPlan.node_labels` and one `matchFeatures` term on the `system.name` feature,
+element `nodename` (the Kubernetes node name), operator `InRegexp` with one value per `hostnames`
+regex; `InRegexp` matches when any value matches, so one rule covers every regex of the pool.
+NFD matches with Go's unanchored regexp.MatchString, while `hostnames` name whole node names, so
+each regex is wrapped as `^(?:regex)$`: `infer-[0-9]+` does not label `dgx-infer-01`.
+
+Pools selected by `labels` only (no `hostnames`) get no rule: their nodes are labelled by whoever
+runs them (see check/karpenter.py, which says which labels such nodes must carry). Taints are not
+NFD's job either (nfd-master only sets taints under feature.node.kubernetes.io, and only with
+--enable-taints): static nodes are tainted when they register.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuplan.emit.meta import Manifest, k8s, manifest
+from gpuplan.fleet import ClusterPlan
+from gpuplan.pools import PoolPlan
+
+API_VERSION = "nfd.k8s-sigs.io/v1alpha1"
+FOLDER = "nfd"
+NAME_PREFIX = "gpuplan-"  # NodeFeatureRules are cluster-wide and other vendors ship their own
+NODE_NAME_FEATURE = "system.name"
+NODE_NAME_ELEMENT = "nodename"
+
+
+def anchored(regex: str) -> str:
+    """Return a regex that matches whole node names only (NFD's InRegexp is unanchored)."""
+    return f"^(?:{regex})$"
+
+
+def labelled(cluster: ClusterPlan, pool: PoolPlan) -> bool:
+    """Tell whether gpuplan labels this pool's nodes through NFD."""
+    components = cluster.spec.components
+    wanted = components.gpu_operator is not None or components.kueue is not None
+    return wanted and not pool.spec.nodes.autoscaled and bool(pool.spec.hostnames)
+
+
+def rule_name(pool: PoolPlan) -> str:
+    """Return the NodeFeatureRule's name for a pool."""
+    return f"{NAME_PREFIX}{pool.name}"
+
+
+def node_feature_rule(pool: PoolPlan) -> dict[str, Any]:
+    """Return the NodeFeatureRule that labels the nodes a static pool's hostnames name."""
+    names = [anchored(h) for h in dict.fromkeys(pool.spec.hostnames)]
+    match = {"feature": NODE_NAME_FEATURE, "matchExpressions": {NODE_NAME_ELEMENT: {"op": "InRegexp", "value": names}}}
+    rule = {"name": f"gpuplan pool {pool.name}", "labels": pool.node_labels, "matchFeatures": [match]}
+    return k8s(API_VERSION, "NodeFeatureRule", rule_name(pool), spec={"rules": [rule]})
+
+
+def emit(cluster: ClusterPlan) -> list[Manifest]:
+    """Return a NodeFeatureRule per static pool with hostnames, when the GPU Operator or Kueue need labels."""
+    source = cluster.located.source.path
+    return [
+        manifest(cluster.name, FOLDER, node_feature_rule(pool), source)
+        for pool in cluster.pools.values()
+        if labelled(cluster, pool)
+    ]

@@ -1,0 +1,377 @@
+"""Evaluate the CRDs' CEL rules (x-kubernetes-validations) offline, like the API server.
+
+The expressions run on the ``cel`` package (PyPI ``common-expression-language``, a
+binding of the Rust cel interpreter). Kubernetes adds libraries to standard CEL; the
+functions below that the interpreter lacks are implemented here (see ``K8S_FUNCTIONS``).
+
+How a rule is applied, following the API server on create:
+
+- Each rule runs at its schema node with ``self`` bound to that node's value, for every
+  element when the node is under an array (``items``) or a map
+  (``additionalProperties``), and only when the value is present and not null.
+- The object is defaulted first (schema ``default`` values), since the API server
+  validates the defaulted object: ``self.reclaimWithinCohort == 'Never'`` holds for a
+  ClusterQueue that leaves the field out.
+- A rule returning false fails with its ``messageExpression`` (when it evaluates to a
+  non-empty string), else its ``message``, else "failed rule: <rule>", at the node's
+  field path (plus the rule's ``fieldPath`` when set).
+- A data error while evaluating (no such key, index out of range, ``int("x")``, overflow)
+  also fails the rule with its message: the API server reports those as Invalid too.
+- Transition rules (those reading ``oldSelf``) only run on update, so they are not
+  evaluated: gpuplan validates objects as if they were created.
+- A rule that does not compile, calls a function not implemented here, does not return
+  a boolean, or fails with a type error (which the API server's type checker would have
+  caught, so it points at a gap here) is never silently passed: it becomes a
+  ``SkippedRule``, reported once per (CRD version, rule).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import cel
+
+from gpuplan.validate.crds import CelRule, CrdVersion
+from gpuplan.validate.engine import Problem
+
+# --- Kubernetes CEL libraries the Rust interpreter lacks ---------------------------------
+
+
+def _find(text: str, pattern: str) -> str:
+    """regex library: the first match of ``pattern`` in ``text``, or ""."""
+    found = re.search(pattern, text)
+    return found.group(0) if found else ""
+
+
+def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
+    """regex library: all matches of ``pattern`` (at most ``limit`` when >= 0)."""
+    if limit == 0:
+        return []
+    matches = [m.group(0) for m in re.finditer(pattern, text)]
+    return matches if limit < 0 else matches[:limit]
+
+
+def _split(text: str, separator: str, limit: int = -1) -> list[str]:
+    """strings library: split ``text`` at ``separator`` (into at most ``limit`` parts)."""
+    if limit == 0:
+        return []
+    if separator == "":
+        parts = list(text)
+        return parts if limit < 0 or limit >= len(parts) else [*parts[: limit - 1], text[limit - 1:]]
+    return text.split(separator, limit - 1 if limit > 0 else -1)
+
+
+def _join(items: list[str], separator: str = "") -> str:
+    """strings library: join a list of strings."""
+    return separator.join(items)
+
+
+def _is_sorted(items: list[Any]) -> bool:
+    """lists library: whether a list is in ascending order."""
+    return all(a <= b for a, b in itertools.pairwise(items))
+
+
+def _ascii(convert: Callable[[str], str]) -> Callable[[str], str]:
+    """strings library lowerAscii/upperAscii: change only ASCII letters."""
+    return lambda text: "".join(convert(ch) if ch.isascii() else ch for ch in text)
+
+
+K8S_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "find": _find,
+    "findAll": _find_all,
+    "split": _split,
+    "join": _join,
+    "isSorted": _is_sorted,
+    "lowerAscii": _ascii(str.lower),
+    "upperAscii": _ascii(str.upper),
+    "trim": str.strip,
+}
+# Functions the interpreter has natively (checked by tests/test_validate_cel.py); the
+# macros has/all/exists/exists_one/map/filter expand to operators and need no entry.
+NATIVE_FUNCTIONS = frozenset({
+    "size", "matches", "startsWith", "endsWith", "contains",
+    "int", "uint", "double", "string", "dyn", "type",
+})
+_SUPPORTED = NATIVE_FUNCTIONS | frozenset(K8S_FUNCTIONS)
+# Operators and macro internals appear in Program.functions() as _==_, _[_], @in, !_, -_
+_OPERATOR = re.compile(r"^[_@!-]")
+_DATA_ERRORS = (KeyError, IndexError, ZeroDivisionError, OverflowError, ValueError)
+# Type mismatches the API server's type checker would have refused when the CRD was
+# created, so here they point at a gap of this evaluator, not at the object.
+_TYPE_ERROR_MARKERS = ("No such overload", "Undefined variable or function", ": TypeError:")
+
+
+@dataclass(frozen=True, order=True)
+class SkippedRule:
+    """A CEL rule gpuplan could not evaluate, so its verdict is unknown."""
+
+    source: str  # the CRD file
+    api_version: str  # e.g. kueue.x-k8s.io/v1beta2
+    kind: str
+    path: str  # the rule's schema node, e.g. spec.resourceGroups[*]
+    rule: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = f" at {self.path}" if self.path else ""
+        return (f"{self.kind} ({self.api_version}){where}: CEL rule not evaluated "
+                f"({self.reason}): {self.rule}")
+
+
+@dataclass
+class _Rule:
+    """One compiled rule of a node."""
+
+    rule: CelRule
+    program: Any
+    message_program: Any = None
+
+
+@dataclass
+class _Node:
+    """The part of a schema node that matters for CEL: rules, defaults, children."""
+
+    rules: list[_Rule] = field(default_factory=list)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    props: dict[str, _Node] = field(default_factory=dict)
+    items: _Node | None = None
+    values: _Node | None = None  # additionalProperties
+
+
+class CelRules:
+    """The compiled CEL rules of one CRD version."""
+
+    def __init__(self, crd_version: CrdVersion):
+        crd = crd_version.crd
+        self.source = str(crd.source)
+        self.api_version = crd.api_group_version(crd_version.name)
+        self.kind = crd.kind
+        self.skipped: list[SkippedRule] = []  # found when compiling
+        self.transition: list[CelRule] = []  # oldSelf rules: update only, not evaluated
+        self.count = 0  # rules evaluated on create
+        self.root = self._build(crd_version.schema, "", under_rule=False)
+
+    def check(self, obj: Any) -> tuple[list[Problem], list[SkippedRule]]:
+        """Problems of ``obj`` and the rules that could not be evaluated on it."""
+        if self.root is None or not isinstance(obj, dict):
+            return [], []
+        problems: list[Problem] = []
+        skipped: list[SkippedRule] = []
+        self._walk(self.root, _defaulted(self.root, obj), "", problems, skipped)
+        return problems, skipped
+
+    # --- compiling ------------------------------------------------------------------
+
+    def _build(self, schema: Any, path: str, under_rule: bool) -> _Node | None:
+        """The rule tree under one schema node; None when nothing there matters."""
+        if not isinstance(schema, dict):
+            return None
+        node = _Node()
+        for raw in schema.get("x-kubernetes-validations") or []:
+            self._add_rule(node, raw, path)
+        under_rule = under_rule or bool(node.rules)
+        for name, sub in (schema.get("properties") or {}).items():
+            if isinstance(sub, dict) and "default" in sub:
+                node.defaults[name] = sub["default"]
+            child = self._build(sub, f"{path}.{name}" if path else name, under_rule)
+            if child is not None:
+                node.props[name] = child
+        node.items = self._build(schema.get("items"), f"{path}[*]", under_rule)
+        node.values = self._build(schema.get("additionalProperties"), f"{path}[*]", under_rule)
+        keep = node.rules or node.props or node.items or node.values
+        return node if keep or (under_rule and node.defaults) else None
+
+    def _add_rule(self, node: _Node, raw: Any, path: str) -> None:
+        """Compile one x-kubernetes-validations entry into ``node`` (or skip it)."""
+        raw = raw if isinstance(raw, dict) else {}
+        rule = CelRule(path, str(raw.get("rule", "")), raw.get("message"),
+                       raw.get("messageExpression"), raw.get("fieldPath"), raw.get("reason"))
+        try:
+            program = cel.compile(rule.rule)
+        except (ValueError, RuntimeError) as exc:
+            self._skip(rule, f"does not compile: {_first_line(exc)}")
+            return
+        if "oldSelf" in program.variables():
+            if raw.get("optionalOldSelf"):
+                self._skip(rule, "optionalOldSelf transition rules are not implemented")
+            else:
+                self.transition.append(rule)
+            return
+        missing = _unsupported(program)
+        if missing:
+            self._skip(rule, f"uses {', '.join(missing)}, not implemented in gpuplan")
+            return
+        message_program = None
+        if rule.message_expression:
+            try:
+                message_program = cel.compile(rule.message_expression)
+            except (ValueError, RuntimeError):
+                message_program = None  # the API server falls back to message as well
+        node.rules.append(_Rule(rule, program, message_program))
+        self.count += 1
+
+    def _skip(self, rule: CelRule, reason: str) -> SkippedRule:
+        """Record a rule that cannot be evaluated."""
+        skipped = SkippedRule(self.source, self.api_version, self.kind, rule.path_pattern,
+                              rule.rule, reason)
+        self.skipped.append(skipped)
+        return skipped
+
+    # --- evaluating -----------------------------------------------------------------
+
+    def _walk(self, node: _Node, value: Any, path: str, problems: list[Problem],
+              skipped: list[SkippedRule]) -> None:
+        """Evaluate the rules of ``node`` on ``value``, then of its children."""
+        if node.rules:
+            context = cel.Context(variables={"self": value}, functions=K8S_FUNCTIONS)
+            for rule in node.rules:
+                self._evaluate(rule, context, path, problems, skipped)
+        if isinstance(value, dict):
+            for name, child in node.props.items():
+                if value.get(name) is not None:
+                    self._walk(child, value[name], _join_path(path, name), problems, skipped)
+            if node.values is not None:
+                for key, item in value.items():
+                    if item is not None:
+                        self._walk(node.values, item, f"{path}[{key}]", problems, skipped)
+        elif isinstance(value, list) and node.items is not None:
+            for index, item in enumerate(value):
+                if item is not None:
+                    self._walk(node.items, item, f"{path}[{index}]", problems, skipped)
+
+    def _evaluate(self, rule: _Rule, context: Any, path: str, problems: list[Problem],
+                  skipped: list[SkippedRule]) -> None:
+        """Run one rule; a false result or a data error is a Problem, a type error a skip."""
+        try:
+            result = rule.program.execute(context)
+        except (TypeError, RuntimeError, *_DATA_ERRORS) as exc:
+            if _type_error(exc):
+                skipped.append(self._skipped_now(rule, f"evaluation failed: {_first_line(exc)}"))
+            else:  # no such key, index out of range, "Function 'int' error: ..."
+                problems.append(Problem(_rule_path(path, rule.rule), _message(rule, context)))
+            return
+        if not isinstance(result, bool):
+            skipped.append(self._skipped_now(rule, f"returned {type(result).__name__}, "
+                                                   "not a boolean"))
+        elif not result:
+            problems.append(Problem(_rule_path(path, rule.rule), _message(rule, context)))
+
+    def _skipped_now(self, rule: _Rule, reason: str) -> SkippedRule:
+        """A SkippedRule found while evaluating one object."""
+        return SkippedRule(self.source, self.api_version, self.kind, rule.rule.path_pattern,
+                           rule.rule.rule, reason)
+
+
+def _unsupported(program: Any) -> list[str]:
+    """Functions a compiled rule calls that neither the interpreter nor gpuplan provide."""
+    names = [f for f in program.functions() if not _OPERATOR.match(f)]
+    return sorted(f"{n}()" for n in set(names) - _SUPPORTED)
+
+
+def _type_error(exc: BaseException) -> bool:
+    """Whether an evaluation error is a type mismatch rather than a data error."""
+    text = str(exc)
+    return any(marker in text for marker in _TYPE_ERROR_MARKERS)
+
+
+def _message(rule: _Rule, context: Any) -> str:
+    """The failure message: messageExpression, else message, else the rule text."""
+    if rule.message_program is not None:
+        try:
+            text = rule.message_program.execute(context)
+        except (TypeError, RuntimeError, *_DATA_ERRORS):
+            text = None
+        if isinstance(text, str) and text.strip():
+            return text
+    return rule.rule.message or f"failed rule: {rule.rule.rule}"
+
+
+def _rule_path(path: str, rule: CelRule) -> str:
+    """The node path, extended by the rule's fieldPath (".a.b", ".a['b.c']", ".a[0]")."""
+    extra = re.sub(r"\['([^']*)'\]", r"[\1]", (rule.field_path or "").strip())
+    if not path:
+        extra = extra.removeprefix(".")
+    return path + extra
+
+
+def _join_path(path: str, name: str) -> str:
+    """Append a property to a field path."""
+    return f"{path}.{name}" if path else name
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an error message, shortened."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _defaulted(node: _Node, value: Any) -> Any:
+    """``value`` with the schema defaults under ``node`` applied (copied where changed)."""
+    if isinstance(value, dict):
+        out = value
+        for name, default in node.defaults.items():
+            if out.get(name) is None:
+                out = dict(out) if out is value else out
+                out[name] = copy.deepcopy(default)
+        for name, child in node.props.items():
+            if out.get(name) is not None:
+                new = _defaulted(child, out[name])
+                if new is not out[name]:
+                    out = dict(out) if out is value else out
+                    out[name] = new
+        if node.values is not None:
+            for key, item in list(out.items()):
+                new = _defaulted(node.values, item)
+                if new is not item:
+                    out = dict(out) if out is value else out
+                    out[key] = new
+        return out
+    if isinstance(value, list) and node.items is not None:
+        items = [_defaulted(node.items, item) for item in value]
+        return items if any(a is not b for a, b in zip(items, value)) else value
+    return value
+
+
+_COMPILED: weakref.WeakKeyDictionary[CrdVersion, CelRules] = weakref.WeakKeyDictionary()
+
+
+def compiled_rules(crd_version: CrdVersion) -> CelRules:
+    """The CelRules of a CRD version, compiled once."""
+    rules = _COMPILED.get(crd_version)
+    if rules is None:
+        rules = CelRules(crd_version)
+        _COMPILED[crd_version] = rules
+    return rules
+
+
+class CelEvaluator:
+    """Evaluate CEL rules of many objects; collects each skipped rule once."""
+
+    def __init__(self) -> None:
+        self._skipped: dict[tuple[str, str, str, str], SkippedRule] = {}
+
+    def validate(self, obj: Any, crd_version: CrdVersion) -> list[Problem]:
+        """The CEL problems of one object against one CRD version, sorted."""
+        rules = compiled_rules(crd_version)
+        problems, skipped = rules.check(obj)
+        for item in [*rules.skipped, *skipped]:
+            self._skipped.setdefault((item.source, item.api_version, item.path, item.rule), item)
+        return sorted(set(problems))
+
+    @property
+    def skipped(self) -> list[SkippedRule]:
+        """Every rule that could not be evaluated so far, once each, sorted."""
+        return sorted(self._skipped.values())
+
+
+def check_cel(obj: Any, crd_version: CrdVersion) -> tuple[list[Problem], list[SkippedRule]]:
+    """The CEL problems of one object and the rules of its CRD version that were skipped."""
+    rules = compiled_rules(crd_version)
+    problems, skipped = rules.check(obj)
+    return sorted(set(problems)), sorted(set(rules.skipped + skipped))

@@ -1,0 +1,388 @@
+"""Kueue's validating admission webhooks, offline: what the API server's schema lets through
+but Kueue's webhook denies (HTTP 403) for ClusterQueue, Cohort and ResourceFlavor.
+
+The rules are those of shared/facts/kueue-admission-rules.md (Kueue v0.19.2,
+pkg/webhooks/clusterqueue_webhook.go, cohort_webhook.go, resourceflavor_webhook.go,
+common.go), in gpuplan's words. v1beta1 objects get the same checks: Kueue converts them
+to v1beta2 before its webhook sees them (v1beta1 ClusterQueues name their cohort
+``spec.cohort`` instead of ``spec.cohortName``).
+
+Left out on purpose:
+- rules the CRDs' CEL rules already enforce (preemption reclaim/borrow, flavorFungibility
+  preference): gpuplan.validate.cel. (borrowingLimit without a cohort is both: it is
+  kept here, at the resource's own path, because lendingLimit needs the same check);
+- the ConcurrentAdmissionPolicy rules (alpha feature gate, off by default) and the
+  update-only rules (immutability, legacy onFlavors).
+
+Pure functions over dicts; malformed values (a quota that is no quantity, a list where
+an object belongs) are left to the schema layer and skipped here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+from gpuplan.quantity import QuantityError, parse_quantity
+from gpuplan.validate.engine import Problem
+
+GROUP = "kueue.x-k8s.io"
+MAX_FLAVORS = 256  # flavors across all resource groups of a ClusterQueue
+MAX_COVERED_RESOURCES = 256  # coveredResources across all resource groups of a ClusterQueue
+MAX_FLAVOR_RESOURCES = 512  # sum of len(resources) over the flavors of one resource group
+WEIGHT_THRESHOLD = Fraction(1, 10**9)  # 1n: a positive fair-sharing weight must exceed it
+
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_SET_OPERATORS = ("In", "NotIn")
+_EXISTS_OPERATORS = ("Exists", "DoesNotExist")
+
+
+# --- names, labels and quantities --------------------------------------------------------
+
+
+def qualified_name_error(value: Any) -> str | None:
+    """Why ``value`` is not a qualified name (label-key syntax), or None when it is."""
+    if not isinstance(value, str):
+        return f"must be a string (got {_show(value)})"
+    prefix, slash, name = value.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        return ("must be a qualified name: its prefix before '/' must be a lowercase DNS "
+                f"subdomain of at most 253 characters (got {_show(value)})")
+    if not name or len(name) > 63 or not _LABEL_NAME.match(name):
+        return ("must be a qualified name such as cpu or nvidia.com/gpu: at most 63 letters, "
+                "digits, '-', '_' or '.', starting and ending with a letter or digit, after an "
+                f"optional DNS prefix and '/' (got {_show(value)})")
+    return None
+
+
+def label_value_error(value: Any) -> str | None:
+    """Why ``value`` is not a label value, or None when it is ("" is one)."""
+    if not isinstance(value, str):
+        return f"must be a string (got {_show(value)})"
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        return ("must be a label value: at most 63 letters, digits, '-', '_' or '.', starting "
+                f"and ending with a letter or digit (got {_show(value)})")
+    return None
+
+
+def signed_quantity(value: Any) -> Fraction | None:
+    """The exact value of a Kubernetes quantity that may carry a sign; None if none."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(str(value)) if math.isfinite(value) else None
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    sign = -1 if text.startswith("-") else 1
+    try:
+        return sign * parse_quantity(text[1:] if text[:1] in "+-" and text else text)
+    except (QuantityError, KeyError):  # KeyError: parse_quantity on e.g. "1ki"
+        return None
+
+
+# --- resource groups (ClusterQueue and Cohort) -------------------------------------------
+
+
+def resource_group_problems(groups: Any, path: str, *, has_parent: bool, parent_word: str,
+                            lending_within_nominal: bool) -> list[Problem]:
+    """The webhook rules shared by ClusterQueue and Cohort resource groups."""
+    if not isinstance(groups, list):
+        return []
+    problems: list[Problem] = []
+    seen_resources: dict[str, str] = {}
+    seen_flavors: dict[str, str] = {}
+    for i, group in enumerate(groups):
+        if not isinstance(group, dict):
+            continue
+        group_path = f"{path}[{i}]"
+        covered = _list(group.get("coveredResources"))
+        for j, name in enumerate(covered):
+            where = f"{group_path}.coveredResources[{j}]"
+            error = qualified_name_error(name)
+            if error:
+                problems.append(Problem(where, error))
+            if isinstance(name, str) and name in seen_resources:
+                problems.append(Problem(where, f'duplicate resource "{name}": already covered at '
+                                        f"{seen_resources[name]}"))
+            elif isinstance(name, str):
+                seen_resources[name] = where
+        for j, flavor in enumerate(_list(group.get("flavors"))):
+            if not isinstance(flavor, dict):
+                continue
+            flavor_path = f"{group_path}.flavors[{j}]"
+            problems += _flavor_problems(flavor, covered, flavor_path, has_parent, parent_word,
+                                         lending_within_nominal)
+            name = flavor.get("name")
+            if isinstance(name, str) and name in seen_flavors:
+                if not seen_flavors[name].startswith(f"{group_path}."):  # same group: schema's
+                    problems.append(Problem(f"{flavor_path}.name", f'duplicate flavor "{name}": '
+                                            f"already in {seen_flavors[name]}"))
+            elif isinstance(name, str):
+                seen_flavors[name] = flavor_path
+    return problems
+
+
+def _flavor_problems(flavor: dict, covered: list, path: str, has_parent: bool,
+                     parent_word: str, lending_within_nominal: bool) -> list[Problem]:
+    """Order, exact set and quota values of one flavor's resources."""
+    problems = []
+    resources = [r for r in _list(flavor.get("resources")) if isinstance(r, dict)]
+    names = [r.get("name") for r in resources]
+    if sorted(map(str, names)) != sorted(map(str, covered)):
+        missing = [str(c) for c in covered if c not in names]
+        extra = [str(n) for n in names if n not in covered]
+        detail = "; ".join(part for part in (
+            f"missing {', '.join(missing)}" if missing else "",
+            f"not covered {', '.join(extra)}" if extra else "") if part)
+        problems.append(Problem(f"{path}.resources", "must list exactly the coveredResources "
+                                f"({', '.join(map(str, covered))}){': ' + detail if detail else ''}"))
+    for k, resource in enumerate(resources[: len(covered)]):
+        where = f"{path}.resources[{k}]"
+        if resource.get("name") != covered[k]:
+            problems.append(Problem(f"{where}.name", f"must match the name in coveredResources[{k}] "
+                                    f"({_show(covered[k])}), in the same order (got "
+                                    f"{_show(resource.get('name'))})"))
+        problems += _quota_problems(resource, where, has_parent, parent_word,
+                                    lending_within_nominal)
+    return problems
+
+
+def _quota_problems(resource: dict, path: str, has_parent: bool, parent_word: str,
+                    lending_within_nominal: bool) -> list[Problem]:
+    """No negative quota; limits need a cohort/parent; lendingLimit <= nominalQuota."""
+    problems = []
+    values: dict[str, Fraction | None] = {}
+    for field in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+        if resource.get(field) is None:
+            continue
+        values[field] = amount = signed_quantity(resource[field])
+        if amount is not None and amount < 0:
+            problems.append(Problem(f"{path}.{field}",
+                                    f"must not be negative (got {_show(resource[field])})"))
+        if field != "nominalQuota" and not has_parent:
+            problems.append(Problem(f"{path}.{field}", f"must be nil when {parent_word} is empty"))
+    nominal, lending = values.get("nominalQuota"), values.get("lendingLimit")
+    if lending_within_nominal and nominal is not None and lending is not None and lending > nominal:
+        problems.append(Problem(f"{path}.lendingLimit", "must be less than or equal to the "
+                                f"nominalQuota ({_show(resource['lendingLimit'])} > "
+                                f"{_show(resource['nominalQuota'])})"))
+    return problems
+
+
+def fair_sharing_problems(spec: dict, path: str) -> list[Problem]:
+    """fairSharing.weight: not negative, and 0 or above 1n (smaller weights collapse)."""
+    fair = spec.get("fairSharing")
+    if not isinstance(fair, dict) or fair.get("weight") is None:
+        return []
+    weight = signed_quantity(fair["weight"])
+    where = f"{path}.fairSharing.weight"
+    if weight is None:
+        return []
+    if weight < 0:
+        return [Problem(where, f"must not be negative (got {_show(fair['weight'])})")]
+    if 0 < weight <= WEIGHT_THRESHOLD:
+        return [Problem(where, "must be 0 or greater than 1n: a smaller weight collapses to "
+                        f"zero in fair sharing (got {_show(fair['weight'])})")]
+    return []
+
+
+# --- ClusterQueue ---------------------------------------------------------------------
+
+
+def validate_cluster_queue(obj: dict) -> list[Problem]:
+    """The webhook problems of one ClusterQueue (v1beta1 or v1beta2)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    cohort = spec.get("cohortName") or spec.get("cohort")
+    groups = spec.get("resourceGroups")
+    problems = resource_group_problems(groups, "spec.resourceGroups", has_parent=bool(cohort),
+                                       parent_word="cohort", lending_within_nominal=True)
+    problems += fair_sharing_problems(spec, "spec")
+    problems += _size_problems(groups)
+    problems += label_selector_problems(spec.get("namespaceSelector"), "spec.namespaceSelector")
+    problems += _on_flavor_problems(spec, groups)
+    return sorted(set(problems))
+
+
+def _size_problems(groups: Any) -> list[Problem]:
+    """The ClusterQueue-only totals: flavors, covered resources, combinations per group."""
+    groups = [g for g in _list(groups) if isinstance(g, dict)]
+    problems = []
+    flavors = sum(len(_list(g.get("flavors"))) for g in groups)
+    if flavors > MAX_FLAVORS:
+        problems.append(Problem("spec.resourceGroups", f"must have at most {MAX_FLAVORS} "
+                                f"flavors in total (got {flavors})"))
+    covered = sum(len(_list(g.get("coveredResources"))) for g in groups)
+    if covered > MAX_COVERED_RESOURCES:
+        problems.append(Problem("spec.resourceGroups", f"must have at most "
+                                f"{MAX_COVERED_RESOURCES} coveredResources in total (got {covered})"))
+    for i, group in enumerate(groups):
+        pairs = sum(len(_list(f.get("resources"))) for f in _list(group.get("flavors"))
+                    if isinstance(f, dict))
+        if pairs > MAX_FLAVOR_RESOURCES:
+            problems.append(Problem(f"spec.resourceGroups[{i}]", f"must have at most "
+                                    f"{MAX_FLAVOR_RESOURCES} flavor resources (flavors x "
+                                    f"resources) (got {pairs})"))
+    return problems
+
+
+def _on_flavor_problems(spec: dict, groups: Any) -> list[Problem]:
+    """admissionChecksStrategy rules may only name flavors of this ClusterQueue."""
+    strategy = spec.get("admissionChecksStrategy")
+    if not isinstance(strategy, dict):
+        return []
+    flavors = {f.get("name") for g in _list(groups) if isinstance(g, dict)
+               for f in _list(g.get("flavors")) if isinstance(f, dict)}
+    problems = []
+    for i, check in enumerate(_list(strategy.get("admissionChecks"))):
+        if not isinstance(check, dict):
+            continue
+        for j, name in enumerate(_list(check.get("onFlavors"))):
+            if name not in flavors:
+                problems.append(Problem(f"spec.admissionChecksStrategy.admissionChecks[{i}]"
+                                        f".onFlavors[{j}]", "must name a flavor of this "
+                                        f"ClusterQueue's resourceGroups (got {_show(name)})"))
+    return problems
+
+
+def label_selector_problems(selector: Any, path: str) -> list[Problem]:
+    """A LabelSelector's label keys and values, and operator/values pairs."""
+    if not isinstance(selector, dict):
+        return []
+    problems = []
+    labels = selector.get("matchLabels")
+    for key, value in (labels.items() if isinstance(labels, dict) else []):
+        problems += _label_problems(key, value, f"{path}.matchLabels[{key}]")
+    for i, expr in enumerate(_list(selector.get("matchExpressions"))):
+        if not isinstance(expr, dict):
+            continue
+        where = f"{path}.matchExpressions[{i}]"
+        error = qualified_name_error(expr.get("key"))
+        if error:
+            problems.append(Problem(f"{where}.key", error))
+        operator, values = expr.get("operator"), _list(expr.get("values"))
+        if operator in _SET_OPERATORS and not values:
+            problems.append(Problem(f"{where}.values", f"must be non-empty when operator is "
+                                    f"{operator}"))
+        elif operator in _EXISTS_OPERATORS and values:
+            problems.append(Problem(f"{where}.values", f"must be empty when operator is "
+                                    f"{operator}"))
+        elif operator is not None and operator not in _SET_OPERATORS + _EXISTS_OPERATORS:
+            problems.append(Problem(f"{where}.operator", "must be one of: DoesNotExist, Exists, "
+                                    f"In, NotIn (got {_show(operator)})"))
+        for j, value in enumerate(values):
+            error = label_value_error(value)
+            if error:
+                problems.append(Problem(f"{where}.values[{j}]", error))
+    return problems
+
+
+# --- Cohort -------------------------------------------------------------------------------
+
+
+def validate_cohort(obj: dict) -> list[Problem]:
+    """The webhook problems of one Cohort: no lendingLimit <= nominalQuota, no size limits."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    problems = resource_group_problems(spec.get("resourceGroups"), "spec.resourceGroups",
+                                       has_parent=bool(spec.get("parentName")),
+                                       parent_word="parent", lending_within_nominal=False)
+    return sorted(set(problems + fair_sharing_problems(spec, "spec")))
+
+
+# --- ResourceFlavor -------------------------------------------------------------------------
+
+
+def validate_resource_flavor(obj: dict) -> list[Problem]:
+    """The webhook problems of one ResourceFlavor: labels, taints and toleration keys."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    problems = []
+    labels = spec.get("nodeLabels")
+    for key, value in (labels.items() if isinstance(labels, dict) else []):
+        problems += _label_problems(key, value, f"spec.nodeLabels[{key}]")
+    seen: dict[tuple[Any, Any], int] = {}
+    for i, taint in enumerate(_list(spec.get("nodeTaints"))):
+        if not isinstance(taint, dict):
+            continue
+        where = f"spec.nodeTaints[{i}]"
+        error = qualified_name_error(taint.get("key"))
+        if error:
+            problems.append(Problem(f"{where}.key", error))
+        if taint.get("value") is not None:
+            error = label_value_error(taint["value"])
+            if error:
+                problems.append(Problem(f"{where}.value", error))
+        pair = (_hashable(taint.get("key")), _hashable(taint.get("effect")))
+        if pair in seen:
+            problems.append(Problem(where, f"duplicate taint with key {_show(pair[0])} and "
+                                    f"effect {_show(pair[1])} (first at [{seen[pair]}])"))
+        else:
+            seen[pair] = i
+    for i, toleration in enumerate(_list(spec.get("tolerations"))):
+        if isinstance(toleration, dict) and toleration.get("key"):
+            error = qualified_name_error(toleration["key"])
+            if error:
+                problems.append(Problem(f"spec.tolerations[{i}].key", error))
+    return sorted(set(problems))
+
+
+def _label_problems(key: Any, value: Any, path: str) -> list[Problem]:
+    """One label: a qualified-name key and a label value."""
+    problems = []
+    error = qualified_name_error(key)
+    if error:
+        problems.append(Problem(path, f"label key {error}"))
+    error = label_value_error(value)
+    if error:
+        problems.append(Problem(path, f"label value {error}"))
+    return problems
+
+
+# --- dispatch ------------------------------------------------------------------------------
+
+WEBHOOKS: dict[str, Callable[[dict], list[Problem]]] = {
+    "ClusterQueue": validate_cluster_queue,
+    "Cohort": validate_cohort,
+    "ResourceFlavor": validate_resource_flavor,
+}
+
+
+def webhook_problems(obj: Any) -> list[Problem]:
+    """The Kueue webhook problems of any object; [] for kinds without a Kueue webhook."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("apiVersion"), str):
+        return []
+    group = obj["apiVersion"].rpartition("/")[0]
+    check = WEBHOOKS.get(obj.get("kind")) if group == GROUP else None  # type: ignore[arg-type]
+    return check(obj) if check is not None else []
+
+
+def _list(value: Any) -> list:
+    """``value`` when it is a list, else []."""
+    return value if isinstance(value, list) else []
+
+
+def _hashable(value: Any) -> Any:
+    """A dict key for any JSON value."""
+    return value if isinstance(value, (str, int, float, bool, type(None))) else json.dumps(value)
+
+
+def _show(value: Any) -> str:
+    """A value shown in a message, JSON style."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

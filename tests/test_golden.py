@@ -1,0 +1,90 @@
+"""Golden files: each tests/cases/<case>/input renders to exactly tests/cases/<case>/expected/,
+or fails with exactly the diagnostics in tests/cases/<case>/errors.txt.
+
+`pytest --update-golden` rewrites expected/ (or errors.txt) on purpose; review the diff before
+committing it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run, snapshot
+
+CASES = Path(__file__).resolve().parent / "cases"
+ERRORS = "errors.txt"
+EXPECTED = "expected"
+
+
+def _case_dirs() -> list[Path]:
+    return sorted(p for p in CASES.iterdir() if (p / "input").is_dir()) if CASES.is_dir() else []
+
+
+def _diagnostics(stderr: str) -> str:
+    """Return stderr without the notes that depend on the environment (such as the CRD folder)."""
+    lines = [line for line in stderr.splitlines() if line and not line.startswith("note: ")]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _first_difference(expected: dict[str, bytes], actual: dict[str, bytes]) -> str:
+    missing = sorted(set(expected) - set(actual))
+    extra = sorted(set(actual) - set(expected))
+    report = []
+    if missing:
+        report.append("files no longer rendered: " + ", ".join(missing))
+    if extra:
+        report.append("files rendered but not expected: " + ", ".join(extra))
+    for name in sorted(set(expected) & set(actual)):
+        if expected[name] != actual[name]:
+            diff = difflib.unified_diff(
+                expected[name].decode(errors="replace").splitlines(keepends=True),
+                actual[name].decode(errors="replace").splitlines(keepends=True),
+                fromfile=f"expected/{name}",
+                tofile=f"rendered/{name}",
+            )
+            changed = sum(1 for n in set(expected) & set(actual) if expected[n] != actual[n])
+            report.append(f"{changed} file(s) differ; the first is {name}:\n" + "".join(diff))
+            break
+    return "\n".join(report)
+
+
+def test_there_are_cases() -> None:
+    cases = _case_dirs()
+    assert len([c for c in cases if (c / EXPECTED).is_dir()]) >= 6
+    assert len([c for c in cases if (c / ERRORS).is_file()]) >= 2
+
+
+@pytest.mark.parametrize("case", _case_dirs(), ids=lambda p: p.name)
+def test_golden(case: Path, tmp_path: Path, update_golden: bool) -> None:
+    out = tmp_path / "out"
+    result = run("render", "--root", str(case / "input"), "--out", str(out))
+    assert "Traceback" not in result.stdout + result.stderr
+    expected_dir, errors_file = case / EXPECTED, case / ERRORS
+
+    if update_golden:
+        shutil.rmtree(expected_dir, ignore_errors=True)
+        errors_file.unlink(missing_ok=True)
+        if result.code == 0:
+            shutil.copytree(out, expected_dir)
+        else:
+            errors_file.write_text(_diagnostics(result.stderr))
+
+    if errors_file.is_file():
+        assert not expected_dir.exists(), f"{case.name}: has both {ERRORS} and {EXPECTED}/"
+        assert result.code == 1, f"{case.name} must fail but exited {result.code}:\n{result.stderr}"
+        assert not out.exists(), "a failed render wrote output"
+        want = errors_file.read_text()
+        got = _diagnostics(result.stderr)
+        assert got == want, "diagnostics differ:\n" + "".join(
+            difflib.unified_diff(want.splitlines(True), got.splitlines(True), f"{case.name}/{ERRORS}", "stderr")
+        )
+        return
+
+    assert expected_dir.is_dir(), f"{case.name}: no {EXPECTED}/ or {ERRORS}; run pytest --update-golden"
+    assert result.code == 0, result.stderr
+    expected, actual = snapshot(expected_dir), snapshot(out)
+    assert actual == expected, _first_difference(expected, actual)

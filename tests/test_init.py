@@ -1,0 +1,191 @@
+"""`gpuplan init` writes a valid new repository and never touches an existing one; the hooks and
+workflows gpuplan ships (pre-commit hooks, the repository's own CI) are what they claim to be."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpuplan import __version__
+from gpuplan.init import FILES, HOOK_REPO, init_repo
+from tests.conftest import PROJECT, run, snapshot
+
+EXPECTED = (
+    "clusters/gpu-cluster.yaml",
+    "tenants/team-a.yaml",
+    "README.md",
+    ".github/workflows/gpuplan.yml",
+    ".pre-commit-config.yaml",
+    ".gitignore",
+)
+
+
+@pytest.fixture
+def fresh(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    target = tmp_path / "fleet"
+    assert init_repo(target) == 0
+    capsys.readouterr()
+    return target
+
+
+def _workflow(root: Path) -> dict:
+    document = yaml.safe_load((root / ".github/workflows/gpuplan.yml").read_text())
+    document["on"] = document.pop(True)  # YAML 1.1 reads the key `on` as true
+    return document
+
+
+def _steps(document: dict) -> list[dict]:
+    return [step for job in document["jobs"].values() for step in job["steps"]]
+
+
+def test_init_writes_the_files_and_a_current_output(fresh: Path) -> None:
+    for relative in EXPECTED:
+        assert (fresh / relative).is_file(), relative
+    assert list((fresh / "output").rglob("*.yaml")), "init renders output/"
+    result = run("render", "--check", "--root", str(fresh))
+    assert result.code == 0, result.stderr
+    assert "up to date" in result.stderr
+
+
+def test_init_example_is_clean_even_with_strict(fresh: Path) -> None:
+    result = run("check", "--strict", "--root", str(fresh))
+    assert result.code == 0, result.stderr
+
+
+def test_init_example_validates_against_the_upstream_crds(fresh: Path, crds_dir: Path) -> None:
+    result = run("render", "--check", "--root", str(fresh), "--crds", str(crds_dir))
+    assert result.code == 0, result.stderr
+    assert "not validated against CRDs" not in result.stderr
+
+
+def test_init_example_has_kueue_gpu_operator_exclusive_and_mig_pools(fresh: Path) -> None:
+    cluster = yaml.safe_load((fresh / "clusters/gpu-cluster.yaml").read_text())
+    tenant = yaml.safe_load((fresh / "tenants/team-a.yaml").read_text())
+    assert {"kueue", "gpuOperator"} <= set(cluster["components"])
+    sharing = [pool.get("sharing", "exclusive") for pool in cluster["nodePools"]]
+    assert "exclusive" in sharing and any(isinstance(s, dict) and "mig" in s for s in sharing)
+    assert [a["cluster"] for a in tenant["allocations"]] == [cluster["name"]]
+    assert (
+        fresh / "output" / cluster["name"] / "kueue" / f"clusterqueue-{tenant['name']}.yaml"
+    ).is_file()
+
+
+def test_init_workflow_checks_drift_and_comments_the_diff(fresh: Path) -> None:
+    document = _workflow(fresh)
+    assert "pull_request" in document["on"]
+    assert document["permissions"]["pull-requests"] == "write"
+    assert set(document["permissions"].values()) <= {"read", "write"}
+    steps = _steps(document)
+    checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["fetch-depth"] == 0
+    runs = "\n".join(s.get("run", "") for s in steps)
+    assert f"pip install gpuplan=={__version__}" in runs
+    assert "gpuplan render --check" in runs
+    assert 'gpuplan diff --base "origin/${{ github.base_ref }}" --format markdown' in runs
+    assert "gh pr comment" in runs
+    comment = next(s for s in steps if "gh pr comment" in s.get("run", ""))
+    assert comment["env"]["GH_TOKEN"] == "${{ github.token }}"
+
+
+def test_init_pre_commit_config_uses_this_repositorys_hook(fresh: Path) -> None:
+    config = yaml.safe_load((fresh / ".pre-commit-config.yaml").read_text())
+    hooks = {h["id"] for h in yaml.safe_load((PROJECT / ".pre-commit-hooks.yaml").read_text())}
+    (repo,) = config["repos"]
+    assert repo["repo"] == HOOK_REPO
+    assert repo["rev"] == f"v{__version__}"
+    assert {h["id"] for h in repo["hooks"]} <= hooks
+
+
+def test_init_readme_says_how_to_render_check_and_diff(fresh: Path) -> None:
+    text = (fresh / "README.md").read_text()
+    for command in ("gpuplan render", "gpuplan render --check", "gpuplan check", "gpuplan diff"):
+        assert command in text
+    assert "__GPUPLAN" not in text
+
+
+def test_init_gitignore_ignores_the_report_and_render_leftovers(fresh: Path) -> None:
+    lines = (fresh / ".gitignore").read_text().splitlines()
+    assert "gpuplan-report.html" in lines
+    assert "output/" not in lines and "output" not in lines  # output/ is committed
+
+
+@pytest.mark.parametrize("folder", ["clusters", "tenants"])
+def test_init_refuses_a_repository_with_inputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], folder: str
+) -> None:
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "mine.yaml").write_text("name: mine\n")
+    (tmp_path / "README.md").write_text("my readme\n")
+    before = snapshot(tmp_path)
+    assert init_repo(tmp_path) == 1
+    assert snapshot(tmp_path) == before
+    assert not (tmp_path / "output").exists()
+    err = capsys.readouterr().err
+    assert f"already has {folder}/" in err and "nothing was written" in err
+
+
+def test_init_twice_refuses_and_changes_nothing(
+    fresh: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = snapshot(fresh)
+    assert init_repo(fresh) == 1
+    assert snapshot(fresh) == before
+    assert "already has clusters/ and tenants/" in capsys.readouterr().err
+
+
+def test_init_refuses_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "fleet"
+    target.write_text("not a folder\n")
+    assert init_repo(target) == 1
+    assert target.read_text() == "not a folder\n"
+    assert "is not a folder" in capsys.readouterr().err
+
+
+def test_init_keeps_existing_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fresh git repository often has a README and .gitignore already: they are kept as they are."""
+    (tmp_path / "README.md").write_text("my readme\n")
+    (tmp_path / ".gitignore").write_text("secrets/\n")
+    assert init_repo(tmp_path) == 0
+    assert (tmp_path / "README.md").read_text() == "my readme\n"
+    assert (tmp_path / ".gitignore").read_text() == "secrets/\n"
+    assert (tmp_path / "clusters/gpu-cluster.yaml").is_file()
+    err = capsys.readouterr().err
+    assert "kept your README.md" in err and "kept your .gitignore" in err
+
+
+def test_init_templates_are_package_data() -> None:
+    """pyproject ships gpuplan/templates/* only: no subfolders, no dot files."""
+    folder = PROJECT / "gpuplan" / "templates"
+    assert set(FILES) == set(EXPECTED)
+    for name in FILES.values():
+        assert "/" not in name and not name.startswith("."), name
+        assert (folder / name).is_file(), name
+
+
+def test_pre_commit_hooks() -> None:
+    hooks = {h["id"]: h for h in yaml.safe_load((PROJECT / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"gpuplan-render-check", "gpuplan-render"}
+    assert hooks["gpuplan-render-check"]["entry"] == "gpuplan render --check"
+    assert hooks["gpuplan-render"]["entry"] == "gpuplan render"
+    for hook in hooks.values():
+        assert hook["language"] == "python"
+        assert hook["pass_filenames"] is False
+        assert hook["files"] == "^(clusters|tenants)/"
+        assert hook["name"]
+
+
+def test_project_ci_runs_ci_run_on_push_and_pull_request() -> None:
+    document = yaml.safe_load((PROJECT / ".github/workflows/ci.yml").read_text())
+    assert set(document[True]) == {"push", "pull_request"}
+    steps = _steps(document)
+    python = next(s for s in steps if s.get("uses", "").startswith("actions/setup-python@"))
+    assert str(python["with"]["python-version"]) == "3.11"
+    (ci,) = [s for s in steps if s.get("run", "").strip() == ".ci/run"]
+    # .ci/run defaults GPUPLAN_CRDS to ../shared/crds: the CRDs are checked out beside the repository.
+    checkouts = [
+        s["with"]["path"] for s in steps if s.get("uses", "").startswith("actions/checkout@")
+    ]
+    assert ci["working-directory"] == "main" and checkouts == ["main", "shared/crds"]
+    assert "../shared/crds" in (PROJECT / ".ci/run").read_text()
