@@ -59,7 +59,7 @@ def _scope(options: Options) -> tuple[str, ...]:
 
 def render_fleet(options: Options, check_only: bool = False) -> int:
     """Compile and write the fleet, or with check_only report what would change."""
-    result = compile_fleet(options.root, options.clusters, options.crds)
+    result = compile_fleet(options.root, options.clusters, options.crds, out=options.out)
     if _report(result, options):
         return FAILED
     try:

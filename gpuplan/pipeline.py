@@ -13,10 +13,8 @@ from gpuplan.emit import emit
 from gpuplan.emit.meta import Manifest
 from gpuplan.fleet import Fleet, build_fleet
 from gpuplan.sources import read_inputs
-from gpuplan.locate import locate
-from gpuplan.write import header
-from gpuplan.yamlout import dump
-from gpuplan.validate import CrdIndex, CrdLoadError, UnknownKubernetesVersion, Validator, newest
+from gpuplan.validate import CrdIndex, CrdLoadError
+from gpuplan.verify import verify
 
 CRDS_ENV = "GPUPLAN_CRDS"
 
@@ -51,7 +49,17 @@ def load_crds(folder: Path) -> CrdIndex:
     return CrdIndex.load(folder)
 
 
-def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None = None, emit_output: bool = True) -> Compiled:
+def output_path(root: Path, out: Path | None) -> str:
+    """Return where the output lives in the git repository (what Argo CD Applications point at)."""
+    if out is None:
+        return "output"
+    try:
+        return out.absolute().relative_to(root.absolute()).as_posix()
+    except ValueError:
+        return "output"  # rendered outside the repository, e.g. for inspection: keep the default
+
+
+def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None = None, emit_output: bool = True, out: Path | None = None) -> Compiled:
     """Load, resolve, check, emit and validate the fleet of a repository."""
     inputs, found = read_inputs(root)
     fleet, more = build_fleet(inputs)
@@ -67,25 +75,14 @@ def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None 
     result.diagnostics += _crds_problem(folder)
     if has_errors(result.diagnostics):
         return result
-    result.manifests = emit(fleet, clusters)
-    result.diagnostics += validate_manifests(result, folder)
+    where = output_path(root, out)
+    result.manifests = emit(fleet, clusters, where)
+    result.diagnostics += validate_manifests(result, folder, where)
     return result
 
 
-def _validators(fleet: Fleet, index: CrdIndex | None) -> tuple[dict[str, Validator], list[Diagnostic]]:
-    validators: dict[str, Validator] = {}
-    problems = []
-    for name, cluster in fleet.clusters.items():
-        try:
-            validators[name] = Validator(index, cluster.spec.kubernetes_version)
-        except UnknownKubernetesVersion as exc:
-            problems.append(cluster.located.source.diagnostic(("kubernetesVersion",), str(exc)))
-    validators[""] = Validator(index, newest())
-    return validators, problems
-
-
-def validate_manifests(result: Compiled, crds: Path | None) -> list[Diagnostic]:
-    """Validate every emitted object strictly against its schema before anything is written."""
+def validate_manifests(result: Compiled, crds: Path | None, where: str = "output") -> list[Diagnostic]:
+    """Prove every emitted object (schemas, CEL, webhooks, references) before anything is written."""
     assert result.fleet is not None
     try:
         index = load_crds(crds.absolute()) if crds is not None else None
@@ -93,19 +90,6 @@ def validate_manifests(result: Compiled, crds: Path | None) -> list[Diagnostic]:
         return [error(str(crds), 0, 0, "", f"cannot read the CRDs: {exc}")]
     if index is None:
         result.notes.append(f"custom resources were not validated against CRDs: set --crds DIR or {CRDS_ENV}")
-    validators, problems = _validators(result.fleet, index)
-    for item in result.manifests:
-        if item.obj.get("kind") == "Kustomization":
-            continue
-        validator = validators.get(item.cluster or "")
-        if validator is None:
-            continue
-        found = validator.validate(item.obj)
-        if not found:
-            continue
-        text = dump(item.obj, header(item))
-        for problem in found:
-            line, col = locate(text, problem.path)
-            where = f"{item.kind}/{item.name}" + (f" {problem.path}" if problem.path else "")
-            problems.append(error(f"output/{item.path}", line, col, where, f"{problem.message} (gpuplan emitted an invalid object: please report this bug)"))
+    problems, notes = verify(result.manifests, result.fleet, index, where)
+    result.notes.extend(notes)
     return problems

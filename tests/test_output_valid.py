@@ -86,3 +86,37 @@ def test_an_invalid_emitted_object_is_reported_at_its_line_and_nothing_is_writte
     assert line.startswith("output/h100-prod/kueue/resourceflavor-h100-train.yaml:")
     assert 'unknown field "nodeLabelz"' in line and "ResourceFlavor/h100-train spec" in line
     assert not (example_repo / "output").exists()
+
+
+def test_a_mig_config_label_naming_no_config_can_never_be_written(
+    example_repo: Path, crds_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuplan.emit import gpu_operator
+
+    original = gpu_operator.mig_configs
+
+    def typo(cluster: object) -> dict:
+        return {name + "-typo": entries for name, entries in original(cluster).items()}  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gpu_operator, "mig_configs", typo)
+    result = run("render", "--root", str(example_repo), "--crds", str(crds_dir))
+    assert result.code == 1
+    assert "nvidia.com/mig.config" in result.stderr and "gpuplan-7x1g.10gb" in result.stderr
+    assert not (example_repo / "output").exists()
+
+
+def test_a_local_queue_pointing_nowhere_is_caught(example_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuplan.emit import kueue
+
+    original = kueue.local_queue
+
+    def dangling(api: str, alloc: object, namespace: str) -> dict:
+        obj = original(api, alloc, namespace)  # type: ignore[arg-type]
+        obj["spec"]["clusterQueue"] = "nobody"
+        return obj
+
+    monkeypatch.setattr(kueue, "local_queue", dangling)
+    result = run("render", "--root", str(example_repo))
+    assert result.code == 1
+    assert 'output/h100-prod/namespaces/team-a/localqueue-default.yaml' in result.stderr
+    assert 'ClusterQueue "nobody" does not exist' in result.stderr

@@ -26,7 +26,7 @@ EMITTERS: tuple[ClusterEmitter, ...] = (
 )
 
 
-def emit(fleet: Fleet, only: Iterable[str] = ()) -> list[Manifest]:
+def emit(fleet: Fleet, only: Iterable[str] = (), output_path: str = argocd.OUTPUT_PATH) -> list[Manifest]:
     """Return every manifest of the fleet (or of the named clusters), finalized and sorted."""
     wanted = set(only)
     manifests: list[Manifest] = []
@@ -37,6 +37,6 @@ def emit(fleet: Fleet, only: Iterable[str] = ()) -> list[Manifest]:
         cluster_manifests = [finalize(m) for emitter in EMITTERS for m in emitter(cluster)]
         manifests.extend(cluster_manifests)
         manifests.append(argocd.kustomization(cluster, cluster_manifests))
-    manifests.extend(finalize(m) for m in argocd.applications(fleet))
+    manifests.extend(finalize(m) for m in argocd.applications(fleet, output_path))
     manifests.append(argocd.app_of_apps(fleet))
     return sorted(manifests, key=lambda m: m.path)

@@ -33,10 +33,10 @@ def application(cluster: ClusterPlan, output_path: str = OUTPUT_PATH) -> dict[st
     return k8s("argoproj.io/v1alpha1", "Application", cluster.name, gitops.namespace, spec=spec)
 
 
-def applications(fleet: Fleet) -> list[Manifest]:
+def applications(fleet: Fleet, output_path: str = OUTPUT_PATH) -> list[Manifest]:
     """Return the Applications of every cluster (always all, so the app of apps stays whole)."""
     return [
-        Manifest(f"{APPS}/{name}.yaml", application(cluster), (cluster.located.source.path,), None)
+        Manifest(f"{APPS}/{name}.yaml", application(cluster, output_path), (cluster.located.source.path,), None)
         for name, cluster in sorted(fleet.clusters.items())
     ]
 

@@ -1,0 +1,96 @@
+"""Prove the emitted manifests before anything is written: schemas, CEL rules, the components'
+webhook rules, and every reference between objects (the `validate` engine, applied to a render)."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from pathlib import Path
+
+from gpuplan.diagnostics import Diagnostic, Severity, error
+from gpuplan.emit.meta import Manifest
+from gpuplan.fleet import ClusterPlan, Fleet
+from gpuplan.locate import locate
+from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, check_references, newest
+from gpuplan.write import header
+from gpuplan.yamlout import dump
+
+BUG = "(gpuplan emitted an invalid object: please report this bug)"
+
+
+def _validators(fleet: Fleet, index: CrdIndex | None) -> tuple[dict[str, Validator], list[Diagnostic]]:
+    validators: dict[str, Validator] = {}
+    problems = []
+    for name, cluster in fleet.clusters.items():
+        try:
+            validators[name] = Validator(index, cluster.spec.kubernetes_version, cel=True, webhooks=True)
+        except UnknownKubernetesVersion as exc:
+            problems.append(cluster.located.source.diagnostic(("kubernetesVersion",), str(exc)))
+    validators[""] = Validator(index, newest(), cel=True, webhooks=True)
+    return validators, problems
+
+
+def _at(item: Manifest, path: str, message: str, severity: Severity = Severity.ERROR) -> Diagnostic:
+    line, col = locate(dump(item.obj, header(item)), path)
+    where = f"{item.kind}/{item.name}" + (f" {path}" if path else "")
+    return Diagnostic(f"output/{item.path}", line, col, severity, where, message)
+
+
+def schema_problems(manifests: Iterable[Manifest], fleet: Fleet, index: CrdIndex | None) -> tuple[list[Diagnostic], list[str]]:
+    """Validate each object against its schema, CEL rules and webhook rules."""
+    validators, problems = _validators(fleet, index)
+    notes: list[str] = []
+    for item in manifests:
+        validator = validators.get(item.cluster or "")
+        if item.kind == "Kustomization" or validator is None:
+            continue
+        problems += [_at(item, p.path, f"{p.message} {BUG}") for p in validator.validate(item.obj)]
+    for validator in validators.values():
+        for rule in validator.skipped_rules:
+            notes.append(f"CEL rule of {rule.kind} at {rule.path} was not evaluated ({rule.reason}): {rule.rule}")
+    return problems, sorted(set(notes))
+
+
+def _node_labels(cluster: ClusterPlan) -> list[dict[str, str]]:
+    """Return label sets static pools without hostnames carry (the user labels their nodes)."""
+    return [p.selector_labels for p in cluster.pools.values() if not p.spec.nodes.autoscaled and not p.spec.hostnames]
+
+
+def _external_namespaces(cluster: ClusterPlan) -> list[str]:
+    components = cluster.spec.components
+    return [c.namespace for c in (components.gpu_operator, components.kueue, components.volcano, components.karpenter) if c]
+
+
+def reference_problems(manifests: list[Manifest], fleet: Fleet, output_path: str) -> list[Diagnostic]:
+    """Check every reference between the objects of each cluster, and Applications -> paths."""
+    problems: list[Diagnostic] = []
+    by_cluster: dict[str | None, list[Manifest]] = {}
+    for item in manifests:
+        if item.kind != "Kustomization":
+            by_cluster.setdefault(item.cluster, []).append(item)
+    for name, items in sorted(by_cluster.items(), key=lambda kv: kv[0] or ""):
+        cluster = fleet.clusters.get(name) if name else None
+        if cluster is not None:
+            operator = cluster.spec.components.gpu_operator
+            report = check_references([m.obj for m in items], operator_namespace=operator.namespace if operator else None, node_labels=_node_labels(cluster), external_namespaces=_external_namespaces(cluster))
+        else:
+            paths = {posixpath.join(output_path, c) for c in fleet.clusters}
+            report = check_references([m.obj for m in items], paths=paths)
+        index = {(m.kind, m.namespace or "", m.name): m for m in items}
+        for problem in report.problems:
+            item = index.get((problem.kind, problem.namespace, problem.name))
+            severity = Severity.ERROR if problem.severity == "error" else Severity.WARNING
+            if item is not None:
+                problems.append(_at(item, problem.path, f"{problem.message} {BUG}", severity))
+            else:
+                problems.append(error(f"output/{name or ''}", 0, 0, problem.kind, problem.message))
+    return problems
+
+
+def verify(manifests: list[Manifest], fleet: Fleet, index: CrdIndex | None, output_path: str = "output") -> tuple[list[Diagnostic], list[str]]:
+    """Return every problem of the emitted objects, and notes on what could not be checked."""
+    problems, notes = schema_problems(manifests, fleet, index)
+    problems += reference_problems(manifests, fleet, output_path)
+    return problems, notes
+
+
