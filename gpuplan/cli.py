@@ -66,6 +66,20 @@ def capacity(root: Path, cluster: str | None, fmt: str) -> None:
 
 
 @cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--kubernetes-version", default=None, help="Kubernetes minor version of the core schemas (default: the newest bundled).")
+@_strict
+@_format
+@_crds
+def validate(paths: tuple[Path, ...], kubernetes_version: str | None, strict: bool, fmt: str, crds: Path | None) -> None:
+    """Validate any manifest files or folders: strict schemas, CEL, webhook rules, references."""
+    from gpuplan.pipeline import crds_folder
+    from gpuplan.validate.command import run as run_validate
+
+    sys.exit(run_validate(list(paths), kubernetes_version, crds_folder(crds), fmt, strict))
+
+
+@cli.command()
 @_root
 @click.option("--base", default=None, metavar="REF", help="Compare with the inputs as they are at this git revision.")
 @click.argument("old_dir", required=False, type=click.Path(file_okay=False, path_type=Path))

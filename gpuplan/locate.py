@@ -43,3 +43,14 @@ def locate(text: str, path: str) -> tuple[int, int]:
             if line.startswith("apiVersion:"):
                 return number + 1, 1
     return best[0] + 1, best[1] + 1
+
+
+_UNKNOWN = re.compile(r'^unknown fields? "([^"]+)"')
+
+
+def problem_path(path: str, message: str) -> str:
+    """Return the path to point at: the unknown field itself rather than its parent."""
+    match = _UNKNOWN.match(message)
+    if match is None:
+        return path
+    return f"{path}[{match.group(1)}]" if path else match.group(1)

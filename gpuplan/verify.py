@@ -10,7 +10,7 @@ from pathlib import Path
 from gpuplan.diagnostics import Diagnostic, Severity, error
 from gpuplan.emit.meta import Manifest
 from gpuplan.fleet import ClusterPlan, Fleet
-from gpuplan.locate import locate
+from gpuplan.locate import locate, problem_path
 from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, check_references, newest
 from gpuplan.write import header
 from gpuplan.yamlout import dump
@@ -31,7 +31,7 @@ def _validators(fleet: Fleet, index: CrdIndex | None) -> tuple[dict[str, Validat
 
 
 def _at(item: Manifest, path: str, message: str, severity: Severity = Severity.ERROR) -> Diagnostic:
-    line, col = locate(dump(item.obj, header(item)), path)
+    line, col = locate(dump(item.obj, header(item)), problem_path(path, message))
     where = f"{item.kind}/{item.name}" + (f" {path}" if path else "")
     return Diagnostic(f"output/{item.path}", line, col, severity, where, message)
 

@@ -1,0 +1,180 @@
+"""`gpuplan validate PATH...`: any manifests, checked the way the API server and webhooks would."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from ruamel.yaml import YAML
+
+from gpuplan.diagnostics import Diagnostic, Severity, error, has_errors, ordered, render
+from gpuplan.locate import problem_path, split_path
+from gpuplan.validate.core import UnknownKubernetesVersion, newest
+from gpuplan.validate.crds import CrdIndex, CrdLoadError
+from gpuplan.validate.engine import Validator
+from gpuplan.validate.references import check_references
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass
+class Document:
+    """One object read from a manifest file."""
+
+    file: str
+    index: int  # position of the document in its file
+    obj: Any
+
+
+def manifest_files(paths: list[Path]) -> Iterator[Path]:
+    """Yield the YAML and JSON files named or found under the paths, in a stable order."""
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file() and not p.is_symlink())
+        else:
+            yield path
+
+
+def read_documents(path: Path, shown: str) -> tuple[list[Document], list[Diagnostic]]:
+    """Read every document of a file (a `kind: List` counts as its items)."""
+    try:
+        docs = [d for d in yaml.load_all(path.read_text(encoding="utf-8-sig"), Loader=_LOADER) if d is not None]
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        return [], [error(shown, line, col, "", f"cannot read: {getattr(exc, 'problem', None) or exc}")]
+    out: list[Document] = []
+    for index, doc in enumerate(docs):
+        if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+            out += [Document(shown, index, item) for item in doc["items"]]
+        else:
+            out.append(Document(shown, index, doc))
+    return out, []
+
+
+class Locator:
+    """Positions inside files, parsed with ruamel.yaml only when a problem needs one."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, list[Any]] = {}
+
+    def _nodes(self, file: str) -> list[Any]:
+        if file not in self._files:
+            try:
+                self._files[file] = list(YAML(typ="rt").load_all(Path(file).read_text(encoding="utf-8-sig")))
+            except Exception:  # positions are a courtesy: the problem is still reported
+                self._files[file] = []
+        return self._files[file]
+
+    def position(self, doc: Document, path: str) -> tuple[int, int]:
+        """Return (line, col) of the field path in the document, or of the document itself."""
+        nodes = [n for n in self._nodes(doc.file) if n is not None]
+        if doc.index >= len(nodes):
+            return 1, 1
+        node = nodes[doc.index]
+        where = (node.lc.line, node.lc.col) if hasattr(node, "lc") else (0, 0)
+        for part in split_path(path):
+            if hasattr(node, "lc") and isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                where, node = node.lc.item(int(part)), node[int(part)]
+            elif hasattr(node, "lc") and isinstance(node, dict) and part in node:
+                where, node = node.lc.key(part), node[part]
+            else:
+                break
+        return where[0] + 1, where[1] + 1
+
+
+def _name(obj: Any) -> str:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    name = meta.get("name", "?") if isinstance(meta, dict) else "?"
+    return f"{obj.get('kind', '?') if isinstance(obj, dict) else '?'}/{name}"
+
+
+def _is_object(doc: Document) -> bool:
+    """Tell whether a document is a Kubernetes object (kustomize's own files are not)."""
+    obj = doc.obj
+    return not (isinstance(obj, dict) and str(obj.get("apiVersion", "")).startswith("kustomize.config.k8s.io/"))
+
+
+def _unit(path: Path, roots: list[Path]) -> str:
+    """Return the folder that groups a file with its cluster: the nearest one with a kustomization."""
+    for parent in path.parents:
+        if (parent / "kustomization.yaml").is_file() or (parent / "kustomization.yml").is_file():
+            return str(parent)
+        if parent in roots:
+            break
+    return str(next((r for r in roots if r == path or r in path.parents), path.parent))
+
+
+def validate_documents(docs: list[Document], validator: Validator, roots: list[Path] | None = None) -> list[Diagnostic]:
+    """Validate each object, then the references between the objects of each cluster folder."""
+    locator = Locator()
+    found: list[Diagnostic] = []
+    docs = [d for d in docs if _is_object(d)]
+    for doc in docs:
+        for problem in validator.validate(doc.obj):
+            line, col = locator.position(doc, problem_path(problem.path, problem.message))
+            where = _name(doc.obj) + (f" {problem.path}" if problem.path else "")
+            found.append(error(doc.file, line, col, where, problem.message))
+    groups: dict[str, list[Document]] = {}
+    for doc in docs:
+        groups.setdefault(_unit(Path(doc.file), roots or []), []).append(doc)
+    for _, members in sorted(groups.items()):
+        found += _reference_problems(members, locator)
+    return found
+
+
+def _key(doc: Document) -> tuple[Any, str, Any]:
+    meta = doc.obj.get("metadata") if isinstance(doc.obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    return doc.obj.get("kind") if isinstance(doc.obj, dict) else None, meta.get("namespace") or "", meta.get("name")
+
+
+def _reference_problems(docs: list[Document], locator: Locator) -> list[Diagnostic]:
+    objects = [d.obj for d in docs if isinstance(d.obj, dict)]
+    index = {_key(d): d for d in docs}
+    found = []
+    for problem in check_references(objects).problems:
+        doc = index.get((problem.kind, problem.namespace, problem.name))
+        severity = Severity.ERROR if problem.severity == "error" else Severity.WARNING
+        if problem.path == "metadata.namespace":
+            severity = Severity.WARNING  # the namespace may exist in the cluster already
+        file, (line, col) = (doc.file, locator.position(doc, problem.path)) if doc else ("-", (0, 0))
+        found.append(Diagnostic(file, line, col, severity, f"{problem.kind}/{problem.name} {problem.path}".strip(), problem.message))
+    return found
+
+
+def run(paths: list[Path], kubernetes_version: str | None, crds: Path | None, fmt: str, strict: bool) -> int:
+    """Validate manifest files and folders; return the exit code."""
+    try:
+        index = CrdIndex.load(crds) if crds is not None else None
+    except (CrdLoadError, OSError) as exc:
+        sys.stderr.write(f"error: cannot read the CRDs in {crds}: {exc}\n")
+        return 2
+    try:
+        validator = Validator(index, kubernetes_version or newest(), cel=True, webhooks=True)
+    except UnknownKubernetesVersion as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    docs: list[Document] = []
+    found: list[Diagnostic] = []
+    files = list(manifest_files(paths))
+    for path in files:
+        read, problems = read_documents(path, str(path))
+        docs += read
+        found += problems
+    found += validate_documents(docs, validator, [p.absolute() if p.is_dir() else p.absolute().parent for p in paths])
+    found = ordered(found)
+    text = render(found, fmt)
+    sys.stderr.write(text)
+    if fmt == "text":
+        if index is None:
+            sys.stderr.write("note: custom resources were not validated against CRDs: set --crds DIR or GPUPLAN_CRDS\n")
+        for rule in sorted({(r.kind, r.path, r.rule) for r in validator.skipped_rules}):
+            sys.stderr.write(f"note: CEL rule of {rule[0]} at {rule[1]} was not evaluated: {rule[2]}\n")
+        if not found:
+            sys.stderr.write(f"{len(docs)} objects in {len(files)} files are valid\n")
+    return 1 if has_errors(found, strict) else 0
