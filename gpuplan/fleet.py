@@ -239,6 +239,22 @@ def _pool_shape(located: Located[Cluster], index: int) -> list[Diagnostic]:
     return problems
 
 
+def _cohort_cycles(located: Located[Cluster]) -> list[Diagnostic]:
+    """Error on a cohort that is its own ancestor: Kueue disables every ClusterQueue of that tree."""
+    parents = {c.name: c.parent for c in located.model.cohorts}
+    problems = []
+    for index, cohort in enumerate(located.model.cohorts):
+        chain = [cohort.name]
+        parent = cohort.parent
+        while parent is not None and parent in parents and parent not in chain:
+            chain.append(parent)
+            parent = parents[parent]
+        if parent == cohort.name:
+            cycle = " -> ".join(chain + [cohort.name])
+            problems.append(located.at("cohorts", index, "parent", message=f"cohort {cohort.name} is its own ancestor, a cycle ({cycle}): Kueue would disable every ClusterQueue in it"))
+    return problems
+
+
 def _cluster_refs(located: Located[Cluster]) -> list[Diagnostic]:
     cluster = located.model
     problems = []
@@ -249,6 +265,7 @@ def _cluster_refs(located: Located[Cluster]) -> list[Diagnostic]:
     for index, cohort in enumerate(cluster.cohorts):
         if cohort.parent is not None and cohort.parent not in cohorts:
             problems.append(located.at("cohorts", index, "parent", message=f"unknown cohort {cohort.parent!r}{_guess(cohort.parent, cohorts)}"))
+    problems.extend(_cohort_cycles(located))
     pools = [p.name for p in cluster.node_pools]
     for n_index, network in enumerate(cluster.networks):
         for p_index, pool in enumerate(network.pools):
@@ -386,12 +403,12 @@ def build_fleet(inputs: Inputs) -> tuple[Fleet, list[Diagnostic]]:
     problems.extend(_namespaces(inputs.tenants, inputs.clusters))
     known = sorted(clusters)
     for tenant in sorted(inputs.tenants, key=lambda t: t.model.name):
-        problems.extend(_tenant(tenant, clusters, known))
+        problems.extend(_tenant(tenant, clusters, known, inputs.broken))
     tenants = {t.model.name: t for t in inputs.tenants}
     return Fleet(clusters, tenants, inputs.files), problems
 
 
-def _tenant(tenant: Located[Tenant], clusters: dict[str, ClusterPlan], known: list[str]) -> list[Diagnostic]:
+def _tenant(tenant: Located[Tenant], clusters: dict[str, ClusterPlan], known: list[str], broken: set[str] = frozenset()) -> list[Diagnostic]:  # type: ignore[assignment]
     problems = []
     seen: set[str] = set()
     for index, allocation in enumerate(tenant.model.allocations):
@@ -400,6 +417,8 @@ def _tenant(tenant: Located[Tenant], clusters: dict[str, ClusterPlan], known: li
             continue
         seen.add(allocation.cluster)
         cluster = clusters.get(allocation.cluster)
+        if cluster is None and allocation.cluster in broken:
+            continue  # the cluster file has errors of its own, reported there
         if cluster is None:
             problems.append(tenant.at("allocations", index, "cluster", message=f"unknown cluster {allocation.cluster!r}{_guess(allocation.cluster, known)}"))
             continue

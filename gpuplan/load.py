@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,35 +70,59 @@ def format_path(loc: Key) -> str:
     return text
 
 
-class _TooBig(Exception):
-    pass
+class _Refused(Exception):
+    """Input refused before any model sees it, with where it was found."""
+
+    def __init__(self, message: str, where: Position = (1, 1)) -> None:
+        super().__init__(message)
+        self.where = where
 
 
-def _convert(node: Any, loc: Key, source: SourceFile, budget: list[int]) -> Any:
+def _origin(node: Any, fallback: Position) -> Position:
+    """Return where a ruamel node starts (1-based), or the fallback."""
+    lc = getattr(node, "lc", None)
+    if lc is not None and getattr(lc, "line", None) is not None:
+        return lc.line + 1, lc.col + 1
+    return fallback
+
+
+def _tag(node: Any) -> str | None:
+    """Return an explicit YAML tag on a node that is not one of the standard ones."""
+    tag = getattr(node, "tag", None)
+    value = getattr(tag, "value", tag) if tag is not None else None
+    if isinstance(value, str) and value and not value.startswith("tag:yaml.org,2002:"):
+        return value
+    return None
+
+
+def _lc(getter: Any, key: Any, fallback: Position) -> Position:
+    try:
+        line, col = getter(key)
+        return line + 1, col + 1
+    except (KeyError, TypeError, IndexError, AttributeError):
+        return fallback  # keys merged in with <<: or tagged nodes carry no position of their own
+
+
+def _convert(node: Any, loc: Key, source: SourceFile, budget: list[int], where: Position = (1, 1)) -> Any:
     """Turn ruamel nodes into plain dicts/lists, recording positions, within the bounds."""
     budget[0] -= 1
     if budget[0] < 0:
-        raise _TooBig(f"the document has more than {MAX_NODES} nodes (alias expansion?)")
+        raise _Refused(f"refused: the document has more than {MAX_NODES} nodes (alias expansion?)", where)
     if len(loc) > MAX_DEPTH:
-        raise _TooBig(f"the document is nested deeper than {MAX_DEPTH} levels")
+        raise _Refused(f"refused: the document is nested deeper than {MAX_DEPTH} levels", where)
+    tag = _tag(node)
+    if tag is not None:
+        raise _Refused(f"YAML tag {tag[:40]!r} is not supported: write plain values", where)
     if isinstance(node, CommentedMap):
-        out = {}
-        for key, value in node.items():
-            name = key if isinstance(key, str) else str(key)
-            here = loc + (name,)
-            kline, kcol = node.lc.key(key)
-            vline, vcol = node.lc.value(key)
-            source.keys[here] = (kline + 1, kcol + 1)
-            source.values[here] = (vline + 1, vcol + 1)
-            out[name] = _convert(value, here, source, budget)
-        return out
+        return _mapping(node, loc, source, budget, _origin(node, where))
     if isinstance(node, CommentedSeq):
         items = []
+        start = _origin(node, where)
         for index, value in enumerate(node):
             here = loc + (index,)
-            line, col = node.lc.item(index)
-            source.values[here] = source.keys[here] = (line + 1, col + 1)
-            items.append(_convert(value, here, source, budget))
+            position = _lc(node.lc.item, index, start)
+            source.values[here] = source.keys[here] = position
+            items.append(_convert(value, here, source, budget, position))
         return items
     if isinstance(node, str):
         return str(node)
@@ -107,7 +132,24 @@ def _convert(node: Any, loc: Key, source: SourceFile, budget: list[int]) -> Any:
         return int(node)
     if isinstance(node, float):
         return float(node)
-    return str(node)  # timestamps and other YAML scalars reach the models as text
+    if isinstance(node, (list, dict, set)):
+        raise _Refused("this YAML construct is not supported: write plain mappings and lists", where)
+    return str(node)  # timestamps reach the models as text
+
+
+def _mapping(node: CommentedMap, loc: Key, source: SourceFile, budget: list[int], start: Position) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if isinstance(key, (list, dict)) or _tag(key) is not None:
+            raise _Refused("mapping keys must be plain strings", _lc(node.lc.key, key, start))
+        name = key if isinstance(key, str) else ("null" if key is None else str(key))
+        here = loc + (name,)
+        key_at = _lc(node.lc.key, key, start)
+        source.keys[here] = key_at
+        # an empty value has no token of its own: point at its key, not at the next line
+        source.values[here] = key_at if value is None else _lc(node.lc.value, key, key_at)
+        out[name] = _convert(value, here, source, budget, source.values[here])
+    return out
 
 
 def _decode(path: str, raw: bytes) -> tuple[str | None, Diagnostic | None]:
@@ -121,34 +163,66 @@ def _decode(path: str, raw: bytes) -> tuple[str | None, Diagnostic | None]:
     return text.replace("\r\n", "\n"), None
 
 
+_HUGE_NUMBER = re.compile(r"(?<![\w.])[-+]?\d{100,}")
+
+
+def _second_document(text: str) -> int:
+    """Return the line of the marker that starts the second document."""
+    starts = [n for n, line in enumerate(text.splitlines(), 1) if line.startswith("---")]
+    body_first = next((n for n, line in enumerate(text.splitlines(), 1) if line.strip() and not line.startswith(("#", "---", "%"))), 1)
+    later = [n for n in starts if n > body_first]
+    return later[0] if later else 1
+
+
+def _huge_number(path: str, text: str) -> Diagnostic | None:
+    """Refuse absurd numbers before the parser spends time (or a traceback) on them."""
+    match = _HUGE_NUMBER.search(text)
+    if match is None:
+        return None
+    line = text.count("\n", 0, match.start()) + 1
+    col = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+    return error(path, line, col, "", f"a number of {len(match.group())} digits is too large")
+
+
 def parse(path: str, raw: bytes) -> tuple[SourceFile | None, list[Diagnostic]]:
     """Parse one YAML file into a SourceFile, or return the diagnostics that stop it."""
     text, problem = _decode(path, raw)
     if problem is not None or text is None:
         return None, [problem] if problem else []
+    problem = _huge_number(path, text)
+    if problem is not None:
+        return None, [problem]
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     try:
         documents = list(yaml.load_all(text))
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        if exc.context_mark is not None and "end of stream" in str(exc.problem or ""):
+            mark = exc.context_mark  # an unclosed quote or bracket: point where it opens
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         message = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
+        if exc.context and exc.problem:
+            message = " ".join(f"{exc.context}: {exc.problem}".split())
         if "duplicate key" in message or "found duplicate key" in str(exc):
             message = "duplicate key " + _duplicate_name(str(exc))
         return None, [error(path, line, col, "", f"YAML syntax: {message}")]
-    except (YAMLError, RecursionError, ValueError) as exc:
+    except RecursionError:
+        return None, [error(path, 1, 1, "", "refused: the document is nested too deeply")]
+    except (YAMLError, ValueError) as exc:
         return None, [error(path, 1, 1, "", f"YAML syntax: {type(exc).__name__}: {str(exc)[:200]}")]
     documents = [d for d in documents if d is not None]
     if not documents:
         return None, [error(path, 1, 1, "", "file is empty: expected one mapping")]
     if len(documents) > 1:
-        return None, [error(path, 1, 1, "", "file holds more than one YAML document: expected one")]
+        return None, [error(path, _second_document(text), 1, "", "file holds more than one YAML document: expected one")]
     source = SourceFile(path, None)
     try:
         source.data = _convert(documents[0], (), source, [MAX_NODES])
-    except (_TooBig, RecursionError) as exc:
-        return None, [error(path, 1, 1, "", f"refused: {exc if isinstance(exc, _TooBig) else 'nesting too deep'}")]
+    except _Refused as exc:
+        return None, [error(path, exc.where[0], exc.where[1], "", str(exc))]
+    except RecursionError:
+        return None, [error(path, 1, 1, "", "refused: the document is nested too deeply")]
     if not isinstance(source.data, dict):
         return None, [error(path, 1, 1, "", "expected a mapping at the top of the file")]
     return source, []

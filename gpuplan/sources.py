@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Generic, TypeVar
 
@@ -36,6 +36,7 @@ class Inputs:
     clusters: list[Located[Cluster]]
     tenants: list[Located[Tenant]]
     files: list[str]
+    broken: set[str] = field(default_factory=set)  # stems of cluster files that did not validate
 
 
 def _field_names(model: type[BaseModel] | None, loc: Key) -> list[str]:
@@ -51,6 +52,8 @@ def _field_names(model: type[BaseModel] | None, loc: Key) -> list[str]:
 
 
 def _step(current: Any, part: str | int) -> Any:
+    if isinstance(part, int):
+        return current  # list items: the annotation was unwrapped to the item model already
     if isinstance(current, type) and issubclass(current, BaseModel):
         for name, info in current.model_fields.items():
             if (info.alias or name) == part:
@@ -99,8 +102,9 @@ def validate_file(source: SourceFile, model: type[M]) -> tuple[M | None, list[Di
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
-            loc = source.existing(tuple(err["loc"]))
-            at_key = err["type"] == "extra_forbidden"
+            raw = tuple(err["loc"])
+            at_key = err["type"] == "extra_forbidden" or raw[-1:] == ("[key]",)
+            loc = source.existing(raw[:-1] if raw[-1:] == ("[key]",) else raw)
             problems.append(source.diagnostic(loc, _message(err, model, loc), at_key=at_key))
         return None, problems
 
@@ -131,14 +135,19 @@ def read_inputs(root: Path) -> tuple[Inputs, list[Diagnostic]]:
     clusters: list[Located[Cluster]] = []
     tenants: list[Located[Tenant]] = []
     files: list[str] = []
+    broken: set[str] = set()
     for folder, model, out in (("clusters", Cluster, clusters), ("tenants", Tenant, tenants)):
         sources, found = read_folder(root, folder)
         problems.extend(found)
         files.extend(d.file for d in found)
+        if folder == "clusters":
+            broken |= {PurePosixPath(d.file).stem for d in found}
         for source in sources:
             files.append(source.path)
             parsed, found = validate_file(source, model)
             problems.extend(found)
+            if parsed is None and folder == "clusters":
+                broken.add(PurePosixPath(source.path).stem)
             if parsed is not None:
                 located = Located(parsed, source)
                 problems.extend(_stem_check(located))
@@ -149,4 +158,4 @@ def read_inputs(root: Path) -> tuple[Inputs, list[Diagnostic]]:
         from gpuplan.diagnostics import error
 
         problems.append(error("clusters", 0, 0, "", f"no clusters/ folder under {root}: is --root right?"))
-    return Inputs(clusters, tenants, sorted(set(files))), problems
+    return Inputs(clusters, tenants, sorted(set(files)), broken), problems

@@ -203,9 +203,7 @@ CASES: list[Bad] = [
         edits=((T, "    cohort: shared\n", "    cohort: shared: x\n"),)),
     # An unclosed quote is noticed at the end of the file; the place to fix is where it opens.
     Bad("yaml-unclosed-quote", f"{T}:1:7", r"YAML syntax: .*quoted scalar",
-        edits=((T, "name: team-a\n", 'name: "team-a\n'),),
-        bug="an unclosed quote is reported at the end of the file (15:1, 'found unexpected end of stream') "
-            "without the context mark where the quote opens (1:7)"),
+        edits=((T, "name: team-a\n", 'name: "team-a\n'),)),
     Bad("duplicate-key", f"{C}:4:1", r"duplicate key \"?provider",
         edits=((C, "provider: aws\n", "provider: aws\nprovider: gcp\n"),)),
     Bad("duplicate-key-nested", f"{T}:10:9", r"duplicate key \"?gpus",
@@ -214,9 +212,7 @@ CASES: list[Bad] = [
         edits=((T, TRAIN_GPUS, "      - pool: train\n\tgpus: 8\n"),)),
     # gpuplan's input has no use for YAML tags: a tagged value is refused where it stands.
     Bad("yaml-tag-on-list", f"{T}:2", r"tag",
-        edits=((T, "owners: [group:team-a-admins]", "owners: !foo [group:team-a-admins]"),),
-        bug="crash: a tagged flow sequence (`!foo [...]`, also `!!omap [...]`) makes load._convert fail "
-            "with TypeError (lc.item() is None); the real CLI exits 3 'internal error'"),
+        edits=((T, "owners: [group:team-a-admins]", "owners: !foo [group:team-a-admins]"),)),
     Bad("empty-file", f"{T}:1:1", r"file is empty", files={T: ""}),
     Bad("only-comments", f"{T}:1:1", r"file is empty", files={T: "# nothing here yet\n"}),
     Bad("non-utf8", f"{T}:2", r"not valid UTF-8",
@@ -226,22 +222,17 @@ CASES: list[Bad] = [
     Bad("scalar-at-top", f"{T}:1:1", r"expected a mapping", files={T: "team-a\n"}),
     # The second document starts at line 15 (its `---` marker): that is where the problem is.
     Bad("multiple-documents", f"{T}:15:1", r"more than one YAML document",
-        files={T: TENANT + "---\nname: team-b\n"},
-        bug="a second YAML document is reported at 1:1 instead of the line of its '---' marker (15:1)"),
-    Bad("alias-bomb", f"{T}:1:1", r"refused.*(alias|nodes)", files={T: _alias_bomb()}, subprocess=True),
+        files={T: TENANT + "---\nname: team-b\n"}),
+    Bad("alias-bomb", f"{T}:2", r"refused.*(alias|nodes)", files={T: _alias_bomb()}, subprocess=True),
     Bad("deep-nesting", f"{T}:1:1", r"refused.*(nest|deep)",
-        files={T: TENANT + "deep: " + "[" * DEEP + "]" * DEEP + "\n"}, subprocess=True,
-        bug="3000 nested flow sequences blow the YAML composer's recursion first: reported as "
-            "'YAML syntax: RecursionError: maximum recursion depth exceeded', not as a nesting refusal"),
-    Bad("deep-nesting-blocks", f"{T}:1:1", r"refused.*(nest|deep)",
+        files={T: TENANT + "deep: " + "[" * DEEP + "]" * DEEP + "\n"}, subprocess=True),
+    Bad("deep-nesting-blocks", f"{T}:80", r"refused.*(nest|deep)",
         files={T: TENANT + "deep:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(200)) + "  " * 201 + "x: 1\n"},
         subprocess=True),
     # --- field shapes and types (pydantic) ---------------------------------------------------
     Bad("unknown-field-top", f"{T}:3:1", r"unknown field 'priorityClas' \(did you mean 'priorityClass'\?\)",
         edits=((T, "priorityClass: research", "priorityClas: research"),)),
     Bad("unknown-field-nested", f"{C}:22:5", r"unknown field 'gpusPerNod' \(did you mean 'gpusPerNode'\?\)",
-        bug="no did-you-mean for unknown fields inside lists (nodePools[0]): sources._step looks an int "
-            "index up as a field name and gives up",
         edits=((C, "  - name: train\n    gpu: H100-SXM5-80GB\n    gpusPerNode: 8\n",
                    "  - name: train\n    gpu: H100-SXM5-80GB\n    gpusPerNod: 8\n"),)),
     Bad("missing-required-field", f"{C}:20:5", r"missing required field 'gpu'",
@@ -253,9 +244,7 @@ CASES: list[Bad] = [
         edits=((T, TRAIN_GPUS, "      - pool: train\n        gpus: eight\n"),)),
     # `quotas:` with nothing after it is null, on line 7 (the next line holds networks).
     Bad("wrong-type-null-list", f"{T}:7", r"valid list",
-        edits=((T, "    quotas:\n" + TENANT.split("    quotas:\n")[1].split("    networks")[0], "    quotas:\n"),),
-        bug="an empty (null) value is reported at the next token's position (the following key, or a line "
-            "past the end of the file) instead of on its own line"),
+        edits=((T, "    quotas:\n" + TENANT.split("    quotas:\n")[1].split("    networks")[0], "    quotas:\n"),)),
     # `kubernetesVersion: 1.30` is the float 1.3: it must be refused, not read as "1.3".
     Bad("unquoted-kubernetes-version", f"{C}:2:20", r"string",
         edits=((C, 'kubernetesVersion: "1.33"', "kubernetesVersion: 1.30"),)),
@@ -264,9 +253,7 @@ CASES: list[Bad] = [
     Bad("huge-integer", f"{T}:9:15", r"less than or equal to 10000000",
         edits=((T, TRAIN_GPUS, "      - pool: train\n        gpus: 99999999999999999999999999999999\n"),)),
     Bad("huge-integer-5000-digits", f"{T}:9:15", r"(too large|less than or equal)",
-        edits=((T, TRAIN_GPUS, "      - pool: train\n        gpus: " + "9" * HUGE_DIGITS + "\n"),),
-        bug="an integer longer than 4300 digits trips Python's int-to-str limit inside the YAML loader; "
-            "reported as 'YAML syntax: ValueError' at 1:1 instead of a range error at 9:15"),
+        edits=((T, TRAIN_GPUS, "      - pool: train\n        gpus: " + "9" * HUGE_DIGITS + "\n"),)),
     Bad("negative-gpus", f"{T}:9:15", r"greater than or equal to 0",
         edits=((T, TRAIN_GPUS, "      - pool: train\n        gpus: -1\n"),)),
     Bad("quantity-not-a-quantity", f"{C}:24:13", r"not a Kubernetes quantity",
@@ -282,7 +269,6 @@ CASES: list[Bad] = [
     Bad("hostname-bad-regex", f"{C}:34:17", r"not a valid regular expression",
         edits=((C, '["infer-[0-9]+"]', '["infer-[0-9+"]'),)),
     Bad("label-key-invalid", f"{C}:44:14", r"not a valid Kubernetes label key",
-        bug="an invalid label key is reported at its value (44:25) with the path 'labels.fab ric.[key]'",
         edits=((C, "labels: {example.com/fabric: dev}", 'labels: {"fab ric": dev}'),)),
     Bad("destination-server-and-name", f"{C}:6:16", r"exactly one of server or name",
         edits=((C, "  repoURL: https://git.example.com/fleet.git\n",
@@ -318,8 +304,7 @@ CASES: list[Bad] = [
     # Kueue disables every ClusterQueue of a cohort tree with a cycle (Cohort CRD, parentName): the
     # fleet would render and then admit nothing.
     Bad("cohort-parent-cycle", f"{C}:18:28", r"cycle",
-        edits=((C, "  - name: shared\n", "  - {name: shared, parent: shared}\n"),),
-        bug="a cohort that is its own parent is accepted (exit 0); Kueue then disables its ClusterQueues"),
+        edits=((C, "  - name: shared\n", "  - {name: shared, parent: shared}\n"),)),
     # --- GPU sharing -------------------------------------------------------------------------
     Bad("gpus-on-mig-pool", f"{T}:11:15", r"is a MIG pool: use mig",
         edits=((T, "        mig: {1g.10gb: 12}\n", "        gpus: 12\n"),)),
@@ -600,8 +585,6 @@ def test_json_format(tmp_path: Path) -> None:
 # --- errors that follow from another error -------------------------------------------------------
 
 
-@pytest.mark.xfail(reason="BUG: a cluster file that fails validation makes every tenant report "
-                   "\"unknown cluster 'c1'\" although clusters/c1.yaml exists", strict=True)
 def test_an_invalid_cluster_file_is_not_reported_as_unknown(tmp_path: Path) -> None:
     repo = _valid_repo(tmp_path / "repo")
     (repo / CLUSTER_FILE).write_text(_edit(CLUSTER, "provider: aws\n", "provider: aws2\n"))
@@ -632,8 +615,6 @@ MERGE_POOLS = """\
 """
 
 
-@pytest.mark.xfail(reason="BUG: a YAML merge key (<<: *anchor) crashes the loader with KeyError in "
-                   "load._convert (ruamel's lc has no position for merged keys); exit 3", strict=True)
 def test_yaml_merge_key_does_not_crash(tmp_path: Path) -> None:
     repo = _valid_repo(tmp_path / "repo")
     old = CLUSTER[CLUSTER.index("  - name: dev\n"): CLUSTER.index("networks:")]
