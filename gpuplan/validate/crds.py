@@ -8,7 +8,9 @@ pruned" into "is an error" while keeping Kubernetes' own OpenAPI extensions.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -175,13 +177,44 @@ def version_priority(name: str) -> tuple:
     return (0, int(m.group(1)), stage, int(m.group(3) or 0), name)
 
 
+def _cache_dir() -> Path | None:
+    """Return where parsed CRD files are cached (GPUPLAN_CACHE_DIR, else ~/.cache/gpuplan)."""
+    if os.environ.get("GPUPLAN_CACHE_DIR") == "off":
+        return None
+    base = os.environ.get("GPUPLAN_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpuplan")
+    return Path(base) / "crd-json"
+
+
+def _parsed(path: Path, raw: bytes) -> list[Any]:
+    """Return a CRD file's documents, from a JSON cache keyed by the file's bytes when possible.
+
+    Parsing megabytes of CRD YAML costs most of a small run; the cache holds plain JSON (never
+    pickle: a cache is not trusted to run code) and a changed file simply gets a new key.
+    """
+    folder = _cache_dir()
+    entry = folder / f"{hashlib.sha256(raw).hexdigest()}.json" if folder else None
+    if entry is not None and entry.is_file():
+        try:
+            return json.loads(entry.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+    text = raw.decode("utf-8")
+    docs = [json.loads(text)] if path.suffix == ".json" else list(yaml.load_all(text, Loader=_YAML_LOADER))
+    if entry is not None:
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            temporary = entry.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(docs), encoding="utf-8")
+            os.replace(temporary, entry)
+        except (OSError, TypeError, ValueError):
+            pass  # not cacheable (read-only home, non-JSON values): parse each time
+    return docs
+
+
 def _crds_in_file(path: Path) -> Iterator[Crd]:
     """Yield every CRD document of one file (lists and multi-document YAML included)."""
     try:
-        text = path.read_text(encoding="utf-8")
-        docs = [json.loads(text)] if path.suffix == ".json" else list(
-            yaml.load_all(text, Loader=_YAML_LOADER)
-        )
+        docs = _parsed(path, path.read_bytes())
     except (OSError, ValueError, yaml.YAMLError) as exc:
         raise CrdLoadError(f"{path}: {exc}") from exc
     for doc in _flatten(docs):

@@ -1,0 +1,167 @@
+"""Benchmark gpuplan at fleet scale (not a test): prints wall time, objects/s and peak memory.
+
+    python benchmarks/fleet.py                      # C=10 clusters, P=12 pools, T=200 tenants
+    python benchmarks/fleet.py --clusters 3 --pools 6 --tenants 40
+
+Every command runs as its own process (as users run it) and is measured with wait4(2): wall
+time and that process's peak RSS. Two reference figures are measured in the same run:
+- the floor: reading every rendered file with PyYAML's libyaml CSafeLoader and writing it back
+  with CSafeDumper (what any tool that reads and writes these files pays at least);
+- kubernetes-validate's CLI on a sample of the same core objects (objects/s).
+The targets of the performance issue are printed beside the measured ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synth import write_fleet  # noqa: E402
+
+CRDS = os.environ.get("GPUPLAN_CRDS") or str(Path(__file__).resolve().parents[2] / "shared" / "crds")
+GPUPLAN = [sys.executable, "-m", "gpuplan"]
+
+
+@dataclass
+class Figure:
+    name: str
+    seconds: float
+    peak_mib: float
+    objects: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.objects / self.seconds if self.seconds else 0.0
+
+
+def measure(name: str, command: list[str], objects: int = 0, cwd: Path | None = None, ok: tuple[int, ...] = (0,)) -> Figure:
+    """Run one command as a child process; return its wall time and peak RSS."""
+    env = dict(os.environ, GPUPLAN_CRDS=CRDS)
+    start = time.perf_counter()
+    child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    err = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode not in ok:
+        sys.exit(f"{name} failed ({child.returncode}):\n{err.decode()[-3000:]}")
+    return Figure(name, seconds, usage.ru_maxrss / 1024, objects)
+
+
+def count_objects(out: Path) -> tuple[int, list[Path]]:
+    files = sorted(p for p in out.rglob("*.yaml") if p.name != "kustomization.yaml")
+    return len(files), files
+
+
+def floor(out: Path) -> Figure:
+    """Read every rendered file with libyaml and write it back: the I/O + YAML floor."""
+    target = Path(tempfile.mkdtemp(prefix="gpuplan-floor-"))
+    files = sorted(out.rglob("*.yaml"))
+    start = time.perf_counter()
+    for path in files:
+        data = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
+        copy = target / path.relative_to(out)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(yaml.dump(data, Dumper=yaml.CSafeDumper))
+    seconds = time.perf_counter() - start
+    shutil.rmtree(target)
+    return Figure("floor (libyaml read + write)", seconds, 0.0, len(files))
+
+
+def core_sample(files: list[Path], size: int) -> list[Path]:
+    core = [p for p in files if p.name.split("-")[0] in ("namespace", "resourcequota", "limitrange", "networkpolicy", "rolebinding")]
+    step = max(1, len(core) // size)
+    return core[::step][:size]
+
+
+def git(root: Path, *args: str) -> None:
+    env = dict(os.environ, GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@example.com", GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@example.com")
+    subprocess.run(["git", "-C", str(root), *args], check=True, env=env, capture_output=True)
+
+
+def run(clusters: int, pools: int, tenants: int, sample: int) -> list[str]:
+    work = Path(tempfile.mkdtemp(prefix="gpuplan-bench-"))
+    root = write_fleet(work / "fleet", clusters, pools, tenants)
+    render = measure("render", [*GPUPLAN, "render", "--root", str(root)])
+    objects, files = count_objects(root / "output")
+    render.objects = objects
+    figures = [render]
+    figures.append(measure("render --check (unchanged)", [*GPUPLAN, "render", "--root", str(root), "--check"], objects))
+    figures.append(measure("check", [*GPUPLAN, "check", "--root", str(root)], objects))
+    figures.append(measure("validate output/", [*GPUPLAN, "validate", str(root / "output")], objects))
+    git(root, "init", "-q")
+    git(root, "add", "clusters", "tenants")
+    git(root, "commit", "-qm", "base")
+    write_fleet(root, clusters, pools, tenants, changed_tenant=tenants // 2)
+    figures.append(measure("diff --base HEAD (one tenant changed)", [*GPUPLAN, "diff", "--root", str(root), "--base", "HEAD"], objects))
+    other = work / "other"
+    shutil.copytree(root / "output", other)
+    figures.append(measure("render (one tenant changed)", [*GPUPLAN, "render", "--root", str(root)], objects))
+    figures.append(measure("diff OLD_DIR NEW_DIR", [*GPUPLAN, "diff", str(other), str(root / "output")], objects))
+    base = floor(root / "output")
+    picked = core_sample(files, sample)
+    reference = measure(f"kubernetes-validate --strict ({len(picked)} core objects)", ["kubernetes-validate", "--strict", "--quiet", "-k", "1.33.0", *map(str, picked)], len(picked), ok=(0, 1))
+    ours = measure(f"gpuplan validate ({len(picked)} core objects)", [*GPUPLAN, "validate", "--kubernetes-version", "1.33", *map(str, picked)], len(picked))
+    shutil.rmtree(work)
+    return report(clusters, pools, tenants, figures, base, reference, ours, render)
+
+
+def report(clusters: int, pools: int, tenants: int, figures: list[Figure], base: Figure, reference: Figure, ours: Figure, render: Figure) -> list[str]:
+    lines = [f"fleet: C={clusters} clusters x P={pools} pools x T={tenants} tenants, {render.objects} objects", ""]
+    lines.append(f"| {'measure':44} | {'wall s':>8} | {'objects/s':>10} | {'peak MiB':>8} | {'x render':>8} |")
+    lines.append(f"|{'-' * 46}|{'-' * 10}:|{'-' * 11}:|{'-' * 9}:|{'-' * 9}:|")
+    for fig in [*figures, base, reference, ours]:
+        ratio = fig.seconds / render.seconds if render.seconds else 0
+        peak = f"{fig.peak_mib:8.0f}" if fig.peak_mib else f"{'-':>8}"
+        lines.append(f"| {fig.name:44} | {fig.seconds:8.2f} | {fig.rate:10.0f} | {peak} | {ratio:8.2f} |")
+    diff = next(f for f in figures if f.name.startswith("diff --base"))
+    check = next(f for f in figures if f.name.startswith("render --check"))
+    peak = max(f.peak_mib for f in figures)
+    lines += ["", "targets:"]
+    lines.append(f"- render within 2x the libyaml floor: {render.seconds / base.seconds:.2f}x  {'met' if render.seconds <= 2 * base.seconds else 'NOT met'}")
+    lines.append(f"- validate >= 100x kubernetes-validate objects/s: {ours.rate / reference.rate:.0f}x  {'met' if ours.rate >= 100 * reference.rate else 'NOT met'}")
+    lines.append(f"- diff of fleets differing in one tenant within 1.5x a render: {diff.seconds / render.seconds:.2f}x  {'met' if diff.seconds <= 1.5 * render.seconds else 'NOT met'}")
+    lines.append(f"- render --check at least as fast as render: {check.seconds / render.seconds:.2f}x  {'met' if check.seconds <= render.seconds else 'NOT met'}")
+    lines.append(f"- peak memory under 1 GiB: {peak:.0f} MiB  {'met' if peak < 1024 else 'NOT met'}")
+    return lines
+
+
+def scaling(clusters: int, pools: int, tenants: int) -> list[str]:
+    """Render at T/4 and T tenants: 4x the tenants may cost at most 4.4x the time."""
+    times = []
+    for count in (max(1, tenants // 4), tenants):
+        work = Path(tempfile.mkdtemp(prefix="gpuplan-scale-"))
+        root = write_fleet(work / "fleet", clusters, pools, count)
+        times.append(measure(f"render T={count}", [*GPUPLAN, "render", "--root", str(root)]).seconds)
+        shutil.rmtree(work)
+    ratio = times[1] / times[0]
+    return [f"- 4x the tenants ({tenants // 4} -> {tenants}) costs {ratio:.2f}x the render time (target <= 4.4x): {'met' if ratio <= 4.4 else 'NOT met'}"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clusters", type=int, default=10)
+    parser.add_argument("--pools", type=int, default=12)
+    parser.add_argument("--tenants", type=int, default=200)
+    parser.add_argument("--sample", type=int, default=200, help="core objects given to kubernetes-validate")
+    parser.add_argument("--no-scaling", action="store_true", help="skip the T/4 vs T scaling run")
+    args = parser.parse_args()
+    lines = run(args.clusters, args.pools, args.tenants, args.sample)
+    if not args.no_scaling:
+        lines += scaling(args.clusters, args.pools, args.tenants)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
