@@ -154,7 +154,7 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=10)
     parser.add_argument("--pools", type=int, default=12)
     parser.add_argument("--tenants", type=int, default=200)
-    parser.add_argument("--sample", type=int, default=200, help="core objects given to kubernetes-validate")
+    parser.add_argument("--sample", type=int, default=1000, help="core objects given to kubernetes-validate")
     parser.add_argument("--no-scaling", action="store_true", help="skip the T/4 vs T scaling run")
     args = parser.parse_args()
     lines = run(args.clusters, args.pools, args.tenants, args.sample)

@@ -99,14 +99,16 @@ def _is_object(doc: Document) -> bool:
     return not (isinstance(obj, dict) and str(obj.get("apiVersion", "")).startswith("kustomize.config.k8s.io/"))
 
 
-def _unit(path: Path, roots: list[Path]) -> str:
+def _unit(path: Path, roots: frozenset[Path], found: dict[Path, bool]) -> str:
     """Return the folder that groups a file with its cluster: the nearest one with a kustomization."""
     for parent in path.parents:
-        if (parent / "kustomization.yaml").is_file() or (parent / "kustomization.yml").is_file():
+        if parent not in found:
+            found[parent] = (parent / "kustomization.yaml").is_file() or (parent / "kustomization.yml").is_file()
+        if found[parent]:
             return str(parent)
         if parent in roots:
-            break
-    return str(next((r for r in roots if r == path or r in path.parents), path.parent))
+            return str(parent)
+    return str(path.parent)
 
 
 def validate_documents(docs: list[Document], validator: Validator, roots: list[Path] | None = None) -> list[Diagnostic]:
@@ -120,8 +122,9 @@ def validate_documents(docs: list[Document], validator: Validator, roots: list[P
             where = _name(doc.obj) + (f" {problem.path}" if problem.path else "")
             found.append(error(doc.file, line, col, where, problem.message))
     groups: dict[str, list[Document]] = {}
+    root_set, found_kustomizations = frozenset(roots or ()), {}  # type: ignore[var-annotated]
     for doc in docs:
-        groups.setdefault(_unit(Path(doc.file), roots or []), []).append(doc)
+        groups.setdefault(_unit(Path(doc.file).absolute(), root_set, found_kustomizations), []).append(doc)
     for _, members in sorted(groups.items()):
         found += _reference_problems(members, locator)
     return found
