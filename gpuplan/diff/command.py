@@ -7,12 +7,17 @@ nothing is written.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from gpuplan.capacity import capacity_rows
 from gpuplan.diagnostics import Diagnostic, has_errors, ordered, render
@@ -177,41 +182,56 @@ def export_inputs(root: Path, commit: str, target: Path) -> int:
     return len(listing)
 
 
-def _compiled(root: Path, crds: Path | None, where: str) -> tuple[Side, Fleet | None, list[str]]:
-    """Compile a fleet; print its errors (saying which side) and raise InputErrors if it has any."""
+def _side(root: Path, crds: Path | None, where: str) -> tuple[Side, dict[CapacityKey, str], list[str], str]:
+    """Compile one side; return its objects, capacity, notes, and its error report ('' if none)."""
     result = compile_fleet(root, crds=crds, verify_output=False)
     if has_errors(result.diagnostics) or result.fleet is None:
-        _print_errors(result.diagnostics, where)
-        raise InputErrors
+        return {}, {}, [], _errors_text(result.diagnostics, where)
     side, problems = from_manifests(result.manifests)
     if problems:
-        _print_errors(problems, where)
-        raise InputErrors
-    return side, result.fleet, result.notes
+        return {}, {}, [], _errors_text(problems, where)
+    return side, _fleet_capacity(result.fleet), result.notes, ""
+
+
+def _errors_text(diagnostics: list[Diagnostic], where: str) -> str:
+    return f"error: {where} has errors:\n" + render(ordered(diagnostics), "text")
+
+
+def _base_side(root: Path, commit: str, crds: Path | None, where: str) -> tuple[Side, dict[CapacityKey, str], list[str], str] | None:
+    """Export the inputs at a commit and compile them (None when the commit has no clusters/)."""
+    with tempfile.TemporaryDirectory(prefix="gpuplan-base-") as folder:
+        if not (export_inputs(root, commit, Path(folder)) and (Path(folder) / "clusters").is_dir()):
+            return None
+        return _side(Path(folder), crds, where)
+
+
+def _in_parallel(base: Callable[[], Any], current: Callable[[], Any]) -> tuple[Any, Any]:
+    """Compile the two sides on two cores when fork is available (each side is a whole compile)."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return base(), current()
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+        pending = pool.submit(base)
+        mine = current()
+        return pending.result(), mine
 
 
 def from_git(root: Path, ref: str, crds: Path | None) -> DiffResult:
     """Compare the fleet rendered from the inputs at a git REF with the one from the working tree."""
     commit = resolve(root, ref)
     label = f"{ref} ({commit[:12]})" if ref != commit else commit[:12]
-    old: Side = {}
-    old_fleet: Fleet | None = None
-    notes: list[str] = []
-    failed = False
-    with tempfile.TemporaryDirectory(prefix="gpuplan-base-") as folder:
-        if export_inputs(root, commit, Path(folder)) and (Path(folder) / "clusters").is_dir():
-            try:
-                old, old_fleet, notes = _compiled(Path(folder), crds, f"the fleet at {label}")
-            except InputErrors:
-                failed = True
-        else:
-            sys.stderr.write(f"note: no clusters/ at {label}: comparing with an empty fleet\n")
-    new, new_fleet, more = _compiled(root, crds, "the fleet in the working tree")
-    if failed:
+    old_where, new_where = f"the fleet at {label}", "the fleet in the working tree"
+    base, current = _in_parallel(partial(_base_side, root, commit, crds, old_where), partial(_side, root, crds, new_where))
+    if base is None:
+        sys.stderr.write(f"note: no clusters/ at {label}: comparing with an empty fleet\n")
+        base = ({}, {}, [], "")
+    old, old_capacity, notes, old_errors = base
+    new, new_capacity, more, new_errors = current
+    sys.stderr.write(old_errors + new_errors)
+    if old_errors or new_errors:
         raise InputErrors
     for note in dict.fromkeys(notes + more):
         sys.stderr.write(f"note: {note}\n")
-    return _result(label, WORKING_TREE, old, new, _deltas(_fleet_capacity(old_fleet), _fleet_capacity(new_fleet)))
+    return _result(label, WORKING_TREE, old, new, _deltas(old_capacity, new_capacity))
 
 
 def _fleet_capacity(fleet: Fleet | None) -> dict[CapacityKey, str]:
