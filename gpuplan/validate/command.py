@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,16 +113,24 @@ def _unit(path: Path, roots: frozenset[Path], found: dict[Path, bool]) -> str:
     return str(path.parent)
 
 
-def validate_documents(docs: list[Document], validator: Validator, roots: list[Path] | None = None) -> list[Diagnostic]:
-    """Validate each object, then the references between the objects of each cluster folder."""
-    locator = Locator()
-    found: list[Diagnostic] = []
-    docs = [d for d in docs if _is_object(d)]
+def object_problems(docs: list[Document], validator: Validator, locator: Locator) -> list[Diagnostic]:
+    """Validate each object on its own: schema, CEL rules, webhook rules."""
+    found = []
     for doc in docs:
         for problem in validator.validate(doc.obj):
             line, col = locator.position(doc, problem_path(problem.path, problem.message))
             where = _name(doc.obj) + (f" {problem.path}" if problem.path else "")
             found.append(error(doc.file, line, col, where, problem.message))
+    return found
+
+
+def validate_documents(docs: list[Document], validator: Validator, roots: list[Path] | None = None, checked: bool = False) -> list[Diagnostic]:
+    """Validate each object, then the references between the objects of each cluster folder."""
+    locator = Locator()
+    found: list[Diagnostic] = []
+    docs = [d for d in docs if _is_object(d)]
+    if not checked:
+        found += object_problems(docs, validator, locator)
     groups: dict[str, list[Document]] = {}
     root_set, found_kustomizations = frozenset(roots or ()), {}  # type: ignore[var-annotated]
     for doc in docs:
@@ -150,6 +160,38 @@ def _reference_problems(docs: list[Document], locator: Locator) -> list[Diagnost
     return found
 
 
+_VALIDATOR: Validator | None = None  # set before forking: workers inherit the compiled schemas
+PARALLEL_FROM = 400  # files; below this a second process costs more than it saves
+
+
+def _read_and_check(files: list[Path]) -> tuple[list[Document], list[Diagnostic], set[tuple[str, str, str]]]:
+    """Read files and validate their objects on their own (one worker's share)."""
+    assert _VALIDATOR is not None
+    docs: list[Document] = []
+    found: list[Diagnostic] = []
+    for path in files:
+        read, problems = read_documents(path, str(path))
+        docs += read
+        found += problems
+    found += object_problems([d for d in docs if _is_object(d)], _VALIDATOR, Locator())
+    skipped = {(r.kind, r.path, r.rule) for r in _VALIDATOR.skipped_rules}
+    return docs, found, skipped
+
+
+def _read_and_check_all(files: list[Path], validator: Validator) -> tuple[list[Document], list[Diagnostic], set[tuple[str, str, str]]]:
+    """Split the files over two processes when there are many (validation is CPU-bound)."""
+    global _VALIDATOR
+    _VALIDATOR = validator
+    if len(files) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
+        return _read_and_check(files)
+    half = len(files) // 2
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+        pending = pool.submit(_read_and_check, files[half:])
+        docs, found, skipped = _read_and_check(files[:half])
+        more_docs, more_found, more_skipped = pending.result()
+    return docs + more_docs, found + more_found, skipped | more_skipped
+
+
 def run(paths: list[Path], kubernetes_version: str | None, crds: Path | None, fmt: str, strict: bool) -> int:
     """Validate manifest files and folders; return the exit code."""
     try:
@@ -162,21 +204,16 @@ def run(paths: list[Path], kubernetes_version: str | None, crds: Path | None, fm
     except UnknownKubernetesVersion as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
-    docs: list[Document] = []
-    found: list[Diagnostic] = []
     files = list(manifest_files(paths))
-    for path in files:
-        read, problems = read_documents(path, str(path))
-        docs += read
-        found += problems
-    found += validate_documents(docs, validator, [p.absolute() if p.is_dir() else p.absolute().parent for p in paths])
+    docs, found, skipped = _read_and_check_all(files, validator)
+    found += validate_documents(docs, validator, [p.absolute() if p.is_dir() else p.absolute().parent for p in paths], checked=True)
     found = ordered(found)
     text = render(found, fmt)
     sys.stderr.write(text)
     if fmt == "text":
         if index is None:
             sys.stderr.write("note: custom resources were not validated against CRDs: set --crds DIR or GPUPLAN_CRDS\n")
-        for rule in sorted({(r.kind, r.path, r.rule) for r in validator.skipped_rules}):
+        for rule in sorted(skipped):
             sys.stderr.write(f"note: CEL rule of {rule[0]} at {rule[1]} was not evaluated: {rule[2]}\n")
         if not found:
             sys.stderr.write(f"{len(docs)} objects in {len(files)} files are valid\n")
