@@ -385,6 +385,8 @@ def _namespaces(tenants: list[Located[Tenant]], clusters: list[Located[Cluster]]
             loc = ("namespaces", n_index) if tenant.model.namespaces else ("name",)
             if namespace in reserved or namespace.startswith("kube-"):
                 problems.append(tenant.at(*loc, message=f"namespace {namespace!r} is a system or component namespace"))
+            elif namespace in owner and owner[namespace] == tenant.model.name:
+                problems.append(tenant.at(*loc, message=f"namespace {namespace!r} is listed twice"))
             elif namespace in owner:
                 problems.append(tenant.at(*loc, message=f"namespace {namespace!r} belongs to tenant {owner[namespace]} already"))
             else:

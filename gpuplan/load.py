@@ -86,12 +86,15 @@ def _origin(node: Any, fallback: Position) -> Position:
     return fallback
 
 
+_CORE_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")}
+
+
 def _tag(node: Any) -> str | None:
     """Return an explicit YAML tag on a node that is not one of the standard ones."""
     tag = getattr(node, "tag", None)
     value = getattr(tag, "value", tag) if tag is not None else None
-    if isinstance(value, str) and value and not value.startswith("tag:yaml.org,2002:"):
-        return value
+    if isinstance(value, str) and value and value not in _CORE_TAGS:
+        return value.replace("tag:yaml.org,2002:", "!!")
     return None
 
 

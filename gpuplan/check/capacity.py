@@ -36,6 +36,10 @@ def _where(grant: Grant) -> tuple[str, int, int, str]:
     return source.path, line, col, format_path(grant.loc)
 
 
+def _nodes(count: int) -> str:
+    return f"{count} node" if count == 1 else f"{count} nodes"
+
+
 def _per_node_text(pool: PoolPlan, resource: str) -> str:
     return str(pool.resources[resource].per_node)
 
@@ -56,7 +60,7 @@ def check_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
                 share = " + ".join(f"{g.owner.name} {g.nominal}" for g in grants)
                 message = (
                     f"tenants ask {asked} {units} of pool {pool_name}, which has at most {most} "
-                    f"({pool.nodes_most} nodes x {per_node}); {share}"
+                    f"({_nodes(pool.nodes_most)} x {per_node}); {share}"
                 )
                 yield Diagnostic(file, line, col, Severity.ERROR, path, message)
             elif asked > least and pool.spec.nodes.autoscaled:
