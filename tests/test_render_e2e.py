@@ -116,3 +116,26 @@ def test_check_writes_nothing(example_repo: Path) -> None:
     result = run("check", "--root", str(example_repo))
     assert result.code == 0, result.stderr
     assert not (example_repo / "output").exists()
+
+
+def test_render_one_cluster_leaves_the_others_alone(example_repo: Path) -> None:
+    assert run("render", "--root", str(example_repo)).code == 0
+    before = snapshot(example_repo / "output")
+    for tenant in ("team-a", "vision"):
+        path = example_repo / f"tenants/{tenant}.yaml"
+        path.write_text(path.read_text().replace("gpus: 16\n", "gpus: 15\n").replace("gpus: 24\n", "gpus: 23\n"))
+    result = run("render", "--root", str(example_repo), "--cluster", "h100-prod")
+    assert result.code == 0, result.stderr
+    after = snapshot(example_repo / "output")
+    changed = {p for p in after if after[p] != before.get(p)}
+    assert changed and all(p.startswith("h100-prod/") for p in changed)
+    assert run("render", "--root", str(example_repo), "--cluster", "nope").code == 1
+
+
+def test_github_format_annotations(example_repo: Path) -> None:
+    tenant = example_repo / "tenants/team-a.yaml"
+    tenant.write_text(tenant.read_text().replace("gpus: 16\n", "gpus: 160\n", 1))
+    result = run("check", "--root", str(example_repo), "--format", "github")
+    assert result.code == 1
+    assert "::error file=tenants/team-b.yaml,line=" in result.stderr and "tenants ask 176 GPUs" in result.stderr
+    assert "::warning file=" in result.stderr
