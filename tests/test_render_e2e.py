@@ -137,5 +137,5 @@ def test_github_format_annotations(example_repo: Path) -> None:
     tenant.write_text(tenant.read_text().replace("gpus: 16\n", "gpus: 160\n", 1))
     result = run("check", "--root", str(example_repo), "--format", "github")
     assert result.code == 1
-    assert "::error file=tenants/team-b.yaml,line=" in result.stderr and "tenants ask 176 GPUs" in result.stderr
+    assert "::error file=tenants/team-b.yaml,line=" in result.stderr and "tenants ask 192 GPUs" in result.stderr
     assert "::warning file=" in result.stderr
