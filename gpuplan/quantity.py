@@ -63,18 +63,27 @@ def parse_quantity(value: object) -> Fraction:
     return number * _SUFFIXES[suffix]
 
 
+_DECIMAL = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
+
+
+def _decimal(whole: int) -> str:
+    """Return a whole number in the API server's canonical decimal-SI form (3000 -> 3k)."""
+    for suffix, unit in _DECIMAL:
+        if whole and whole % unit == 0:
+            return f"{whole // unit}{suffix}"
+    return str(whole)
+
+
 def format_cpu(cores: Fraction) -> str:
-    """Return cores the way the API server prints them: whole cores or millicores."""
-    milli = cores * 1000
-    if cores.denominator == 1:
-        return str(cores.numerator)
-    if milli.denominator == 1:
-        return f"{milli.numerator}m"
-    return f"{int(milli)}m"  # never round up: a quota must not grow by rounding
+    """Return cores the way the API server stores them: whole (decimal-SI) or millicores."""
+    milli = int(cores * 1000)  # never round up: a quota must not grow by rounding
+    if milli % 1000 == 0:
+        return _decimal(milli // 1000)
+    return f"{milli}m"
 
 
 def format_bytes(amount: Fraction) -> str:
-    """Return bytes in canonical binary-SI form (the largest exact suffix, else plain bytes)."""
+    """Return bytes in canonical form: the largest exact binary suffix, else decimal-SI."""
     whole = int(amount)  # floor: a quota must not grow by rounding
     if whole == 0:
         return "0"
@@ -82,9 +91,9 @@ def format_bytes(amount: Fraction) -> str:
         unit = int(_SUFFIXES[suffix])
         if whole % unit == 0:
             return f"{whole // unit}{suffix}"
-    return str(whole)
+    return _decimal(whole)
 
 
 def format_count(count: int | Fraction) -> str:
-    """Return a whole count (GPUs, MIG instances, shares) as a quantity string."""
-    return str(int(count))
+    """Return a whole count (GPUs, MIG instances, shares) as a canonical quantity string."""
+    return _decimal(int(count))

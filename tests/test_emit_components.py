@@ -164,6 +164,7 @@ def test_queue_exact(tmp_path: Path) -> None:
             "deserved": {"cpu": "48", "memory": "400Gi", "nvidia.com/gpu": "4"},
             "guarantee": {"resource": {"cpu": "48", "memory": "400Gi", "nvidia.com/gpu": "4"}},
             "reclaimable": True,
+            "dequeueStrategy": "traverse",
         },
     }
     beta_queue = found[("Queue", None, "beta")]["spec"]

@@ -13,6 +13,8 @@ are never emitted (a queue's Open/Closed `state`, which some guides put under sp
   the Queue is rejected), and the capacity plugin shares by `deserved`; equal to the guarantee it
   changes nothing for the proportion plugin, which derives deserved from the weights.
 - `reclaimable: true`: what a tenant borrowed beyond its deserved share can be taken back.
+- `dequeueStrategy: traverse`: the CRD's default (structural `default:`), written out so the
+  object Argo CD compares is the object the API server stores (no drift; tests/test_no_drift.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ GROUP = "scheduling.volcano.sh"
 API_VERSION = f"{GROUP}/v1beta1"  # the only version the Queue CRD serves
 FOLDER = "volcano"
 DEFAULT_WEIGHT = 1
+# CRD default of spec.dequeueStrategy (enum fifo/traverse), emitted so Argo CD does not see drift.
+DEQUEUE_STRATEGY = "traverse"
 MAX_WEIGHT = 65535  # Queue CRD: spec.weight minimum 1, maximum 65535
 # Queues Volcano creates itself and refuses to delete (admission webhook validateQueueDeleting);
 # a tenant of that name would take them over.
@@ -57,6 +61,7 @@ def queue(alloc: AllocationPlan) -> dict[str, Any]:
         "deserved": nominal,
         "guarantee": {"resource": dict(nominal)},
         "reclaimable": True,
+        "dequeueStrategy": DEQUEUE_STRATEGY,  # CRD default, emitted so Argo CD does not see drift
     }
     return k8s(API_VERSION, "Queue", alloc.name, spec=spec)
 

@@ -338,6 +338,51 @@ def _defaulted(node: _Node, value: Any) -> Any:
     return value
 
 
+def _defaults_tree(schema: Any) -> _Node | None:
+    """Every schema ``default`` under one node (rules ignored); None when there is none.
+
+    Unlike the CEL tree, which keeps defaults only where a rule can see them, this keeps
+    all of them: it is what the API server applies to a whole object.
+    """
+    if not isinstance(schema, dict):
+        return None
+    node = _Node()
+    for name, sub in (schema.get("properties") or {}).items():
+        if isinstance(sub, dict) and "default" in sub:
+            node.defaults[name] = sub["default"]
+        child = _defaults_tree(sub)
+        if child is not None:
+            node.props[name] = child
+    node.items = _defaults_tree(schema.get("items"))
+    node.values = _defaults_tree(schema.get("additionalProperties"))
+    keep = node.defaults or node.props or node.items or node.values
+    return node if keep else None
+
+
+_DEFAULTS: weakref.WeakKeyDictionary[CrdVersion, _Node | None] = weakref.WeakKeyDictionary()
+
+
+def apply_defaults(obj: Any, crd_version: CrdVersion) -> Any:
+    """``obj`` as the API server stores it after structural defaulting with ``crd_version``.
+
+    Applies every ``default`` of the version's schema the way the API server does on
+    create and on read: a property that is missing (or null: gpuplan emits none) gets a copy of its
+    default, and defaulting then continues inside it (so a defaulted object gets the
+    defaults of its own properties), through objects, list items and map values.
+    ``metadata`` is left alone (the API server allows no defaults there). ``obj`` is
+    never modified: the result is a copy where something changed, else ``obj`` itself,
+    so ``apply_defaults(obj, v) == obj`` says the object already carries every default.
+    """
+    if crd_version not in _DEFAULTS:
+        root = _defaults_tree(crd_version.schema)
+        if root is not None:
+            root.defaults.pop("metadata", None)
+            root.props.pop("metadata", None)
+        _DEFAULTS[crd_version] = root
+    root = _DEFAULTS[crd_version]
+    return obj if root is None else _defaulted(root, obj)
+
+
 _COMPILED: weakref.WeakKeyDictionary[CrdVersion, CelRules] = weakref.WeakKeyDictionary()
 
 
