@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable
-from pathlib import Path
 
 from gpuplan.diagnostics import Diagnostic, Severity, error
 from gpuplan.emit.meta import Manifest

@@ -64,7 +64,7 @@ def check_scheduler_present(fleet: Fleet) -> Iterator[Diagnostic]:
             loc = alloc.loc("cluster")
             line, col = alloc.tenant.source.position(loc)
             message = f"cluster {alloc.cluster.name} has no Kueue or Volcano: only the namespace ResourceQuota enforces this quota"
-            yield Diagnostic(alloc.tenant.source.path, line, col, Severity.WARNING, "allocations[%d].cluster" % alloc.index, message)
+            yield Diagnostic(alloc.tenant.source.path, line, col, Severity.WARNING, f"allocations[{alloc.index}].cluster", message)
 
 
 @check

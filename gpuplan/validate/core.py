@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +127,7 @@ class CoreSchemas:
         return compiled
 
 
-@lru_cache(maxsize=None)
+@cache
 def core_schemas(kubernetes_version: str) -> CoreSchemas:
     """A shared CoreSchemas per minor version: loading 1.4 MB of definitions costs ~20 ms."""
     return CoreSchemas(minor_version(kubernetes_version))

@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import yaml
 
@@ -58,7 +59,7 @@ class CelRule:
 class CrdVersion:
     """One entry of spec.versions of a CRD."""
 
-    crd: "Crd" = field(repr=False)
+    crd: Crd = field(repr=False)
     name: str
     served: bool
     storage: bool
@@ -113,7 +114,7 @@ class CrdIndex:
             self._by_kind.setdefault((crd.group, crd.kind), []).append(crd)
 
     @classmethod
-    def load(cls, directory: Path | str) -> "CrdIndex":
+    def load(cls, directory: Path | str) -> CrdIndex:
         """Read every *.yaml, *.yml and *.json file under ``directory`` (recursively)."""
         root = Path(directory)
         if not root.is_dir():

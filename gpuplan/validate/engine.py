@@ -278,9 +278,7 @@ def field_path(instance_path: Any, evaluation_path: Any) -> str:
     out = ""
     for i, part in enumerate(parts):
         kind = steps[i] if len(steps) == len(parts) else None
-        if isinstance(part, int) or kind == "item":
-            out += f"[{part}]"
-        elif kind == "map" or (kind is None and not _identifier(part)):
+        if isinstance(part, int) or kind == "item" or kind == "map" or (kind is None and not _identifier(part)):
             out += f"[{part}]"
         else:
             out += f".{part}" if out else str(part)
