@@ -166,3 +166,49 @@ def test_single_strategy_with_two_profiles_fails(tmp_path: Path) -> None:
 def test_replica_bounds(tmp_path: Path, sharing: str, phrase: str) -> None:
     code, err = check(tmp_path, {"a": quota(8)}, sharing=sharing)
     assert code == 1 and phrase in err
+
+
+def _labels(count: int) -> str:
+    return "{" + ", ".join(f"example.com/l{i}: v" for i in range(count)) + "}"
+
+
+def test_flavor_labels_at_most_eight(tmp_path: Path) -> None:
+    static = CLUSTER.replace('    hostnames: ["infer-[0-9]+"]\n', "    labels: {labels}\n")
+    for count, code in ((8, 0), (9, 1)):
+        files = {"clusters/c1.yaml": static.format(components=COMPONENTS, sharing=MIG, labels=_labels(count))}
+        files |= {"tenants/a.yaml": _tenant("a", quota(8))}
+        result = run("check", "--root", str(write_repo(tmp_path / str(count), files)))
+        assert result.code == code, result.stderr
+        if code:
+            assert "9 labels select this pool's nodes: a Kueue ResourceFlavor takes at most 8" in result.stderr
+
+
+def test_taints_at_most_eight(tmp_path: Path) -> None:
+    def taints(count: int) -> str:
+        return "    taints: [" + ", ".join(f"{{{{key: example.com/t{i}, value: x, effect: NoSchedule}}}}" for i in range(count)) + "]\n"
+
+    for count, code in ((8, 0), (9, 1)):
+        text = CLUSTER.replace("    sharing: {sharing}\n", taints(count) + "    sharing: {sharing}\n")
+        files = {"clusters/c1.yaml": text.format(components=COMPONENTS, sharing=MIG)}
+        files |= {"tenants/a.yaml": _tenant("a", quota(8))}
+        result = run("check", "--root", str(write_repo(tmp_path / str(count), files)))
+        assert result.code == code, result.stderr
+        if code:
+            assert "9 taints: a Kueue ResourceFlavor takes at most 8 tolerations" in result.stderr
+
+
+@pytest.mark.parametrize(("limit", "value", "phrase"), [
+    ("MAX_FLAVORS", 1, "quota on 2 pools: a Kueue resource group holds at most 1 flavors"),
+    ("MAX_COVERED", 3, "4 resources (cpu, memory and 2 GPU resources): a Kueue resource group covers at most 3"),
+    ("MAX_COMBINATIONS", 7, "2 pools x 4 resources = 8 quota entries: Kueue allows at most 7"),
+])  # fmt: skip
+def test_resource_group_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str, value: int, phrase: str) -> None:
+    """Kueue's 64 flavors / 64 resources / 512 entries, scaled down to reach them with two pools."""
+    from gpuplan.check import kueue
+
+    monkeypatch.setattr(kueue, limit, value)
+    two_pools = "    quotas:\n      - {pool: train, gpus: 8}\n      - {pool: infer, mig: {1g.10gb: 7}}\n"
+    code, err = check(tmp_path / "over", {"a": two_pools})
+    assert code == 1 and phrase in err
+    monkeypatch.setattr(kueue, limit, value + 1)
+    assert check(tmp_path / "at", {"a": two_pools})[0] == 0

@@ -29,4 +29,4 @@ def run_checks(fleet: Fleet) -> list[Diagnostic]:
     return found
 
 
-from gpuplan.check import capacity, components, karpenter, networks, quotas, volcano  # noqa: E402,F401  (register the checks)
+from gpuplan.check import capacity, components, karpenter, kueue, networks, quotas, volcano  # noqa: E402,F401  (register the checks)
