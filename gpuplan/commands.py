@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpuplan.diagnostics import has_errors, ordered, render
 from gpuplan.pipeline import Compiled, compile_fleet
-from gpuplan.write import WriteError, compare, render_files, write_tree
+from gpuplan.write import WriteError, clean_stale, compare, render_files, write_tree
 
 OK, FAILED, USAGE, INTERNAL = 0, 1, 2, 3
 
@@ -75,6 +75,8 @@ def render_fleet(options: Options, check_only: bool = False) -> int:
             return OK
         if changes.any:
             write_tree(options.output, files, _scope(options))
+        else:
+            clean_stale(options.output.absolute())  # a killed render's staging, even with nothing to write
     except WriteError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return FAILED

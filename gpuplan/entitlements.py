@@ -104,13 +104,14 @@ def _lends(alloc: AllocationPlan) -> dict[tuple[str, str], Fraction]:
 
 
 def _cohort_lends(alloc: AllocationPlan) -> dict[tuple[str, str], Fraction]:
-    """Return (pool, resource) -> what every member of the allocation's cohort lends, summed once."""
-    key = f"lends/{alloc.spec.cohort}"
+    """Return (pool, resource) -> what every member of the allocation's cohort tree lends, summed once."""
+    root = alloc.cluster.cohort_root(alloc.spec.cohort)
+    key = f"lends/{root}"
     cache = alloc.cluster.cache
     if key not in cache:
         total: dict[tuple[str, str], Fraction] = {}
         for member in alloc.cluster.allocations:
-            if member.spec.cohort == alloc.spec.cohort:
+            if member.spec.cohort is not None and alloc.cluster.cohort_root(member.spec.cohort) == root:
                 for where, lend in _lends(member).items():
                     total[where] = total.get(where, Fraction(0)) + lend
         cache[key] = total

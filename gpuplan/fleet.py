@@ -132,6 +132,15 @@ class ClusterPlan:
         """Return the cluster's name."""
         return self.spec.name
 
+    def cohort_root(self, cohort: str | None) -> str | None:
+        """Return the root of a cohort's tree: Kueue lends across the whole tree."""
+        parents = {c.name: c.parent for c in self.spec.cohorts}
+        seen: set[str] = set()
+        while cohort is not None and parents.get(cohort) is not None and cohort not in seen:
+            seen.add(cohort)
+            cohort = parents[cohort]
+        return cohort
+
 
 @dataclass
 class Fleet:

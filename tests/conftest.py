@@ -16,6 +16,13 @@ PROJECT = Path(__file__).resolve().parent.parent
 EXAMPLE = PROJECT  # the repository's own example fleet: clusters/ and tenants/
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Make a relative GPUPLAN_CRDS (.ci/run's ../shared/crds) absolute for subprocesses elsewhere."""
+    value = os.environ.get("GPUPLAN_CRDS")
+    if value and not os.path.isabs(value):
+        os.environ["GPUPLAN_CRDS"] = str((PROJECT / value).resolve())
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="rewrite the golden files of tests/cases on purpose")
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from fractions import Fraction
 
 from gpuplan.check import check
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.load import format_path
 from gpuplan.fleet import AllocationPlan, Fleet, Grant
 from gpuplan.pools import GPU
+from gpuplan.quantity import format_bytes, format_cpu
 
 
 def _allocations(fleet: Fleet):
@@ -85,11 +87,12 @@ def check_cpu_memory_within_pools(fleet: Fleet) -> Iterator[Diagnostic]:
 
 def _cohort_lends(alloc: AllocationPlan) -> dict[tuple[str, str], int]:
     """Return (pool, resource) -> GPU units the whole cohort lends, summed once per cluster."""
-    key = f"gpu-lends/{alloc.spec.cohort}"
+    root = alloc.cluster.cohort_root(alloc.spec.cohort)
+    key = f"gpu-lends/{root}"
     if key not in alloc.cluster.cache:
         total: dict[tuple[str, str], int] = {}
         for member in alloc.cluster.allocations:
-            if member.spec.cohort == alloc.spec.cohort:
+            if member.spec.cohort is not None and alloc.cluster.cohort_root(member.spec.cohort) == root:
                 for grant in member.grants:
                     where = (grant.pool.name, grant.resource)
                     total[where] = total.get(where, 0) + _lend(grant)
@@ -124,3 +127,32 @@ def check_borrowing_within_cohort(fleet: Fleet) -> Iterator[Diagnostic]:
                     f"can lend of {grant.resource} on pool {grant.pool.name} ({lendable})"
                 )
                 yield Diagnostic(alloc.tenant.source.path, line, col, Severity.WARNING, format_path(loc), message)
+
+
+@check
+def check_pool_cpu_memory(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when the tenants' cpu or memory quotas on one pool add up to more than its nodes have."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        for what in ("cpu", "memory"):
+            totals: dict[str, Fraction] = {}
+            last: dict[str, AllocationPlan] = {}
+            explicit: set[str] = set()
+            for alloc in cluster.allocations:
+                for pool, amount in (alloc.cpu() if what == "cpu" else alloc.memory()).items():
+                    totals[pool] = totals.get(pool, Fraction(0)) + amount
+                    last[pool] = alloc
+                    if getattr(alloc.spec, what) is not None:
+                        explicit.add(pool)
+            for pool_name, total in sorted(totals.items()):
+                if pool_name not in explicit:
+                    continue  # derived from the GPUs: an excess is the GPU capacity error already
+                pool = cluster.pools[pool_name]
+                per_node = getattr(pool.spec, what)
+                available = per_node * pool.nodes_most
+                if total > available:
+                    alloc = last[pool_name]
+                    shown = (format_cpu if what == "cpu" else format_bytes)
+                    loc = alloc.loc(what) if getattr(alloc.spec, what) is not None else alloc.loc("quotas")
+                    message = f"tenants' {what} quotas on pool {pool_name} add up to {shown(total)}, more than its nodes have ({shown(available)} = {pool.nodes_most} x {shown(per_node)})"
+                    yield alloc.tenant.source.diagnostic(loc, message)
