@@ -149,10 +149,17 @@ def _fsync_dir(path: Path) -> None:
 
 
 def clean_stale(out: Path) -> None:
-    """Remove staging folders that a killed render left beside the output folder."""
+    """Remove staging folders that a killed render left beside the output folder.
+
+    Where the two-rename fallback was killed between its renames, the output is missing and the
+    retired folder holds the old output: it is put back first.
+    """
     parent = out.parent
     if not parent.is_dir():
         return
+    retired = sorted(parent.glob(f".{out.name}{RETIRED}*"))
+    if not out.exists() and retired:
+        os.rename(retired[-1], out)
     for entry in parent.iterdir():
         name = entry.name
         if name.startswith(f".{out.name}{STAGING}") or name.startswith(f".{out.name}{RETIRED}"):

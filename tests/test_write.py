@@ -88,3 +88,12 @@ def test_output_symlink_is_refused(tmp_path: Path) -> None:
     os.symlink(real, tmp_path / "output")
     with pytest.raises(WriteError, match="symbolic link"):
         write_tree(tmp_path / "output", {"a.yaml": A})
+
+
+def test_a_fallback_swap_killed_between_its_renames_is_put_back(tmp_path: Path) -> None:
+    out = tmp_path / "output"
+    write_tree(out, {"c1/a.yaml": A})
+    os.rename(out, tmp_path / ".output.gpuplan-retired-999999999")  # as if killed mid-swap
+    write.clean_stale(out)
+    assert snapshot(out) == {"c1/a.yaml": A}
+    assert [p.name for p in tmp_path.iterdir()] == ["output"]
