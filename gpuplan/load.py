@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import re
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -236,6 +238,24 @@ def _duplicate_name(text: str) -> str:
     return ""
 
 
+PARALLEL_FROM = 24  # files; below this a second process costs more than it saves
+
+
+def _parse_all(items: list[tuple[str, bytes]]) -> list[tuple[SourceFile | None, list[Diagnostic]]]:
+    return [parse(shown, raw) for shown, raw in items]
+
+
+def parse_many(items: list[tuple[str, bytes]]) -> list[tuple[SourceFile | None, list[Diagnostic]]]:
+    """Parse files, half of them in a second process when there are many (ruamel is pure Python)."""
+    if len(items) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
+        return _parse_all(items)
+    half = len(items) // 2
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+        pending = pool.submit(_parse_all, items[half:])
+        first = _parse_all(items[:half])
+        return first + pending.result()
+
+
 def read_folder(root: Path, folder: str) -> tuple[list[SourceFile], list[Diagnostic]]:
     """Parse every *.yaml / *.yml file of one input folder, in a stable order."""
     files: list[SourceFile] = []
@@ -243,6 +263,7 @@ def read_folder(root: Path, folder: str) -> tuple[list[SourceFile], list[Diagnos
     base = root / folder
     if not base.is_dir():
         return files, problems
+    items: list[tuple[str, bytes]] = []
     for entry in sorted(base.iterdir(), key=lambda p: p.name):
         if entry.suffix not in (".yaml", ".yml") or entry.name.startswith("."):
             continue
@@ -250,7 +271,8 @@ def read_folder(root: Path, folder: str) -> tuple[list[SourceFile], list[Diagnos
         if entry.is_symlink() or not entry.is_file():
             problems.append(error(shown, 1, 1, "", "not a regular file (symlinks are not followed)"))
             continue
-        source, found = parse(shown, entry.read_bytes())
+        items.append((shown, entry.read_bytes()))
+    for source, found in parse_many(items):
         problems.extend(found)
         if source is not None:
             files.append(source)
