@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from fractions import Fraction
 
 _SUFFIXES: dict[str, Fraction] = {
@@ -35,6 +36,18 @@ class QuantityError(ValueError):
 
 def parse_quantity(value: object) -> Fraction:
     """Return the exact value of a Kubernetes quantity (a string or a plain number)."""
+    if isinstance(value, str):
+        return _parse_text(value)
+    return _parse(value)
+
+
+@lru_cache(maxsize=65536)
+def _parse_text(value: str) -> Fraction:
+    """Parse quantity text once: fleets repeat the same few quantities thousands of times."""
+    return _parse(value)
+
+
+def _parse(value: object) -> Fraction:
     if isinstance(value, bool):
         raise QuantityError("must be a quantity such as 500m, 64 or 2000Gi, not a boolean")
     if isinstance(value, int):
@@ -74,6 +87,7 @@ def _decimal(whole: int) -> str:
     return str(whole)
 
 
+@lru_cache(maxsize=65536)
 def format_cpu(cores: Fraction) -> str:
     """Return cores the way the API server stores them: whole (decimal-SI) or millicores."""
     milli = int(cores * 1000)  # never round up: a quota must not grow by rounding
@@ -82,6 +96,7 @@ def format_cpu(cores: Fraction) -> str:
     return f"{milli}m"
 
 
+@lru_cache(maxsize=65536)
 def format_bytes(amount: Fraction) -> str:
     """Return bytes in canonical form: the largest exact binary suffix, else decimal-SI."""
     whole = int(amount)  # floor: a quota must not grow by rounding
@@ -94,6 +109,7 @@ def format_bytes(amount: Fraction) -> str:
     return _decimal(whole)
 
 
+@lru_cache(maxsize=65536)
 def format_count(count: int | Fraction) -> str:
     """Return a whole count (GPUs, MIG instances, shares) as a canonical quantity string."""
     return _decimal(int(count))
