@@ -6,10 +6,10 @@ one function in the module of its topic.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.fleet import Fleet
+from gpuplan.fleet import ClusterPlan, Fleet
 
 Check = Callable[[Fleet], Iterable[Diagnostic]]
 CHECKS: list[Check] = []
@@ -19,6 +19,14 @@ def check(fn: Check) -> Check:
     """Register a check."""
     CHECKS.append(fn)
     return fn
+
+
+def clusters_with(fleet: Fleet, component: str) -> Iterator[ClusterPlan]:
+    """Yield, in name order, the clusters that run a component (e.g. "kueue", "volcano")."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        if getattr(cluster.spec.components, component) is not None:
+            yield cluster
 
 
 def run_checks(fleet: Fleet) -> list[Diagnostic]:

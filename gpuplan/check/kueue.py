@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check
+from gpuplan.check import check, clusters_with
 from gpuplan.diagnostics import Diagnostic
 from gpuplan.entitlements import covered_resources
 from gpuplan.fleet import Fleet
@@ -24,10 +24,7 @@ MAX_TOLERATIONS = 8
 @check
 def check_resource_group_size(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error when a tenant's one resource group would exceed Kueue's flavor or resource limits."""
-    for name in sorted(fleet.clusters):
-        cluster = fleet.clusters[name]
-        if cluster.spec.components.kueue is None:
-            continue
+    for cluster in clusters_with(fleet, "kueue"):
         for alloc in cluster.allocations:
             flavors, covered = len(alloc.pools()), len(covered_resources(alloc))
             where = alloc.loc("quotas")
@@ -42,10 +39,7 @@ def check_resource_group_size(fleet: Fleet) -> Iterator[Diagnostic]:
 @check
 def check_flavor_size(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error when a pool's ResourceFlavor would carry more than 8 node labels or tolerations."""
-    for name in sorted(fleet.clusters):
-        cluster = fleet.clusters[name]
-        if cluster.spec.components.kueue is None:
-            continue
+    for cluster in clusters_with(fleet, "kueue"):
         for pool in cluster.pools.values():
             source = cluster.located.source
             if len(pool.selector_labels) > MAX_FLAVOR_LABELS:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check
+from gpuplan.check import check, clusters_with
 from gpuplan.diagnostics import Diagnostic
 from gpuplan.emit.volcano import MAX_WEIGHT, RESERVED_QUEUES
 from gpuplan.fleet import Fleet
@@ -13,10 +13,8 @@ from gpuplan.fleet import Fleet
 @check
 def check_volcano_queues(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on queue weights above the Queue CRD's maximum and on Volcano's reserved names."""
-    for name in sorted(fleet.clusters):
-        cluster = fleet.clusters[name]
-        if cluster.spec.components.volcano is None:
-            continue
+    for cluster in clusters_with(fleet, "volcano"):
+        name = cluster.name
         for alloc in cluster.allocations:
             weight = alloc.spec.weight or 1
             if weight > MAX_WEIGHT:
