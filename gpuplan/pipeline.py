@@ -11,7 +11,8 @@ from gpuplan.check import run_checks
 from gpuplan.diagnostics import Diagnostic, error, has_errors
 from gpuplan.emit import emit
 from gpuplan.emit.meta import Manifest
-from gpuplan.fleet import Fleet, build_fleet
+from gpuplan.fleet import Fleet
+from gpuplan.resolve import build_fleet
 from gpuplan.sources import read_inputs
 from gpuplan.validate import CrdIndex, CrdLoadError
 from gpuplan.verify import verify

@@ -1,0 +1,311 @@
+"""Resolve the fleet: follow every reference, place every MIG layout, turn quotas into grants.
+
+The result is the model of gpuplan.fleet; every problem found on the way is a diagnostic at
+the file, line and column of the input that causes it.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from gpuplan.diagnostics import Diagnostic
+from gpuplan.fleet import INSTANCE_GPUS, AllocationPlan, ClusterPlan, Fleet, Grant
+from gpuplan.gpus import catalog
+from gpuplan.gpus.mig import place
+from gpuplan.load import Key
+from gpuplan.model.cluster import Cluster
+from gpuplan.model.tenant import Quota, Tenant
+from gpuplan.pools import PoolPlan, build_pool
+from gpuplan.sources import Inputs, Located
+
+
+def _guess(name: str, known: list[str]) -> str:
+    match = difflib.get_close_matches(name, known, n=1)
+    if match:
+        return f" (did you mean {match[0]!r}?)"
+    return f"; known: {', '.join(known)}" if known else ""
+
+
+def _duplicates(located: Located[Cluster], field_name: str, items: list) -> list[Diagnostic]:
+    seen: set[str] = set()
+    problems = []
+    for index, item in enumerate(items):
+        if item.name in seen:
+            problems.append(located.at(field_name, index, "name", message=f"duplicate name {item.name!r}"))
+        seen.add(item.name)
+    return problems
+
+
+def _gpus_per_node(located: Located[Cluster], index: int) -> tuple[int | None, list[Diagnostic]]:
+    pool = located.model.node_pools[index]
+    if pool.gpus_per_node is not None:
+        return pool.gpus_per_node, []
+    types = pool.karpenter.instance_types if pool.karpenter else []
+    counts = {INSTANCE_GPUS.get(t) for t in types}
+    if len(counts) == 1 and None not in counts:
+        return counts.pop(), []
+    message = "gpusPerNode is required: gpuplan cannot derive it from the instance types"
+    return None, [located.at("nodePools", index, message=message, key=True)]
+
+
+def _mig_problems(located: Located[Cluster], plan: PoolPlan) -> list[Diagnostic]:
+    pool = plan.spec
+    mig = pool.sharing.mig
+    base: Key = ("nodePools", plan.index, "sharing", "mig")
+    if mig is None:
+        return []
+    if plan.model.mig is None:
+        return [located.at(*base, message=f"{plan.model.name} does not support MIG")]
+    problems = []
+    if mig.devices is not None:
+        problems.extend(_device_coverage(located, plan))
+        layouts = [(base + ("devices", i, "layout"), d.layout) for i, d in enumerate(mig.devices)]
+    else:
+        layouts = [(base + ("layout",), mig.layout or {})]
+    for loc, layout in layouts:
+        result = place(plan.model, layout)
+        if not result.ok:
+            problems.append(located.at(*loc, message=result.message))
+    strategy = located.model.components.gpu_operator
+    if strategy is not None and strategy.mig_strategy == "single":
+        kinds = {p for _, layout in layouts for p, n in layout.items() if n}
+        if len(kinds) > 1:
+            problems.append(located.at(*base, message=(
+                f"migStrategy single allows one MIG profile type per node, this pool has {len(kinds)}: "
+                f"{', '.join(sorted(kinds))} (use migStrategy: mixed)")))
+    return problems
+
+
+def _device_coverage(located: Located[Cluster], plan: PoolPlan) -> list[Diagnostic]:
+    base: Key = ("nodePools", plan.index, "sharing", "mig", "devices")
+    seen: dict[int, int] = {}
+    problems = []
+    for d_index, devices in enumerate(plan.spec.sharing.mig.devices or []):  # type: ignore[union-attr]
+        for g_index, gpu in enumerate(devices.gpus):
+            loc = base + (d_index, "gpus", g_index)
+            if gpu >= plan.gpus_per_node:
+                problems.append(located.at(*loc, message=f"GPU index {gpu} does not exist: nodes have {plan.gpus_per_node} GPUs (0..{plan.gpus_per_node - 1})"))
+            elif gpu in seen:
+                problems.append(located.at(*loc, message=f"GPU index {gpu} is already given a layout in devices[{seen[gpu]}]"))
+            seen.setdefault(gpu, d_index)
+    missing = [i for i in range(plan.gpus_per_node) if i not in seen]
+    if missing:
+        problems.append(located.at(*base, message=f"devices leave GPU index {', '.join(map(str, missing))} without a layout: cover 0..{plan.gpus_per_node - 1} exactly once"))
+    return problems
+
+
+def _pool_shape(located: Located[Cluster], index: int) -> list[Diagnostic]:
+    cluster = located.model
+    pool = cluster.node_pools[index]
+    if pool.nodes.autoscaled:
+        problems = []
+        if cluster.components.karpenter is None:
+            problems.append(located.at("nodePools", index, "nodes", message="an autoscaled pool (min/max) needs components.karpenter; use {count: N} for a static pool"))
+        if cluster.provider not in ("aws", "azure"):
+            problems.append(located.at("nodePools", index, "nodes", message=f"Karpenter does not serve provider {cluster.provider}; use {{count: N}} for a static pool"))
+        if pool.karpenter is None:
+            problems.append(located.at("nodePools", index, "nodes", message="an autoscaled pool needs a karpenter section (instanceTypes)"))
+        if pool.hostnames:
+            problems.append(located.at("nodePools", index, "hostnames", message="hostnames apply to static pools only"))
+        return problems
+    problems = []
+    if pool.karpenter is not None:
+        problems.append(located.at("nodePools", index, "karpenter", message="a karpenter section applies to autoscaled pools (nodes: {min, max}) only"))
+    if not pool.hostnames and not pool.labels:
+        problems.append(located.at("nodePools", index, "nodes", message="a static pool needs hostnames (or labels) to select its nodes"))
+    return problems
+
+
+def _cohort_cycles(located: Located[Cluster]) -> list[Diagnostic]:
+    """Error on a cohort that is its own ancestor: Kueue disables every ClusterQueue of that tree."""
+    parents = {c.name: c.parent for c in located.model.cohorts}
+    problems = []
+    for index, cohort in enumerate(located.model.cohorts):
+        chain = [cohort.name]
+        parent = cohort.parent
+        while parent is not None and parent in parents and parent not in chain:
+            chain.append(parent)
+            parent = parents[parent]
+        if parent == cohort.name:
+            cycle = " -> ".join(chain + [cohort.name])
+            problems.append(located.at("cohorts", index, "parent", message=f"cohort {cohort.name} is its own ancestor, a cycle ({cycle}): Kueue would disable every ClusterQueue in it"))
+    return problems
+
+
+def _cluster_refs(located: Located[Cluster]) -> list[Diagnostic]:
+    cluster = located.model
+    problems = []
+    for field_name in ("nodePools", "priorityClasses", "cohorts", "networks"):
+        items = getattr(cluster, {"nodePools": "node_pools", "priorityClasses": "priority_classes"}.get(field_name, field_name))
+        problems.extend(_duplicates(located, field_name, items))
+    cohorts = [c.name for c in cluster.cohorts]
+    for index, cohort in enumerate(cluster.cohorts):
+        if cohort.parent is not None and cohort.parent not in cohorts:
+            problems.append(located.at("cohorts", index, "parent", message=f"unknown cohort {cohort.parent!r}{_guess(cohort.parent, cohorts)}"))
+    problems.extend(_cohort_cycles(located))
+    pools = [p.name for p in cluster.node_pools]
+    for n_index, network in enumerate(cluster.networks):
+        for p_index, pool in enumerate(network.pools):
+            if pool not in pools:
+                problems.append(located.at("networks", n_index, "pools", p_index, message=f"unknown pool {pool!r}{_guess(pool, pools)}"))
+    return problems
+
+
+def build_cluster(located: Located[Cluster]) -> tuple[ClusterPlan, list[Diagnostic]]:
+    """Resolve one cluster: GPU models, pool resources, MIG placement, references."""
+    plan = ClusterPlan(located)
+    problems = _cluster_refs(located)
+    for index, pool in enumerate(located.model.node_pools):
+        problems.extend(_pool_shape(located, index))
+        model = catalog.lookup(pool.gpu)
+        if model is None:
+            guess = catalog.closest(pool.gpu)
+            hint = f" (did you mean {guess!r}?)" if guess else f"; known: {', '.join(catalog.names())}"
+            problems.append(located.at("nodePools", index, "gpu", message=f"unknown GPU model {pool.gpu!r}{hint}"))
+            continue
+        gpus, found = _gpus_per_node(located, index)
+        problems.extend(found)
+        if gpus is None:
+            continue
+        pool_plan = build_pool(located.model, index, model, gpus)
+        found = _mig_problems(located, pool_plan)
+        problems.extend(found)
+        if not found and pool.name not in plan.pools:
+            plan.pools[pool.name] = pool_plan
+    return plan, problems
+
+
+def _quota_grants(alloc: AllocationPlan, q_index: int, quota: Quota, pool: PoolPlan) -> tuple[list[Grant], list[Diagnostic]]:
+    loc = alloc.loc("quotas", q_index)
+    where = alloc.tenant
+    if quota.gpus is not None:
+        if pool.spec.sharing.mig is not None:
+            profiles = ", ".join(sorted({r.profile or "" for r in pool.resources.values()}))
+            return [], [where.at(*loc, "gpus", message=f"pool {pool.name} is a MIG pool: use mig: {{profile: count}} (its layout gives {profiles})")]
+        (resource,) = pool.resources
+        grant = Grant(pool, resource, quota.gpus, _limit(quota.borrowing_limit), _limit(quota.lending_limit), loc + ("gpus",), alloc)
+        return [grant], []
+    if pool.spec.sharing.mig is None:
+        unit = "shares" if pool.mode in ("time-slicing", "mps") else "whole GPUs"
+        return [], [where.at(*loc, "mig", message=f"pool {pool.name} is not a MIG pool: use gpus ({unit})")]
+    return _mig_grants(alloc, q_index, quota, pool)
+
+
+def _limit(value: int | dict[str, int] | None, profile: str | None = None) -> int | None:
+    if isinstance(value, dict):
+        return value.get(profile or "")
+    return value
+
+
+def _mig_grants(alloc: AllocationPlan, q_index: int, quota: Quota, pool: PoolPlan) -> tuple[list[Grant], list[Diagnostic]]:
+    loc = alloc.loc("quotas", q_index, "mig")
+    by_profile = {r.profile: r.name for r in pool.resources.values()}
+    grants, problems = [], []
+    for profile, count in sorted((quota.mig or {}).items()):
+        if "+" in profile:
+            problems.append(alloc.tenant.at(*loc, profile, message=f"{profile} instances cannot be granted: '+' is not allowed in a Kubernetes resource name"))
+        elif profile not in by_profile:
+            have = ", ".join(p for p in by_profile if p)
+            problems.append(alloc.tenant.at(*loc, profile, message=f"pool {pool.name} has no {profile} instances; its layout gives {have}"))
+        else:
+            grants.append(Grant(pool, by_profile[profile], count, _limit(quota.borrowing_limit, profile), _limit(quota.lending_limit, profile), loc + (profile,), alloc))
+    for kind in ("borrowingLimit", "lendingLimit"):
+        limits = getattr(quota, "borrowing_limit" if kind == "borrowingLimit" else "lending_limit")
+        for profile in sorted(limits or {}):
+            if profile not in (quota.mig or {}):
+                problems.append(alloc.tenant.at(*alloc.loc("quotas", q_index, kind, profile), message=f"{profile} has no mig quota here"))
+    return grants, problems
+
+
+def _allocation(tenant: Located[Tenant], index: int, cluster: ClusterPlan) -> tuple[AllocationPlan, list[Diagnostic]]:
+    alloc = AllocationPlan(tenant, index, cluster)
+    spec = alloc.spec
+    problems = []
+    cohorts = [c.name for c in cluster.spec.cohorts]
+    if spec.cohort is not None and spec.cohort not in cohorts:
+        problems.append(tenant.at(*alloc.loc("cohort"), message=f"cluster {cluster.name} has no cohort {spec.cohort!r}{_guess(spec.cohort, cohorts)}"))
+    networks = [n.name for n in cluster.spec.networks]
+    for n_index, network in enumerate(spec.networks):
+        if network not in networks:
+            problems.append(tenant.at(*alloc.loc("networks", n_index), message=f"cluster {cluster.name} has no network {network!r}{_guess(network, networks)}"))
+    declared = [p.name for p in cluster.spec.node_pools]
+    seen: set[str] = set()
+    for q_index, quota in enumerate(spec.quotas):
+        if quota.pool in seen:
+            problems.append(tenant.at(*alloc.loc("quotas", q_index, "pool"), message=f"pool {quota.pool} has a quota already in this allocation"))
+            continue
+        seen.add(quota.pool)
+        if quota.pool not in declared:
+            problems.append(tenant.at(*alloc.loc("quotas", q_index, "pool"), message=f"cluster {cluster.name} has no pool {quota.pool!r}{_guess(quota.pool, declared)}"))
+            continue
+        if quota.pool not in cluster.pools:
+            continue  # the pool itself has errors, reported on the cluster
+        grants, found = _quota_grants(alloc, q_index, quota, cluster.pools[quota.pool])
+        alloc.grants.extend(grants)
+        problems.extend(found)
+    return alloc, problems
+
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def _namespaces(tenants: list[Located[Tenant]], clusters: list[Located[Cluster]]) -> list[Diagnostic]:
+    reserved = set(SYSTEM_NAMESPACES) | {"argocd"}
+    for cluster in clusters:
+        comps = cluster.model.components
+        reserved |= {c.namespace for c in (comps.gpu_operator, comps.kueue, comps.volcano, comps.karpenter) if c}
+        reserved.add(cluster.model.gitops.namespace)
+    owner: dict[str, str] = {}
+    problems = []
+    for tenant in tenants:
+        for n_index, namespace in enumerate(tenant.model.namespace_names):
+            loc = ("namespaces", n_index) if tenant.model.namespaces else ("name",)
+            if namespace in reserved or namespace.startswith("kube-"):
+                problems.append(tenant.at(*loc, message=f"namespace {namespace!r} is a system or component namespace"))
+            elif namespace in owner and owner[namespace] == tenant.model.name:
+                problems.append(tenant.at(*loc, message=f"namespace {namespace!r} is listed twice"))
+            elif namespace in owner:
+                problems.append(tenant.at(*loc, message=f"namespace {namespace!r} belongs to tenant {owner[namespace]} already"))
+            else:
+                owner[namespace] = tenant.model.name
+    return problems
+
+
+def build_fleet(inputs: Inputs) -> tuple[Fleet, list[Diagnostic]]:
+    """Resolve every reference of the fleet and compute each pool's resources."""
+    problems: list[Diagnostic] = []
+    clusters: dict[str, ClusterPlan] = {}
+    for located in inputs.clusters:
+        plan, found = build_cluster(located)
+        problems.extend(found)
+        clusters.setdefault(plan.name, plan)
+    problems.extend(_namespaces(inputs.tenants, inputs.clusters))
+    known = sorted(clusters)
+    for tenant in sorted(inputs.tenants, key=lambda t: t.model.name):
+        problems.extend(_tenant(tenant, clusters, known, inputs.broken))
+    tenants = {t.model.name: t for t in inputs.tenants}
+    return Fleet(clusters, tenants, inputs.files), problems
+
+
+def _tenant(tenant: Located[Tenant], clusters: dict[str, ClusterPlan], known: list[str], broken: set[str] = frozenset()) -> list[Diagnostic]:  # type: ignore[assignment]
+    problems = []
+    seen: set[str] = set()
+    for index, allocation in enumerate(tenant.model.allocations):
+        if allocation.cluster in seen:
+            problems.append(tenant.at("allocations", index, "cluster", message=f"a second allocation on cluster {allocation.cluster}: merge them"))
+            continue
+        seen.add(allocation.cluster)
+        cluster = clusters.get(allocation.cluster)
+        if cluster is None and allocation.cluster in broken:
+            continue  # the cluster file has errors of its own, reported there
+        if cluster is None:
+            problems.append(tenant.at("allocations", index, "cluster", message=f"unknown cluster {allocation.cluster!r}{_guess(allocation.cluster, known)}"))
+            continue
+        priority = tenant.model.priority_class
+        names = [p.name for p in cluster.spec.priority_classes]
+        if priority is not None and priority not in names:
+            problems.append(tenant.at("priorityClass", message=f"cluster {cluster.name} has no priority class {priority!r}{_guess(priority, names)}"))
+        plan, found = _allocation(tenant, index, cluster)
+        problems.extend(found)
+        cluster.allocations.append(plan)
+    return problems
