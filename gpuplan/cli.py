@@ -10,8 +10,9 @@ from pathlib import Path
 
 import click
 
-from gpuplan import __version__, commands
-from gpuplan.commands import Options
+from gpuplan import __version__
+
+USAGE, INTERNAL = 2, 3  # as in gpuplan.commands, which is imported only by the commands that need it
 
 _root = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="Repository holding clusters/ and tenants/.")
 _strict = click.option("--strict", is_flag=True, help="Fail on warnings too.")
@@ -35,7 +36,9 @@ def cli() -> None:
 @_crds
 def render(root: Path, out: Path | None, clusters: tuple[str, ...], check_only: bool, strict: bool, fmt: str, crds: Path | None) -> None:
     """Load, check, compile, validate and write the fleet."""
-    options = Options(root, out, clusters, strict, fmt, crds)
+    from gpuplan import commands
+
+    options = commands.Options(root, out, clusters, strict, fmt, crds)
     sys.exit(commands.render_fleet(options, check_only))
 
 
@@ -46,13 +49,17 @@ def render(root: Path, out: Path | None, clusters: tuple[str, ...], check_only: 
 @_crds
 def check(root: Path, strict: bool, fmt: str, crds: Path | None) -> None:
     """Everything render does except writing."""
-    sys.exit(commands.check(Options(root, strict=strict, fmt=fmt, crds=crds)))
+    from gpuplan import commands
+
+    sys.exit(commands.check(commands.Options(root, strict=strict, fmt=fmt, crds=crds)))
 
 
 @cli.command()
 @click.argument("kind", type=click.Choice(["cluster", "tenant"]))
 def schema(kind: str) -> None:
     """Print the JSON Schema of an input file kind (for yaml-language-server)."""
+    from gpuplan import commands
+
     sys.exit(commands.schema(kind))
 
 
@@ -62,7 +69,9 @@ def schema(kind: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
 def capacity(root: Path, cluster: str | None, fmt: str) -> None:
     """Per cluster and pool: GPUs, schedulable units, quota per tenant, headroom, overcommit."""
-    sys.exit(commands.capacity(Options(root), cluster, fmt))
+    from gpuplan import commands
+
+    sys.exit(commands.capacity(commands.Options(root), cluster, fmt))
 
 
 @cli.command()
@@ -73,10 +82,12 @@ def capacity(root: Path, cluster: str | None, fmt: str) -> None:
 @_crds
 def validate(paths: tuple[Path, ...], kubernetes_version: str | None, strict: bool, fmt: str, crds: Path | None) -> None:
     """Validate any manifest files or folders: strict schemas, CEL, webhook rules, references."""
-    from gpuplan.pipeline import crds_folder
     from gpuplan.validate.command import run as run_validate
 
-    sys.exit(run_validate(list(paths), kubernetes_version, crds_folder(crds), fmt, strict))
+    env = os.environ.get("GPUPLAN_CRDS")
+    crds = crds if crds is not None else (Path(env) if env else None)
+
+    sys.exit(run_validate(list(paths), kubernetes_version, crds, fmt, strict))
 
 
 @cli.command()
@@ -122,7 +133,7 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(commands.USAGE)
+        sys.exit(USAGE)
     except click.exceptions.Abort:
         sys.exit(130)
     except KeyboardInterrupt:
@@ -135,7 +146,7 @@ def main() -> None:
         with os.fdopen(handle, "w") as stream:
             traceback.print_exc(file=stream)
         sys.stderr.write(f"internal error: gpuplan has a bug; details were written to {path}\n")
-        sys.exit(commands.INTERNAL)
+        sys.exit(INTERNAL)
 
 
 if __name__ == "__main__":

@@ -133,3 +133,28 @@ def test_without_crds_custom_resources_are_said_to_be_unchecked(tmp_path: Path) 
     result = run("validate", str(path), env={"GPUPLAN_CRDS": ""})
     assert result.code == 1
     assert f"{path}:10:3: error: Namespace/bad metadata" in result.stderr
+
+
+def test_fast_reader_agrees_with_pyyaml_on_everything_rendered() -> None:
+    """yaml-rs reads manifests for speed; it must read them exactly as PyYAML does."""
+    import yaml
+
+    from gpuplan.validate.command import _fast_documents
+
+    files = sorted((PROJECT / "output").rglob("*.yaml")) + sorted((PROJECT / "tests" / "cases").rglob("*.yaml"))
+    assert len(files) > 100
+    fast = 0
+    for path in files:
+        text = path.read_text()
+        docs = _fast_documents(text)
+        if docs is not None:
+            fast += 1
+            assert docs == [d for d in yaml.safe_load_all(text) if d is not None], path
+    assert fast > len(files) // 2
+
+
+@pytest.mark.parametrize("text", ["enabled: yes\n", "mode: 0755\n", "a: [on, off]\n", "a: 1\na: 2\n", "- a\n- b\n"])
+def test_fast_reader_leaves_yaml_1_1_scalars_and_oddities_to_pyyaml(text: str) -> None:
+    from gpuplan.validate.command import _fast_documents
+
+    assert _fast_documents(text) in (None, [["a", "b"]])

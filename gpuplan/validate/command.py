@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import re
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Iterator
@@ -11,6 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+try:  # optional speed-up; PyYAML reads everything it does not
+    import yaml_rs
+except ImportError:  # pragma: no cover
+    yaml_rs = None
 from ruamel.yaml import YAML
 
 from gpuplan.diagnostics import Diagnostic, Severity, error, has_errors, ordered, render
@@ -41,10 +47,32 @@ def manifest_files(paths: list[Path]) -> Iterator[Path]:
             yield path
 
 
+# Plain scalars that YAML 1.1 (PyYAML, and Kubernetes' go-yaml) reads differently from YAML 1.2
+# (yaml-rs): booleans such as yes/on, leading-zero octals, sexagesimal numbers.
+_YAML11_ONLY = re.compile(r"[:\-\[,]\s*(?:[yY](?:es)?|[nN]o?|YES|NO|[oO]n|ON|[oO]ff|OFF|0[0-7]+|\d+(?::[0-5]?\d)+)\s*(?:$|[,\]#])", re.M)
+_SEPARATOR = re.compile(r"^---", re.M)
+
+
+def _fast_documents(text: str) -> list[Any] | None:
+    """Parse with the Rust yaml-rs (7x libyaml through PyYAML); None when PyYAML must decide."""
+    if yaml_rs is None or _YAML11_ONLY.search(text):
+        return None
+    try:
+        data = yaml_rs.loads(text, parse_datetime=False)
+    except Exception:  # any refusal: PyYAML reads it again and says where
+        return None
+    if isinstance(data, list) and _SEPARATOR.search(text):
+        return [d for d in data if d is not None]
+    return [] if data is None else [data]
+
+
 def read_documents(path: Path, shown: str) -> tuple[list[Document], list[Diagnostic]]:
     """Read every document of a file (a `kind: List` counts as its items)."""
     try:
-        docs = [d for d in yaml.load_all(path.read_text(encoding="utf-8-sig"), Loader=_LOADER) if d is not None]
+        text = path.read_text(encoding="utf-8-sig")
+        docs = _fast_documents(text)
+        if docs is None:
+            docs = [d for d in yaml.load_all(text, Loader=_LOADER) if d is not None]
     except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
         mark = getattr(exc, "problem_mark", None)
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)

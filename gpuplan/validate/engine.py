@@ -65,11 +65,15 @@ class Validator:
         # CrdVersion hashes by identity (eq=False); the index keeps them alive.
         self._crd_compiled: dict[CrdVersion, Any] = {}
         self._cel: Any = None
-        if cel:  # imported here: the CEL package is only needed when asked for
+        self._want_cel = cel  # the CEL package is imported on the first custom resource
+        self.webhooks = webhooks
+
+    def _cel_evaluator(self) -> Any:
+        if self._cel is None and self._want_cel:
             from gpuplan.validate.cel import CelEvaluator
 
             self._cel = CelEvaluator()
-        self.webhooks = webhooks
+        return self._cel
 
     @property
     def skipped_rules(self) -> list[Any]:
@@ -129,7 +133,7 @@ class Validator:
         for crd_version in candidates:
             compiled = self._compile(crd_version)
             problems = [compiled] if isinstance(compiled, Problem) else _errors(compiled, obj)
-            if self._cel is not None:
+            if self._cel_evaluator() is not None:
                 problems += self._cel.validate(obj, crd_version)
             if not problems:
                 return _scope_problems(obj, crd_version)
