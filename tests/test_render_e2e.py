@@ -139,3 +139,22 @@ def test_github_format_annotations(example_repo: Path) -> None:
     assert result.code == 1
     assert "::error file=tenants/team-b.yaml,line=" in result.stderr and "tenants ask 192 GPUs" in result.stderr
     assert "::warning file=" in result.stderr
+
+
+def test_exit_codes_of_main(monkeypatch, capsys, example_repo: Path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from gpuplan import cli, commands
+
+    def boom(*args: object, **kwargs: object) -> int:
+        raise RuntimeError("a bug")
+
+    for argv, code in ((["gpuplan", "render", "--bogus"], 2), (["gpuplan", "render", "--root", str(example_repo)], 3)):
+        if code == 3:
+            monkeypatch.setattr(commands, "render_fleet", boom)
+        monkeypatch.setattr("sys.argv", argv)
+        with pytest.raises(SystemExit) as exited:
+            cli.main()
+        assert exited.value.code == code
+    err = capsys.readouterr().err
+    assert "internal error: gpuplan has a bug; details were written to" in err and "Traceback" not in err
