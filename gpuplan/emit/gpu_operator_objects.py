@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 import yaml
 
+from gpuplan.model.common import DNS1123_LABEL, DNS1123_SUBDOMAIN, LABEL_VALUE
+
 # Node label MIG manager watches for the mig-parted config name.
 # Source: /work/shared/facts/mig.md rule 12 (mig-parted v0.15.0
 # cmd/nvidia-mig-manager/main.go, deployments/container/reconfigure-mig.sh).
@@ -59,10 +61,7 @@ MIG_MANAGER_DEFAULTS = (ALL_DISABLED, "")
 
 SharingKind = Literal["time-slicing", "mps"]
 
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # mig-parted profile grammar (facts/mig.md rule 5): [<C>c.]<G>g.<GB>gb[+attrs | -attrs].
 _MIG_PROFILE = re.compile(r"^(?:(\d+)c\.)?(\d+)g\.(\d+)gb(?:([+-])([A-Za-z0-9.,]+))?$")
 _MIG_ATTRIBUTE = re.compile(r"^[A-Za-z][A-Za-z0-9.]*$")
@@ -183,8 +182,8 @@ def device_plugin_config(
 
 def config_map(name: str, namespace: str, data: Mapping[str, dict]) -> dict:
     """Return a v1 ConfigMap whose values are ``data``'s documents as YAML text."""
-    _check_dns(name, _DNS_SUBDOMAIN, 253, "ConfigMap name")
-    _check_dns(namespace, _DNS_LABEL, 63, "namespace")
+    _check_dns(name, DNS1123_SUBDOMAIN, 253, "ConfigMap name")
+    _check_dns(namespace, DNS1123_LABEL, 63, "namespace")
     for key in data:
         if not _CONFIGMAP_KEY.match(key) or len(key) > 253:
             raise ValueError(f"invalid ConfigMap key {key!r}")
@@ -216,7 +215,7 @@ def cluster_policy(
     images = _operands(operator_version)
     _check_choice(mig_strategy, MIG_STRATEGIES, "mig_strategy")
     _check_choice(mig_default, MIG_MANAGER_DEFAULTS, "mig_default")
-    _check_dns(namespace, _DNS_LABEL, 63, "namespace")
+    _check_dns(namespace, DNS1123_LABEL, 63, "namespace")
     _check_bool(dcgm_exporter, "dcgm_exporter")
     if not driver_version or any(ch.isspace() for ch in driver_version):
         raise ValueError(f"invalid driver version {driver_version!r}")
@@ -328,7 +327,7 @@ def _device_plugin(image: _Image, config_map_name: str | None, default: str | No
         if default is not None:
             raise ValueError("device_plugin_default needs device_plugin_config_map")
         return section
-    _check_dns(config_map_name, _DNS_SUBDOMAIN, 253, "device-plugin ConfigMap name")
+    _check_dns(config_map_name, DNS1123_SUBDOMAIN, 253, "device-plugin ConfigMap name")
     default = DEVICE_PLUGIN_DEFAULT_CONFIG if default is None else default
     _check_label_value(default, "device-plugin default config")
     section["config"] = {"default": default, "name": config_map_name}
@@ -376,7 +375,7 @@ def _mig_manager(image: _Image, config_map_name: str | None, default: str) -> di
     """Return the MIG manager section, with the custom mig-parted ConfigMap when given."""
     config = {"default": default}
     if config_map_name is not None:
-        _check_dns(config_map_name, _DNS_SUBDOMAIN, 253, "mig-parted ConfigMap name")
+        _check_dns(config_map_name, DNS1123_SUBDOMAIN, 253, "mig-parted ConfigMap name")
         config["name"] = config_map_name
     return {"config": config, "enabled": True, **_image(image)}
 
@@ -472,13 +471,13 @@ def _check_bool(value: Any, what: str) -> None:
 
 def _check_label_value(value: str, what: str) -> None:
     """Raise ValueError unless ``value`` is a valid, non-empty Kubernetes label value."""
-    if not isinstance(value, str) or not value or len(value) > 63 or not _LABEL_VALUE.match(value):
+    if not isinstance(value, str) or not value or len(value) > 63 or not LABEL_VALUE.fullmatch(value):
         raise ValueError(f"{what} {value!r} is not a valid label value")
 
 
 def _check_dns(value: str, pattern: re.Pattern[str], limit: int, what: str) -> None:
     """Raise ValueError unless ``value`` matches a DNS-1123 ``pattern`` within ``limit``."""
-    if not isinstance(value, str) or len(value) > limit or not pattern.match(value):
+    if not isinstance(value, str) or len(value) > limit or not pattern.fullmatch(value):
         raise ValueError(f"invalid {what} {value!r}")
 
 
