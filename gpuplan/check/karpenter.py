@@ -86,7 +86,7 @@ def check_karpenter_values(fleet: Fleet) -> Iterator[Diagnostic]:
             continue
         for field, values in (("instanceTypes", spec.instance_types), ("zones", spec.zones)):
             for v_index, value in enumerate(values):
-                if len(value) > 63 or not LABEL_VALUE.match(value):
+                if len(value) > 63 or not LABEL_VALUE.fullmatch(value):
                     loc = ("nodePools", pool.index, "karpenter", field, v_index)
                     message = f"{value[:80]!r} is not a Kubernetes label value, which a NodePool requirement value must be"
                     yield cluster.located.source.diagnostic(loc, message)

@@ -185,7 +185,7 @@ def config_map(name: str, namespace: str, data: Mapping[str, dict]) -> dict:
     _check_dns(name, DNS1123_SUBDOMAIN, 253, "ConfigMap name")
     _check_dns(namespace, DNS1123_LABEL, 63, "namespace")
     for key in data:
-        if not _CONFIGMAP_KEY.match(key) or len(key) > 253:
+        if not _CONFIGMAP_KEY.fullmatch(key) or len(key) > 253:
             raise ValueError(f"invalid ConfigMap key {key!r}")
     return {
         "apiVersion": "v1",

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from gpuplan.model.common import DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
 from gpuplan.quantity import QuantityError, parse_quantity
 from gpuplan.validate.engine import Problem
 
@@ -36,9 +36,6 @@ MAX_COVERED_RESOURCES = 256  # coveredResources across all resource groups of a 
 MAX_FLAVOR_RESOURCES = 512  # sum of len(resources) over the flavors of one resource group
 WEIGHT_THRESHOLD = Fraction(1, 10**9)  # 1n: a positive fair-sharing weight must exceed it
 
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _SET_OPERATORS = ("In", "NotIn")
 _EXISTS_OPERATORS = ("Exists", "DoesNotExist")
 
@@ -51,10 +48,10 @@ def qualified_name_error(value: Any) -> str | None:
     if not isinstance(value, str):
         return f"must be a string (got {_show(value)})"
     prefix, slash, name = value.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+    if slash and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
         return ("must be a qualified name: its prefix before '/' must be a lowercase DNS "
                 f"subdomain of at most 253 characters (got {_show(value)})")
-    if not name or len(name) > 63 or not _LABEL_NAME.match(name):
+    if not name or len(name) > 63 or not LABEL_NAME.fullmatch(name):
         return ("must be a qualified name such as cpu or nvidia.com/gpu: at most 63 letters, "
                 "digits, '-', '_' or '.', starting and ending with a letter or digit, after an "
                 f"optional DNS prefix and '/' (got {_show(value)})")
@@ -65,7 +62,7 @@ def label_value_error(value: Any) -> str | None:
     """Why ``value`` is not a label value, or None when it is ("" is one)."""
     if not isinstance(value, str):
         return f"must be a string (got {_show(value)})"
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
+    if len(value) > 63 or not LABEL_VALUE.fullmatch(value):
         return ("must be a label value: at most 63 letters, digits, '-', '_' or '.', starting "
                 f"and ending with a letter or digit (got {_show(value)})")
     return None
