@@ -11,8 +11,9 @@ from pathlib import Path
 import click
 
 from gpuplan import __version__
+from gpuplan.exitcode import ExitCode
 
-USAGE, INTERNAL = 2, 3  # as in gpuplan.commands, which is imported only by the commands that need it
+# Each command imports its module when it runs, so `gpuplan --help` stays quick.
 
 _root = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="Repository holding clusters/ and tenants/.")
 _strict = click.option("--strict", is_flag=True, help="Fail on warnings too.")
@@ -36,10 +37,10 @@ def cli() -> None:
 @_crds
 def render(root: Path, out: Path | None, clusters: tuple[str, ...], check_only: bool, strict: bool, fmt: str, crds: Path | None) -> None:
     """Load, check, compile, validate and write the fleet."""
-    from gpuplan import commands
+    from gpuplan.commands import render as command
+    from gpuplan.commands.common import Options
 
-    options = commands.Options(root, out, clusters, strict, fmt, crds)
-    sys.exit(commands.render_fleet(options, check_only))
+    sys.exit(command.render_fleet(Options(root, out, clusters, strict, fmt, crds), check_only))
 
 
 @cli.command()
@@ -49,18 +50,19 @@ def render(root: Path, out: Path | None, clusters: tuple[str, ...], check_only: 
 @_crds
 def check(root: Path, strict: bool, fmt: str, crds: Path | None) -> None:
     """Everything render does except writing."""
-    from gpuplan import commands
+    from gpuplan.commands.check import check as run
+    from gpuplan.commands.common import Options
 
-    sys.exit(commands.check(commands.Options(root, strict=strict, fmt=fmt, crds=crds)))
+    sys.exit(run(Options(root, strict=strict, fmt=fmt, crds=crds)))
 
 
 @cli.command()
 @click.argument("kind", type=click.Choice(["cluster", "tenant"]))
 def schema(kind: str) -> None:
     """Print the JSON Schema of an input file kind (for yaml-language-server)."""
-    from gpuplan import commands
+    from gpuplan.commands.schema import schema as run
 
-    sys.exit(commands.schema(kind))
+    sys.exit(run(kind))
 
 
 @cli.command()
@@ -69,9 +71,10 @@ def schema(kind: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
 def capacity(root: Path, cluster: str | None, fmt: str) -> None:
     """Per cluster and pool: GPUs, schedulable units, quota per tenant, headroom, overcommit."""
-    from gpuplan import commands
+    from gpuplan.commands.capacity import capacity as run
+    from gpuplan.commands.common import Options
 
-    sys.exit(commands.capacity(commands.Options(root), cluster, fmt))
+    sys.exit(run(Options(root), cluster, fmt))
 
 
 @cli.command()
@@ -82,12 +85,9 @@ def capacity(root: Path, cluster: str | None, fmt: str) -> None:
 @_crds
 def validate(paths: tuple[Path, ...], kubernetes_version: str | None, strict: bool, fmt: str, crds: Path | None) -> None:
     """Validate any manifest files or folders: strict schemas, CEL, webhook rules, references."""
-    from gpuplan.validate.command import run as run_validate
+    from gpuplan.commands.validate import validate as run
 
-    env = os.environ.get("GPUPLAN_CRDS")
-    crds = crds if crds is not None else (Path(env) if env else None)
-
-    sys.exit(run_validate(list(paths), kubernetes_version, crds, fmt, strict))
+    sys.exit(run(list(paths), kubernetes_version, crds, fmt, strict))
 
 
 @cli.command()
@@ -100,16 +100,16 @@ def validate(paths: tuple[Path, ...], kubernetes_version: str | None, strict: bo
 @_crds
 def diff(root: Path, base: str | None, old_dir: Path | None, new_dir: Path | None, fmt: str, exit_code: bool, crds: Path | None) -> None:
     """What a change does to the rendered fleet (a pull-request comment with --format markdown)."""
-    from gpuplan.diff.command import diff as run_diff
+    from gpuplan.commands.diff import diff as run
 
-    sys.exit(run_diff(root=root, base=base, old_dir=old_dir, new_dir=new_dir, fmt=fmt, exit_code=exit_code, crds=crds))
+    sys.exit(run(root=root, base=base, old_dir=old_dir, new_dir=new_dir, fmt=fmt, exit_code=exit_code, crds=crds))
 
 
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
 def init(directory: Path) -> None:
     """A new repository: example cluster and tenant, CI workflow, pre-commit hook, README."""
-    from gpuplan.init import init_repo
+    from gpuplan.commands.init import init_repo
 
     sys.exit(init_repo(directory))
 
@@ -120,7 +120,7 @@ def init(directory: Path) -> None:
 @click.option("--cluster", default=None, help="Only this cluster.")
 def report(root: Path, out: Path | None, cluster: str | None) -> None:
     """Write an HTML page with each MIG pool's GPU layout and capacity per tenant."""
-    from gpuplan.report import write_report
+    from gpuplan.commands.report import write_report
 
     sys.exit(write_report(root, out, cluster))
 
@@ -133,12 +133,12 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(USAGE)
+        sys.exit(ExitCode.USAGE)
     except click.exceptions.Abort:
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     except SystemExit:
         raise
     except Exception:  # a bug: say so, keep the details for the report
@@ -146,7 +146,7 @@ def main() -> None:
         with os.fdopen(handle, "w") as stream:
             traceback.print_exc(file=stream)
         sys.stderr.write(f"internal error: gpuplan has a bug; details were written to {path}\n")
-        sys.exit(INTERNAL)
+        sys.exit(ExitCode.INTERNAL)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""`gpuplan report`: one self-contained HTML page with the MIG layouts and capacity of the fleet.
+"""The HTML report (`gpuplan report`): one self-contained HTML page with the MIG layouts and capacity of the fleet.
 
 The page is drawn from the resolved fleet (no manifests are emitted): per cluster, every
 distinct MIG layout of each MIG pool as an SVG of the GPU's memory slices with each instance
@@ -9,19 +9,15 @@ a ticket or published as a CI artifact.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment, PackageLoader
 
 from gpuplan import __version__
 from gpuplan.capacity import ResourceRow, capacity_rows
-from gpuplan.commands import FAILED, OK, Options, _report
-from gpuplan.diagnostics import Severity, ordered
 from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.gpus.mig import layout_text, place
-from gpuplan.pipeline import compile_fleet
 from gpuplan.pools import PoolPlan
 
 DEFAULT_NAME = "gpuplan-report.html"
@@ -355,29 +351,10 @@ def render_html(
     )
 
 
-def write_report(root: Path, out: Path | None, cluster: str | None) -> int:
-    """Write the HTML report of the fleet at root to out ('-': stdout); return the exit code.
+def __getattr__(name: str) -> Any:
+    """Keep the old import path of write_report, which moved to gpuplan.commands.report."""
+    if name == "write_report":
+        from gpuplan.commands.report import write_report
 
-    A fleet with errors is still drawn as far as it could be read (an overcommitted pool is
-    exactly what one wants to see), with the errors listed on the page, and the exit code is 1.
-    """
-    result = compile_fleet(root, (cluster,) if cluster else (), emit_output=False)
-    failed = _report(result, Options(root))
-    if result.fleet is None or (cluster is not None and cluster not in result.fleet.clusters):
-        return FAILED
-    errors = [d.text() for d in ordered(result.diagnostics) if d.severity is Severity.ERROR]
-    html = render_html(build_views(result.fleet, cluster), errors)
-    code = FAILED if failed else OK
-    if out is not None and str(out) == "-":
-        sys.stdout.write(html)
-        return code
-    target = out if out is not None else root / DEFAULT_NAME
-    try:
-        target.write_text(html, encoding="utf-8")
-    except OSError as exc:
-        sys.stderr.write(f"error: cannot write {target}: {exc.strerror or exc}\n")
-        return FAILED
-    sys.stderr.write(
-        f"wrote {target}{' (the fleet has errors: they are listed on the page)' if failed else ''}\n"
-    )
-    return code
+        return write_report
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

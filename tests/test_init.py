@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from gpuplan import __version__
-from gpuplan.init import FILES, HOOK_REPO, init_repo
+from gpuplan.commands.init import FILES, HOOK_REPO, init_repo
 from tests.conftest import PROJECT, run, snapshot
 
 EXPECTED = (

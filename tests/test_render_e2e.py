@@ -144,14 +144,15 @@ def test_github_format_annotations(example_repo: Path) -> None:
 def test_exit_codes_of_main(monkeypatch, capsys, example_repo: Path) -> None:  # type: ignore[no-untyped-def]
     import pytest
 
-    from gpuplan import cli, commands
+    from gpuplan import cli
+    from gpuplan.commands import render as render_command
 
     def boom(*args: object, **kwargs: object) -> int:
         raise RuntimeError("a bug")
 
     for argv, code in ((["gpuplan", "render", "--bogus"], 2), (["gpuplan", "render", "--root", str(example_repo)], 3)):
         if code == 3:
-            monkeypatch.setattr(commands, "render_fleet", boom)
+            monkeypatch.setattr(render_command, "render_fleet", boom)
         monkeypatch.setattr("sys.argv", argv)
         with pytest.raises(SystemExit) as exited:
             cli.main()

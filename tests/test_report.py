@@ -13,9 +13,10 @@ import pytest
 import yaml
 
 from gpuplan.capacity import ResourceRow, TenantShare
+from gpuplan.commands.init import init_repo
+from gpuplan.commands.report import write_report
 from gpuplan.gpus.catalog import lookup
 from gpuplan.gpus.mig import layout_text, place
-from gpuplan.init import init_repo
 from gpuplan.report import (
     BAR_WIDTH,
     CELL,
@@ -26,7 +27,6 @@ from gpuplan.report import (
     PoolView,
     capacity_bar,
     render_html,
-    write_report,
 )
 
 VOID = {"meta", "br", "img", "input", "hr", "link"}

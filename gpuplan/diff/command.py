@@ -1,4 +1,4 @@
-"""`gpuplan diff`: the fleet at a git REF against the working tree, or two folders, as a report.
+"""The fleet at a git REF against the working tree, or two folders, as a report.
 
 With --base the inputs at REF are read from git's object store into a temporary folder (the
 working tree, the index and HEAD are never touched) and both sides are compiled in memory;
@@ -35,7 +35,6 @@ from gpuplan.fleet import Fleet
 from gpuplan.pipeline import compile_fleet
 from gpuplan.quantity import QuantityError, parse_quantity
 
-OK, FAILED, USAGE = 0, 1, 2
 FORMATS = {"text": as_text, "markdown": as_markdown, "json": as_json}
 INPUT_FOLDERS = ("clusters", "tenants")
 NOT_GPU = ("cpu", "memory")  # capacity tables are about GPUs; cpu and memory follow from them
@@ -48,35 +47,6 @@ class UsageError(Exception):
 
 class InputErrors(Exception):
     """An input had errors; they were printed (exit 1)."""
-
-
-def diff(*, root: Path, base: str | None, old_dir: Path | None, new_dir: Path | None, fmt: str, exit_code: bool, crds: Path | None) -> int:
-    """Print what changes between two rendered fleets; return the exit code."""
-    try:
-        _check_usage(base, old_dir, new_dir, fmt)
-        if base is not None:
-            result = from_git(root, base, crds)
-        else:
-            assert old_dir is not None and new_dir is not None
-            result = from_folders(old_dir, new_dir)
-    except UsageError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return USAGE
-    except InputErrors:
-        return FAILED
-    sys.stdout.write(FORMATS[fmt](result))
-    return FAILED if exit_code and result.changes else OK
-
-
-def _check_usage(base: str | None, old_dir: Path | None, new_dir: Path | None, fmt: str) -> None:
-    """Raise UsageError unless exactly one of --base REF or OLD_DIR NEW_DIR is given."""
-    folders = [d for d in (old_dir, new_dir) if d is not None]
-    if fmt not in FORMATS:
-        raise UsageError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
-    if base is not None and folders:
-        raise UsageError("give either --base REF or two folders OLD_DIR NEW_DIR, not both")
-    if base is None and len(folders) != 2:
-        raise UsageError("give --base REF (compare with a git revision) or two folders OLD_DIR NEW_DIR")
 
 
 def _print_errors(diagnostics: list[Diagnostic], where: str) -> None:
@@ -268,3 +238,12 @@ def _result(old_label: str, new_label: str, old: Side, new: Side, capacity: list
     """Return the diff of two sides: object changes, disruptions and capacity."""
     changes = compare(old, new)
     return DiffResult(old_label, new_label, changes, find(old, new, changes), capacity)
+
+
+def __getattr__(name: str) -> Any:
+    """Keep the old import path of the command, which moved to gpuplan.commands.diff."""
+    if name == "diff":
+        from gpuplan.commands.diff import diff
+
+        return diff
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

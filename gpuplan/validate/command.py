@@ -1,10 +1,9 @@
-"""`gpuplan validate PATH...`: any manifests, checked the way the API server and webhooks would."""
+"""Any manifests (`gpuplan validate PATH...`), checked the way the API server and webhooks would."""
 
 from __future__ import annotations
 
 import multiprocessing
 import re
-import sys
 from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,10 +18,8 @@ except ImportError:  # pragma: no cover
     yaml_rs = None
 from ruamel.yaml import YAML
 
-from gpuplan.diagnostics import Diagnostic, Severity, error, has_errors, ordered, render
+from gpuplan.diagnostics import Diagnostic, Severity, error, ordered
 from gpuplan.locate import problem_path, split_path
-from gpuplan.validate.core import UnknownKubernetesVersion, newest
-from gpuplan.validate.crds import CrdIndex, CrdLoadError
 from gpuplan.validate.engine import Validator
 from gpuplan.validate.references import check_references
 
@@ -220,29 +217,18 @@ def _read_and_check_all(files: list[Path], validator: Validator) -> tuple[list[D
     return docs + more_docs, found + more_found, skipped | more_skipped
 
 
-def run(paths: list[Path], kubernetes_version: str | None, crds: Path | None, fmt: str, strict: bool) -> int:
-    """Validate manifest files and folders; return the exit code."""
-    try:
-        index = CrdIndex.load(crds) if crds is not None else None
-    except (CrdLoadError, OSError) as exc:
-        sys.stderr.write(f"error: cannot read the CRDs in {crds}: {exc}\n")
-        return 2
-    try:
-        validator = Validator(index, kubernetes_version or newest(), cel=True, webhooks=True)
-    except UnknownKubernetesVersion as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 2
+def validate_paths(paths: list[Path], validator: Validator) -> tuple[list[Document], int, list[Diagnostic], set[tuple[str, str, str]]]:
+    """Validate the manifests under paths; return the objects, the file count, findings and skipped CEL rules."""
     files = list(manifest_files(paths))
     docs, found, skipped = _read_and_check_all(files, validator)
     found += validate_documents(docs, validator, [p.absolute() if p.is_dir() else p.absolute().parent for p in paths], checked=True)
-    found = ordered(found)
-    text = render(found, fmt)
-    sys.stderr.write(text)
-    if fmt == "text":
-        if index is None:
-            sys.stderr.write("note: custom resources were not validated against CRDs: set --crds DIR or GPUPLAN_CRDS\n")
-        for rule in sorted(skipped):
-            sys.stderr.write(f"note: CEL rule of {rule[0]} at {rule[1]} was not evaluated: {rule[2]}\n")
-        if not found:
-            sys.stderr.write(f"{len(docs)} objects in {len(files)} files are valid\n")
-    return 1 if has_errors(found, strict) else 0
+    return docs, len(files), ordered(found), skipped
+
+
+def __getattr__(name: str) -> Any:
+    """Keep the old import path of the command, which moved to gpuplan.commands.validate."""
+    if name == "run":
+        from gpuplan.commands.validate import validate
+
+        return validate
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,16 @@
+"""The subcommands, one module each, as plain functions returning an exit code; only cli.main() exits.
+
+render, check, validate, diff, capacity, report, schema and init live in gpuplan/commands/<name>.py;
+the engines they drive stay in their stages (pipeline, validate/, diff/, report, capacity).
+"""
+
+from __future__ import annotations
+
+from gpuplan.commands.common import Options
+from gpuplan.commands.render import render_fleet
+from gpuplan.exitcode import ExitCode
+
+# The names this package had as one module, kept so older imports still work.
+OK, FAILED, USAGE, INTERNAL = ExitCode.OK, ExitCode.FAILED, ExitCode.USAGE, ExitCode.INTERNAL
+
+__all__ = ["FAILED", "INTERNAL", "OK", "USAGE", "ExitCode", "Options", "render_fleet"]

@@ -1,0 +1,21 @@
+"""`gpuplan capacity`: GPUs, schedulable units, quota per tenant and headroom per pool."""
+
+from __future__ import annotations
+
+import sys
+
+from gpuplan.capacity import as_json, as_markdown, as_text, capacity_rows
+from gpuplan.commands.common import Options, print_findings
+from gpuplan.exitcode import ExitCode
+from gpuplan.pipeline import compile_fleet
+
+
+def capacity(options: Options, cluster: str | None, fmt: str) -> int:
+    """Print the capacity picture of the fleet (or one cluster); return the exit code."""
+    result = compile_fleet(options.root, (cluster,) if cluster else (), options.crds, emit_output=False)
+    if print_findings(result, Options(options.root, strict=False, fmt="text")) or result.fleet is None:
+        return ExitCode.FAILED
+    rows = capacity_rows(result.fleet, cluster)
+    render_rows = {"text": as_text, "markdown": as_markdown, "json": as_json}[fmt]
+    sys.stdout.write(render_rows(rows))
+    return ExitCode.OK

@@ -1,0 +1,19 @@
+"""`gpuplan check`: everything render does except writing."""
+
+from __future__ import annotations
+
+import sys
+
+from gpuplan.commands.common import Options, print_findings
+from gpuplan.exitcode import ExitCode
+from gpuplan.pipeline import compile_fleet
+
+
+def check(options: Options) -> int:
+    """Run everything render does except writing; return the exit code."""
+    result = compile_fleet(options.root, options.clusters, options.crds)
+    if print_findings(result, options):
+        return ExitCode.FAILED
+    if options.fmt == "text":
+        sys.stderr.write(f"fleet is valid: {len(result.manifests)} objects\n")
+    return ExitCode.OK

@@ -1,0 +1,39 @@
+"""What the commands share: the options the flags asked for, and how findings are printed."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuplan.diagnostics import has_errors, ordered, render
+from gpuplan.pipeline import Compiled
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the flags asked for."""
+
+    root: Path
+    out: Path | None = None
+    clusters: tuple[str, ...] = ()
+    strict: bool = False
+    fmt: str = "text"
+    crds: Path | None = None
+
+    @property
+    def output(self) -> Path:
+        """Return the output folder (default: <root>/output)."""
+        return self.out if self.out is not None else self.root / "output"
+
+
+def print_findings(result: Compiled, options: Options) -> bool:
+    """Print the findings to stderr; return True when they fail the run."""
+    found = ordered(result.diagnostics)
+    text = render(found, options.fmt)
+    if text:
+        sys.stderr.write(text)
+    if options.fmt == "text":
+        for note in result.notes:
+            sys.stderr.write(f"note: {note}\n")
+    return has_errors(found, options.strict)

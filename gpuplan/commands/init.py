@@ -1,0 +1,76 @@
+"""`gpuplan init`: a new fleet repository with an example, its CI workflow and pre-commit hook."""
+
+from __future__ import annotations
+
+import sys
+from importlib.resources import files
+from pathlib import Path
+
+from gpuplan import __version__
+from gpuplan.commands.common import Options
+from gpuplan.commands.render import render_fleet
+from gpuplan.exitcode import ExitCode
+
+# Where pre-commit fetches gpuplan's hooks (.pre-commit-hooks.yaml at that repository's root).
+HOOK_REPO = "https://github.com/gpuplan/gpuplan"
+
+# Repository path -> the template in gpuplan/templates it is written from.
+FILES = {
+    "clusters/gpu-cluster.yaml": "init-cluster.yaml",
+    "tenants/team-a.yaml": "init-tenant.yaml",
+    "README.md": "init-README.md",
+    ".github/workflows/gpuplan.yml": "init-workflow.yml",
+    ".pre-commit-config.yaml": "init-pre-commit-config.yaml",
+    ".gitignore": "init-gitignore",
+}
+INPUT_FOLDERS = ("clusters", "tenants")
+
+
+def template_text(name: str) -> str:
+    """Return an init template with the gpuplan version and hook repository filled in."""
+    text = (files("gpuplan") / "templates" / name).read_text(encoding="utf-8")
+    return text.replace("__GPUPLAN_VERSION__", __version__).replace("__GPUPLAN_REPO__", HOOK_REPO)
+
+
+def _refusal(target: Path) -> str | None:
+    """Return why init must not write into target, or None when it may."""
+    if target.exists() and not target.is_dir():
+        return f"{target} exists and is not a folder"
+    taken = [f"{name}/" for name in INPUT_FOLDERS if (target / name).exists()]
+    if taken:
+        return f"{target} already has {' and '.join(taken)}: gpuplan init only creates new repositories"
+    return None
+
+
+def _write_new(path: Path, text: str) -> bool:
+    """Create a file that does not exist yet; return False (and leave it alone) if it does."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with path.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    except FileExistsError:
+        return False
+    return True
+
+
+def init_repo(target: Path) -> int:
+    """Create a gpuplan repository in target (new or without inputs), render it, return the exit code."""
+    reason = _refusal(target)
+    if reason is not None:
+        sys.stderr.write(f"error: {reason}; nothing was written\n")
+        return ExitCode.FAILED
+    kept = [
+        relative
+        for relative, name in FILES.items()
+        if not _write_new(target / relative, template_text(name))
+    ]
+    for relative in kept:
+        sys.stderr.write(f"kept your {relative} (gpuplan init never overwrites a file)\n")
+    sys.stderr.write(f"created a gpuplan repository in {target}\n")
+    code = render_fleet(Options(root=target))
+    if code != ExitCode.OK:
+        return code
+    sys.stderr.write(
+        "next: edit clusters/ and tenants/, run `gpuplan render`, and commit clusters/, tenants/ and output/\n"
+    )
+    return ExitCode.OK
