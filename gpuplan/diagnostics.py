@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 class Severity(str, Enum):
@@ -82,3 +86,70 @@ def render(diagnostics: Sequence[Diagnostic], fmt: str) -> str:
     if fmt == "text" and diagnostics:
         lines.append(summary(diagnostics))
     return "".join(line + "\n" for line in lines)
+
+
+# Locations: where a finding points. Every stage uses these; only load.py makes SourceFiles.
+
+Key = tuple[str | int, ...]
+Position = tuple[int, int]
+
+
+def format_path(loc: Key) -> str:
+    """Return a field path such as `nodePools[1].sharing.mig.layout`."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+@dataclass
+class SourceFile:
+    """One parsed input file: plain data plus the position of every key and value."""
+
+    path: str  # as shown in diagnostics: relative to the repository root, with '/'
+    data: Any
+    values: dict[Key, Position] = field(default_factory=dict)
+    keys: dict[Key, Position] = field(default_factory=dict)
+
+    def position(self, loc: Key, at_key: bool = False) -> Position:
+        """Return the position of the deepest part of `loc` that exists in the file."""
+        table = self.keys if at_key else self.values
+        for end in range(len(loc), 0, -1):
+            where = table.get(loc[:end]) or self.values.get(loc[:end])
+            if where is not None:
+                return where
+        return (1, 1)
+
+    def existing(self, loc: Key) -> Key:
+        """Return the part of `loc` that indexes into the data, dropping validator-only parts."""
+        out: list[str | int] = []
+        node = self.data
+        for part in loc:
+            if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:
+                continue
+            out.append(part)
+        if loc and loc[-1] not in out[-1:] and not isinstance(loc[-1], int):
+            out.append(loc[-1])  # a missing or unknown key still names itself
+        return tuple(out)
+
+    def diagnostic(self, loc: Key, message: str, at_key: bool = False) -> Diagnostic:
+        """Return an error at `loc` in this file."""
+        line, col = self.position(loc, at_key)
+        return error(self.path, line, col, format_path(loc), message)
+
+
+M = TypeVar("M", bound="BaseModel")
+
+
+@dataclass(frozen=True)
+class Located(Generic[M]):
+    """A validated model and the file it came from."""
+
+    model: M
+    source: SourceFile
+
+    def at(self, *loc: str | int, key: bool = False, message: str) -> Diagnostic:
+        """Return an error at a field of this model's file."""
+        return self.source.diagnostic(tuple(loc), message, at_key=key)

@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from gpuplan.load import Key
+from gpuplan.diagnostics import Key, Located
 from gpuplan.model.cluster import Cluster
 from gpuplan.model.tenant import Allocation, Tenant
 from gpuplan.pools import PoolPlan
-from gpuplan.sources import Located
 
 # GPUs per node of common cloud instance types, for pools that leave gpusPerNode out.
 # Source: AWS EC2 accelerated-computing instance type pages (P4, P5, P6, G4dn, G5, G6, G6e).
@@ -145,3 +144,6 @@ class Fleet:
     clusters: dict[str, ClusterPlan]
     tenants: dict[str, Located[Tenant]]
     files: list[str]
+    base: dict[tuple[str, str, str, str], int] | None = None
+    """With `check --base REF`: (cluster, pool, resource, tenant) -> nominal quota at REF, and
+    (cluster, pool, resource, "") -> the pool's capacity there; None without a base."""

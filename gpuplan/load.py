@@ -5,7 +5,6 @@ from __future__ import annotations
 import multiprocessing
 import re
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,62 +12,13 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from gpuplan.diagnostics import Diagnostic, error
+from gpuplan.diagnostics import Diagnostic, Key, Position, SourceFile, error
+from gpuplan.diagnostics import format_path as format_path  # its old import path
 
 # Bounds that refuse hostile input (alias bombs, absurd nesting, huge files) before any model sees it.
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 200_000
 MAX_DEPTH = 64
-
-Key = tuple[str | int, ...]
-Position = tuple[int, int]
-
-
-@dataclass
-class SourceFile:
-    """One parsed input file: plain data plus the position of every key and value."""
-
-    path: str  # as shown in diagnostics: relative to the repository root, with '/'
-    data: Any
-    values: dict[Key, Position] = field(default_factory=dict)
-    keys: dict[Key, Position] = field(default_factory=dict)
-
-    def position(self, loc: Key, at_key: bool = False) -> Position:
-        """Return the position of the deepest part of `loc` that exists in the file."""
-        table = self.keys if at_key else self.values
-        for end in range(len(loc), 0, -1):
-            where = table.get(loc[:end]) or self.values.get(loc[:end])
-            if where is not None:
-                return where
-        return (1, 1)
-
-    def existing(self, loc: Key) -> Key:
-        """Return the part of `loc` that indexes into the data, dropping validator-only parts."""
-        out: list[str | int] = []
-        node = self.data
-        for part in loc:
-            if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-                node = node[part]
-            else:
-                continue
-            out.append(part)
-        if loc and loc[-1] not in out[-1:] and not isinstance(loc[-1], int):
-            out.append(loc[-1])  # a missing or unknown key still names itself
-        return tuple(out)
-
-    def diagnostic(self, loc: Key, message: str, at_key: bool = False) -> Diagnostic:
-        """Return an error at `loc` in this file."""
-        line, col = self.position(loc, at_key)
-        return error(self.path, line, col, format_path(loc), message)
-
-
-def format_path(loc: Key) -> str:
-    """Return a field path such as `nodePools[1].sharing.mig.layout`."""
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
 
 class _Refused(Exception):
     """Input refused before any model sees it, with where it was found."""

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import difflib
 
-from gpuplan.diagnostics import Diagnostic
+from gpuplan.diagnostics import Diagnostic, Key, Located
 from gpuplan.fleet import INSTANCE_GPUS, AllocationPlan, ClusterPlan, Fleet, Grant
 from gpuplan.gpus import catalog
 from gpuplan.gpus.mig import place
-from gpuplan.load import Key
 from gpuplan.model.cluster import Cluster
 from gpuplan.model.tenant import Quota, Tenant
 from gpuplan.pools import PoolPlan, build_pool
-from gpuplan.sources import Inputs, Located
+from gpuplan.sources import Inputs
 
 
 def _guess(name: str, known: list[str]) -> str:

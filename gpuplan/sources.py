@@ -6,27 +6,15 @@ import difflib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from gpuplan.diagnostics import Diagnostic
-from gpuplan.load import Key, SourceFile, read_folder
+from gpuplan.diagnostics import Diagnostic, Key, Located, SourceFile
+from gpuplan.load import read_folder
 from gpuplan.model import Cluster, Tenant
 
 M = TypeVar("M", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class Located(Generic[M]):
-    """A validated model and the file it came from."""
-
-    model: M
-    source: SourceFile
-
-    def at(self, *loc: str | int, key: bool = False, message: str) -> Diagnostic:
-        """Return an error at a field of this model's file."""
-        return self.source.diagnostic(tuple(loc), message, at_key=key)
 
 
 @dataclass

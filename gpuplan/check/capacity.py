@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check
-from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.load import format_path
+from gpuplan.check import check, codes
+from gpuplan.diagnostics import Diagnostic, Severity, format_path
 from gpuplan.fleet import ClusterPlan, Fleet, Grant
 from gpuplan.pools import PoolPlan
 
@@ -44,28 +43,59 @@ def _per_node_text(pool: PoolPlan, resource: str) -> str:
     return str(pool.resources[resource].per_node)
 
 
+def base_key(cluster: ClusterPlan, pool: str, resource: str, tenant: str) -> tuple[str, str, str, str]:
+    """Return the key of a quota (or with tenant "" a pool's capacity) in Fleet.base."""
+    return (cluster.name, pool, resource, tenant)
+
+
+def _changed(fleet: Fleet, cluster: ClusterPlan, pool: PoolPlan, resource: str, grants: list[Grant]) -> list[Grant] | None:
+    """Return the grants whose quota differs from the git base (None: no base, or only the pool changed)."""
+    if fleet.base is None:
+        return None
+    changed = [g for g in grants if fleet.base.get(base_key(cluster, pool.name, resource, g.owner.name)) != g.nominal]
+    return changed or None
+
+
+def _share(grant: Grant, grants: list[Grant]) -> str:
+    others = " + ".join(f"{g.owner.name} {g.nominal}" for g in grants if g is not grant)
+    return f"tenant {grant.owner.name} asks {grant.nominal}" + (f", with {others}" if others else "")
+
+
 @check
+@codes("pool-capacity-autoscaled")
 def check_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Error when nominal quotas exceed a pool at nodes.max; warn above nodes.min."""
+    """Error when nominal quotas exceed a pool at nodes.max; warn (at the pool) above nodes.min.
+
+    The error stands at the quota that changed since `check --base REF` when there is one, and
+    otherwise at every contributing tenant's quota, each quoting that tenant's own share.
+    """
     for cluster in fleet.clusters.values():
         for (pool_name, resource), grants in sorted(_grants(cluster).items()):
             pool = cluster.pools[pool_name]
             asked = sum(g.nominal for g in grants)
             most, least = pool.capacity(resource), pool.capacity(resource, at_least=True)
-            last = grants[-1]
-            file, line, col, path = _where(last)
             units = unit_name(pool, resource, asked)
             per_node = _per_node_text(pool, resource)
             if asked > most:
+                total = f"tenants ask {asked} {units} of pool {pool_name}, which has at most {most} ({_nodes(pool.nodes_most)} x {per_node})"
+                changed = _changed(fleet, cluster, pool, resource, grants)
+                if changed is None and fleet.base is not None:
+                    yield _pool_at(cluster, pool, ("nodes",), Severity.ERROR, f"{total}: the pool shrank below its quotas")
+                    continue
+                for grant in changed or grants:
+                    file, line, col, path = _where(grant)
+                    yield Diagnostic(file, line, col, Severity.ERROR, path, f"{total}; {_share(grant, grants)}")
+            elif asked > least and pool.spec.nodes.autoscaled:
                 share = " + ".join(f"{g.owner.name} {g.nominal}" for g in grants)
                 message = (
-                    f"tenants ask {asked} {units} of pool {pool_name}, which has at most {most} "
-                    f"({_nodes(pool.nodes_most)} x {per_node}); {share}"
-                )
-                yield Diagnostic(file, line, col, Severity.ERROR, path, message)
-            elif asked > least and pool.spec.nodes.autoscaled:
-                message = (
-                    f"{asked} {units} of pool {pool_name} exceed its always-on {least} "
+                    f"tenants' {asked} {units} of pool {pool_name} ({share}) exceed its always-on {least} "
                     f"(nodes.min {pool.nodes_least} x {per_node}); the rest depends on autoscaling"
                 )
-                yield Diagnostic(file, line, col, Severity.WARNING, path, message)
+                yield _pool_at(cluster, pool, ("nodes", "min"), Severity.WARNING, message, "pool-capacity-autoscaled")
+
+
+def _pool_at(cluster: ClusterPlan, pool: PoolPlan, rest: tuple[str, ...], severity: Severity, message: str, code: str = "") -> Diagnostic:
+    loc = ("nodePools", pool.index, *rest)
+    source = cluster.located.source
+    line, col = source.position(loc)
+    return Diagnostic(source.path, line, col, severity, format_path(loc), message, code)

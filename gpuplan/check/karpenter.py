@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpuplan.check import check
-from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
 from gpuplan.emit import karpenter as karpenter_emit
 from gpuplan.emit import nfd
 from gpuplan.fleet import INSTANCE_GPUS, ClusterPlan, Fleet
-from gpuplan.load import Key, SourceFile, format_path
 from gpuplan.model.common import LABEL_VALUE
 from gpuplan.pools import GPU, PoolPlan
 

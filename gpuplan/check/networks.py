@@ -11,9 +11,8 @@ import ipaddress
 from collections.abc import Iterator
 
 from gpuplan.check import check
-from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
 from gpuplan.fleet import ClusterPlan, Fleet
-from gpuplan.load import Key, SourceFile, format_path
 from gpuplan.model.cluster import Ipam, Network
 
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network

@@ -6,8 +6,7 @@ from collections.abc import Iterator
 from fractions import Fraction
 
 from gpuplan.check import check
-from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.load import format_path
+from gpuplan.diagnostics import Diagnostic, Severity, format_path
 from gpuplan.fleet import AllocationPlan, Fleet, Grant
 from gpuplan.pools import GPU
 from gpuplan.quantity import format_bytes, format_cpu
