@@ -31,7 +31,7 @@ import yaml
 from gpuplan.model.common import DNS1123_LABEL, DNS1123_SUBDOMAIN, LABEL_VALUE
 
 # Node label MIG manager watches for the mig-parted config name.
-# Source: /work/shared/facts/mig.md rule 12 (mig-parted v0.15.0
+# Source: ../shared/facts/mig.md rule 12 (mig-parted v0.15.0
 # cmd/nvidia-mig-manager/main.go, deployments/container/reconfigure-mig.sh).
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 # Node label selecting a device-plugin config key.
@@ -78,7 +78,7 @@ class _Image:
 
 # Operand images the chart's values.yaml sets, per operator version.
 # v26.7.0 = NVIDIA/gpu-operator commit 10ee5b3638b89e11e949412aafa5ba99279c3721 (the CRD
-# in /work/shared/crds). Repositories and image names: the chart's ClusterPolicy snapshot
+# in ../shared/crds). Repositories and image names: the chart's ClusterPolicy snapshot
 # deployments/gpu-operator/tests/__snapshot__/clusterpolicy_test.yaml.snap. Versions:
 # - devicePlugin, gfd v0.20.0; migManager v0.15.0; driver manager v0.12.0: the v26.3.3 ->
 #   v26.7.0 bump of bundle CSV relatedImages and values.yaml (compare 7ab78b49...10ee5b36).
