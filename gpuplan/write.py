@@ -4,17 +4,24 @@ gpuplan owns exactly the files that start with OWNED_MARK; it never touches any 
 the output folder. A render builds the complete new tree beside the old one (foreign files
 hard-linked across) and swaps the two folders in one atomic rename, so a killed render leaves
 either the old output or the new one, never a mix.
+
+Nothing outside the output folder is ever written, renamed or deleted, whatever is found there:
+every operation runs relative to a directory fd (gpuplan.safefs), a link inside the output on the
+way to a generated file is refused, and the only entries made beside the output are its own
+hidden staging folders, which are removed before the command exits (SIGINT and SIGTERM included).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
-import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from gpuplan import safefs
 from gpuplan.emit.meta import Manifest
 from gpuplan.yamlout import dump
 
@@ -48,41 +55,97 @@ def render_files(manifests: list[Manifest]) -> dict[str, bytes]:
 def safe_relative(path: str) -> PurePosixPath:
     """Return the path if it stays inside the output folder, else raise WriteError."""
     pure = PurePosixPath(path)
-    if pure.is_absolute() or ".." in pure.parts or "\\" in path or not pure.parts or "\x00" in path:
+    bad = pure.is_absolute() or ".." in pure.parts or "." in path.split("/") or "\\" in path
+    if bad or not pure.parts or "\x00" in path or "//" in path or path.endswith("/"):
         raise WriteError(f"refusing to write outside the output folder: {path!r}")
     return pure
 
 
-def _is_owned(path: Path) -> bool:
+@dataclass(frozen=True)
+class OutputTree:
+    """What the output folder holds: gpuplan's files and everything else, found without following links."""
+
+    listing: safefs.Listing
+    owned: tuple[str, ...]  # files that start with OWNED_MARK
+
+    @property
+    def foreign(self) -> list[str]:
+        """Return every file, link and special entry gpuplan did not write."""
+        mine = set(self.owned)
+        return sorted([p for p in self.listing.files if p not in mine] + self.listing.links + self.listing.other)
+
+
+def _state(out: Path) -> os.stat_result | None:
+    """Return the output's own lstat, None when it is missing; refuse a link or a non-folder."""
     try:
-        with path.open("rb") as handle:
-            return handle.read(len(OWNED_MARK)) == OWNED_MARK.encode()
-    except OSError:
-        return False
+        st = os.lstat(out)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise WriteError(f"cannot read {out}: {exc.strerror}; nothing was written") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise WriteError(f"{out} is a symbolic link: refusing to write through it")
+    if not stat.S_ISDIR(st.st_mode):
+        raise WriteError(f"{out} exists and is not a folder: move it away or choose another --out; it was left as it is")
+    return st
+
+
+def _tree_at(dir_fd: int) -> OutputTree:
+    listing = safefs.scan(dir_fd)
+    owned = []
+    for relative in listing.files:
+        folder, _, name = relative.rpartition("/")
+        try:
+            fd = safefs.open_dir(dir_fd, folder)
+            try:
+                head = safefs.read_head(fd, name, len(OWNED_MARK))
+            finally:
+                os.close(fd)
+        except OSError:
+            continue  # unreadable: not gpuplan's, so it is carried over untouched
+        if head == OWNED_MARK.encode():
+            owned.append(relative)
+    return OutputTree(listing, tuple(owned))
+
+
+def read_tree(out: Path) -> OutputTree:
+    """Return what the output folder holds (empty when it does not exist)."""
+    if _state(out) is None:
+        return OutputTree(safefs.Listing(), ())
+    fd = os.open(out, safefs.DIR_FLAGS)
+    try:
+        return _tree_at(fd)
+    finally:
+        os.close(fd)
 
 
 def existing_files(out: Path) -> tuple[dict[str, Path], list[str]]:
     """Return (gpuplan's files by relative path, every other entry) without following links."""
-    owned: dict[str, Path] = {}
-    foreign: list[str] = []
-    if not out.is_dir():
-        return owned, foreign
-    for dirpath, dirnames, filenames in os.walk(out, followlinks=False):
-        base = Path(dirpath)
-        dirnames.sort()
-        for name in sorted(filenames) + [d for d in dirnames if (base / d).is_symlink()]:
-            full = base / name
-            relative = full.relative_to(out).as_posix()
-            if not full.is_symlink() and full.is_file() and _is_owned(full):
-                owned[relative] = full
-            else:
-                foreign.append(relative)
-    return owned, foreign
+    tree = read_tree(out)
+    return {p: out / p for p in tree.owned}, tree.foreign
 
 
 def in_scope(relative: str, scope: tuple[str, ...]) -> bool:
     """Tell whether an owned file belongs to the clusters being rendered (empty scope: all)."""
     return not scope or any(relative.startswith(prefix) for prefix in scope)
+
+
+def refuse_unsafe(out: Path, tree: OutputTree, files: dict[str, bytes]) -> None:
+    """Refuse links, files and foreign entries that stand where a generated file or folder goes."""
+    listing, owned = tree.listing, set(tree.owned)
+    folders = sorted({str(parent) for p in files for parent in PurePosixPath(p).parents if str(parent) != "."}, key=len)
+    for folder in folders:
+        kind = listing.kind(folder)
+        if kind == "link":
+            raise WriteError(f"{out / folder} is a symbolic link: gpuplan never writes through links inside the output folder; remove it")
+        if kind not in (None, "dir"):
+            raise WriteError(f"{out / folder} is not a folder but gpuplan writes files into it: move it away")
+    for relative in sorted(files):
+        kind = listing.kind(relative)
+        if kind == "link":
+            raise WriteError(f"{out / relative} is a symbolic link named like a generated file: remove it (gpuplan never writes through links)")
+        if kind is not None and relative not in owned:
+            raise WriteError(f"{out / relative} exists and was not written by gpuplan: move it away")
 
 
 @dataclass(frozen=True)
@@ -107,66 +170,87 @@ class Changes:
         )
 
 
+def _read_owned(out: Path, relative: str) -> bytes:
+    folder, _, name = relative.rpartition("/")
+    root = os.open(out, safefs.DIR_FLAGS)
+    try:
+        fd = safefs.open_dir(root, folder)
+    finally:
+        os.close(root)
+    try:
+        return safefs.read_all(fd, name)
+    finally:
+        os.close(fd)
+
+
 def compare(out: Path, files: dict[str, bytes], scope: tuple[str, ...] = ()) -> Changes:
-    """Compare the rendered files with gpuplan's files on disk."""
-    owned, _ = existing_files(out)
-    owned = {p: f for p, f in owned.items() if in_scope(p, scope)}
-    added = sorted(p for p in files if p not in owned)
-    changed = sorted(p for p in files if p in owned and owned[p].read_bytes() != files[p])
+    """Compare the rendered files with gpuplan's files on disk; refuse an output gpuplan must not write."""
+    try:
+        tree = read_tree(out)
+        refuse_unsafe(out, tree, files)
+        owned = {p for p in tree.owned if in_scope(p, scope)}
+        added = sorted(p for p in files if p not in owned)
+        changed = sorted(p for p in files if p in owned and _read_owned(out, p) != files[p])
+    except OSError as exc:
+        raise WriteError(f"cannot read {out}: {exc.strerror or exc}; nothing was written") from None
     removed = sorted(p for p in owned if p not in files)
-    foreign_clash = [p for p in files if p not in owned and (out / p).exists()]
-    if foreign_clash:
-        raise WriteError(f"{out / foreign_clash[0]} exists and was not written by gpuplan: move it away")
     return Changes(added, changed, removed)
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two directories (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
+def _exchange(parent_fd: int, a: str, b: str) -> bool:
+    """Atomically swap two folders of one parent (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
     except (OSError, AttributeError):
         return False
     renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    at_fdcwd, rename_exchange = -100, 2
-    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+    rename_exchange = 2
+    if renameat2(parent_fd, os.fsencode(a), parent_fd, os.fsencode(b), rename_exchange) == 0:
         return True
     code = ctypes.get_errno()
     if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
         return False
-    raise OSError(code, os.strerror(code), str(a))
+    raise OSError(code, os.strerror(code), b)
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _ours(name: str, out_name: str) -> bool:
+    return name.startswith((f".{out_name}{STAGING}", f".{out_name}{RETIRED}"))
 
 
-def clean_stale(out: Path) -> None:
-    """Remove staging folders that a killed render left beside the output folder.
+def _clean_stale_at(parent_fd: int, out_name: str) -> None:
+    """Remove this output's staging folders that a killed render left; put back a half-swapped output.
 
     Where the two-rename fallback was killed between its renames, the output is missing and the
     retired folder holds the old output: it is put back first.
     """
-    parent = out.parent
-    if not parent.is_dir():
+    names = sorted(n for n in os.listdir(parent_fd) if _ours(n, out_name))
+    retired = [n for n in names if n.startswith(f".{out_name}{RETIRED}")]
+    try:
+        os.stat(out_name, dir_fd=parent_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        if retired:
+            os.rename(retired[-1], out_name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+            names.remove(retired[-1])
+    for name in names:
+        pid = name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+            continue  # another render is running beside us
+        safefs.remove_tree(parent_fd, name)
+
+
+def clean_stale(out: Path) -> None:
+    """Remove staging folders that a killed render left beside the output folder."""
+    try:
+        parent_fd = os.open(out.parent, safefs.DIR_FLAGS & ~os.O_NOFOLLOW)
+    except OSError:
         return
-    retired = sorted(parent.glob(f".{out.name}{RETIRED}*"))
-    if not out.exists() and retired:
-        os.rename(retired[-1], out)
-    for entry in parent.iterdir():
-        name = entry.name
-        if name.startswith(f".{out.name}{STAGING}") or name.startswith(f".{out.name}{RETIRED}"):
-            pid = name.rsplit("-", 1)[-1]
-            if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
-                continue
-            shutil.rmtree(entry, ignore_errors=True)
+    try:
+        _clean_stale_at(parent_fd, out.name)
+    except OSError:
+        pass  # best effort: the next render tries again
+    finally:
+        os.close(parent_fd)
 
 
 def _alive(pid: int) -> bool:
@@ -179,36 +263,49 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if source.is_symlink():
-        os.symlink(os.readlink(source), target)
-        return
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)
+def _by_folder(paths: list[str]) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for relative in paths:
+        folder, _, name = relative.rpartition("/")
+        groups.setdefault(folder, []).append(name)
+    return groups
 
 
-def _stage(out: Path, staging: Path, files: dict[str, bytes], scope: tuple[str, ...]) -> None:
-    owned, foreign = existing_files(out)
-    for relative in foreign:
-        _link_or_copy(out / relative, staging / relative)
-    for relative, path in owned.items():
-        if not in_scope(relative, scope) and relative not in files:
-            _link_or_copy(path, staging / relative)
-    made: set[Path] = set()
-    for relative, data in files.items():
-        target = staging / relative
-        if target.parent not in made:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            made.add(target.parent)
-        with open(target, "wb") as handle:
-            handle.write(data)
-    _sync_filesystem(staging)
+def _stage(out_fd: int | None, staging_fd: int, tree: OutputTree, files: dict[str, bytes], scope: tuple[str, ...]) -> None:
+    """Fill the staging folder: the new files, plus every entry of the old output that stays."""
+    for folder in tree.listing.dirs:
+        os.close(safefs.open_dir(staging_fd, folder, create=True))
+    keep = tree.foreign + [p for p in tree.owned if not in_scope(p, scope) and p not in files]
+    for folder, names in sorted(_by_folder(keep).items()):
+        assert out_fd is not None
+        src, dst = safefs.open_dir(out_fd, folder), safefs.open_dir(staging_fd, folder, create=True)
+        try:
+            for name in names:
+                safefs.carry_over(src, dst, name)
+        finally:
+            os.close(src)
+            os.close(dst)
+    for folder, names in sorted(_by_folder(sorted(files)).items()):
+        dst = safefs.open_dir(staging_fd, folder, create=True)
+        try:
+            for name in names:
+                _write_new(dst, name, files[f"{folder}/{name}" if folder else name])
+        finally:
+            os.close(dst)
+    _sync_filesystem(staging_fd)
 
 
-def _sync_filesystem(path: Path) -> None:
+def _write_new(dir_fd: int, name: str, data: bytes) -> None:
+    """Create one file in a folder; O_EXCL | O_NOFOLLOW: never through a link, never over an entry."""
+
+    def opener(path: str, flags: int) -> int:
+        return os.open(path, flags | safefs.NEW_FILE_FLAGS, 0o666, dir_fd=dir_fd)
+
+    with open(name, "wb", opener=opener) as handle:
+        handle.write(data)
+
+
+def _sync_filesystem(dir_fd: int) -> None:
     """With GPUPLAN_FSYNC=1, flush the staged tree to disk with one syncfs(2) before the swap.
 
     Off by default: atomicity against a killed process needs no flush (the page cache survives
@@ -218,39 +315,89 @@ def _sync_filesystem(path: Path) -> None:
     """
     if os.environ.get("GPUPLAN_FSYNC") != "1":
         return
-    fd = os.open(path, os.O_RDONLY)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        if getattr(libc, "syncfs", None) is None or libc.syncfs(fd) != 0:
+        if getattr(libc, "syncfs", None) is None or libc.syncfs(dir_fd) != 0:
             os.sync()
     except OSError:
         os.sync()
-    finally:
-        os.close(fd)
+
+
+def _swap(parent_fd: int, staging: str, name: str, existed: bool) -> None:
+    """Put the staged tree in place of the output in one step; the staging name then holds the old output."""
+    if not existed:
+        os.rename(staging, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+        return
+    if _exchange(parent_fd, staging, name):
+        return
+    retired = f".{name}{RETIRED}{os.getpid()}"
+    with safefs.signals_held():  # never stop between the two renames
+        os.rename(name, retired, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+        try:
+            os.rename(staging, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+        except OSError:
+            os.rename(retired, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+            raise
+        os.rename(retired, staging, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+
+
+def _refuse_read_only(out: Path, st: os.stat_result | None, tree: OutputTree) -> None:
+    if st is not None and not safefs.writable(st):
+        raise WriteError(f"{out} is read-only: make it writable to render into it; the old output is unchanged")
+    if tree.listing.read_only:
+        where = out / tree.listing.read_only[0]
+        raise WriteError(f"{where} is read-only: make it writable to render into {out}; the old output is unchanged")
+
+
+def _open_parent(out: Path) -> int:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # The parent may be reached through links the user made (a repository on a symlinked disk);
+    # from here on every name is looked up relative to this fd, one component at a time.
+    return os.open(out.parent, safefs.DIR_FLAGS & ~os.O_NOFOLLOW)
 
 
 def write_tree(out: Path, files: dict[str, bytes], scope: tuple[str, ...] = ()) -> None:
     """Replace gpuplan's files in `out` with `files`, all at once; leave other files alone."""
     out = out.absolute()
-    if out.is_symlink():
-        raise WriteError(f"{out} is a symbolic link: refusing to write through it")
-    clean_stale(out)
-    staging = out.parent / f".{out.name}{STAGING}{os.getpid()}"
+    for relative in files:
+        safe_relative(relative)
+    st = _state(out)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir()
-        _stage(out, staging, files, scope)
-        if not out.exists():
-            os.rename(staging, out)
-        elif _exchange(staging, out):
-            shutil.rmtree(staging, ignore_errors=True)  # now holds the old output
-        else:
-            retired = out.parent / f".{out.name}{RETIRED}{os.getpid()}"
-            os.rename(out, retired)
-            os.rename(staging, out)
-            shutil.rmtree(retired, ignore_errors=True)
-        _fsync_dir(out.parent)
+        parent_fd = _open_parent(out)
     except OSError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
         raise WriteError(f"cannot write {out}: {exc.strerror or exc}; the old output is unchanged") from None
+    try:
+        _write_at(parent_fd, out, st, files, scope)
+    finally:
+        os.close(parent_fd)
+
+
+def _write_at(parent_fd: int, out: Path, st: os.stat_result | None, files: dict[str, bytes], scope: tuple[str, ...]) -> None:
+    name, staging = out.name, f".{out.name}{STAGING}{os.getpid()}"
+    out_fd = None
+    try:
+        _clean_stale_at(parent_fd, name)
+        if st is not None:
+            out_fd = os.open(name, safefs.DIR_FLAGS, dir_fd=parent_fd)
+        tree = _tree_at(out_fd) if out_fd is not None else OutputTree(safefs.Listing(), ())
+        refuse_unsafe(out, tree, files)
+        _refuse_read_only(out, st, tree)
+        os.mkdir(staging, 0o777 if st is None else stat.S_IMODE(st.st_mode), dir_fd=parent_fd)
+        staging_fd = os.open(staging, safefs.DIR_FLAGS, dir_fd=parent_fd)
+        try:
+            _stage(out_fd, staging_fd, tree, files, scope)
+        finally:
+            os.close(staging_fd)
+        _swap(parent_fd, staging, name, st is not None)
+        safefs.remove_tree(parent_fd, staging)  # the old output, now under the staging name
+        with contextlib.suppress(OSError):  # the swap is done: a failed flush changes nothing on disk
+            os.fsync(parent_fd)
+    except BaseException as exc:
+        with safefs.signals_held():  # a second ^C must not leave the staging folder behind
+            safefs.remove_tree(parent_fd, staging)
+        if isinstance(exc, OSError):
+            raise WriteError(f"cannot write {out}: {exc.strerror or exc}; the old output is unchanged") from None
+        raise
+    finally:
+        if out_fd is not None:
+            os.close(out_fd)

@@ -1,0 +1,147 @@
+"""File operations that never leave a folder: every step is taken relative to a directory fd.
+
+The writer must never write, rename or delete anything outside the output folder, whatever links,
+files or permissions it finds there. Paths are therefore never resolved by the kernel in one go:
+each folder is opened component by component with O_NOFOLLOW, and files are created with
+O_EXCL | O_NOFOLLOW relative to their folder's fd, so a symbolic link is never followed, even one
+that appears between a check and the write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+NEW_FILE_FLAGS = os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+@dataclass
+class Listing:
+    """Every entry under a folder, by relative path with '/', found without following links."""
+
+    files: list[str] = field(default_factory=list)  # regular files
+    dirs: list[str] = field(default_factory=list)  # real folders (not links)
+    links: list[str] = field(default_factory=list)  # symbolic links, dangling or not
+    other: list[str] = field(default_factory=list)  # fifos, sockets, devices
+    read_only: list[str] = field(default_factory=list)  # folders whose owner may not write
+
+    def kind(self, relative: str) -> str | None:
+        """Return 'file', 'dir', 'link' or 'other' for an entry, or None if there is none."""
+        for name, entries in (("file", self.files), ("dir", self.dirs), ("link", self.links), ("other", self.other)):
+            if relative in entries:
+                return name
+        return None
+
+
+def writable(st: os.stat_result) -> bool:
+    """Tell whether a folder's mode lets its owner write (root included: a read-only folder is a wish)."""
+    return bool(st.st_mode & stat.S_IWUSR)
+
+
+def scan(dir_fd: int) -> Listing:
+    """List everything under an open folder without following any link."""
+    listing = Listing()
+    _scan(dir_fd, "", listing)
+    for entries in (listing.files, listing.dirs, listing.links, listing.other):
+        entries.sort()
+    return listing
+
+
+def _scan(dir_fd: int, prefix: str, listing: Listing) -> None:
+    with os.scandir(dir_fd) as entries:
+        found = sorted(entries, key=lambda e: e.name)
+    for entry in found:
+        relative = prefix + entry.name
+        if entry.is_symlink():
+            listing.links.append(relative)
+        elif entry.is_dir(follow_symlinks=False):
+            listing.dirs.append(relative)
+            if not writable(entry.stat(follow_symlinks=False)):
+                listing.read_only.append(relative)
+            child = os.open(entry.name, DIR_FLAGS, dir_fd=dir_fd)
+            try:
+                _scan(child, relative + "/", listing)
+            finally:
+                os.close(child)
+        elif entry.is_file(follow_symlinks=False):
+            listing.files.append(relative)
+        else:
+            listing.other.append(relative)
+
+
+def open_dir(base_fd: int, relative: str, create: bool = False) -> int:
+    """Open a folder below `base_fd` one component at a time, never through a link."""
+    fd = os.dup(base_fd)
+    try:
+        for part in relative.split("/") if relative else []:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=fd)
+            child = os.open(part, DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_head(dir_fd: int, name: str, size: int) -> bytes:
+    """Return the first bytes of a regular file in a folder (never through a link)."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        return os.read(fd, size)
+    finally:
+        os.close(fd)
+
+
+def read_all(dir_fd: int, name: str) -> bytes:
+    """Return a regular file's bytes (never through a link)."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def carry_over(src_fd: int, dst_fd: int, name: str) -> None:
+    """Put an entry of one folder into another: a hard link, else a copy; a link stays a link."""
+    try:
+        os.link(name, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
+        return
+    except OSError:
+        pass  # another file system, or protected_hardlinks for a file someone else owns
+    st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(name, dir_fd=src_fd), name, dir_fd=dst_fd)
+        return
+    source = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=src_fd)
+    with os.fdopen(source, "rb") as reader:
+        target = os.open(name, os.O_WRONLY | os.O_CREAT | NEW_FILE_FLAGS, stat.S_IMODE(st.st_mode), dir_fd=dst_fd)
+        with os.fdopen(target, "wb") as writer:
+            shutil.copyfileobj(reader, writer)
+
+
+def remove_tree(parent_fd: int, name: str) -> None:
+    """Remove a folder below `parent_fd` (shutil's fd-based walk never follows links)."""
+    try:
+        st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(name, dir_fd=parent_fd, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back (they arrive afterwards) around steps that must not stop halfway."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
