@@ -55,7 +55,9 @@ class GpuOperator(Model):
     """NVIDIA GPU Operator: ClusterPolicy, MIG manager and device-plugin configuration."""
 
     version: Version
+    """GPU Operator release, such as v26.7.0; it decides the operand images and the fields emitted."""
     namespace: Name = "gpu-operator"
+    """Namespace the operator runs in; default gpu-operator."""
     driver_version: str = Field(min_length=1)
     """NVIDIA driver version, such as "580.82.07" (quote it in YAML)."""
     mig_strategy: Literal["single", "mixed"] = "mixed"
@@ -67,55 +69,73 @@ class Kueue(Model):
     """Kueue: ResourceFlavors, ClusterQueues, LocalQueues, Cohorts, WorkloadPriorityClasses."""
 
     version: Version
+    """Kueue release, such as v0.19.2; it decides which ClusterQueue fields and values are emitted."""
     namespace: Name = "kueue-system"
+    """Namespace Kueue runs in; default kueue-system."""
 
 
 class Volcano(Model):
     """Volcano: a Queue per tenant allocation."""
 
     version: Version
+    """Volcano release, such as v1.15.1."""
     namespace: Name = "volcano-system"
+    """Namespace Volcano runs in; default volcano-system."""
 
 
 class NodeClassRef(Model):
     """The Karpenter provider's node class every NodePool of this cluster uses."""
 
     group: str = Field(min_length=1)
+    """API group of the node class, such as karpenter.k8s.aws or karpenter.azure.com."""
     kind: str = Field(min_length=1)
+    """Kind of the node class, such as EC2NodeClass or AKSNodeClass."""
     name: str = Field(min_length=1)
+    """Name of the node class object the NodePools point at."""
 
 
 class Karpenter(Model):
     """Karpenter: a NodePool per autoscaled pool."""
 
     version: Version
+    """Karpenter release, such as v1.14.1; NodePools are emitted from v1.0.0 (karpenter.sh/v1)."""
     node_class: NodeClassRef
+    """The provider's node class every NodePool of this cluster uses."""
     namespace: Name = "kube-system"
+    """Namespace Karpenter runs in; default kube-system."""
 
 
 class Components(Model):
     """The components gpuplan compiles for; an omitted component gets nothing emitted."""
 
     gpu_operator: GpuOperator | None = None
+    """NVIDIA GPU Operator: drivers, device plugin, MIG manager, DCGM exporter."""
     kueue: Kueue | None = None
+    """Kueue: quotas, borrowing and preemption of the tenants' workloads."""
     volcano: Volcano | None = None
+    """Volcano: a Queue per tenant allocation, weighted by its weight."""
     karpenter: Karpenter | None = None
+    """Karpenter: needed by autoscaled pools (nodes: {min, max})."""
 
 
 class PriorityClass(Model):
     """A PriorityClass and a Kueue WorkloadPriorityClass of the same name."""
 
     name: Name
+    """Name of the PriorityClass and WorkloadPriorityClass; tenants refer to it by this name."""
     value: int = Field(ge=-2_147_483_648, le=1_000_000_000)
     """Priority; user classes may not exceed one billion (the API server's limit)."""
     description: str | None = Field(default=None, max_length=2048)
+    """What the class is for, copied into both objects; at most 2048 characters."""
     preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
+    """PreemptLowerPriority (default), or Never: pods of this class wait instead of preempting."""
 
 
 class Cohort(Model):
     """A Kueue cohort: ClusterQueues in it lend and borrow unused quota."""
 
     name: Name
+    """Cohort name, which tenants' allocations give as their cohort."""
     parent: Name | None = None
     """Parent cohort, for hierarchical cohorts (Kueue v0.11 and later)."""
 
@@ -124,8 +144,11 @@ class Nodes(Model):
     """Node count: {count: N} for a static pool, {min: A, max: B} for an autoscaled one."""
 
     count: int | None = Field(default=None, ge=0, le=100_000)
+    """Static pool: the number of nodes (0 to 100000)."""
     min: int | None = Field(default=None, ge=0, le=100_000)
+    """Autoscaled pool: nodes always there; quotas above this depend on autoscaling (a warning)."""
     max: int | None = Field(default=None, ge=0, le=100_000)
+    """Autoscaled pool: most nodes the pool scales to (the NodePool's limits); quotas must fit it."""
 
     @model_validator(mode="after")
     def _shape(self) -> Nodes:
@@ -158,26 +181,35 @@ class KarpenterPool(Model):
     """How Karpenter provisions an autoscaled pool's nodes."""
 
     instance_types: list[str] = Field(min_length=1)
+    """Cloud instance types the pool's nodes may be, such as [p5.48xlarge]."""
     capacity_types: list[Literal["on-demand", "spot", "reserved"]] = ["on-demand"]
+    """Purchase options: on-demand (default), spot or reserved."""
     zones: list[str] = []
+    """Zones nodes may come up in, such as [us-east-1a]; default: any zone."""
     architecture: Literal["amd64", "arm64"] = "amd64"
+    """CPU architecture of the nodes: amd64 (default) or arm64."""
 
 
 class Taint(Model):
     """A node taint; workloads of the pool get the matching toleration."""
 
     key: LabelKey
+    """Taint key, such as nvidia.com/gpu."""
     value: LabelValue | None = None
+    """Taint value; default none."""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    """NoSchedule, PreferNoSchedule or NoExecute."""
 
 
 class TimeSlicing(Model):
     """Time-slicing: each GPU (or MIG instance) is advertised `replicas` times."""
 
     replicas: int = Field(ge=2, le=1024)
+    """Shares each GPU (or MIG instance) is advertised as (2 to 1024)."""
     rename_by_default: bool = True
     """Advertise shares as <resource>.shared so they never mix with whole GPUs in a quota."""
     fail_requests_greater_than_one: bool = False
+    """Reject pods asking for more than one share (a share gives no more compute); default false."""
 
 
 # CUDA MPS serves at most 48 client processes per GPU on Volta and later (NVIDIA MPS documentation,
@@ -189,7 +221,9 @@ class Mps(Model):
     """CUDA MPS sharing: each GPU is advertised `replicas` times, with a memory and SM split."""
 
     replicas: int = Field(ge=2, le=MPS_MAX_CLIENTS)
+    """Shares of each GPU, each with an even part of its memory and SMs (2 to 48, MPS's client limit)."""
     rename_by_default: bool = True
+    """Advertise shares as <resource>.shared so they never mix with whole GPUs in a quota."""
 
 
 MigLayout = dict[str, Annotated[int, Field(ge=0, le=8)]]
@@ -199,14 +233,18 @@ class MigDevices(Model):
     """A MIG layout for some GPU indexes of each node."""
 
     gpus: list[Annotated[int, Field(ge=0, le=63)]] = Field(min_length=1)
+    """GPU indexes on each node that get this layout; together the entries cover every index once."""
     layout: MigLayout = Field(min_length=1)
+    """MIG instances per profile on each of these GPUs, such as {3g.40gb: 2}."""
 
 
 class Mig(Model):
     """MIG partitioning: one layout for every GPU, or layouts per GPU index."""
 
     layout: MigLayout | None = Field(default=None, min_length=1)
+    """MIG instances per profile on every GPU, such as {1g.10gb: 7}; or give devices."""
     devices: list[MigDevices] | None = Field(default=None, min_length=1)
+    """Layouts per GPU index, when the GPUs of a node are split differently; or give layout."""
 
     @model_validator(mode="after")
     def _one_form(self) -> Mig:
@@ -227,8 +265,11 @@ class Sharing(Model):
     """How the pool's GPUs are shared: exclusive (empty), MIG, time-slicing, MPS or MIG+time-slicing."""
 
     mig: Mig | None = None
+    """Split each GPU into MIG instances (GPUs that support MIG only)."""
     time_slicing: TimeSlicing | None = None
+    """Share each GPU (or, with mig, each MIG instance) by time-slicing."""
     mps: Mps | None = None
+    """Share each GPU through CUDA MPS (not with mig or timeSlicing)."""
 
     @model_validator(mode="after")
     def _combination(self) -> Sharing:
@@ -272,21 +313,27 @@ class NodePool(Model):
     """A group of identical GPU nodes."""
 
     name: Name
+    """Pool name, unique in the cluster; tenants' quotas refer to it."""
     gpu: str = Field(min_length=1)
     """GPU model: a catalog name, PCI device id (0x2330) or GFD product label."""
     gpus_per_node: int | None = Field(default=None, ge=1, le=64)
+    """GPUs in each node (1 to 64); default: the count of the pool's Karpenter instance types."""
     cpu: Quantity
     """Allocatable cpu per node."""
     memory: Quantity
     """Allocatable memory per node."""
     nodes: Nodes
+    """{count: N} for a static pool, {min: A, max: B} for one Karpenter scales."""
     karpenter: KarpenterPool | None = None
+    """How Karpenter provisions the nodes (autoscaled pools only)."""
     hostnames: list[Annotated[str, BeforeValidator(_regex)]] = []
     """Static pools: regular expressions that match the pool's node names."""
     labels: dict[LabelKey, LabelValue] = {}
+    """Extra labels of the pool's nodes; a pool without hostnames is selected by them."""
     taints: list[Taint] | None = None
     """Default: nvidia.com/gpu=present:NoSchedule."""
     sharing: Annotated[Sharing, BeforeValidator(_sharing)] = Sharing()
+    """exclusive (default, whole GPUs), or a mapping with mig, timeSlicing or mps."""
 
 
 def _cidr(value: Any) -> Any:
@@ -302,22 +349,30 @@ class Ipam(Model):
     """IP address management for a network's attachments."""
 
     type: Literal["whereabouts", "host-local"]
+    """whereabouts (addresses unique across the cluster) or host-local (unique per node only)."""
     range: Annotated[str, BeforeValidator(_cidr)]
+    """CIDR addresses are given from, such as 192.168.20.0/24."""
     gateway: str | None = None
+    """Gateway address of the range; default none."""
     exclude: list[Annotated[str, BeforeValidator(_cidr)]] = []
+    """CIDRs inside the range never given out."""
 
 
 class Network(Model):
     """A secondary network (Multus NetworkAttachmentDefinition) on some pools."""
 
     name: Name
+    """Name of the NetworkAttachmentDefinition; tenants' allocations list it in networks."""
     type: Literal["sriov", "ipoib", "macvlan", "host-device"]
+    """CNI plugin: sriov, ipoib, macvlan or host-device."""
     resource_name: str | None = None
     """Device-plugin resource backing the network (required for sriov and ipoib)."""
     master: str | None = None
     """Parent interface for ipoib / macvlan, or the device for host-device."""
     ipam: Ipam
+    """How attachments get their addresses."""
     pools: list[Name] = Field(min_length=1)
+    """GPU pools whose nodes carry this network."""
 
     @model_validator(mode="after")
     def _device_backed(self) -> Network:
@@ -332,12 +387,20 @@ class Cluster(Model):
     """One Kubernetes cluster of the fleet (clusters/<name>.yaml)."""
 
     name: Name
+    """Cluster name, equal to the file's stem; tenants' allocations refer to it."""
     kubernetes_version: Annotated[str, Field(pattern=KUBERNETES_VERSION)]
     """Kubernetes minor version, such as "1.33" (quote it in YAML)."""
     provider: Provider
+    """Where the cluster runs: aws, azure, gcp or onprem."""
     gitops: GitOps
+    """The Argo CD Application that syncs this cluster's rendered folder."""
     components: Components = Components()
+    """The components installed on the cluster; gpuplan emits objects for these only."""
     priority_classes: list[PriorityClass] = []
+    """PriorityClasses, each with a Kueue WorkloadPriorityClass of the same name."""
     cohorts: list[Cohort] = []
+    """Kueue cohorts tenants share and borrow quota within."""
     node_pools: list[NodePool] = Field(min_length=1)
+    """The cluster's GPU node pools (at least one)."""
     networks: list[Network] = []
+    """Secondary networks (Multus NetworkAttachmentDefinitions)."""
