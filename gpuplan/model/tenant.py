@@ -29,6 +29,7 @@ class Quota(Model):
     """A tenant's quota on one pool: whole GPUs or shares (gpus), or MIG instances (mig)."""
 
     pool: Name
+    """A GPU pool of the allocation's cluster (nodePools[].name)."""
     gpus: Count | None = None
     """Whole GPUs (exclusive pools) or shares (time-sliced and MPS pools)."""
     mig: dict[str, Count] | None = Field(default=None, min_length=1)
@@ -58,11 +59,13 @@ class Allocation(Model):
     """What a tenant may use on one cluster."""
 
     cluster: Name
+    """The cluster this allocation is on (a file in clusters/)."""
     cohort: Name | None = None
     """Kueue cohort; required for borrowing and lending."""
     weight: int | None = Field(default=None, ge=1, le=1_000_000)
     """Volcano queue weight and Kueue fair-sharing weight."""
     quotas: list[Quota] = Field(min_length=1)
+    """The tenant's quota on each GPU pool it uses (at least one)."""
     cpu: Quantity | None = None
     """Total cpu; default: each pool's cpu per GPU times the GPUs granted."""
     memory: Quantity | None = None
@@ -76,14 +79,19 @@ class Tenant(Model):
     """One team sharing the fleet (tenants/<name>.yaml)."""
 
     name: Name
+    """Tenant name, equal to the file's stem."""
     namespaces: list[Name] | None = Field(default=None, min_length=1)
-    """Default: [name]."""
+    """The tenant's namespaces, unique across tenants; default: [name]."""
     owners: list[Subject] = []
     """RBAC subjects given admin in the namespaces: group:NAME, user:NAME, serviceaccount:NS:NAME."""
     pod_security: Literal["restricted", "baseline", "privileged"] = "restricted"
+    """Pod Security Standard enforced in the namespaces: restricted (default), baseline or privileged."""
     network_isolation: bool = True
+    """Deny ingress from other tenants' namespaces (a NetworkPolicy); default true."""
     priority_class: Name | None = None
+    """Default priority class of the tenant's workloads, and the highest its pods may use."""
     allocations: list[Allocation] = []
+    """What the tenant may use, one entry per cluster it runs on."""
 
     @property
     def namespace_names(self) -> list[str]:
