@@ -88,14 +88,16 @@ def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None 
 
 
 def validate_manifests(result: Compiled, crds: Path | None, where: str = "output") -> list[Diagnostic]:
-    """Prove every emitted object (schemas, CEL, webhooks, references) before anything is written."""
+    """Prove every emitted object (schemas, CEL, webhooks, references) before anything is written.
+
+    Each cluster is checked against the shipped CRDs of its own component versions; the CRDs of
+    ``crds`` (--crds or GPUPLAN_CRDS) add kinds or replace the shipped ones of a kind.
+    """
     assert result.fleet is not None
     try:
         index = load_crds(crds.absolute()) if crds is not None else None
     except (CrdLoadError, OSError) as exc:
         return [error(str(crds), 0, 0, "", f"cannot read the CRDs: {exc}")]
-    if index is None:
-        result.notes.append(f"custom resources were not validated against CRDs: set --crds DIR or {CRDS_ENV}")
-    problems, notes = verify(result.manifests, result.fleet, index, where)
+    problems, notes = verify(result.manifests, result.fleet, index, where, result.overlay.place if result.overlay else None)
     result.notes.extend(notes)
     return problems

@@ -393,7 +393,7 @@ class Cluster(Model):
     provider: Provider
     """Where the cluster runs: aws, azure, gcp or onprem."""
     gitops: GitOps
-    """The Argo CD Application that syncs this cluster's rendered folder."""
+    """Repository, revision and destination of the Argo CD Application that syncs this cluster."""
     components: Components = Components()
     """The components installed on the cluster; gpuplan emits objects for these only."""
     priority_classes: list[PriorityClass] = []
