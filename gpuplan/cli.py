@@ -80,14 +80,15 @@ def capacity(root: Path, cluster: str | None, fmt: str) -> None:
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--kubernetes-version", default=None, help="Kubernetes minor version of the core schemas (default: the newest bundled).")
+@click.option("--component", "components", multiple=True, metavar="NAME=VERSION", help="Validate against the CRDs of this component version, e.g. kueue=v0.14.4 (repeatable; default: a rendered folder's `# Components:` header, else the newest shipped).")
 @_strict
 @_format
 @_crds
-def validate(paths: tuple[Path, ...], kubernetes_version: str | None, strict: bool, fmt: str, crds: Path | None) -> None:
+def validate(paths: tuple[Path, ...], kubernetes_version: str | None, components: tuple[str, ...], strict: bool, fmt: str, crds: Path | None) -> None:
     """Validate any manifest files or folders: strict schemas, CEL, webhook rules, references."""
     from gpuplan.commands.validate import validate as run
 
-    sys.exit(run(list(paths), kubernetes_version, crds, fmt, strict))
+    sys.exit(run(list(paths), kubernetes_version, crds, fmt, strict, components))
 
 
 @cli.command()

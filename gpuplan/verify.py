@@ -6,27 +6,39 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable
 
+from gpuplan.crds import UnknownCrdSet, cluster_components, fleet_components, index_for
 from gpuplan.diagnostics import Diagnostic, Severity, error
 from gpuplan.emit.meta import Manifest
 from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.locate import locate, problem_path
 from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, check_references, newest
+from gpuplan.validate.engine import MISSING_CRD
 from gpuplan.write import header
 from gpuplan.yamlout import dump
 
 BUG = "(gpuplan emitted an invalid object: please report this bug)"
 
 
-def _validators(fleet: Fleet, index: CrdIndex | None) -> tuple[dict[str, Validator], list[Diagnostic]]:
+def _validators(fleet: Fleet, extra: CrdIndex | None) -> tuple[dict[str, Validator], list[Diagnostic]]:
+    """One Validator per cluster, with the CRDs of its own component versions (``extra`` overrides)."""
     validators: dict[str, Validator] = {}
     problems = []
     for name, cluster in fleet.clusters.items():
         try:
-            validators[name] = Validator(index, cluster.spec.kubernetes_version, cel=True, webhooks=True)
+            versions = cluster_components(cluster.spec)
+            validators[name] = Validator(index_for(versions, extra), cluster.spec.kubernetes_version, cel=True, webhooks=True, crds_label=crds_label(versions))
         except UnknownKubernetesVersion as exc:
             problems.append(cluster.located.source.diagnostic(("kubernetesVersion",), str(exc)))
-    validators[""] = Validator(index, newest(), cel=True, webhooks=True)
+        except UnknownCrdSet as exc:
+            problems.append(cluster.located.source.diagnostic(("components",), str(exc)))
+    versions = fleet_components()
+    validators[""] = Validator(index_for(versions, extra), newest(), cel=True, webhooks=True, crds_label=crds_label(versions))
     return validators, problems
+
+
+def crds_label(versions: dict[str, str]) -> str:
+    """Name component versions in a message: "kueue v0.14.4, nfd v0.19.0"."""
+    return ", ".join(f"{name} {version}" for name, version in sorted(versions.items()))
 
 
 def _at(item: Manifest, path: str, message: str, severity: Severity = Severity.ERROR) -> Diagnostic:
@@ -43,7 +55,8 @@ def schema_problems(manifests: Iterable[Manifest], fleet: Fleet, index: CrdIndex
         validator = validators.get(item.cluster or "")
         if item.kind == "Kustomization" or validator is None:
             continue
-        problems += [_at(item, p.path, f"{p.message} {BUG}") for p in validator.validate(item.obj)]
+        # A missing CRD is the user's to supply (--crds), not a bug of what gpuplan emitted.
+        problems += [_at(item, p.path, p.message if p.code == MISSING_CRD else f"{p.message} {BUG}") for p in validator.validate(item.obj)]
     for validator in validators.values():
         for rule in validator.skipped_rules:
             notes.append(f"CEL rule of {rule.kind} at {rule.path} was not evaluated ({rule.reason}): {rule.rule}")

@@ -38,6 +38,7 @@ def header(item: Manifest) -> str:
     """Return the comment every written file starts with."""
     lines = [f"{OWNED_MARK}. Do not edit: change the inputs and run `gpuplan render`."]
     lines += [f"# Source: {source}" for source in item.sources]
+    lines += [f"# {comment}" for comment in item.comments]
     return "\n".join(lines) + "\n"
 
 

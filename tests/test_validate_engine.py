@@ -20,6 +20,7 @@ from gpuplan.validate import (
     newest,
     strictify,
 )
+from gpuplan.validate.engine import MISSING_CRD
 
 K8S = "1.33"
 
@@ -311,8 +312,9 @@ def test_unserved_core_api_version(core_only: Validator) -> None:
 
 def test_unknown_kind(validator: Validator, core_only: Validator) -> None:
     widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta("w")}
-    assert validator.validate(widget) == [
-        Problem("", "no schema for apiVersion example.com/v1 kind Widget")]
+    [problem] = validator.validate(widget)  # a custom resource without CRD: the user supplies it
+    assert problem.code == MISSING_CRD and "kind Widget (apiVersion example.com/v1)" in problem.message
+    assert "--crds DIR" in problem.message and "GPUPLAN_CRDS" in problem.message
     core_widget = {"apiVersion": "v1", "kind": "Widget", "metadata": meta("w")}
     assert core_only.validate(core_widget) == [
         Problem("", "no schema for apiVersion v1 kind Widget")]

@@ -9,13 +9,17 @@ from pathlib import Path
 from gpuplan.diagnostics import has_errors, render
 from gpuplan.exitcode import ExitCode
 from gpuplan.validate.command import validate_paths
-from gpuplan.validate.core import UnknownKubernetesVersion, newest
+from gpuplan.validate.choose import UsageError, Validators, chosen_sets
+from gpuplan.validate.core import UnknownKubernetesVersion, core_schemas, minor_version, newest
 from gpuplan.validate.crds import CrdIndex, CrdLoadError
-from gpuplan.validate.engine import Validator
 
 
-def validate(paths: list[Path], kubernetes_version: str | None, crds: Path | None, fmt: str, strict: bool) -> int:
-    """Validate manifest files and folders; return the exit code."""
+def validate(paths: list[Path], kubernetes_version: str | None, crds: Path | None, fmt: str, strict: bool, components: tuple[str, ...] = ()) -> int:
+    """Validate manifest files and folders; return the exit code.
+
+    Custom resources are checked against the shipped CRDs of the component versions chosen per
+    folder (gpuplan.validate.choose); --crds or GPUPLAN_CRDS add kinds or replace shipped ones.
+    """
     env = os.environ.get("GPUPLAN_CRDS")
     crds = crds if crds is not None else (Path(env) if env else None)
     try:
@@ -24,15 +28,14 @@ def validate(paths: list[Path], kubernetes_version: str | None, crds: Path | Non
         sys.stderr.write(f"error: cannot read the CRDs in {crds}: {exc}\n")
         return ExitCode.USAGE
     try:
-        validator = Validator(index, kubernetes_version or newest(), cel=True, webhooks=True)
-    except UnknownKubernetesVersion as exc:
+        validators = Validators(minor_version(kubernetes_version or newest()), chosen_sets(list(components)), index)
+        core_schemas(validators.kubernetes_version)
+    except (UnknownKubernetesVersion, UsageError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return ExitCode.USAGE
-    docs, files, found, skipped = validate_paths(paths, validator)
-    sys.stderr.write(render(found, fmt))
+    docs, files, found, skipped = validate_paths(paths, validators, strict)
+    (sys.stdout if fmt == "json" else sys.stderr).write(render(found, fmt))  # json is a result
     if fmt == "text":
-        if index is None:
-            sys.stderr.write("note: custom resources were not validated against CRDs: set --crds DIR or GPUPLAN_CRDS\n")
         for rule in sorted(skipped):
             sys.stderr.write(f"note: CEL rule of {rule[0]} at {rule[1]} was not evaluated: {rule[2]}\n")
         if not found:

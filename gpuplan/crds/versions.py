@@ -16,7 +16,7 @@ DATA = Path(__file__).parent
 # Definitions); their CRDs come from the newest shipped set.
 CLUSTER_ALWAYS = ("nfd", "multus")
 FLEET_COMPONENTS = ("argo-cd",)  # the Argo CD Applications live in the fleet-level folder
-# A cluster's `components:` key -> the shipped component, used until the registry lists it.
+# A cluster's `components:` key -> the shipped component, for keys the registry does not list.
 _FIELDS = {"gpuOperator": "gpu-operator", "kueue": "kueue", "volcano": "volcano",
            "karpenter": "karpenter"}
 # Karpenter's NodePool CRD differs per provider (the AWS one restricts karpenter.k8s.aws labels),
@@ -77,42 +77,55 @@ def set_for(component: str, version: str) -> str:
     raise UnknownCrdSet(component, version)
 
 
-def _registry_set(field: str, version: str) -> tuple[str, str] | None:
-    """(component, set) from the component registry, when it lists this field with CRDs."""
+def _shipped_set(component: str, version: str, known_only: bool) -> str | None:
+    """set_for, or None for a version without a shipped set when ``known_only``."""
     try:
-        from gpuplan.components import REGISTRY
-    except ImportError:  # pragma: no cover - the registry is part of the package
-        return None
-    for component in REGISTRY.values():
-        if component.field != field:
-            continue
-        try:
-            crds = component.release(version).crds
-        except ValueError:
-            return None  # the registry reports unknown versions itself
-        if not crds:
+        return set_for(component, version)
+    except UnknownCrdSet:
+        if known_only:
             return None
-        owner, _, key = crds.rpartition("/")
-        return (owner or component.name), key
-    return None
+        raise
 
 
-def cluster_components(spec: Any) -> dict[str, str]:
-    """Return shipped component -> CRD set for one cluster spec (gpuplan.model.Cluster)."""
+def _from_registry(spec: Any, known_only: bool) -> tuple[dict[str, str], set[str]]:
+    """Return the CRD sets the component registry gives a cluster, and the fields it covers."""
+    from gpuplan.components import REGISTRY, release_of
+
     found: dict[str, str] = {}
+    covered: set[str] = set()
+    for component in REGISTRY.values():
+        if getattr(component, "scope", "cluster") != "cluster":
+            continue
+        covered.add(component.field)
+        release = release_of(component, spec)
+        key = component.crd_set(release) if release is not None else None
+        if key is not None:
+            name, _, version = key.partition("/")
+            chosen = _shipped_set(name, version, known_only)
+            if chosen is not None:
+                found[name] = chosen
+    return found, covered
+
+
+def cluster_components(spec: Any, known_only: bool = False) -> dict[str, str]:
+    """Return shipped component -> CRD set for one cluster spec (gpuplan.model.Cluster).
+
+    The component registry says which release, hence which set, a cluster runs; a `components:`
+    key it does not list yet is read directly (the set of that version, else of its minor).
+    Raise UnknownCrdSet for a version without a shipped set, or with ``known_only`` leave it out.
+    """
+    found, covered = _from_registry(spec, known_only)
     for field, component in _FIELDS.items():
         settings = getattr(spec.components, _snake(field), None)
-        if settings is None:
+        if field in covered or settings is None:
             continue
         if component == "karpenter":
             component = _KARPENTER_PROVIDERS.get(settings.node_class.group, component)
-        from_registry = _registry_set(field, settings.version)
-        if from_registry is not None and from_registry[0] in shipped_sets():
-            found[from_registry[0]] = from_registry[1]
-        else:
-            found[component] = set_for(component, settings.version)
+        chosen = _shipped_set(component, settings.version, known_only)
+        if chosen is not None:
+            found[component] = chosen
     for component in CLUSTER_ALWAYS:
-        found[component] = newest(component)
+        found.setdefault(component, newest(component))
     return found
 
 

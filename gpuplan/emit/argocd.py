@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+from gpuplan.crds.versions import cluster_components, fleet_components, header_line
 from gpuplan.emit.meta import Manifest, k8s
 from gpuplan.fleet import ClusterPlan, Fleet
 
@@ -49,11 +50,13 @@ def kustomization(cluster: ClusterPlan, manifests: list[Manifest]) -> Manifest:
     """Return the kustomization listing every file of one cluster's folder."""
     prefix = f"{cluster.name}/"
     files = sorted(m.path.removeprefix(prefix) for m in manifests)
-    return Manifest(f"{prefix}kustomization.yaml", _kustomization(files), (cluster.located.source.path,), cluster.name)
+    # The component versions (shipped CRD sets) the folder was rendered for: `gpuplan validate` reads them.
+    comments = (header_line(cluster_components(cluster.spec, known_only=True)),)
+    return Manifest(f"{prefix}kustomization.yaml", _kustomization(files), (cluster.located.source.path,), cluster.name, comments)
 
 
 def app_of_apps(fleet: Fleet) -> Manifest:
     """Return the kustomization of argocd/, listing every cluster's Application."""
     files = [f"{name}.yaml" for name in sorted(fleet.clusters)]
     sources = tuple(sorted(c.located.source.path for c in fleet.clusters.values()))
-    return Manifest(f"{APPS}/kustomization.yaml", _kustomization(files), sources, None)
+    return Manifest(f"{APPS}/kustomization.yaml", _kustomization(files), sources, None, (header_line(fleet_components()),))

@@ -29,6 +29,7 @@ class Manifest:
     obj: dict[str, Any]
     sources: tuple[str, ...]
     cluster: str | None = None  # None for fleet-level files (argocd/)
+    comments: tuple[str, ...] = ()  # header lines after the sources, e.g. "Components: kueue=v0.14.4"
 
     @property
     def kind(self) -> str:

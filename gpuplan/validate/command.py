@@ -6,7 +6,7 @@ import multiprocessing
 import re
 from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from ruamel.yaml import YAML
 
 from gpuplan.diagnostics import Diagnostic, Severity, error, ordered
 from gpuplan.locate import problem_path, split_path
+from gpuplan.validate.choose import Validators
 from gpuplan.validate.engine import Validator
 from gpuplan.validate.references import check_references
 
@@ -138,30 +139,78 @@ def _unit(path: Path, roots: frozenset[Path], found: dict[Path, bool]) -> str:
     return str(path.parent)
 
 
-def object_problems(docs: list[Document], validator: Validator, locator: Locator) -> list[Diagnostic]:
+@dataclass
+class Run:
+    """One `validate` run: which folder groups each file, its Validator, and --strict."""
+
+    validators: Validators
+    roots: frozenset[Path]
+    strict: bool = False
+    _kustomized: dict[Path, bool] = field(default_factory=dict)
+
+    def unit(self, file: str) -> str:
+        """Return the folder a file is checked with (its cluster folder)."""
+        return _unit(Path(file).absolute(), self.roots, self._kustomized)
+
+    def validator(self, file: str) -> Validator:
+        """Return the Validator with the CRDs of the component versions of a file's folder."""
+        return self.validators.for_unit(self.unit(file))
+
+
+def object_problems(docs: list[Document], run: Run, locator: Locator) -> list[Diagnostic]:
     """Validate each object on its own: schema, CEL rules, webhook rules."""
     found = []
     for doc in docs:
-        for problem in validator.validate(doc.obj):
+        for problem in run.validator(doc.file).validate(doc.obj):
             line, col = locator.position(doc, problem_path(problem.path, problem.message))
             where = _name(doc.obj) + (f" {problem.path}" if problem.path else "")
             found.append(error(doc.file, line, col, where, problem.message))
     return found
 
 
-def validate_documents(docs: list[Document], validator: Validator, roots: list[Path] | None = None, checked: bool = False) -> list[Diagnostic]:
-    """Validate each object, then the references between the objects of each cluster folder."""
+def validate_documents(docs: list[Document], run: Run, checked: bool = False) -> list[Diagnostic]:
+    """Validate each object, then duplicates and references among the objects of each cluster folder."""
     locator = Locator()
     found: list[Diagnostic] = []
     docs = [d for d in docs if _is_object(d)]
     if not checked:
-        found += object_problems(docs, validator, locator)
+        found += object_problems(docs, run, locator)
     groups: dict[str, list[Document]] = {}
-    root_set, found_kustomizations = frozenset(roots or ()), {}  # type: ignore[var-annotated]
     for doc in docs:
-        groups.setdefault(_unit(Path(doc.file).absolute(), root_set, found_kustomizations), []).append(doc)
+        groups.setdefault(run.unit(doc.file), []).append(doc)
     for _, members in sorted(groups.items()):
-        found += _reference_problems(members, locator)
+        found += duplicate_problems(members, locator)
+        found += _reference_problems(members, locator, run.strict)
+    return found
+
+
+def _identity(doc: Document) -> tuple[str, str, str, str] | None:
+    """(group, kind, namespace, name) of a named object; None for generateName and non-objects."""
+    obj = doc.obj
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return None
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    return group, str(obj.get("kind", "")), str(meta.get("namespace") or ""), meta["name"]
+
+
+def duplicate_problems(docs: list[Document], locator: Locator) -> list[Diagnostic]:
+    """Two objects of one group, kind, namespace and name: the API server would keep only one."""
+    first: dict[tuple[str, str, str, str], Document] = {}
+    found = []
+    for doc in docs:
+        key = _identity(doc)
+        if key is None:
+            continue
+        if key not in first:
+            first[key] = doc
+            continue
+        earlier = first[key]
+        line, col = locator.position(earlier, "metadata.name")
+        here = locator.position(doc, "metadata.name")
+        found.append(error(doc.file, *here, f"{_name(doc.obj)} metadata.name",
+                           f"duplicate object: {earlier.file}:{line}:{col} defines the same "
+                           f"{key[1]} {'/'.join(p for p in key[2:] if p)}; one would replace the other"))
     return found
 
 
@@ -171,42 +220,51 @@ def _key(doc: Document) -> tuple[Any, str, Any]:
     return doc.obj.get("kind") if isinstance(doc.obj, dict) else None, meta.get("namespace") or "", meta.get("name")
 
 
-def _reference_problems(docs: list[Document], locator: Locator) -> list[Diagnostic]:
+def _reference_problems(docs: list[Document], locator: Locator, strict: bool = False) -> list[Diagnostic]:
+    """Check references between the objects of one folder.
+
+    A reference to an object not among them is a warning (an error with --strict): the API server
+    accepts it, and the object may be created elsewhere.
+    """
     objects = [d.obj for d in docs if isinstance(d.obj, dict)]
-    index = {_key(d): d for d in docs}
+    index: dict[tuple[Any, str, Any], Document] = {}
+    for d in docs:
+        index.setdefault(_key(d), d)
     found = []
     for problem in check_references(objects).problems:
         doc = index.get((problem.kind, problem.namespace, problem.name))
         severity = Severity.ERROR if problem.severity == "error" else Severity.WARNING
-        if problem.path == "metadata.namespace":
-            severity = Severity.WARNING  # the namespace may exist in the cluster already
+        if problem.external or problem.path == "metadata.namespace":
+            severity = Severity.ERROR if strict else Severity.WARNING
         file, (line, col) = (doc.file, locator.position(doc, problem.path)) if doc else ("-", (0, 0))
         found.append(Diagnostic(file, line, col, severity, f"{problem.kind}/{problem.name} {problem.path}".strip(), problem.message))
     return found
 
 
-_VALIDATOR: Validator | None = None  # set before forking: workers inherit the compiled schemas
+_RUN: Run | None = None  # set before forking: workers inherit the validators
 PARALLEL_FROM = 400  # files; below this a second process costs more than it saves
 
 
 def _read_and_check(files: list[Path]) -> tuple[list[Document], list[Diagnostic], set[tuple[str, str, str]]]:
     """Read files and validate their objects on their own (one worker's share)."""
-    assert _VALIDATOR is not None
+    assert _RUN is not None
     docs: list[Document] = []
     found: list[Diagnostic] = []
     for path in files:
         read, problems = read_documents(path, str(path))
         docs += read
         found += problems
-    found += object_problems([d for d in docs if _is_object(d)], _VALIDATOR, Locator())
-    skipped = {(r.kind, r.path, r.rule) for r in _VALIDATOR.skipped_rules}
+    found += object_problems([d for d in docs if _is_object(d)], _RUN, Locator())
+    skipped = {(r.kind, r.path, r.rule) for v in _RUN.validators.all() for r in v.skipped_rules}
     return docs, found, skipped
 
 
-def _read_and_check_all(files: list[Path], validator: Validator) -> tuple[list[Document], list[Diagnostic], set[tuple[str, str, str]]]:
+def _read_and_check_all(files: list[Path], run: Run) -> tuple[list[Document], list[Diagnostic], set[tuple[str, str, str]]]:
     """Split the files over two processes when there are many (validation is CPU-bound)."""
-    global _VALIDATOR
-    _VALIDATOR = validator
+    global _RUN
+    _RUN = run
+    for path in files:  # choose every folder's versions before forking, so no worker re-reads them
+        run.validator(str(path))
     if len(files) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
         return _read_and_check(files)
     half = len(files) // 2
@@ -217,11 +275,14 @@ def _read_and_check_all(files: list[Path], validator: Validator) -> tuple[list[D
     return docs + more_docs, found + more_found, skipped | more_skipped
 
 
-def validate_paths(paths: list[Path], validator: Validator) -> tuple[list[Document], int, list[Diagnostic], set[tuple[str, str, str]]]:
+def validate_paths(paths: list[Path], validators: Validators, strict: bool = False) -> tuple[list[Document], int, list[Diagnostic], set[tuple[str, str, str]]]:
     """Validate the manifests under paths; return the objects, the file count, findings and skipped CEL rules."""
     files = list(manifest_files(paths))
-    docs, found, skipped = _read_and_check_all(files, validator)
-    found += validate_documents(docs, validator, [p.absolute() if p.is_dir() else p.absolute().parent for p in paths], checked=True)
+    roots = frozenset(p.absolute() if p.is_dir() else p.absolute().parent for p in paths)
+    run = Run(validators, roots, strict)
+    docs, found, skipped = _read_and_check_all(files, run)
+    found += validate_documents(docs, run, checked=True)
+    found += validators.problems
     return docs, len(files), ordered(found), skipped
 
 

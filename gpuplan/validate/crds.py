@@ -8,6 +8,7 @@ pruned" into "is an error" while keeping Kubernetes' own OpenAPI extensions.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -120,11 +121,17 @@ class CrdIndex:
         if not root.is_dir():
             raise CrdLoadError(f"{root}: not a directory")
         files = sorted(
-            (p for p in root.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file()),
+            (p for p in root.rglob("*") if _is_crd_file(p) and p.is_file()),
             key=lambda p: p.relative_to(root).parts,
         )
         crds = [crd for path in files for crd in _crds_in_file(path)]
         return cls(crds)
+
+    def overlay(self, other: CrdIndex) -> CrdIndex:
+        """Return this index with every kind ``other`` defines replaced by other's CRDs."""
+        mine = [crd for key, crds in self._by_kind.items() if key not in other._by_kind
+                for crd in crds]
+        return CrdIndex(mine + [crd for crds in other._by_kind.values() for crd in crds])
 
     def __contains__(self, group_kind: tuple[str, str]) -> bool:
         return group_kind in self._by_kind
@@ -212,15 +219,34 @@ def _parsed(path: Path, raw: bytes) -> list[Any]:
     return docs
 
 
+_CRD_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _is_crd_file(path: Path) -> bool:
+    """Whether a file may hold CRDs: YAML or JSON, plain or gzip-compressed."""
+    name = path.name.removesuffix(".gz")
+    return name.endswith(_CRD_SUFFIXES)
+
+
 def _crds_in_file(path: Path) -> Iterator[Crd]:
     """Yield every CRD document of one file (lists and multi-document YAML included)."""
     try:
-        docs = _parsed(path, path.read_bytes())
-    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raw = path.read_bytes()
+        if path.suffix == ".gz":
+            raw = gzip.decompress(raw)
+            path_for_parse = path.with_suffix("")
+        else:
+            path_for_parse = path
+        docs = _parsed(path_for_parse, raw)
+    except (OSError, ValueError, EOFError, gzip.BadGzipFile, yaml.YAMLError) as exc:
         raise CrdLoadError(f"{path}: {exc}") from exc
-    for doc in _flatten(docs):
-        if doc.get("kind") == "CustomResourceDefinition":
-            yield _parse_crd(doc, path)
+    yield from crds_from_documents(docs, path)
+
+
+def crds_from_documents(docs: list[Any], source: Path) -> list[Crd]:
+    """Return the CRDs among parsed documents read from ``source``."""
+    return [_parse_crd(doc, source) for doc in _flatten(docs)
+            if doc.get("kind") == "CustomResourceDefinition"]
 
 
 def _flatten(docs: list[Any]) -> Iterator[dict]:

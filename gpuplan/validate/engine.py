@@ -10,6 +10,9 @@ import jsonschema_rs
 
 from gpuplan.validate.core import CoreSchemas, core_schemas, split_api_version
 from gpuplan.validate.crds import LIST_MAP_KEYS, CrdIndex, CrdVersion
+from gpuplan.validate.nulls import drop_nulls, prune_nulls
+
+MISSING_CRD = "missing-crd"
 
 
 @dataclass(frozen=True, order=True)
@@ -18,6 +21,7 @@ class Problem:
 
     path: str
     message: str
+    code: str = ""  # MISSING_CRD for a custom resource whose CRD is not known
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
@@ -57,8 +61,9 @@ class Validator:
     """
 
     def __init__(self, crds: CrdIndex | None, kubernetes_version: str, *,
-                 cel: bool = False, webhooks: bool = False):
+                 cel: bool = False, webhooks: bool = False, crds_label: str = ""):
         self.crds = crds
+        self.crds_label = crds_label  # e.g. "kueue v0.14.4, nfd v0.19.0": named when a CRD is missing
         self.core: CoreSchemas = core_schemas(kubernetes_version)
         self.kubernetes_version = self.core.version
         self.skipped_kinds: set[tuple[str, str]] = set()
@@ -91,17 +96,33 @@ class Validator:
         group, version = split_api_version(api_version)
         try:
             if self.crds is not None and (group, kind) in self.crds:
+                obj = self._pruned(obj, group, version, kind)
                 problems = self._validate_custom(obj, group, version, kind)
             elif self.core.has_kind(group, kind):
+                obj = drop_nulls(obj)
                 problems = self._validate_core(obj, group, version, kind)
             elif self.crds is None and group not in self.core.groups:
                 self.skipped_kinds.add((api_version, kind))
                 return sorted(set(self._webhook_problems(obj)))
+            elif group not in self.core.groups:
+                return [self._missing_crd(api_version, kind)]
             else:
                 return [Problem("", f"no schema for apiVersion {api_version} kind {kind}")]
         except (ValueError, TypeError) as exc:  # e.g. a non-string mapping key
             return [Problem("", f"not representable as JSON: {exc}")]
         return sorted(set(problems + _metadata_problems(obj) + self._webhook_problems(obj)))
+
+    def _pruned(self, obj: dict, group: str, version: str, kind: str) -> dict:
+        """The object as the API server validates it: nulls of non-nullable fields dropped."""
+        candidates = self.crds.versions(group, version, kind) if self.crds is not None else []
+        return prune_nulls(obj, candidates[0].schema) if candidates else obj
+
+    def _missing_crd(self, api_version: str, kind: str) -> Problem:
+        """The problem of a custom resource no known CRD defines: say how to supply one."""
+        among = f" among the CRDs of {self.crds_label}" if self.crds_label else ""
+        return Problem("", f"no CustomResourceDefinition for kind {kind} (apiVersion "
+                       f"{api_version}){among}: give its CRD with --crds DIR or the "
+                       "GPUPLAN_CRDS environment variable", MISSING_CRD)
 
     def _webhook_problems(self, obj: dict) -> list[Problem]:
         """The admission-webhook problems of one object, when asked for."""
@@ -169,11 +190,12 @@ def _head_problems(obj: dict) -> list[Problem]:
 
 
 def _metadata_problems(obj: dict) -> list[Problem]:
-    """The API server requires metadata.name (gpuplan never uses generateName)."""
+    """The API server requires metadata.name or metadata.generateName."""
     meta = obj.get("metadata")
     if meta is None:
         return [Problem("", 'missing required field "metadata"')]
-    if isinstance(meta, dict) and not meta.get("name"):
+    if isinstance(meta, dict) and not meta.get("name") and not meta.get("generateName"):
+        # kubectl create sends generateName and the API server picks the name.
         return [Problem("metadata", 'missing required field "name"')]
     return []
 

@@ -64,6 +64,9 @@ class ReferenceProblem:
     path: str
     message: str
     severity: Severity = "error"
+    # The object named is not among the objects: the API server accepts the reference, which
+    # may resolve to an object created elsewhere (`validate` warns; a render, seeing all, errs).
+    external: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         ref = f"{self.namespace}/{self.name}" if self.namespace else self.name
@@ -144,7 +147,7 @@ def check_local_queues(cluster: ClusterObjects) -> list[ReferenceProblem]:
     """LocalQueue.spec.clusterQueue names an existing ClusterQueue."""
     queues = cluster.names(KUEUE, "ClusterQueue")
     return [_problem(lq, "spec.clusterQueue", f'ClusterQueue "{target}" does not exist: the '
-                     "LocalQueue admits no workload")
+                     "LocalQueue admits no workload", external=True)
             for lq in cluster.of(KUEUE, "LocalQueue")
             if (target := _get(lq, "spec", "clusterQueue")) and target not in queues]
 
@@ -161,7 +164,8 @@ def check_flavor_references(cluster: ClusterObjects) -> list[ReferenceProblem]:
                     inactive = " (the ClusterQueue stays inactive: FlavorNotFound)" if obj[
                         "kind"] == "ClusterQueue" else ""
                     problems.append(_problem(obj, f"spec.resourceGroups[{i}].flavors[{j}].name",
-                                             f'ResourceFlavor "{name}" does not exist{inactive}'))
+                                             f'ResourceFlavor "{name}" does not exist{inactive}',
+                                             external=True))
     return problems
 
 
@@ -216,12 +220,14 @@ class _GpuConfig:
             elsewhere = sorted({_namespace(cm) for cm in found})
             hint = f" (there is one in {', '.join(elsewhere)})" if elsewhere else ""
             self.problems.append(_problem(self.policy, path, f'ConfigMap "{name}" does not '
-                                          f'exist in the operator namespace "{namespace}"{hint}'))
+                                          f'exist in the operator namespace "{namespace}"{hint}',
+                                          external=True))
             return None
         if len(found) == 1:
             return found[0]
         if not found:
-            self.problems.append(_problem(self.policy, path, f'ConfigMap "{name}" does not exist'))
+            self.problems.append(_problem(self.policy, path, f'ConfigMap "{name}" does not exist',
+                                          external=True))
         else:
             spaces = ", ".join(sorted(_namespace(cm) for cm in found))
             self.problems.append(_problem(self.policy, path, f'ConfigMap "{name}" exists in '
@@ -353,7 +359,8 @@ def check_flavor_labels(cluster: ClusterObjects) -> list[ReferenceProblem]:
             if _ANY not in values and value not in values:
                 problems.append(_problem(flavor, f"spec.nodeLabels[{key}]", f"no NodePool, "
                                          f"NodeFeatureRule or known node sets {key}={value}: "
-                                         "workloads of this flavor can never be placed"))
+                                         "workloads of this flavor can never be placed",
+                                         external=True))
     return problems
 
 
@@ -406,7 +413,7 @@ def check_namespaces(cluster: ClusterObjects) -> list[ReferenceProblem]:
     if cluster.operator_namespace:
         known.add(cluster.operator_namespace)
     return [_problem(o, "metadata.namespace", f'Namespace "{_namespace(o)}" does not exist '
-                     "(no Namespace object creates it)")
+                     "(no Namespace object creates it)", external=True)
             for o in namespaced if _namespace(o) not in known]
 
 
@@ -443,10 +450,11 @@ CHECKS: tuple[Check, ...] = (
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _problem(obj: dict, path: str, message: str, severity: Severity = "error") -> ReferenceProblem:
+def _problem(obj: dict, path: str, message: str, severity: Severity = "error", *,
+             external: bool = False) -> ReferenceProblem:
     """A ReferenceProblem of ``obj``."""
     return ReferenceProblem(str(obj.get("kind", "")), _namespace(obj), _name(obj), path, message,
-                            severity)
+                            severity, external)
 
 
 def _get(obj: Any, *keys: str) -> Any:
