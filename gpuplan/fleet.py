@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from gpuplan.components import REGISTRY, Release, release_of
 from gpuplan.diagnostics import Key, Located
 from gpuplan.model.cluster import Cluster
 from gpuplan.model.tenant import Allocation, Tenant
@@ -126,6 +127,10 @@ class ClusterPlan:
     def name(self) -> str:
         """Return the cluster's name."""
         return self.spec.name
+
+    def release(self, component: str) -> Release | None:
+        """Return the release of a registry component the cluster runs (None: not run, or an unknown version)."""
+        return release_of(REGISTRY[component], self.spec)
 
     def cohort_root(self, cohort: str | None) -> str | None:
         """Return the root of a cohort's tree: Kueue lends across the whole tree."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 
+from gpuplan.components import REGISTRY, UnknownVersion, chosen, namespaces_of
 from gpuplan.diagnostics import Diagnostic, Key, Located
 from gpuplan.fleet import INSTANCE_GPUS, AllocationPlan, ClusterPlan, Fleet, Grant
 from gpuplan.gpus import catalog
@@ -150,10 +151,30 @@ def _cluster_refs(located: Located[Cluster]) -> list[Diagnostic]:
     return problems
 
 
+def _component_versions(located: Located[Cluster]) -> list[Diagnostic]:
+    """Error on a component version (or release line) gpuplan has no facts for."""
+    problems = []
+    for component in REGISTRY.values():
+        wanted = chosen(component, located.model)
+        if wanted is None:
+            continue
+        version, line = wanted
+        where = ("components", component.field)
+        if component.line_field and line not in component.lines:
+            lines = ", ".join(component.lines)
+            problems.append(located.at(*where, message=f"{component.name} has no releases for {component.line_field} {line}; gpuplan knows {lines}"))
+            continue
+        try:
+            component.release(version, line)
+        except UnknownVersion as exc:
+            problems.append(located.at(*where, "version", message=str(exc)))
+    return problems
+
+
 def build_cluster(located: Located[Cluster]) -> tuple[ClusterPlan, list[Diagnostic]]:
     """Resolve one cluster: GPU models, pool resources, MIG placement, references."""
     plan = ClusterPlan(located)
-    problems = _cluster_refs(located)
+    problems = _cluster_refs(located) + _component_versions(located)
     for index, pool in enumerate(located.model.node_pools):
         problems.extend(_pool_shape(located, index))
         model = catalog.lookup(pool.gpu)
@@ -251,8 +272,7 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 def _namespaces(tenants: list[Located[Tenant]], clusters: list[Located[Cluster]]) -> list[Diagnostic]:
     reserved = set(SYSTEM_NAMESPACES) | {"argocd"}
     for cluster in clusters:
-        comps = cluster.model.components
-        reserved |= {c.namespace for c in (comps.gpu_operator, comps.kueue, comps.volcano, comps.karpenter) if c}
+        reserved |= set(namespaces_of(cluster.model))
         reserved.add(cluster.model.gitops.namespace)
     owner: dict[str, str] = {}
     problems = []

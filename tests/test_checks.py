@@ -141,7 +141,7 @@ def test_memory_above_the_pools_fails(tmp_path: Path) -> None:
 def test_unknown_operator_version_fails(tmp_path: Path) -> None:
     components = COMPONENTS.replace("v26.7.0", "v19.1.0")
     code, err = check(tmp_path, {"a": quota(8)}, components=components)
-    assert code == 1 and "GPU Operator v19.1.0 is not known to gpuplan" in err
+    assert code == 1 and "gpu-operator v19.1.0 is not supported" in err
 
 
 def test_mps_with_mixed_strategy_fails_single_passes(tmp_path: Path) -> None:
@@ -198,17 +198,25 @@ def test_taints_at_most_eight(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("limit", "value", "phrase"), [
-    ("MAX_FLAVORS", 1, "quota on 2 pools: a Kueue resource group holds at most 1 flavors"),
-    ("MAX_COVERED", 3, "4 resources (cpu, memory and 2 GPU resources): a Kueue resource group covers at most 3"),
-    ("MAX_COMBINATIONS", 7, "2 pools x 4 resources = 8 quota entries: Kueue allows at most 7"),
+    ("max_flavors", 1, "quota on 2 pools: a Kueue v0.19.2 resource group holds at most 1 flavors"),
+    ("max_covered_resources", 3, "4 resources (cpu, memory and 2 GPU resources): a Kueue v0.19.2 resource group covers at most 3"),
+    ("max_group_entries", 7, "2 pools x 4 resources = 8 quota entries: Kueue v0.19.2 allows at most 7"),
 ])  # fmt: skip
 def test_resource_group_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str, value: int, phrase: str) -> None:
-    """Kueue's 64 flavors / 64 resources / 512 entries, scaled down to reach them with two pools."""
-    from gpuplan.check import kueue
+    """Kueue's 64 flavors / 64 resources / 512 entries (the release's facts), scaled down to reach them with two pools."""
+    from dataclasses import replace
 
-    monkeypatch.setattr(kueue, limit, value)
+    from gpuplan import components
+
+    kueue = components.REGISTRY["kueue"]
+
+    def limit_to(most: int) -> None:
+        releases = tuple(replace(r, **{limit: most}) for r in kueue.releases)
+        monkeypatch.setitem(components.REGISTRY, "kueue", replace(kueue, releases=releases))
+
+    limit_to(value)
     two_pools = "    quotas:\n      - {pool: train, gpus: 8}\n      - {pool: infer, mig: {1g.10gb: 7}}\n"
     code, err = check(tmp_path / "over", {"a": two_pools})
     assert code == 1 and phrase in err
-    monkeypatch.setattr(kueue, limit, value + 1)
+    limit_to(value + 1)
     assert check(tmp_path / "at", {"a": two_pools})[0] == 0

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpuplan.check.karpenter import re2_problem
+from gpuplan.check.nfd import re2_problem
 from gpuplan.emit import karpenter, multus, nfd, volcano
 from gpuplan.pipeline import compile_fleet
 from gpuplan.validate import CrdIndex, Validator
@@ -261,21 +261,14 @@ def test_node_pools_only_for_autoscaled_pools_with_karpenter(tmp_path: Path) -> 
     assert sorted(k[2] for k in found if k[0] == "NodePool") == ["dev", "train"]
 
 
-def test_karpenter_api_version_follows_the_version() -> None:
-    assert karpenter.api_version("v1.14.1") == "karpenter.sh/v1"
-    assert karpenter.api_version("1.0.0") == "karpenter.sh/v1"
-    assert karpenter.supported("v1.0.0") and not karpenter.supported("v0.37.2")
-    with pytest.raises(ValueError):
-        karpenter.api_version("v0.37.2")
-
-
-def test_karpenter_before_v1_is_an_error(tmp_path: Path) -> None:
+def test_karpenter_before_v1_is_an_unknown_version(tmp_path: Path) -> None:
     components = cluster()["components"]
     components["karpenter"]["version"] = "v0.37.2"
     repo(tmp_path, [cluster(components=components)], [ALPHA, BETA])
     lines = texts(tmp_path)
     assert any(
-        "clusters/gpu.yaml:" in line and "error: components.karpenter.version: Karpenter v0.37.2 serves NodePools as karpenter.sh/v1beta1" in line
+        "clusters/gpu.yaml:" in line and "error: components.karpenter.version: karpenter (aws) v0.37.2 is not supported" in line
+        and "supported versions: v1.0.14, " in line
         for line in lines
     ), lines
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check
+from gpuplan.check import check, clusters_with
+from gpuplan.components.karpenter import KarpenterRelease
 from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
-from gpuplan.emit import karpenter as karpenter_emit
-from gpuplan.emit import nfd
 from gpuplan.fleet import INSTANCE_GPUS, ClusterPlan, Fleet
 from gpuplan.model.common import LABEL_VALUE
 from gpuplan.pools import GPU, PoolPlan
@@ -44,18 +43,41 @@ def _in_domain(key: str, domain: str) -> bool:
 # --- Karpenter -------------------------------------------------------------------------------
 
 
+def _karpenter(cluster: ClusterPlan) -> KarpenterRelease | None:
+    release = cluster.release("karpenter")
+    return release if isinstance(release, KarpenterRelease) else None
+
+
 @check
-def check_karpenter_version(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Error on Karpenter before v1.0: it serves karpenter.sh/v1beta1, which gpuplan does not emit."""
-    for name in sorted(fleet.clusters):
-        cluster = fleet.clusters[name]
-        karpenter = cluster.spec.components.karpenter
-        if karpenter is not None and not karpenter_emit.supported(karpenter.version):
+def check_karpenter_node_class(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when nodeClass is not the node class of the cluster's Karpenter provider."""
+    for cluster in clusters_with(fleet, "karpenter"):
+        release, spec = _karpenter(cluster), cluster.spec.components.karpenter
+        if release is None or spec is None:
+            continue
+        wanted, ref = release.node_class, spec.node_class
+        if (ref.group, ref.kind) != (wanted.group, wanted.kind):
             message = (
-                f"Karpenter {karpenter.version} serves NodePools as karpenter.sh/v1beta1; gpuplan emits "
-                "karpenter.sh/v1 (Karpenter v1.0.0 and later) only: upgrade Karpenter"
+                f"Karpenter for {release.line} ({release.version}) provisions nodes from {wanted.kind} "
+                f"({wanted.group}), not {ref.kind} ({ref.group}): its NodePools would never launch a node"
             )
-            yield cluster.located.source.diagnostic(("components", "karpenter", "version"), message)
+            yield cluster.located.source.diagnostic(("components", "karpenter", "nodeClass"), message)
+
+
+@check
+def check_karpenter_capacity_types(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on capacity type `reserved` before Karpenter core v1.3; warn while its gate is off by default."""
+    for cluster, pool in _pools(fleet, autoscaled=True):
+        release, spec = _karpenter(cluster), pool.spec.karpenter
+        if release is None or spec is None or "reserved" not in spec.capacity_types:
+            continue
+        loc = ("nodePools", pool.index, "karpenter", "capacityTypes", spec.capacity_types.index("reserved"))
+        if not release.reserved_capacity:
+            message = f"Karpenter {release.version} (core {release.core}) has no reserved capacity type (core v1.3.0 added it)"
+            yield cluster.located.source.diagnostic(loc, message)
+        elif not release.reserved_capacity_by_default:
+            message = f"Karpenter {release.version} (core {release.core}) launches reserved capacity only with the ReservedCapacity feature gate on (default off before core v1.6.0)"
+            yield _warning(cluster.located.source, loc, message)
 
 
 @check
@@ -129,102 +151,3 @@ def check_karpenter_known_resources(fleet: Fleet) -> Iterator[Diagnostic]:
             "only when other pods trigger it; make it a static pool ({count: N})"
         )
         yield _warning(cluster.located.source, ("nodePools", pool.index, "sharing"), message)
-
-
-# --- NFD (static pools) ----------------------------------------------------------------------
-
-_KUBERNETES_IO = "kubernetes.io"
-_NFD_ALLOWED = ("feature.node.kubernetes.io", "profile.node.kubernetes.io")
-
-
-@check
-def check_nfd_label_keys(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Error on labels nfd-master never sets (kubernetes.io); warn on unprefixed ones (it prefixes them)."""
-    for cluster, pool in _pools(fleet, autoscaled=False):
-        if not nfd.labelled(cluster, pool):
-            continue
-        for key in pool.spec.labels:
-            loc = ("nodePools", pool.index, "labels", key)
-            if not _domain(key):
-                message = (
-                    f"NFD puts unprefixed labels under feature.node.kubernetes.io/: the nodes get "
-                    f"feature.node.kubernetes.io/{key}, not {key}; give the key a prefix (example.com/{key})"
-                )
-                yield _warning(cluster.located.source, loc, message, at_key=True)
-            elif _in_domain(key, _KUBERNETES_IO) and not any(_in_domain(key, d) for d in _NFD_ALLOWED):
-                message = (
-                    f"nfd-master never sets labels in the kubernetes.io domain (except {', '.join(_NFD_ALLOWED)}): "
-                    "the pool's nodes would not get this label"
-                )
-                yield cluster.located.source.diagnostic(loc, message, at_key=True)
-
-
-def re2_problem(regex: str) -> str | None:
-    """Return why Go's regexp (RE2), which NFD matches with, rejects a Python regex, or None."""
-    plain: list[str] = []
-    i, in_class = 0, False
-    while i < len(regex):
-        char = regex[i]
-        if char == "\\" and i + 1 < len(regex):
-            nxt = regex[i + 1]
-            if not in_class and nxt in "123456789":
-                return "backreferences"
-            if nxt == "Z":
-                return r"\Z (write \z or $)"
-            plain.append("e")
-            i += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-            plain.append("c")
-        elif char == "[":
-            in_class = True
-            plain.append("c")
-            if regex[i + 1 : i + 2] == "]":  # a leading ] is a literal member of the class
-                i += 1
-        else:
-            plain.append(char)
-        i += 1
-    text = "".join(plain)
-    for construct, what in (
-        ("(?=", "lookahead"), ("(?!", "lookahead"), ("(?<=", "lookbehind"), ("(?<!", "lookbehind"),
-        ("(?>", "atomic groups"), ("(?P=", "backreferences"), ("(?(", "conditionals"),
-    ):  # fmt: skip
-        if construct in text:
-            return what
-    for quantifier in ("*+", "++", "?+", "}+"):
-        if quantifier in text:
-            return "possessive quantifiers"
-    return None
-
-
-@check
-def check_nfd_hostnames(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Error on hostnames regexes that Go's regexp (NFD's InRegexp) cannot compile."""
-    for cluster, pool in _pools(fleet, autoscaled=False):
-        if not nfd.labelled(cluster, pool):
-            continue
-        for h_index, regex in enumerate(pool.spec.hostnames):
-            problem = re2_problem(regex)
-            if problem is not None:
-                loc = ("nodePools", pool.index, "hostnames", h_index)
-                message = f"NFD matches node names with Go's regexp (RE2), which has no {problem}: the pool's nodes would never be labelled"
-                yield cluster.located.source.diagnostic(loc, message)
-
-
-@check
-def check_unlabelled_static_pools(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Warn when a static pool names no hostnames: gpuplan then labels none of its nodes."""
-    for cluster, pool in _pools(fleet, autoscaled=False):
-        components = cluster.spec.components
-        if pool.spec.hostnames or (components.gpu_operator is None and components.kueue is None):
-            continue
-        missing = {k: v for k, v in pool.node_labels.items() if pool.spec.labels.get(k) != v}
-        if not missing:
-            continue
-        wanted = ", ".join(f"{k}={v}" for k, v in missing.items())
-        message = (
-            f"pool {pool.name} selects its nodes by labels only, so gpuplan labels none of them: "
-            f"they must already carry {wanted}; say so by adding these to labels, or list the nodes' names in hostnames"
-        )
-        yield _warning(cluster.located.source, ("nodePools", pool.index, "labels"), message)

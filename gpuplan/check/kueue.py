@@ -2,7 +2,9 @@
 
 Source: kubernetes-sigs/kueue v0.19.2 (../shared/facts/kueue-admission-rules.md): a resource
 group holds 1-64 flavors and 1-64 covered resources, at most 512 flavor x resource entries;
-a ResourceFlavor has at most 8 nodeLabels and 8 tolerations.
+a ResourceFlavor has at most 8 nodeLabels and 8 tolerations. The group limits differ by release
+(16 and 16, no entry limit, before v0.14): they are read from the cluster's Kueue release
+(gpuplan/components/kueue.py).
 """
 
 from __future__ import annotations
@@ -10,13 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpuplan.check import check, clusters_with
+from gpuplan.components.kueue import KueueRelease
 from gpuplan.diagnostics import Diagnostic
 from gpuplan.entitlements import covered_resources
 from gpuplan.fleet import Fleet
 
-MAX_FLAVORS = 64
-MAX_COVERED = 64
-MAX_COMBINATIONS = 512
 MAX_FLAVOR_LABELS = 8
 MAX_TOLERATIONS = 8
 
@@ -25,15 +25,19 @@ MAX_TOLERATIONS = 8
 def check_resource_group_size(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error when a tenant's one resource group would exceed Kueue's flavor or resource limits."""
     for cluster in clusters_with(fleet, "kueue"):
+        release = cluster.release("kueue")
+        assert isinstance(release, KueueRelease)
+        most_flavors, most_covered, most_entries = release.max_flavors, release.max_covered_resources, release.max_group_entries
+        kueue = f"Kueue {release.version}"
         for alloc in cluster.allocations:
             flavors, covered = len(alloc.pools()), len(covered_resources(alloc))
             where = alloc.loc("quotas")
-            if flavors > MAX_FLAVORS:
-                yield alloc.tenant.source.diagnostic(where, f"quota on {flavors} pools: a Kueue resource group holds at most {MAX_FLAVORS} flavors (one per pool)")
-            if covered > MAX_COVERED:
-                yield alloc.tenant.source.diagnostic(where, f"{covered} resources (cpu, memory and {covered - 2} GPU resources): a Kueue resource group covers at most {MAX_COVERED}")
-            if flavors * covered > MAX_COMBINATIONS:
-                yield alloc.tenant.source.diagnostic(where, f"{flavors} pools x {covered} resources = {flavors * covered} quota entries: Kueue allows at most {MAX_COMBINATIONS} in one resource group")
+            if flavors > most_flavors:
+                yield alloc.tenant.source.diagnostic(where, f"quota on {flavors} pools: a {kueue} resource group holds at most {most_flavors} flavors (one per pool)")
+            if covered > most_covered:
+                yield alloc.tenant.source.diagnostic(where, f"{covered} resources (cpu, memory and {covered - 2} GPU resources): a {kueue} resource group covers at most {most_covered}")
+            if most_entries is not None and flavors * covered > most_entries:
+                yield alloc.tenant.source.diagnostic(where, f"{flavors} pools x {covered} resources = {flavors * covered} quota entries: {kueue} allows at most {most_entries} in one resource group")
 
 
 @check

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from gpuplan.check import check, clusters_with
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.emit.volcano import MAX_WEIGHT, RESERVED_QUEUES
+from gpuplan.components.volcano import RESERVED_QUEUES, VolcanoRelease
 from gpuplan.fleet import Fleet
 
 
@@ -14,10 +14,11 @@ from gpuplan.fleet import Fleet
 def check_volcano_queues(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on queue weights above the Queue CRD's maximum and on Volcano's reserved names."""
     for cluster in clusters_with(fleet, "volcano"):
-        name = cluster.name
+        name, release = cluster.name, cluster.release("volcano")
+        most = release.max_weight if isinstance(release, VolcanoRelease) else None
         for alloc in cluster.allocations:
             weight = alloc.spec.weight or 1
-            if weight > MAX_WEIGHT:
-                yield alloc.tenant.source.diagnostic(alloc.loc("weight"), f"weight {weight} is above {MAX_WEIGHT}, the most a Volcano queue takes (cluster {name} runs Volcano)")
+            if most is not None and weight > most:
+                yield alloc.tenant.source.diagnostic(alloc.loc("weight"), f"weight {weight} is above {most}, the most a Volcano queue takes (cluster {name} runs Volcano)")
             if alloc.name in RESERVED_QUEUES:
                 yield alloc.tenant.source.diagnostic(("name",), f"tenant {alloc.name!r} would take over Volcano's own queue of that name on cluster {name}: rename the tenant")

@@ -8,8 +8,10 @@ package imports neither `emit/` nor `check/` and both can read facts from it.
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,10 @@ class Release:
     version: str
     sources: tuple[str, ...]
     chart: Chart | None = None
-    crds: str | None = None  # the shipped CRD set: gpuplan/crds/<component>/<crds>/ (None: ships none)
+    # The shipped CRD set: gpuplan/crds/<component>/<crds>/, or gpuplan/crds/<crds>/ when it holds a "/"
+    # (a set kept under another folder, "karpenter-provider-aws/v1.14.1"); None: ships none.
+    crds: str | None = None
+    line: str = ""  # the release line, for a component with several ("aws", "azure" for Karpenter)
 
 
 class UnknownVersion(ValueError):
@@ -48,26 +53,65 @@ class Component:
     releases: tuple[Release, ...]
     emitter: str | None = None  # "gpuplan.emit.kueue:emit"
     checks: tuple[str, ...] = ()  # modules under gpuplan.check registering this component's checks
-    _by_version: Mapping[str, Release] = field(init=False, repr=False, compare=False)
+    line_field: str | None = None  # the cluster field that picks a release line ("provider" for Karpenter)
+    configured: bool = True  # False: no key under `components:`, the newest release is the one in use
+    scope: str = "cluster"  # "cluster": emitter(cluster) per cluster; "fleet": emitter(fleet, output_path) once
+    _by_version: Mapping[tuple[str, str], Release] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_version", {r.version: r for r in self.releases})
+        object.__setattr__(self, "_by_version", {(r.line, r.version): r for r in self.releases})
 
     @property
     def versions(self) -> tuple[str, ...]:
-        """Return the supported versions, oldest first."""
+        """Return the supported versions, oldest first (of every line)."""
         return tuple(r.version for r in self.releases)
 
-    def release(self, version: str) -> Release:
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """Return the release lines, in the order their first release is listed."""
+        return tuple(dict.fromkeys(r.line for r in self.releases))
+
+    def versions_of(self, line: str = "") -> tuple[str, ...]:
+        """Return the supported versions of one release line, oldest first."""
+        return tuple(r.version for r in self.releases if r.line == line)
+
+    def newest(self, line: str = "") -> Release:
+        """Return the newest supported release of a line."""
+        return [r for r in self.releases if r.line == line][-1]
+
+    def crd_set(self, release: Release) -> str | None:
+        """Return the shipped CRD set of a release, relative to gpuplan/crds/ ("kueue/v0.19.2")."""
+        if release.crds is None:
+            return None
+        return release.crds if "/" in release.crds else f"{self.name}/{release.crds}"
+
+    def release(self, version: str, line: str = "") -> Release:
         """Return the facts of one version, or raise UnknownVersion naming the known ones."""
         try:
-            return self._by_version[version]
+            return self._by_version[(line, version)]
         except KeyError:
-            raise UnknownVersion(unknown_version_message(self.name, version, self.versions)) from None
+            name = f"{self.name} ({line})" if line else self.name
+            raise UnknownVersion(unknown_version_message(name, version, self.versions_of(line))) from None
 
 
 def unknown_version_message(component: str, version: str, known: tuple[str, ...]) -> str:
     """Return '<component> <version> is not supported (did you mean ...?); supported: ...'."""
-    close = difflib.get_close_matches(version, known, n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    close = closest_version(version, known)
+    hint = f" (did you mean {close!r}?)" if close else ""
     return f"{component} {version} is not supported{hint}; supported versions: {', '.join(known)}"
+
+
+def closest_version(version: str, known: tuple[str, ...]) -> str | None:
+    """Return the newest known release of the same minor, else the most similar version string."""
+    minor = version.removeprefix("v").split(".")[:2]
+    same = [k for k in known if k.removeprefix("v").split(".")[:2] == minor]
+    if same:
+        return same[-1]
+    close = difflib.get_close_matches(version, known, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def load(target: str) -> Any:
+    """Import "package.module:attribute" (an emitter) and return the attribute."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)

@@ -1,28 +1,28 @@
 """Fleet -> manifests, one module per component; pure functions, no I/O.
 
-Adding a component is one new module with an `emit(cluster)` function and one line in EMITTERS.
+A component's emitter is named by its registry entry (gpuplan/components/): adding a component is one
+new module with an `emit(cluster)` function and one registry line, nothing here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from gpuplan.emit import argocd, gpu_operator, kueue, priorities, tenants
-from gpuplan.emit import karpenter, multus, nfd, volcano
+from gpuplan.components import REGISTRY
+from gpuplan.components.base import load
+from gpuplan.emit import argocd, priorities, tenants
 from gpuplan.emit.meta import Manifest, finalize
 from gpuplan.fleet import ClusterPlan, Fleet
 
 ClusterEmitter = Callable[[ClusterPlan], list[Manifest]]
+FleetEmitter = Callable[[Fleet, str], list[Manifest]]
 
-EMITTERS: tuple[ClusterEmitter, ...] = (
-    priorities.emit,
-    tenants.emit,
-    kueue.emit,
-    gpu_operator.emit,
-    volcano.emit,
-    karpenter.emit,
-    nfd.emit,
-    multus.emit,
+# PriorityClasses and the tenants' namespaces, quotas and policies belong to no one component.
+EMITTERS: tuple[ClusterEmitter, ...] = (priorities.emit, tenants.emit) + tuple(
+    load(c.emitter) for c in REGISTRY.values() if c.emitter and c.scope == "cluster"
+)
+FLEET_EMITTERS: tuple[FleetEmitter, ...] = tuple(
+    load(c.emitter) for c in REGISTRY.values() if c.emitter and c.scope == "fleet"
 )
 
 
@@ -37,6 +37,6 @@ def emit(fleet: Fleet, only: Iterable[str] = (), output_path: str = argocd.OUTPU
         cluster_manifests = [finalize(m) for emitter in EMITTERS for m in emitter(cluster)]
         manifests.extend(cluster_manifests)
         manifests.append(argocd.kustomization(cluster, cluster_manifests))
-    manifests.extend(finalize(m) for m in argocd.applications(fleet, output_path))
-    manifests.append(argocd.app_of_apps(fleet))
+    for fleet_emitter in FLEET_EMITTERS:
+        manifests.extend(fleet_emitter(fleet, output_path))
     return sorted(manifests, key=lambda m: m.path)

@@ -6,7 +6,7 @@ import posixpath
 from typing import Any
 
 from gpuplan.crds.versions import cluster_components, fleet_components, header_line
-from gpuplan.emit.meta import Manifest, k8s
+from gpuplan.emit.meta import Manifest, finalize, k8s
 from gpuplan.fleet import ClusterPlan, Fleet
 
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
@@ -60,3 +60,8 @@ def app_of_apps(fleet: Fleet) -> Manifest:
     files = [f"{name}.yaml" for name in sorted(fleet.clusters)]
     sources = tuple(sorted(c.located.source.path for c in fleet.clusters.values()))
     return Manifest(f"{APPS}/kustomization.yaml", _kustomization(files), sources, None, (header_line(fleet_components()),))
+
+
+def emit_fleet(fleet: Fleet, output_path: str = OUTPUT_PATH) -> list[Manifest]:
+    """Return the fleet-level objects: every cluster's Application and the app of apps."""
+    return [finalize(m) for m in applications(fleet, output_path)] + [app_of_apps(fleet)]

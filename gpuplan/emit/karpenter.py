@@ -1,9 +1,9 @@
 """Karpenter: one NodePool (karpenter.sh/v1) per autoscaled pool (`nodes: {min, max}`).
 
 Source of every field: the Karpenter v1.14.1 NodePool CRD (kubernetes-sigs/karpenter and
-aws/karpenter-provider-aws pkg/apis/crds). Karpenter serves karpenter.sh/v1 from v1.0.0 on;
-v0.33-v0.37 served v1beta1, which gpuplan does not emit (no bundled CRD to prove it against):
-check/karpenter.py rejects those versions before anything is emitted.
+aws/karpenter-provider-aws pkg/apis/crds). Every release gpuplan supports (v1.0 on,
+gpuplan/components/karpenter.py) serves karpenter.sh/v1 and every field below; v0.33-v0.37 served
+v1beta1 and are not supported (resolve.py reports them as unknown versions).
 
 The NodePool puts on its nodes exactly `PoolPlan.node_labels` (the pool label the ResourceFlavor
 selects, the MIG and device-plugin config labels the GPU Operator reads, the user's labels) and
@@ -15,14 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuplan.components.karpenter import NODEPOOL_API, KarpenterRelease
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.fleet import ClusterPlan
 from gpuplan.model.cluster import Karpenter
-from gpuplan.model.common import version_tuple
 from gpuplan.pools import GPU, PoolPlan
 
-GROUP = "karpenter.sh"
-FIRST_V1 = (1, 0, 0)
 FOLDER = "karpenter"
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
@@ -52,18 +50,6 @@ DISRUPTION: dict[str, Any] = {
     ],
 }
 EXPIRE_AFTER = "Never"
-
-
-def supported(version: str) -> bool:
-    """Tell whether gpuplan can emit NodePools for this Karpenter version (v1.0.0 and later)."""
-    return version_tuple(version) >= FIRST_V1
-
-
-def api_version(version: str) -> str:
-    """Return the NodePool apiVersion for a Karpenter version (karpenter.sh/v1 from v1.0.0)."""
-    if not supported(version):
-        raise ValueError(f"Karpenter {version} serves karpenter.sh/v1beta1, which gpuplan does not emit")
-    return f"{GROUP}/v1"
 
 
 def requirements(pool: PoolPlan) -> list[dict[str, Any]]:
@@ -124,10 +110,10 @@ def node_pool(api: str, karpenter: Karpenter, pool: PoolPlan) -> dict[str, Any]:
 
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return a NodePool per autoscaled pool, or nothing without the Karpenter component."""
-    karpenter = cluster.spec.components.karpenter
-    if karpenter is None or not supported(karpenter.version):
-        return []  # an unsupported version is an error from check/karpenter.py
-    api = api_version(karpenter.version)
+    karpenter, release = cluster.spec.components.karpenter, cluster.release("karpenter")
+    if karpenter is None or not isinstance(release, KarpenterRelease):
+        return []  # not a component here (an unknown version is reported by resolve.py)
+    api = NODEPOOL_API
     source = cluster.located.source.path
     return [
         manifest(cluster.name, FOLDER, node_pool(api, karpenter, pool), source)

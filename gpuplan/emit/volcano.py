@@ -15,6 +15,7 @@ are never emitted (a queue's Open/Closed `state`, which some guides put under sp
 - `reclaimable: true`: what a tenant borrowed beyond its deserved share can be taken back.
 - `dequeueStrategy: traverse`: the CRD's default (structural `default:`), written out so the
   object Argo CD compares is the object the API server stores (no drift; tests/test_no_drift.py).
+  Only on releases whose CRD has the field (v1.14 on; gpuplan/components/volcano.py).
 """
 
 from __future__ import annotations
@@ -22,20 +23,15 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from gpuplan.components.volcano import API_VERSION, VolcanoRelease
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.entitlements import flavor_amounts, namespace_limits, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
 
-GROUP = "scheduling.volcano.sh"
-API_VERSION = f"{GROUP}/v1beta1"  # the only version the Queue CRD serves
 FOLDER = "volcano"
 DEFAULT_WEIGHT = 1
 # CRD default of spec.dequeueStrategy (enum fifo/traverse), emitted so Argo CD does not see drift.
 DEQUEUE_STRATEGY = "traverse"
-MAX_WEIGHT = 65535  # Queue CRD: spec.weight minimum 1, maximum 65535
-# Queues Volcano creates itself and refuses to delete (admission webhook validateQueueDeleting);
-# a tenant of that name would take them over.
-RESERVED_QUEUES = ("default", "root")
 
 
 def nominal_quota(alloc: AllocationPlan) -> dict[str, Fraction]:
@@ -51,27 +47,29 @@ def _resource_list(values: dict[str, Fraction]) -> dict[str, str]:
     return {name: quantity(name, value) for name, value in sorted(values.items())}
 
 
-def queue(alloc: AllocationPlan) -> dict[str, Any]:
+def queue(release: VolcanoRelease, alloc: AllocationPlan) -> dict[str, Any]:
     """Return the Volcano Queue of one tenant allocation, named after the tenant."""
     capability = namespace_limits(alloc)
     nominal = _resource_list({name: Fraction(0) for name in capability} | nominal_quota(alloc))
-    spec = {
+    spec: dict[str, Any] = {
         "weight": alloc.spec.weight if alloc.spec.weight is not None else DEFAULT_WEIGHT,
         "capability": _resource_list(capability),
         "deserved": nominal,
         "guarantee": {"resource": dict(nominal)},
         "reclaimable": True,
-        "dequeueStrategy": DEQUEUE_STRATEGY,  # CRD default, emitted so Argo CD does not see drift
     }
+    if release.dequeue_strategy:
+        spec["dequeueStrategy"] = DEQUEUE_STRATEGY  # CRD default, emitted so Argo CD does not see drift
     return k8s(API_VERSION, "Queue", alloc.name, spec=spec)
 
 
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return a Queue per tenant allocation, or nothing when Volcano is not a component."""
-    if cluster.spec.components.volcano is None:
-        return []
+    release = cluster.release("volcano")
+    if not isinstance(release, VolcanoRelease):
+        return []  # not a component here (an unknown version is reported by resolve.py)
     source = cluster.located.source.path
     return [
-        manifest(cluster.name, FOLDER, queue(alloc), alloc.tenant.source.path, source)
+        manifest(cluster.name, FOLDER, queue(release, alloc), alloc.tenant.source.path, source)
         for alloc in cluster.allocations
     ]

@@ -1,0 +1,112 @@
+"""Kueue: the releases gpuplan supports and the facts of each, read from the CRDs at each tag.
+
+Every fact below was read from kubernetes-sigs/kueue at the release tag, in
+config/components/crd/bases/kueue.x-k8s.io_{clusterqueues,cohorts,localqueues,resourceflavors,
+workloadpriorityclasses}.yaml (apiVersions served, enums, maxItems), pkg/webhooks/clusterqueue_webhook.go
+(the 512 flavor x resource rule) and charts/kueue/README.md plus hack/helm-chart-package.sh (the chart:
+`helm push` to oci://registry.k8s.io/kueue/charts, chart version = the tag without its "v").
+
+What changes between the releases gpuplan supports:
+- v0.12: Cohort is kueue.x-k8s.io/v1alpha1 with `spec.parent`; a resource group takes 16 flavors and
+  16 covered resources; whenCanBorrow is Borrow|TryNextFlavor.
+- v0.13: Cohort is v1beta1 with `spec.parentName`.
+- v0.14: 64 flavors, 64 covered resources, and the webhook's 512 flavor x resource entries per group.
+- v0.15: v1beta2 served (ClusterQueue `spec.cohortName` instead of `spec.cohort`); whenCanBorrow
+  MayStopSearch|TryNextFlavor (v1beta1 also keeps Borrow, "old name for MayStopSearch":
+  apis/kueue/v1beta1/clusterqueue_types.go@v0.15.0).
+- v0.16: v1beta2 is the storage version; v1beta1 deprecated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.components.base import Chart, Component, Release
+
+GROUP = "kueue.x-k8s.io"
+REPO = "kubernetes-sigs/kueue"
+CRD_DIR = "config/components/crd/bases"
+CHART_REPO = "oci://registry.k8s.io/kueue/charts"
+
+
+@dataclass(frozen=True, kw_only=True)
+class KueueRelease(Release):
+    """A Kueue release: the apiVersions it serves and the enums and limits of what gpuplan emits."""
+
+    served: tuple[str, ...]  # kueue.x-k8s.io versions of ClusterQueue, LocalQueue, ResourceFlavor
+    cohort_version: str  # the Cohort kind's version (v1alpha1 on v0.12)
+    cohort_parent_field: str  # "parent" (v1alpha1) or "parentName"
+    when_can_borrow: tuple[str, ...]  # enum of spec.flavorFungibility.whenCanBorrow (emitted apiVersion)
+    when_can_preempt: tuple[str, ...]  # enum of spec.flavorFungibility.whenCanPreempt (emitted apiVersion)
+    max_flavors: int  # spec.resourceGroups[].flavors maxItems
+    max_covered_resources: int  # spec.resourceGroups[].coveredResources maxItems
+    max_group_entries: int | None  # flavors x resources per group (webhook), None: no such rule
+
+    @property
+    def api(self) -> str:
+        """Return the version gpuplan emits: the newest served (v1beta2 from v0.15 on)."""
+        return self.served[-1]
+
+    @property
+    def api_version(self) -> str:
+        """Return the apiVersion of the objects gpuplan emits, e.g. kueue.x-k8s.io/v1beta2."""
+        return f"{GROUP}/{self.api}"
+
+    @property
+    def cohort_api_version(self) -> str:
+        """Return the Cohort kind's apiVersion."""
+        return f"{GROUP}/{self.cohort_version}"
+
+    @property
+    def cohort_field(self) -> str:
+        """Return the ClusterQueue field naming its cohort: cohortName in v1beta2, cohort in v1beta1."""
+        return "cohortName" if self.api == "v1beta2" else "cohort"
+
+    @property
+    def stop_search(self) -> str:
+        """Return whenCanBorrow's "stop at the first flavor that fits, borrowing" value for this release."""
+        return "MayStopSearch" if "MayStopSearch" in self.when_can_borrow else "Borrow"
+
+
+def _sources(tag: str) -> tuple[str, ...]:
+    kinds = ("clusterqueues", "cohorts", "localqueues", "resourceflavors", "workloadpriorityclasses")
+    crds = tuple(f"{REPO}@{tag}:{CRD_DIR}/{GROUP}_{kind}.yaml" for kind in kinds)
+    return crds + (f"{REPO}@{tag}:pkg/webhooks/clusterqueue_webhook.go", f"{REPO}@{tag}:charts/kueue/README.md")
+
+
+def _release(tag: str, **facts: object) -> KueueRelease:
+    chart = Chart(CHART_REPO, "kueue", tag.removeprefix("v"))
+    return KueueRelease(version=tag, sources=_sources(tag), chart=chart, crds=tag, **facts)  # type: ignore[arg-type]
+
+
+_V012 = dict(
+    served=("v1beta1",), cohort_version="v1alpha1", cohort_parent_field="parent",
+    when_can_borrow=("Borrow", "TryNextFlavor"), when_can_preempt=("Preempt", "TryNextFlavor"),
+    max_flavors=16, max_covered_resources=16, max_group_entries=None,
+)  # fmt: skip
+_V013 = _V012 | dict(cohort_version="v1beta1", cohort_parent_field="parentName")
+_V014 = _V013 | dict(max_flavors=64, max_covered_resources=64, max_group_entries=512)
+_V015 = _V014 | dict(
+    served=("v1beta1", "v1beta2"), cohort_version="v1beta2",
+    when_can_borrow=("MayStopSearch", "TryNextFlavor"), when_can_preempt=("MayStopSearch", "TryNextFlavor"),
+)  # fmt: skip
+
+RELEASES: tuple[KueueRelease, ...] = (
+    _release("v0.12.10", **_V012),
+    _release("v0.13.10", **_V013),
+    _release("v0.14.4", **_V014),
+    _release("v0.14.8", **_V014),
+    _release("v0.15.8", **_V015),
+    _release("v0.16.9", **_V015),
+    _release("v0.17.8", **_V015),
+    _release("v0.18.6", **_V015),
+    _release("v0.19.2", **_V015),
+)
+
+KUEUE = Component(
+    name="kueue",
+    field="kueue",
+    releases=RELEASES,
+    emitter="gpuplan.emit.kueue:emit",
+    checks=("gpuplan.check.kueue",),
+)

@@ -1,0 +1,47 @@
+"""Node Feature Discovery: the release gpuplan supports (its current one) and its facts.
+
+Read from kubernetes-sigs/node-feature-discovery at v0.19.0 (the newest release tag; v0.20.0 is
+unreleased): deployment/base/nfd-crds/nfd-api-crds.yaml (NodeFeatureRule, nfd.k8s-sigs.io/v1alpha1,
+served and stored) and Makefile `helm-push` (chart `node-feature-discovery`, version = the tag without
+"v", pushed to oci://registry.k8s.io/nfd/charts; docs/_config.yml `helm_oci_repo`).
+
+The cluster file names no NFD version: nfd-master is installed by the GPU Operator chart or by the
+platform team, so gpuplan emits for the release below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.components.base import Chart, Component, Release
+
+REPO = "kubernetes-sigs/node-feature-discovery"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NfdRelease(Release):
+    """An NFD release: the NodeFeatureRule apiVersion and the match operators gpuplan uses."""
+
+    rule_api_version: str
+    match_ops: tuple[str, ...]  # matchExpressions ops gpuplan emits (InRegexp for node names)
+
+
+RELEASES: tuple[NfdRelease, ...] = (
+    NfdRelease(
+        version="v0.19.0",
+        sources=(f"{REPO}@v0.19.0:deployment/base/nfd-crds/nfd-api-crds.yaml", f"{REPO}@v0.19.0:Makefile"),
+        chart=Chart("oci://registry.k8s.io/nfd/charts", "node-feature-discovery", "0.19.0"),
+        crds="v0.19.0",
+        rule_api_version="nfd.k8s-sigs.io/v1alpha1",
+        match_ops=("InRegexp",),
+    ),
+)
+
+NFD = Component(
+    name="nfd",
+    field="nfd",
+    releases=RELEASES,
+    emitter="gpuplan.emit.nfd:emit",
+    checks=("gpuplan.check.nfd",),
+    configured=False,
+)

@@ -1,0 +1,211 @@
+"""The component registry: every component complete, versions explicit, each release rendered for itself."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gpuplan.check import CHECKS
+from gpuplan.components import REGISTRY, Component, UnknownVersion
+from gpuplan.components.base import load
+from gpuplan.components.kueue import KueueRelease
+from gpuplan.crds import DATA, index_for
+from gpuplan.pipeline import compile_fleet
+from gpuplan.validate import Validator
+from tests.conftest import run, write_repo
+
+SOURCE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+@[0-9A-Za-z][0-9A-Za-z.+-]*:[^:\s]+$")  # owner/repo@tag-or-commit:path
+COMPONENTS = sorted(REGISTRY.values(), key=lambda c: c.name)
+KUEUE = REGISTRY["kueue"]
+
+
+def _ids(component: Component) -> str:
+    return component.name
+
+
+# --- registry completeness -------------------------------------------------------------------
+
+
+def test_the_registry_lists_every_component_of_the_issue() -> None:
+    assert set(REGISTRY) >= {"gpu-operator", "kueue", "volcano", "karpenter", "nfd", "multus", "argo-cd"}
+    assert all(name == component.name for name, component in REGISTRY.items())
+    assert len({c.field for c in REGISTRY.values()}) == len(REGISTRY)
+
+
+@pytest.mark.parametrize("component", COMPONENTS, ids=_ids)
+def test_each_component_has_releases_with_sources(component: Component) -> None:
+    assert component.releases
+    for release in component.releases:
+        assert release.sources, release.version
+        bad = [s for s in release.sources if not SOURCE.match(s)]
+        assert not bad, f"{component.name} {release.version}: sources must read owner/repo@tag:path: {bad}"
+    for line in component.lines:
+        versions = component.versions_of(line)
+        assert len(set(versions)) == len(versions), f"{component.name} {line}: a version is listed twice"
+
+
+@pytest.mark.parametrize("component", COMPONENTS, ids=_ids)
+def test_each_chart_names_its_release(component: Component) -> None:
+    for release in component.releases:
+        if release.chart is None:
+            continue
+        assert release.chart.repo.startswith(("https://", "oci://")), release.chart
+        assert release.chart.version.removeprefix("v") == release.version.removeprefix("v"), release
+
+
+@pytest.mark.parametrize("component", COMPONENTS, ids=_ids)
+def test_each_emitter_imports(component: Component) -> None:
+    if component.emitter is None:
+        pytest.skip(f"{component.name} emits nothing")
+    assert callable(load(component.emitter))
+
+
+@pytest.mark.parametrize("component", COMPONENTS, ids=_ids)
+def test_each_check_module_registers_checks(component: Component) -> None:
+    registered = {fn.__module__ for fn in CHECKS}
+    for module in component.checks:
+        assert module in registered, f"{component.name}: {module} registers no check"
+
+
+@pytest.mark.parametrize("component", COMPONENTS, ids=_ids)
+def test_every_release_has_a_shipped_crd_set(component: Component) -> None:
+    for release in component.releases:
+        crd_set = component.crd_set(release)
+        assert crd_set is not None, f"{component.name} {release.version} names no CRD set"
+        folder = DATA / crd_set
+        assert folder.is_dir() and any(folder.glob("*.json.gz")), f"no shipped CRDs at gpuplan/crds/{crd_set}"
+
+
+def test_supported_versions_cover_the_issue() -> None:
+    minors = {".".join(v.split(".")[:2]) for v in KUEUE.versions}
+    assert minors == {f"v0.{n}" for n in range(12, 20)} and "v0.14.4" in KUEUE.versions
+    assert {".".join(v.split(".")[:2]) for v in REGISTRY["volcano"].versions} == {f"v1.{n}" for n in range(11, 16)}
+    karpenter = REGISTRY["karpenter"]
+    assert {".".join(v.split(".")[:2]) for v in karpenter.versions_of("aws")} == {f"v1.{n}" for n in range(15)}
+    assert karpenter.versions_of("azure")
+
+
+def test_unknown_version_names_the_known_ones() -> None:
+    with pytest.raises(UnknownVersion, match=r"kueue v0\.19\.3 is not supported \(did you mean 'v0\.19\.2'\?\); supported versions: v0\.12\.10, "):
+        KUEUE.release("v0.19.3")
+
+
+# --- versions in a cluster file --------------------------------------------------------------
+
+CLUSTER = """\
+name: c1
+kubernetesVersion: "1.33"
+provider: {provider}
+gitops: {{repoURL: https://git.example.com/fleet.git}}
+components:
+  kueue: {{version: {kueue}}}
+{karpenter}cohorts:
+  - {{name: org}}
+  - {{name: research, parent: org}}
+nodePools:
+  - name: train
+    gpu: H100-SXM5-80GB
+    gpusPerNode: 8
+    cpu: 192
+    memory: 1900Gi
+    nodes: {{count: 2}}
+    hostnames: ["train-[0-9]+"]
+"""
+TENANT = """\
+name: alpha
+allocations:
+  - cluster: c1
+    cohort: research
+    weight: 2
+    quotas:
+      - {pool: train, gpus: 8, borrowingLimit: 4}
+"""
+KARPENTER = "  karpenter: {{version: {version}, nodeClass: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}}}}\n"
+
+
+def _repo(root: Path, kueue: str, provider: str = "onprem", karpenter: str = "") -> Path:
+    cluster = CLUSTER.format(provider=provider, kueue=kueue, karpenter=karpenter)
+    return write_repo(root, {"clusters/c1.yaml": cluster, "tenants/alpha.yaml": TENANT})
+
+
+def test_an_unknown_version_is_an_error_at_its_line(tmp_path: Path) -> None:
+    result = run("check", "--root", str(_repo(tmp_path, "v0.14.5")))
+    assert result.code == 1
+    line = next(x for x in result.stderr.splitlines() if "components.kueue.version" in x)
+    assert line.startswith("clusters/c1.yaml:6:20: error: components.kueue.version: kueue v0.14.5 is not supported (did you mean 'v0.14.")
+    assert "supported versions: v0.12.10, v0.13.10, v0.14.4, v0.14.8, v0.15.8" in line
+    assert "Traceback" not in result.stderr
+
+
+def test_karpenter_versions_are_the_provider_line(tmp_path: Path) -> None:
+    aws = KARPENTER.format(version="v1.6.2")  # an Azure release, not an AWS one
+    result = run("check", "--root", str(_repo(tmp_path / "aws", "v0.19.2", "aws", aws)))
+    assert result.code == 1
+    assert "clusters/c1.yaml:7:" in result.stderr and "karpenter (aws) v1.6.2 is not supported (did you mean 'v1.6.8'?)" in result.stderr
+    onprem = KARPENTER.format(version="v1.14.1")
+    result = run("check", "--root", str(_repo(tmp_path / "onprem", "v0.19.2", "onprem", onprem)))
+    assert result.code == 1 and "karpenter has no releases for provider onprem; gpuplan knows aws, azure" in result.stderr
+
+
+def test_karpenter_node_class_must_be_the_providers(tmp_path: Path) -> None:
+    aks = "  karpenter: {version: v1.14.2, nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}}\n"
+    result = run("check", "--root", str(_repo(tmp_path, "v0.19.2", "azure", aks)))
+    assert result.code == 1
+    assert "components.karpenter.nodeClass: Karpenter for azure (v1.14.2) provisions nodes from AKSNodeClass" in result.stderr
+
+
+# --- every Kueue release renders valid objects for itself ------------------------------------
+
+
+def _kueue_objects(root: Path) -> list[dict]:
+    compiled = compile_fleet(root, verify_output=False)
+    errors = [d for d in compiled.diagnostics if d.severity.name == "ERROR"]
+    assert not errors, errors
+    return [m.obj for m in compiled.manifests if m.obj["apiVersion"].startswith("kueue.x-k8s.io/")]
+
+
+def _problems(version: str, objects: list[dict]) -> list[str]:
+    validator = Validator(index_for({"kueue": version}), "1.33", cel=True, webhooks=True)
+    return [f"{o['kind']}/{o['metadata']['name']} {p.path}: {p.message}" for o in objects for p in validator.validate(o)]
+
+
+@pytest.mark.parametrize("version", KUEUE.versions)
+def test_one_tenant_renders_valid_for_every_kueue_version(tmp_path: Path, version: str) -> None:
+    """Render on each release and validate against that release's shipped CRDs (no GPUPLAN_CRDS)."""
+    release = KUEUE.release(version)
+    assert isinstance(release, KueueRelease)
+    objects = _kueue_objects(_repo(tmp_path, version))
+    kinds = sorted(o["kind"] for o in objects)
+    assert kinds == ["ClusterQueue", "Cohort", "Cohort", "LocalQueue", "ResourceFlavor"], kinds
+    assert not _problems(version, objects)
+    queue = next(o for o in objects if o["kind"] == "ClusterQueue")
+    assert queue["apiVersion"] == release.api_version
+    assert queue["spec"]["flavorFungibility"]["whenCanBorrow"] in release.when_can_borrow
+    assert queue["spec"][release.cohort_field] == "research"
+    child = next(o for o in objects if o["kind"] == "Cohort" and o["metadata"]["name"] == "research")
+    assert child["apiVersion"] == release.cohort_api_version and child["spec"] == {release.cohort_parent_field: "org"}
+
+
+def test_the_newest_release_objects_are_rejected_by_an_older_releases_crds(tmp_path: Path) -> None:
+    """The per-version check can fail: v0.19.2's ClusterQueue is invalid for v0.14.4, and so is MayStopSearch."""
+    newest = _kueue_objects(_repo(tmp_path / "new", "v0.19.2"))
+    assert any("ClusterQueue" in p for p in _problems("v0.14.4", newest))
+    old = _kueue_objects(_repo(tmp_path / "old", "v0.14.4"))
+    queue = next(o for o in old if o["kind"] == "ClusterQueue")
+    assert queue["spec"]["flavorFungibility"]["whenCanBorrow"] == "Borrow"
+    queue["spec"]["flavorFungibility"]["whenCanBorrow"] = "MayStopSearch"
+    assert any("whenCanBorrow" in p for p in _problems("v0.14.4", [queue]))
+
+
+def test_the_example_dgx_onprem_queues_are_valid_for_its_kueue(tmp_path: Path) -> None:
+    from tests.conftest import copy_example
+
+    compiled = compile_fleet(copy_example(tmp_path), ("dgx-onprem",), verify_output=False)
+    cluster = compiled.fleet.clusters["dgx-onprem"] if compiled.fleet else None
+    assert cluster is not None and cluster.spec.components.kueue is not None
+    version = cluster.spec.components.kueue.version
+    assert version == "v0.14.4"
+    queues = [m.obj for m in compiled.manifests if m.kind == "ClusterQueue"]
+    assert queues and not _problems(version, queues)
