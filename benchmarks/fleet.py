@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synth import write_fleet  # noqa: E402
+from synth import write_fleet
 
 CRDS = os.environ.get("GPUPLAN_CRDS") or str(Path(__file__).resolve().parents[2] / "shared" / "crds")
 GPUPLAN = [sys.executable, "-m", "gpuplan"]

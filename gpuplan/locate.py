@@ -30,7 +30,7 @@ def locate(text: str, path: str) -> tuple[int, int]:
     """Return the 1-based (line, column) of the deepest existing part of `path` in `text`."""
     try:
         node = YAML(typ="rt").load(text)
-    except Exception:  # the text is gpuplan's own output; a position is a courtesy, not a must
+    except Exception:  # noqa: BLE001 - the text is gpuplan's own output; a position is a courtesy, not a must
         return 1, 1
     best = (0, 0)
     for part in split_path(path):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from fractions import Fraction
+from functools import lru_cache
 
 _SUFFIXES: dict[str, Fraction] = {
     "": Fraction(1),

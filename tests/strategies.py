@@ -846,7 +846,7 @@ def expected_errors(case: Case) -> list[str]:
     except (KeyError, TypeError, ValueError, AttributeError):
         return reasons  # the defects made the input unreadable to the oracle: they are certain
     asked: Counter[tuple[str, str, str]] = Counter()
-    for stem, alloc, quota in _quotas(case):
+    for _stem, alloc, quota in _quotas(case):
         found = _pool_of(case, alloc.get("cluster"), quota.get("pool"))
         if found is None:
             continue

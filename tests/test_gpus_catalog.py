@@ -149,7 +149,7 @@ def test_profile_geometry_is_consistent(model: GpuModel):
     mig = model.mig
     for profile in mig.profiles:
         assert profile.size == profile.memory_slices
-        assert all(0 <= s and s + profile.size <= mig.memory_slices for s in profile.starts)
+        assert all(s >= 0 and s + profile.size <= mig.memory_slices for s in profile.starts)
         assert profile.media_extensions == profile.name.endswith("+me")
         if profile.media_extensions:
             assert profile.max_instances == 1

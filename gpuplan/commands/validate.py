@@ -8,8 +8,8 @@ from pathlib import Path
 
 from gpuplan.diagnostics import has_errors, render
 from gpuplan.exitcode import ExitCode
-from gpuplan.validate.command import validate_paths
 from gpuplan.validate.choose import UsageError, Validators, chosen_sets
+from gpuplan.validate.command import validate_paths
 from gpuplan.validate.core import UnknownKubernetesVersion, core_schemas, minor_version, newest
 from gpuplan.validate.crds import CrdIndex, CrdLoadError
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 import re
-from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,7 @@ def _fast_documents(text: str) -> list[Any] | None:
         return None
     try:
         data = yaml_rs.loads(text, parse_datetime=False)
-    except Exception:  # any refusal: PyYAML reads it again and says where
+    except Exception:  # noqa: BLE001 - any refusal: PyYAML reads it again and says where
         return None
     if isinstance(data, list) and _SEPARATOR.search(text):
         return [d for d in data if d is not None]
@@ -94,7 +94,7 @@ class Locator:
         if file not in self._files:
             try:
                 self._files[file] = list(YAML(typ="rt").load_all(Path(file).read_text(encoding="utf-8-sig")))
-            except Exception:  # positions are a courtesy: the problem is still reported
+            except Exception:  # noqa: BLE001 - positions are a courtesy: the problem is still reported
                 self._files[file] = []
         return self._files[file]
 

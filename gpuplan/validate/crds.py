@@ -13,11 +13,11 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator
 
 import yaml
 
