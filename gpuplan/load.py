@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
+import ctypes
+import os
+import pickle
 import re
-from concurrent.futures import ProcessPoolExecutor
+import signal
 from pathlib import Path
 from typing import Any
 
+import yaml as libyaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -137,14 +141,78 @@ def _huge_number(path: str, text: str) -> Diagnostic | None:
     return error(path, line, col, "", f"a number of {len(match.group())} digits is too large")
 
 
-def parse(path: str, raw: bytes) -> tuple[SourceFile | None, list[Diagnostic]]:
-    """Parse one YAML file into a SourceFile, or return the diagnostics that stop it."""
+# Characters YAML 1.2 does not allow in a stream (spec 5.1, c-printable).
+_UNPRINTABLE = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _at(text: str, offset: int) -> Position:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _unprintable(path: str, text: str) -> Diagnostic | None:
+    """Refuse a NUL byte or another control character where it stands."""
+    match = _UNPRINTABLE.search(text)
+    if match is None:
+        return None
+    line, col = _at(text, match.start())
+    return error(path, line, col, "", f"control character U+{ord(match.group()):04X} is not allowed in YAML: remove it")
+
+
+_FAST_LOADER = getattr(libyaml, "CSafeLoader", None)  # libyaml, when PyYAML was built with it
+_OPENING = (libyaml.MappingStartEvent, libyaml.SequenceStartEvent)
+_CLOSING = (libyaml.MappingEndEvent, libyaml.SequenceEndEvent)
+
+
+def _shape(path: str, text: str) -> tuple[Diagnostic | None, bool]:
+    """Scan the YAML events with libyaml (C, no recursion): refuse nesting deeper than MAX_DEPTH
+    where it first goes too deep, without building anything; return (refusal, syntax suspect).
+
+    ruamel's composer recurses once per level, so 20,000 nested brackets would cost seconds and
+    end in a RecursionError with no position; libyaml stops at the first level too many. A file
+    libyaml cannot read is only a suspect: ruamel (YAML 1.2) has the last word on syntax.
+    """
+    if _FAST_LOADER is None:
+        return None, True
+    open_: list[str] = []  # per open collection: "seq", or "key"/"value" (what a mapping expects next)
+    try:
+        for event in libyaml.parse(text, Loader=_FAST_LOADER):
+            if isinstance(event, _CLOSING):
+                open_.pop()
+                continue
+            if not isinstance(event, (*_OPENING, libyaml.ScalarEvent, libyaml.AliasEvent)):
+                continue
+            is_key = bool(open_) and open_[-1] == "key"
+            if open_ and open_[-1] != "seq":
+                open_[-1] = "value" if is_key else "key"
+            if not is_key and len(open_) > MAX_DEPTH:  # a node's depth is the length of its field path
+                mark = event.start_mark
+                return error(path, mark.line + 1, mark.column + 1, "", f"refused: the document is nested deeper than {MAX_DEPTH} levels"), False
+            if isinstance(event, _OPENING):
+                open_.append("key" if isinstance(event, libyaml.MappingStartEvent) else "seq")
+    except libyaml.YAMLError:
+        return None, True
+    return None, False
+
+
+def precheck(path: str, raw: bytes) -> tuple[str | None, list[Diagnostic], bool]:
+    """Return (text, refusals, syntax suspect) for one file, cheaply: bounds before any parser runs."""
     text, problem = _decode(path, raw)
     if problem is not None or text is None:
-        return None, [problem] if problem else []
-    problem = _huge_number(path, text)
-    if problem is not None:
-        return None, [problem]
+        return None, [problem] if problem else [], False
+    for check in (_unprintable, _huge_number):
+        problem = check(path, text)
+        if problem is not None:
+            return None, [problem], False
+    problem, suspect = _shape(path, text)
+    return (None, [problem], False) if problem is not None else (text, [], suspect)
+
+
+def parse(path: str, raw: bytes) -> tuple[SourceFile | None, list[Diagnostic]]:
+    """Parse one YAML file into a SourceFile, or return the diagnostics that stop it."""
+    text, problems, _ = precheck(path, raw)
+    if text is None:
+        return None, problems
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     try:
@@ -189,31 +257,94 @@ def _duplicate_name(text: str) -> str:
 
 
 PARALLEL_FROM = 24  # files; below this a second process costs more than it saves
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 def _parse_all(items: list[tuple[str, bytes]]) -> list[tuple[SourceFile | None, list[Diagnostic]]]:
     return [parse(shown, raw) for shown, raw in items]
 
 
+def _die_with(parent: int) -> None:
+    """In a forked worker: be killed with the parent, and leave ^C and SIGTERM to it."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the parent still kills and reaps it
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _worker(items: list[tuple[str, bytes]], write_fd: int, parent: int) -> None:
+    """Parse in a forked child and send the results back; never return, never print."""
+    try:
+        _die_with(parent)
+        data = pickle.dumps(_parse_all(items), protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(write_fd, "wb") as pipe:
+            pipe.write(data)
+        os._exit(0)
+    except BaseException:  # noqa: BLE001 - a forked child must never unwind into the parent's code
+        os._exit(1)
+
+
+def _collect(pid: int, read_fd: int) -> list[tuple[SourceFile | None, list[Diagnostic]]] | None:
+    """Read a worker's results; None when it failed (the caller parses its share itself)."""
+    with os.fdopen(read_fd, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        return None
+    try:
+        return pickle.loads(data)  # our own child's bytes, over a private pipe
+    except (pickle.UnpicklingError, EOFError):
+        return None
+
+
 def parse_many(items: list[tuple[str, bytes]]) -> list[tuple[SourceFile | None, list[Diagnostic]]]:
-    """Parse files, half of them in a second process when there are many (ruamel is pure Python)."""
-    if len(items) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
+    """Parse files, half of them in a forked worker when there are many (ruamel is pure Python).
+
+    The worker dies with gpuplan (PR_SET_PDEATHSIG), ignores nothing the parent handles, and is
+    killed and reaped whenever the parent stops early (^C, SIGTERM, a bug): no orphan is left
+    holding a pipe or the terminal.
+    """
+    if len(items) < PARALLEL_FROM or not hasattr(os, "fork"):
         return _parse_all(items)
     half = len(items) // 2
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
-        pending = pool.submit(_parse_all, items[half:])
+    read_fd, write_fd = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        _worker(items[half:], write_fd, parent)
+    os.close(write_fd)
+    reaped = False
+    try:
         first = _parse_all(items[:half])
-        return first + pending.result()
+        second = _collect(pid, read_fd)
+        reaped = True
+        return first + (second if second is not None else _parse_all(items[half:]))
+    finally:
+        if not reaped:
+            _stop(pid, read_fd)
 
 
-def read_folder(root: Path, folder: str) -> tuple[list[SourceFile], list[Diagnostic]]:
-    """Parse every *.yaml / *.yml file of one input folder, in a stable order."""
-    files: list[SourceFile] = []
+def _stop(pid: int, read_fd: int) -> None:
+    """Kill and reap a worker the parent no longer waits for."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.waitpid(pid, 0)
+    with contextlib.suppress(OSError):
+        os.close(read_fd)
+
+
+def gather(root: Path, folder: str) -> tuple[list[tuple[str, bytes]], list[Diagnostic]]:
+    """Return (shown path, bytes) of every *.yaml / *.yml file of one input folder, in a stable order."""
+    items: list[tuple[str, bytes]] = []
     problems: list[Diagnostic] = []
     base = root / folder
     if not base.is_dir():
-        return files, problems
-    items: list[tuple[str, bytes]] = []
+        return items, problems
     for entry in sorted(base.iterdir(), key=lambda p: p.name):
         if entry.suffix not in (".yaml", ".yml") or entry.name.startswith("."):
             continue
@@ -222,8 +353,35 @@ def read_folder(root: Path, folder: str) -> tuple[list[SourceFile], list[Diagnos
             problems.append(error(shown, 1, 1, "", "not a regular file (symlinks are not followed)"))
             continue
         items.append((shown, entry.read_bytes()))
+    return items, problems
+
+
+def unreadable(items: list[tuple[str, bytes]]) -> list[Diagnostic]:
+    """Return why files cannot be parsed at all, found cheaply (libyaml), with ruamel's own words.
+
+    A large repository with one broken file then fails in about a second instead of after
+    parsing every file with ruamel.
+    """
+    problems: list[Diagnostic] = []
+    for shown, raw in items:
+        _, found, suspect = precheck(shown, raw)
+        problems += found if not suspect else parse(shown, raw)[1]
+    return problems
+
+
+def parse_items(items: list[tuple[str, bytes]]) -> tuple[list[SourceFile], list[Diagnostic]]:
+    """Parse gathered files; return the parsed ones and the problems of the others."""
+    files: list[SourceFile] = []
+    problems: list[Diagnostic] = []
     for source, found in parse_many(items):
         problems.extend(found)
         if source is not None:
             files.append(source)
     return files, problems
+
+
+def read_folder(root: Path, folder: str) -> tuple[list[SourceFile], list[Diagnostic]]:
+    """Parse every *.yaml / *.yml file of one input folder, in a stable order."""
+    items, problems = gather(root, folder)
+    files, found = parse_items(items)
+    return files, problems + found

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from gpuplan.diagnostics import Diagnostic, Key, Located, SourceFile
-from gpuplan.load import read_folder
+from gpuplan.load import gather, parse_items, unreadable
 from gpuplan.model import Cluster, Tenant
 
 M = TypeVar("M", bound=BaseModel)
@@ -124,8 +124,16 @@ def read_inputs(root: Path) -> tuple[Inputs, list[Diagnostic]]:
     tenants: list[Located[Tenant]] = []
     files: list[str] = []
     broken: set[str] = set()
+    gathered = {folder: gather(root, folder) for folder in ("clusters", "tenants")}
+    stop = unreadable([item for items, _ in gathered.values() for item in items])
+    if stop:  # fail fast: a file that is not YAML stops the run before any file is parsed in full
+        found = [d for _, listed in gathered.values() for d in listed] + stop
+        paths = sorted({d.file for d in found} | {shown for items, _ in gathered.values() for shown, _ in items})
+        return Inputs([], [], paths, {PurePosixPath(d.file).stem for d in found if d.file.startswith("clusters/")}), found
     for folder, model, out in (("clusters", Cluster, clusters), ("tenants", Tenant, tenants)):
-        sources, found = read_folder(root, folder)
+        items, found = gathered[folder]
+        sources, parsed_found = parse_items(items)
+        found = found + parsed_found
         problems.extend(found)
         files.extend(d.file for d in found)
         if folder == "clusters":
