@@ -142,7 +142,7 @@ def main() -> None:
         sys.exit(ExitCode.INTERRUPTED)
     except SystemExit:
         raise
-    except Exception:  # a bug: say so, keep the details for the report
+    except Exception:  # noqa: BLE001 - a bug: say so, keep the details for the report
         handle, path = tempfile.mkstemp(prefix="gpuplan-crash-", suffix=".txt")
         with os.fdopen(handle, "w") as stream:
             traceback.print_exc(file=stream)

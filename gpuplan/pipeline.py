@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from gpuplan.check import run_checks
-from gpuplan.diagnostics import Diagnostic, error, has_errors
+from gpuplan.check import known_codes, run_checks
+from gpuplan.diagnostics import Diagnostic, error, has_errors, with_code
 from gpuplan.emit import emit
 from gpuplan.emit.meta import Manifest
 from gpuplan.fleet import Fleet
+from gpuplan.ignores import accept, unknown_codes, unused
+from gpuplan.ignores import rules as ignore_rules
 from gpuplan.resolve import build_fleet
 from gpuplan.sources import read_inputs
 from gpuplan.validate import CrdIndex, CrdLoadError
@@ -60,16 +62,24 @@ def output_path(root: Path, out: Path | None) -> str:
         return "output"  # rendered outside the repository, e.g. for inspection: keep the default
 
 
-def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None = None, emit_output: bool = True, out: Path | None = None, verify_output: bool = True) -> Compiled:
+def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None = None, emit_output: bool = True, out: Path | None = None, verify_output: bool = True, base: str | None = None) -> Compiled:
     """Load, resolve, check, emit and validate the fleet of a repository.
 
     verify_output=False skips proving the emitted objects (diff does: it shows what changes,
-    render and check in CI prove it).
+    render and check in CI prove it). base, a git revision, lets the checks tell which quota
+    changed (raises gitbase.UsageError when it names no commit).
     """
     inputs, found = read_inputs(root)
+    found = with_code(found, "input")
     fleet, more = build_fleet(inputs)
-    found += more
+    if base is not None:
+        from gpuplan.gitbase import base_quotas  # git only when asked for
+
+        fleet.base = base_quotas(root, base)
+    found += with_code(more, "resolve")
     found += run_checks(fleet)
+    entries = ignore_rules(fleet)
+    found = accept(found, entries) + unknown_codes(entries, known_codes())
     result = Compiled(fleet, diagnostics=found)
     unknown = [c for c in clusters if c not in fleet.clusters]
     for name in unknown:
@@ -83,7 +93,9 @@ def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None 
     where = output_path(root, out)
     result.manifests = emit(fleet, clusters, where)
     if verify_output:
-        result.diagnostics += validate_manifests(result, folder, where)
+        result.diagnostics = accept(result.diagnostics + with_code(validate_manifests(result, folder, where), "output"), entries)
+    if verify_output and not clusters and not has_errors(result.diagnostics):  # stale only once everything ran
+        result.diagnostics += unused(result.diagnostics, entries, known_codes())
     return result
 
 

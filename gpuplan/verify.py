@@ -65,7 +65,8 @@ def schema_problems(manifests: Iterable[Manifest], fleet: Fleet, index: CrdIndex
 
 def _node_labels(cluster: ClusterPlan) -> list[dict[str, str]]:
     """Return label sets static pools without hostnames carry (the user labels their nodes)."""
-    return [p.selector_labels for p in cluster.pools.values() if not p.spec.nodes.autoscaled and not p.spec.hostnames]
+    cpu = [dict(p.labels) for p in cluster.spec.cpu_pools]  # CPU pools select nodes by labels they carry already
+    return [p.selector_labels for p in cluster.pools.values() if not p.spec.nodes.autoscaled and not p.spec.hostnames] + cpu
 
 
 def _external_namespaces(cluster: ClusterPlan) -> list[str]:

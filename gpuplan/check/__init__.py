@@ -8,17 +8,41 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from gpuplan.diagnostics import Diagnostic
+from gpuplan.diagnostics import Diagnostic, with_code
 from gpuplan.fleet import ClusterPlan, Fleet
 
 Check = Callable[[Fleet], Iterable[Diagnostic]]
 CHECKS: list[Check] = []
+EXTRA_CODES: dict[str, str] = {}  # explicit code -> the check that reports it
+# Codes of the stages around the checks (sources.py, resolve.py, verify.py, ignores.py).
+STAGE_CODES = ("yaml", "schema", "input", "resolve", "output", "unused-ignore", "unknown-code")
 
 
 def check(fn: Check) -> Check:
-    """Register a check."""
+    """Register a check; its findings' code is derived from its name unless they carry one."""
     CHECKS.append(fn)
     return fn
+
+
+def codes(*names: str) -> Callable[[Check], Check]:
+    """Declare the explicit codes a check gives some of its findings (so `ignore` can name them)."""
+
+    def declare(fn: Check) -> Check:
+        for name in names:
+            EXTRA_CODES[name] = fn.__name__
+        return fn
+
+    return declare
+
+
+def code_of(fn: Check) -> str:
+    """Return a check's default code: its name without `check_`, in kebab-case (check_pool_capacity -> pool-capacity)."""
+    return fn.__name__.removeprefix("check_").replace("_", "-")
+
+
+def known_codes() -> set[str]:
+    """Return every code a finding of gpuplan can carry."""
+    return {code_of(fn) for fn in CHECKS} | set(EXTRA_CODES) | set(STAGE_CODES)
 
 
 def clusters_with(fleet: Fleet, component: str) -> Iterator[ClusterPlan]:
@@ -33,8 +57,8 @@ def run_checks(fleet: Fleet) -> list[Diagnostic]:
     """Run every registered check and return all findings."""
     found: list[Diagnostic] = []
     for fn in CHECKS:
-        found.extend(fn(fleet))
+        found.extend(with_code(fn(fleet), code_of(fn)))
     return found
 
 
-from gpuplan.check import capacity, components, karpenter, kueue, networks, quotas, volcano  # noqa: E402,F401  (register the checks)
+from gpuplan.check import capacity, components, karpenter, kueue, networks, quotas, tenants, volcano  # noqa: E402,F401  (register the checks)
