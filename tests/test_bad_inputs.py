@@ -385,7 +385,7 @@ CASES: list[Bad] = [
     # --- components --------------------------------------------------------------------------
     Bad("unknown-kubernetes-version", f"{C}:2:20", r"1\.99",
         edits=((C, 'kubernetesVersion: "1.33"', 'kubernetesVersion: "1.99"'),)),
-    Bad("unknown-gpu-operator-version", f"{C}:8:14", r"GPU Operator v99\.0\.0 is not known",
+    Bad("unknown-gpu-operator-version", f"{C}:8:14", r"gpu-operator v99\.0\.0 is not supported",
         edits=((C, "    version: v26.7.0\n", "    version: v99.0.0\n"),)),
 ]
 # fmt: on

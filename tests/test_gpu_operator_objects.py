@@ -225,11 +225,13 @@ def test_device_plugin_default_falls_back_to_documented_name() -> None:
 @pytest.mark.parametrize(
     "overrides",
     [
-        {"operator_version": "v25.10.1"},
+        {"operator_version": "v24.9.0"},  # older than the 18 months gpuplan supports
         {"mig_strategy": "both"},
         {"mig_default": "all-1g.10gb"},
         {"dcgm_exporter": "yes"},
         {"driver_version": ""},
+        {"driver_version": "580"},  # no free text: <branch>.<minor>[.<patch>]
+        {"driver_version": None},  # a managed driver needs its version
         {"namespace": "GPU_Operator"},
         {"device_plugin_config_map": None},  # a default without a ConfigMap
         {"device_plugin_default": "Bad Name"},
@@ -531,3 +533,124 @@ def test_config_map_rejects_invalid_names(name: str, namespace: str, key: str) -
 def test_node_label_keys() -> None:
     assert MIG_CONFIG_LABEL == "nvidia.com/mig.config"
     assert DEVICE_PLUGIN_CONFIG_LABEL == "nvidia.com/device-plugin.config"
+
+
+# --- every supported release -----------------------------------------------------------
+
+import gzip  # noqa: E402
+import json  # noqa: E402
+
+from gpuplan.components.gpu_operator import COMPONENT, release  # noqa: E402
+from gpuplan.emit.gpu_operator_policy import Settings, Upgrade, nvidia_driver  # noqa: E402
+
+SHIPPED = Path(__file__).resolve().parents[1] / "gpuplan" / "crds" / "gpu-operator"
+EVERYTHING_ON = Settings(
+    use_driver_crd=True,
+    rdma=True,
+    use_host_mofed=True,
+    upgrade=Upgrade(max_parallel_upgrades=2, max_unavailable="10%", drain=True, drain_timeout_seconds=600),
+    gds=True,
+    service_monitor={"interval": "30s", "additionalLabels": {"release": "prometheus"}},
+    node_status_exporter=True,
+    mirror="registry.example.com:5000/mirror",
+    repositories={"driver": "registry.example.com/drivers"},
+    pull_secrets=("nvcr-pull",),
+)
+
+
+def _shipped_validator(version: str, plural: str) -> jsonschema.Draft7Validator:
+    """Return a strict validator for the CRD gpuplan ships for one GPU Operator release."""
+    crd = json.loads(gzip.decompress((SHIPPED / version / f"{plural}.nvidia.com.json.gz").read_bytes()))
+    return jsonschema.Draft7Validator(_strict(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]))
+
+
+def test_registry_covers_the_last_18_months() -> None:
+    assert COMPONENT.versions[0] == "v25.3.1" and COMPONENT.versions[-1] == "v26.7.0"
+    assert len(COMPONENT.versions) == 11
+    assert all(release(v).crds == v and release(v).chart.version == v for v in COMPONENT.versions)
+
+
+@pytest.mark.parametrize("version", COMPONENT.versions)
+@pytest.mark.parametrize("settings", [Settings(), EVERYTHING_ON], ids=["defaults", "everything-on"])
+def test_every_release_validates_against_its_own_crds(version: str, settings: Settings) -> None:
+    policy = _policy(operator_version=version, settings=settings)
+    assert _errors(_shipped_validator(version, "clusterpolicies"), policy) == []
+    driver = nvidia_driver(
+        operator_version=version, name="gpuplan-train", driver_version="580.82.07",
+        node_selector={"gpuplan.io/pool": "train"}, settings=settings,
+    )  # fmt: skip
+    assert _errors(_shipped_validator(version, "nvidiadrivers"), driver) == []
+
+
+def test_newest_fields_are_refused_by_an_older_crd() -> None:
+    """The gating matters: v26.7.0's ClusterPolicy does not validate against v25.3.1's CRD."""
+    errors = _errors(_shipped_validator("v25.3.1", "clusterpolicies"), _policy(operator_version="v26.7.0"))
+    assert any("nriPluginEnabled" in e for e in errors) and any("kubeletRootDir" in e for e in errors)
+
+
+def test_older_release_renders_its_own_operands_and_fields() -> None:
+    spec = _policy(operator_version="v25.3.1")["spec"]
+
+    def ref(section: dict) -> str:
+        return f"{section['repository']}/{section['image']}:{section['version']}"
+
+    assert ref(spec["devicePlugin"]) == "nvcr.io/nvidia/k8s-device-plugin:v0.17.2"
+    assert ref(spec["toolkit"]) == "nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04"
+    assert ref(spec["migManager"]) == "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.12.1-ubuntu20.04"
+    assert ref(spec["validator"]) == "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v25.3.1"
+    assert ref(spec["driver"]["manager"]) == "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.8.0"
+    assert spec["cdi"] == {"default": False, "enabled": False}  # chart default then; no NRI field
+    assert "kubeletRootDir" not in spec["hostPaths"]
+    assert "scrapeTimeout" not in spec["dcgmExporter"]["serviceMonitor"]
+
+
+def test_v26_7_0_operands_are_the_values_yaml_ones() -> None:
+    """The three versions once inferred, as values.yaml at v26.7.0 sets them."""
+    spec = _policy()["spec"]
+    assert spec["toolkit"]["version"] == "v1.20.0"
+    assert spec["dcgmExporter"]["version"] == "4.6.0-4.8.3-distroless"
+    assert spec["dcgm"]["version"] == "4.6.0-1-ubuntu24.04"
+
+
+def test_private_registry_rewrites_every_operand() -> None:
+    spec = _policy(settings=EVERYTHING_ON)["spec"]
+    assert spec["driver"]["repository"] == "registry.example.com/drivers"
+    assert spec["toolkit"]["repository"] == "registry.example.com:5000/mirror/nvidia/k8s"
+    assert spec["driver"]["manager"]["repository"] == "registry.example.com:5000/mirror/nvidia/cloud-native"
+    for name in ("driver", "toolkit", "devicePlugin", "gfd", "dcgm", "dcgmExporter", "migManager", "validator", "gds"):
+        assert spec[name]["imagePullSecrets"] == ["nvcr-pull"], name
+        assert not spec[name]["repository"].startswith("nvcr.io"), name
+
+
+def test_settings_land_in_their_fields() -> None:
+    spec = _policy(settings=EVERYTHING_ON)["spec"]
+    assert spec["driver"]["rdma"] == {"enabled": True, "useHostMofed": True}
+    assert spec["driver"]["useNvidiaDriverCRD"] is True
+    assert spec["driver"]["kernelModuleType"] == "open"  # GDS needs the open modules
+    assert spec["gds"]["enabled"] is True and spec["gds"]["image"] == "nvidia-fs"
+    policy = spec["driver"]["upgradePolicy"]
+    assert policy["maxParallelUpgrades"] == 2 and policy["maxUnavailable"] == "10%"
+    assert policy["drain"] == {"deleteEmptyDir": False, "enable": True, "force": False, "timeoutSeconds": 600}
+    monitor = spec["dcgmExporter"]["serviceMonitor"]
+    assert monitor["enabled"] is True and monitor["interval"] == "30s"
+    assert monitor["additionalLabels"] == {"release": "prometheus"}
+    assert spec["nodeStatusExporter"]["enabled"] is True
+
+
+def test_preinstalled_driver_and_toolkit() -> None:
+    spec = _policy(driver_version=None, settings=Settings(driver_enabled=False, toolkit=False))["spec"]
+    assert spec["driver"]["enabled"] is False and spec["toolkit"]["enabled"] is False
+    assert spec["driver"]["version"] == "595.91.07"  # unused; the chart's default
+
+
+def test_nvidia_driver_fields_follow_the_release() -> None:
+    def driver(version: str) -> dict:
+        return nvidia_driver(
+            operator_version=version, name="gpuplan-b200", driver_version="580.82.07",
+            node_selector={"gpuplan.io/pool": "b200"}, settings=Settings(),
+        )["spec"]  # fmt: skip
+
+    assert driver("v26.7.0")["default"] is False and "upgradePolicy" in driver("v26.7.0")
+    assert "default" not in driver("v26.3.3") and "upgradePolicy" not in driver("v26.3.3")
+    with pytest.raises(ValueError, match="node selector"):
+        nvidia_driver(operator_version="v26.7.0", name="x", driver_version="580.82.07", node_selector={}, settings=Settings())

@@ -61,4 +61,4 @@ def run_checks(fleet: Fleet) -> list[Diagnostic]:
     return found
 
 
-from gpuplan.check import capacity, components, karpenter, kueue, networks, quotas, tenants, volcano  # noqa: E402,F401  (register the checks)
+from gpuplan.check import capacity, components, drivers, karpenter, kueue, networks, quotas, tenants, volcano  # noqa: E402,F401  (register the checks)

@@ -6,19 +6,7 @@ from collections.abc import Iterator
 
 from gpuplan.check import check
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.emit.gpu_operator_objects import SUPPORTED_OPERATOR_VERSIONS
 from gpuplan.fleet import Fleet
-
-
-@check
-def check_operator_version(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Error when gpuplan does not know the GPU Operator version's operand images."""
-    for cluster in fleet.clusters.values():
-        operator = cluster.spec.components.gpu_operator
-        if operator is not None and operator.version not in SUPPORTED_OPERATOR_VERSIONS:
-            supported = ", ".join(SUPPORTED_OPERATOR_VERSIONS)
-            message = f"GPU Operator {operator.version} is not known to gpuplan (supported: {supported})"
-            yield cluster.located.source.diagnostic(("components", "gpuOperator", "version"), message)
 
 
 @check

@@ -49,6 +49,8 @@ KUBELET_ROOT_DIR = "ClusterPolicy.spec.hostPaths.kubeletRootDir"  # v26.7.0
 SCRAPE_TIMEOUT = "ClusterPolicy.spec.dcgmExporter.serviceMonitor.scrapeTimeout"  # v26.7.0
 DRIVER_CR_DEFAULT = "NVIDIADriver.spec.default"  # v26.7.0 (and required from then on)
 DRIVER_CR_UPGRADE_POLICY = "NVIDIADriver.spec.upgradePolicy"  # v26.7.0
+# Required, with default "docker", up to v26.3.0, which dropped the default and the enum.
+DEFAULT_RUNTIME = "ClusterPolicy.spec.operator.defaultRuntime"  # up to v25.10.1
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,7 @@ def _release(
     )
 
 
+_V25 = frozenset({DEFAULT_RUNTIME})
 _V26_3 = frozenset({CDI_NRI})
 _V26_7 = _V26_3 | {KUBELET_ROOT_DIR, SCRAPE_TIMEOUT, DRIVER_CR_DEFAULT, DRIVER_CR_UPGRADE_POLICY}
 # Driver branches. v25.3.1: docs 638a2ea6 (570.148.08 default, 575.57.08, 550.163.01, 535.247.01).
@@ -146,27 +149,27 @@ _R26_7 = (535, 580, 595, 610)
 _OLD_TOOLKIT = "v1.17.8-ubuntu20.04"
 
 RELEASES: tuple[GpuOperatorRelease, ...] = (
-    _release("v25.3.1", default_driver="570.148.08", branches=_R25_3_1, docs="638a2ea6", cdi_enabled=False,
+    _release("v25.3.1", default_driver="570.148.08", branches=_R25_3_1, docs="638a2ea6", cdi_enabled=False, fields=_V25,
              toolkit=_OLD_TOOLKIT, device_plugin="v0.17.2", dcgm="4.2.3-1-ubuntu22.04",
              dcgm_exporter="4.2.3-4.1.3-ubuntu22.04", mig_manager="v0.12.1-ubuntu20.04",
              driver_manager="v0.8.0", gds="2.20.5"),
-    _release("v25.3.2", default_driver="570.148.08", branches=_R25_3, docs="738f8227", cdi_enabled=False,
+    _release("v25.3.2", default_driver="570.148.08", branches=_R25_3, docs="738f8227", cdi_enabled=False, fields=_V25,
              toolkit=_OLD_TOOLKIT, device_plugin="v0.17.3", dcgm="4.2.3-1-ubuntu22.04",
              dcgm_exporter="4.2.3-4.1.3-ubuntu22.04", mig_manager="v0.12.2-ubuntu20.04",
              driver_manager="v0.8.0", gds="2.20.5"),
-    _release("v25.3.3", default_driver="580.82.07", branches=_R25_3, docs="7185608a", cdi_enabled=False,
+    _release("v25.3.3", default_driver="580.82.07", branches=_R25_3, docs="7185608a", cdi_enabled=False, fields=_V25,
              toolkit=_OLD_TOOLKIT, device_plugin="v0.17.4", dcgm="4.3.1-1-ubuntu22.04",
              dcgm_exporter="4.3.1-4.4.0-ubuntu22.04", mig_manager="v0.12.3-ubuntu20.04",
              driver_manager="v0.8.1", gds="2.20.5"),
-    _release("v25.3.4", default_driver="580.82.07", branches=_R25_3, docs="7185608a", cdi_enabled=False,
+    _release("v25.3.4", default_driver="580.82.07", branches=_R25_3, docs="7185608a", cdi_enabled=False, fields=_V25,
              toolkit=_OLD_TOOLKIT, device_plugin="v0.17.4", dcgm="4.3.1-1-ubuntu22.04",
              dcgm_exporter="4.3.1-4.4.0-ubuntu22.04", mig_manager="v0.12.3-ubuntu20.04",
              driver_manager="v0.8.1", gds="2.20.5"),
-    _release("v25.10.0", default_driver="580.95.05", branches=_R25_3, docs="3e11d275",
+    _release("v25.10.0", default_driver="580.95.05", branches=_R25_3, docs="3e11d275", fields=_V25,
              toolkit="v1.18.0", device_plugin="v0.18.0", dcgm="4.4.1-2-ubuntu22.04",
              dcgm_exporter="4.4.1-4.6.0-distroless", mig_manager="v0.13.0",
              driver_manager="v0.9.0", gds="2.26.6"),
-    _release("v25.10.1", default_driver="580.105.08", branches=_R25_10_1, docs="0f2f019e",
+    _release("v25.10.1", default_driver="580.105.08", branches=_R25_10_1, docs="0f2f019e", fields=_V25,
              toolkit="v1.18.1", device_plugin="v0.18.1", dcgm="4.4.2-1-ubuntu22.04",
              dcgm_exporter="4.4.2-4.7.0-distroless", mig_manager="v0.13.1",
              driver_manager="v0.9.1", gds="2.26.6"),

@@ -1,12 +1,17 @@
-"""GPU Operator: the ClusterPolicy, the mig-parted ConfigMap and the device-plugin ConfigMap."""
+"""GPU Operator: the ClusterPolicy, NVIDIADrivers for pools with their own driver, the mig-parted
+ConfigMap and the device-plugin ConfigMap."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from gpuplan.drivers import DriverLayout
+from gpuplan.drivers import layout as driver_layout
 from gpuplan.emit import gpu_operator_objects as objects
+from gpuplan.emit import gpu_operator_policy as policy
 from gpuplan.emit.meta import Manifest, manifest
 from gpuplan.fleet import ClusterPlan
+from gpuplan.model.cluster import GpuOperator
 from gpuplan.pools import PoolPlan, mig_resource
 
 MIG_CONFIG_MAP = "gpuplan-mig-parted-config"
@@ -72,6 +77,56 @@ def _pool_tolerations(cluster: ClusterPlan) -> list[dict[str, str]]:
     return sorted(out, key=lambda t: (t["key"], t["effect"]))
 
 
+def settings(operator: GpuOperator, drivers: DriverLayout) -> policy.Settings:
+    """Return the ClusterPolicy settings of the cluster's operator and driver layout."""
+    upgrade = operator.driver.upgrade_policy
+    monitor = operator.service_monitor
+    return policy.Settings(
+        driver_enabled=drivers.enabled,
+        use_driver_crd=bool(drivers.per_pool),
+        toolkit=drivers.toolkit,
+        cos=drivers.cos,
+        rdma=operator.driver.rdma.enabled,
+        use_host_mofed=operator.driver.rdma.use_host_mofed,
+        upgrade=policy.Upgrade(
+            auto_upgrade=upgrade.auto_upgrade,
+            max_parallel_upgrades=upgrade.max_parallel_upgrades,
+            max_unavailable=upgrade.max_unavailable,
+            drain=upgrade.drain.enable,
+            drain_force=upgrade.drain.force,
+            drain_timeout_seconds=upgrade.drain.timeout_seconds,
+            drain_delete_empty_dir=upgrade.drain.delete_empty_dir,
+        ),
+        gds=operator.gpu_direct_storage,
+        service_monitor=None if monitor is None else {"interval": monitor.interval, "additionalLabels": monitor.additional_labels},
+        node_status_exporter=operator.node_status_exporter,
+        mirror=operator.registry.mirror,
+        repositories=dict(operator.registry.repositories),
+        pull_secrets=tuple(operator.registry.image_pull_secrets),
+    )
+
+
+def _nvidia_drivers(cluster: ClusterPlan, drivers: DriverLayout, chosen: policy.Settings) -> list[dict[str, Any]]:
+    """Return an NVIDIADriver per pool when pools need different drivers (useNvidiaDriverCRD)."""
+    operator = cluster.spec.components.gpu_operator
+    assert operator is not None
+    out = []
+    for driver in drivers.per_pool:
+        if driver.version is None:
+            continue  # reported by check_driver_version_required
+        pool = cluster.pools[driver.pool]
+        out.append(
+            policy.nvidia_driver(
+                operator_version=operator.version,
+                name=f"gpuplan-{pool.name}",
+                driver_version=driver.version,
+                node_selector=pool.selector_labels,
+                settings=chosen,
+            )
+        )
+    return out
+
+
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return the GPU Operator objects of a cluster, or nothing without the component."""
     operator = cluster.spec.components.gpu_operator
@@ -83,6 +138,8 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     uses_mig_label = any(p.mig_config for p in cluster.pools.values())
     plugin = device_plugin_configs(cluster, operator.mig_strategy)
     sharing = len(plugin) > 1
+    drivers = driver_layout(cluster.spec)
+    chosen = settings(operator, drivers)
     out = []
     if uses_mig_label:
         doc = objects.mig_parted_config(migs)
@@ -91,9 +148,9 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     if sharing:
         cm = objects.config_map(DEVICE_PLUGIN_CONFIG_MAP, ns, plugin)
         out.append(manifest(cluster.name, FOLDER, cm, source))
-    policy = objects.cluster_policy(
+    cluster_policy = policy.cluster_policy(
         operator_version=operator.version,
-        driver_version=operator.driver_version,
+        driver_version=drivers.version,
         mig_strategy=operator.mig_strategy,
         dcgm_exporter=operator.dcgm_exporter,
         mig_config_map=MIG_CONFIG_MAP if uses_mig_label else None,
@@ -102,6 +159,8 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
         device_plugin_default=objects.DEVICE_PLUGIN_DEFAULT_CONFIG if sharing else None,
         namespace=ns,
         tolerations=_pool_tolerations(cluster),
+        settings=chosen,
     )
-    out.append(manifest(cluster.name, FOLDER, policy, source))
+    out.append(manifest(cluster.name, FOLDER, cluster_policy, source))
+    out.extend(manifest(cluster.name, FOLDER, cr, source) for cr in _nvidia_drivers(cluster, drivers, chosen))
     return out

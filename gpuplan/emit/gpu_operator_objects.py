@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
@@ -69,42 +68,6 @@ _GPU_RESOURCE = "nvidia.com/gpu"
 _MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 
 
-@dataclass(frozen=True)
-class _Image:
-    repository: str
-    image: str
-    version: str
-
-
-# Operand images the chart's values.yaml sets, per operator version.
-# v26.7.0 = NVIDIA/gpu-operator commit 10ee5b3638b89e11e949412aafa5ba99279c3721 (the CRD
-# in ../shared/crds). Repositories and image names: the chart's ClusterPolicy snapshot
-# deployments/gpu-operator/tests/__snapshot__/clusterpolicy_test.yaml.snap. Versions:
-# - devicePlugin, gfd v0.20.0; migManager v0.15.0; driver manager v0.12.0: the v26.3.3 ->
-#   v26.7.0 bump of bundle CSV relatedImages and values.yaml (compare 7ab78b49...10ee5b36).
-# - validator, nodeStatusExporter: the gpu-operator image at the chart's appVersion.
-# - dcgm 4.6.0-1: values.yaml reverted 4.6.1 -> 4.6.0 in the same range; the "-ubuntu24.04"
-#   suffix is INFERRED from the v26.7.1 chart (dcgm:4.6.1-1-ubuntu24.04).
-# - toolkit v1.20.0, dcgmExporter 4.6.0-4.8.3-distroless: INFERRED (the upstream releases
-#   current at the v26.7.0 commit; v26.7.1 ships v1.20.1 and 4.6.1-4.8.4-distroless).
-#   Not confirmed against the v26.7.0 values.yaml: check before relying on them.
-_OPERANDS: dict[str, dict[str, _Image]] = {
-    "v26.7.0": {
-        "driver": _Image("nvcr.io/nvidia", "driver", ""),  # version: the cluster's driverVersion
-        "driverManager": _Image("nvcr.io/nvidia/cloud-native", "k8s-driver-manager", "v0.12.0"),
-        "toolkit": _Image("nvcr.io/nvidia/k8s", "container-toolkit", "v1.20.0"),
-        "devicePlugin": _Image("nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0"),
-        "gfd": _Image("nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0"),
-        "dcgm": _Image("nvcr.io/nvidia/cloud-native", "dcgm", "4.6.0-1-ubuntu24.04"),
-        "dcgmExporter": _Image("nvcr.io/nvidia/k8s", "dcgm-exporter", "4.6.0-4.8.3-distroless"),
-        "migManager": _Image("nvcr.io/nvidia/cloud-native", "k8s-mig-manager", "v0.15.0"),
-        "nodeStatusExporter": _Image("nvcr.io/nvidia", "gpu-operator", "v26.7.0"),
-        "validator": _Image("nvcr.io/nvidia", "gpu-operator", "v26.7.0"),
-    },
-}
-SUPPORTED_OPERATOR_VERSIONS = tuple(sorted(_OPERANDS))
-
-
 def mig_entry(devices: Literal["all"] | Sequence[int], layout: Mapping[str, int]) -> dict:
     """Return one mig-parted entry enabling MIG with ``layout`` on ``devices``."""
     if devices != "all":
@@ -125,7 +88,7 @@ def mig_parted_config(layouts: Mapping[str, list[dict]]) -> dict:
     """Return the mig-parted document with ``layouts`` and ``all-disabled``."""
     configs: dict[str, list[dict]] = {ALL_DISABLED: [_all_disabled_entry()]}
     for name in sorted(layouts):
-        _check_label_value(name, "mig-parted config name")
+        check_label_value(name, "mig-parted config name")
         entries = [_checked_entry(name, entry) for entry in layouts[name]]
         if not entries:
             raise ValueError(f"mig-parted config {name!r} has no entries")
@@ -145,7 +108,7 @@ def device_plugin_config(
     fail_requests_greater_than_one: bool = False,
 ) -> dict:
     """Return one device-plugin config document (one key of the device-plugin ConfigMap)."""
-    _check_choice(mig_strategy, MIG_STRATEGIES, "mig_strategy")
+    check_choice(mig_strategy, MIG_STRATEGIES, "mig_strategy")
     doc: dict[str, Any] = {
         "version": DEVICE_PLUGIN_CONFIG_VERSION,
         "flags": {"migStrategy": mig_strategy},
@@ -154,9 +117,9 @@ def device_plugin_config(
         if replicas is not None or resources:
             raise ValueError("replicas and resources need a sharing mode")
         return doc
-    _check_choice(sharing, ("time-slicing", "mps"), "sharing")
-    _check_bool(rename_by_default, "rename_by_default")
-    _check_bool(fail_requests_greater_than_one, "fail_requests_greater_than_one")
+    check_choice(sharing, ("time-slicing", "mps"), "sharing")
+    check_bool(rename_by_default, "rename_by_default")
+    check_bool(fail_requests_greater_than_one, "fail_requests_greater_than_one")
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
         raise ValueError("replicas must be an integer >= 1")  # plugin rejects <= 0
     names = _shared_resources(resources, mig_strategy)
@@ -182,8 +145,8 @@ def device_plugin_config(
 
 def config_map(name: str, namespace: str, data: Mapping[str, dict]) -> dict:
     """Return a v1 ConfigMap whose values are ``data``'s documents as YAML text."""
-    _check_dns(name, DNS1123_SUBDOMAIN, 253, "ConfigMap name")
-    _check_dns(namespace, DNS1123_LABEL, 63, "namespace")
+    check_dns(name, DNS1123_SUBDOMAIN, 253, "ConfigMap name")
+    check_dns(namespace, DNS1123_LABEL, 63, "namespace")
     for key in data:
         if not _CONFIGMAP_KEY.fullmatch(key) or len(key) > 253:
             raise ValueError(f"invalid ConfigMap key {key!r}")
@@ -195,189 +158,11 @@ def config_map(name: str, namespace: str, data: Mapping[str, dict]) -> dict:
     }
 
 
-def cluster_policy(
-    *,
-    operator_version: str,
-    driver_version: str,
-    mig_strategy: str,
-    dcgm_exporter: bool,
-    mig_config_map: str | None,
-    mig_default: str,
-    device_plugin_config_map: str | None,
-    device_plugin_default: str | None,
-    namespace: str,
-    tolerations: Sequence[Mapping[str, str]] = (),
-) -> dict:
-    """Return the ClusterPolicy ``cluster-policy`` wired to the MIG and device-plugin ConfigMaps."""
-    # ``namespace`` is the operator namespace, where both ConfigMaps must live. It is
-    # checked, not emitted: ClusterPolicy is cluster-scoped (the chart's
-    # metadata.namespace is ignored by the API server).
-    images = _operands(operator_version)
-    _check_choice(mig_strategy, MIG_STRATEGIES, "mig_strategy")
-    _check_choice(mig_default, MIG_MANAGER_DEFAULTS, "mig_default")
-    _check_dns(namespace, DNS1123_LABEL, 63, "namespace")
-    _check_bool(dcgm_exporter, "dcgm_exporter")
-    if not driver_version or any(ch.isspace() for ch in driver_version):
-        raise ValueError(f"invalid driver version {driver_version!r}")
-    spec = {
-        "cdi": {"default": False, "enabled": True, "nriPluginEnabled": False},
-        "daemonsets": _daemonsets(tolerations),
-        "dcgm": {"enabled": False, **_image(images["dcgm"])},
-        "dcgmExporter": _dcgm_exporter(images["dcgmExporter"], dcgm_exporter),
-        "devicePlugin": _device_plugin(
-            images["devicePlugin"], device_plugin_config_map, device_plugin_default
-        ),
-        "driver": _driver(images, driver_version),
-        "gfd": {"enabled": True, **_image(images["gfd"])},
-        "hostPaths": {
-            "driverInstallDir": "/run/nvidia/driver",
-            "kubeletRootDir": "/var/lib/kubelet",  # CRD default
-            "rootFS": "/",
-        },
-        "mig": {"strategy": mig_strategy},
-        "migManager": _mig_manager(images["migManager"], mig_config_map, mig_default),
-        "nodeStatusExporter": {"enabled": False, **_image(images["nodeStatusExporter"])},
-        "operator": {"runtimeClass": "nvidia"},  # CRD default, the chart renders it
-        "psa": {"enabled": False},
-        "toolkit": {
-            "enabled": True,
-            **_image(images["toolkit"]),
-            "installDir": "/usr/local/nvidia",  # CRD default
-        },
-        "validator": _image(images["validator"]),
-    }
-    return {
-        "apiVersion": "nvidia.com/v1",
-        "kind": "ClusterPolicy",
-        "metadata": {"name": "cluster-policy"},
-        "spec": spec,
-    }
+def cluster_policy(**kwargs: Any) -> dict:
+    """Return the ClusterPolicy (gpuplan.emit.gpu_operator_policy.cluster_policy)."""
+    from gpuplan.emit.gpu_operator_policy import cluster_policy as build  # it imports this module
 
-
-# --- ClusterPolicy sections ----------------------------------------------------------
-# Shapes follow the chart's ClusterPolicy snapshot (tests/__snapshot__/clusterpolicy_test
-# .yaml.snap). Sections for components the chart leaves off by default and that only run
-# with sandbox workloads or their own opt-in (ccManager, gdrcopy, gds, kataManager,
-# kataSandboxDevicePlugin, sandboxDevicePlugin, sandboxWorkloads, vfioManager,
-# vgpuDeviceManager, vgpuManager) are omitted; so are the chart's empty-string
-# references (driver.certConfig, kernelModuleConfig, repoConfig, licensingConfig,
-# virtualTopology, migManager.gpuClientsConfig), which configure nothing.
-
-
-def _operands(operator_version: str) -> dict[str, _Image]:
-    """Return the operand images of a supported operator version."""
-    try:
-        return _OPERANDS[operator_version]
-    except KeyError:
-        supported = ", ".join(SUPPORTED_OPERATOR_VERSIONS)
-        raise ValueError(
-            f"GPU Operator {operator_version!r} is not supported (supported: {supported})"
-        ) from None
-
-
-def _image(image: _Image) -> dict:
-    """Return the repository/image/version/pull-policy fields of one operand."""
-    return {
-        "image": image.image,
-        "imagePullPolicy": "IfNotPresent",
-        "repository": image.repository,
-        "version": image.version,
-    }
-
-
-def _daemonsets(extra_tolerations: Sequence[Mapping[str, str]] = ()) -> dict:
-    """Return the chart's default daemonset settings, tolerating every GPU pool's taints.
-
-    The operands (driver, device plugin, MIG manager, ...) must run on every GPU node; a pool
-    tainted with anything but nvidia.com/gpu would otherwise never get its GPUs advertised.
-    """
-    tolerations = [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}]
-    for toleration in extra_tolerations:
-        if dict(toleration) not in tolerations:
-            tolerations.append(dict(toleration))
-    return {
-        "priorityClassName": "system-node-critical",
-        "rollingUpdate": {"maxUnavailable": "1"},
-        "tolerations": tolerations,
-        "updateStrategy": "RollingUpdate",  # CRD default
-    }
-
-
-def _dcgm_exporter(image: _Image, enabled: bool) -> dict:
-    """Return the DCGM exporter section."""
-    return {
-        "enabled": enabled,
-        **_image(image),
-        "service": {"internalTrafficPolicy": "Cluster"},
-        "serviceMonitor": {
-            "additionalLabels": {},
-            "enabled": False,
-            "honorLabels": False,
-            "interval": "15s",
-            "relabelings": [],
-            "scrapeTimeout": "10s",
-        },
-    }
-
-
-def _device_plugin(image: _Image, config_map_name: str | None, default: str | None) -> dict:
-    """Return the device plugin section, with its config when a ConfigMap is given."""
-    section: dict[str, Any] = {"enabled": True, **_image(image)}
-    if config_map_name is None:
-        if default is not None:
-            raise ValueError("device_plugin_default needs device_plugin_config_map")
-        return section
-    _check_dns(config_map_name, DNS1123_SUBDOMAIN, 253, "device-plugin ConfigMap name")
-    default = DEVICE_PLUGIN_DEFAULT_CONFIG if default is None else default
-    _check_label_value(default, "device-plugin default config")
-    section["config"] = {"default": default, "name": config_map_name}
-    return section
-
-
-def _driver(images: Mapping[str, _Image], version: str) -> dict:
-    """Return the driver section with the chart's defaults and ``version``."""
-    driver = images["driver"]
-    return {
-        "enabled": True,
-        "image": driver.image,
-        "imagePullPolicy": "IfNotPresent",
-        "kernelModuleType": "auto",  # CRD default
-        "manager": _image(images["driverManager"]),
-        "rdma": {"enabled": False, "useHostMofed": False},
-        "repository": driver.repository,
-        "startupProbe": {
-            "failureThreshold": 120,
-            "initialDelaySeconds": 60,
-            "periodSeconds": 10,
-            "timeoutSeconds": 60,
-        },
-        "upgradePolicy": {
-            "autoUpgrade": True,
-            # The values below are the CRD defaults, written so Argo CD sees no drift.
-            "drain": {
-                "deleteEmptyDir": False,
-                "enable": False,
-                "force": False,
-                "timeoutSeconds": 300,
-            },
-            "maxParallelUpgrades": 1,
-            "maxUnavailable": "25%",
-            "podDeletion": {"deleteEmptyDir": False, "force": False, "timeoutSeconds": 300},
-            "waitForCompletion": {"timeoutSeconds": 0},
-        },
-        "useNvidiaDriverCRD": False,
-        "usePrecompiled": False,
-        "version": version,
-    }
-
-
-def _mig_manager(image: _Image, config_map_name: str | None, default: str) -> dict:
-    """Return the MIG manager section, with the custom mig-parted ConfigMap when given."""
-    config = {"default": default}
-    if config_map_name is not None:
-        _check_dns(config_map_name, DNS1123_SUBDOMAIN, 253, "mig-parted ConfigMap name")
-        config["name"] = config_map_name
-    return {"config": config, "enabled": True, **_image(image)}
+    return build(**kwargs)
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -457,25 +242,25 @@ def _shared_resources(resources: Sequence[str], mig_strategy: str) -> list[str]:
     return sorted(resources)
 
 
-def _check_choice(value: Any, choices: Sequence[str], what: str) -> None:
+def check_choice(value: Any, choices: Sequence[str], what: str) -> None:
     """Raise ValueError unless ``value`` is one of ``choices``."""
     if value not in choices:
         raise ValueError(f"{what} must be one of {list(choices)}, not {value!r}")
 
 
-def _check_bool(value: Any, what: str) -> None:
+def check_bool(value: Any, what: str) -> None:
     """Raise ValueError unless ``value`` is a boolean."""
     if not isinstance(value, bool):
         raise ValueError(f"{what} must be a boolean, not {value!r}")
 
 
-def _check_label_value(value: str, what: str) -> None:
+def check_label_value(value: str, what: str) -> None:
     """Raise ValueError unless ``value`` is a valid, non-empty Kubernetes label value."""
     if not isinstance(value, str) or not value or len(value) > 63 or not LABEL_VALUE.fullmatch(value):
         raise ValueError(f"{what} {value!r} is not a valid label value")
 
 
-def _check_dns(value: str, pattern: re.Pattern[str], limit: int, what: str) -> None:
+def check_dns(value: str, pattern: re.Pattern[str], limit: int, what: str) -> None:
     """Raise ValueError unless ``value`` matches a DNS-1123 ``pattern`` within ``limit``."""
     if not isinstance(value, str) or len(value) > limit or not pattern.fullmatch(value):
         raise ValueError(f"invalid {what} {value!r}")

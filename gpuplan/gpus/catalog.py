@@ -70,6 +70,13 @@ class GpuModel:
     product_labels: tuple[str, ...]  # GFD `nvidia.com/gpu.product` values
     memory_gb: int
     mig: MigGeometry | None = None
+    architecture: str = ""  # key of MIN_DRIVER_BRANCH
+    driver_since: int = 0  # a later first branch than its architecture's (models launched later)
+
+    @property
+    def min_driver_branch(self) -> int:
+        """The oldest NVIDIA data-center driver branch that drives this model."""
+        return max(MIN_DRIVER_BRANCH[self.architecture], self.driver_since)
 
     @property
     def mig_capable(self) -> bool:
@@ -81,6 +88,29 @@ class GpuModel:
         """mig-parted `device-filter` values (`0xDDDDVVVV`), e.g. "0x233010DE"."""
         return tuple(f"0x{pci[2:].upper()}{_NVIDIA_VENDOR}" for pci in self.pci_ids)
 
+
+# The oldest data-center driver branch per GPU architecture.
+# - blackwell 570: "HGX B200 requires a driver container version of 570.133.20 or later"
+#   (NVIDIA/cloud-native-docs@187a4a5b gpu-operator/platform-support.rst, B-series note); the first
+#   NVIDIA/open-gpu-kernel-modules README that lists B200 (0x2901) is tag 570.86.15.
+# - hopper and ada 525: both need CUDA 11.8 (compute capability 9.0 / 8.9), first shipped with the
+#   520 driver (NVIDIA AI Enterprise 2.3 release notes: H100 support with 520.61.05); R520 was no
+#   data-center branch (docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-
+#   versions.html lists R525, R515 ... as the past data-center branches), so R525 is the first.
+# - ampere 450: CUDA 11.0 (compute capability 8.0) needs >= 450.36.06 (CUDA 11.0 release notes,
+#   "CUDA Toolkit and Compatible Driver Versions"); A10G (GA102, 8.6) needs CUDA 11.1: 460.
+# - turing 410: CUDA 10.0 (compute capability 7.5) needs >= 410.48 (the same table).
+MIN_DRIVER_BRANCH: dict[str, int] = {
+    "turing": 410,
+    "ampere": 450,
+    "ampere-ga10x": 460,
+    "ada": 525,
+    "hopper": 525,
+    "blackwell": 570,
+}
+# Models that came after their architecture's first branch: the first branch whose
+# NVIDIA/open-gpu-kernel-modules README lists the PCI id (H200 0x2335: tag 550.40.65; H200 NVL 0x233B
+# and GH200 144G 0x2348: tag 565.57.01). The open modules are the supported kind from Hopper on.
 
 _PROFILE_RE = re.compile(r"^(\d+)g\.(\d+)gb")
 
@@ -179,24 +209,24 @@ _A30 = MigGeometry(
 # each seen in published `kubectl describe node` output or nodeSelectors; the GH200 144G
 # HBM3e label could not be sourced and is left out.
 _MODELS = (
-    GpuModel("A100-SXM4-40GB", ("0x20B0",), ("NVIDIA-A100-SXM4-40GB",), 40, _A100_40GB),
-    GpuModel("A100-PCIe-40GB", ("0x20B1", "0x20F1"), ("NVIDIA-A100-PCIE-40GB",), 40, _A100_40GB),
-    GpuModel("A100-SXM4-80GB", ("0x20B2",), ("NVIDIA-A100-SXM4-80GB",), 80, _GA100_GH100_80GB),
-    GpuModel("A100-PCIe-80GB", ("0x20B5",), ("NVIDIA-A100-80GB-PCIe",), 80, _GA100_GH100_80GB),
-    GpuModel("A30", ("0x20B7",), ("NVIDIA-A30",), 24, _A30),
-    GpuModel("H100-SXM5-80GB", ("0x2330",), ("NVIDIA-H100-80GB-HBM3",), 80, _GA100_GH100_80GB),
-    GpuModel("H100-PCIe-80GB", ("0x2331",), ("NVIDIA-H100-PCIe",), 80, _GA100_GH100_80GB),
-    GpuModel("H100-NVL-94GB", ("0x2321",), ("NVIDIA-H100-NVL",), 94, _H100_94GB),
-    GpuModel("GH200-96GB", ("0x2342",), ("NVIDIA-GH200-480GB",), 96, _GH200_96GB),
-    GpuModel("GH200-144GB", ("0x2348",), (), 144, _GH200_144GB),
-    GpuModel("H200-141GB", ("0x2335",), ("NVIDIA-H200",), 141, _H200_141GB),
-    GpuModel("H200-NVL-141GB", ("0x233B",), ("NVIDIA-H200-NVL",), 141, _H200_141GB),
-    GpuModel("B200", ("0x2901",), ("NVIDIA-B200",), 180, _B200),
-    GpuModel("GB200", ("0x2941",), ("NVIDIA-GB200",), 186, _GB200),
-    GpuModel("L40S", ("0x26B9",), ("NVIDIA-L40S",), 48),
-    GpuModel("L4", ("0x27B8",), ("NVIDIA-L4",), 24),
-    GpuModel("A10G", ("0x2237",), ("NVIDIA-A10G",), 24),
-    GpuModel("T4", ("0x1EB8",), ("Tesla-T4",), 16),
+    GpuModel("A100-SXM4-40GB", ("0x20B0",), ("NVIDIA-A100-SXM4-40GB",), 40, _A100_40GB, architecture="ampere"),
+    GpuModel("A100-PCIe-40GB", ("0x20B1", "0x20F1"), ("NVIDIA-A100-PCIE-40GB",), 40, _A100_40GB, architecture="ampere"),
+    GpuModel("A100-SXM4-80GB", ("0x20B2",), ("NVIDIA-A100-SXM4-80GB",), 80, _GA100_GH100_80GB, architecture="ampere"),
+    GpuModel("A100-PCIe-80GB", ("0x20B5",), ("NVIDIA-A100-80GB-PCIe",), 80, _GA100_GH100_80GB, architecture="ampere"),
+    GpuModel("A30", ("0x20B7",), ("NVIDIA-A30",), 24, _A30, architecture="ampere"),
+    GpuModel("H100-SXM5-80GB", ("0x2330",), ("NVIDIA-H100-80GB-HBM3",), 80, _GA100_GH100_80GB, architecture="hopper"),
+    GpuModel("H100-PCIe-80GB", ("0x2331",), ("NVIDIA-H100-PCIe",), 80, _GA100_GH100_80GB, architecture="hopper"),
+    GpuModel("H100-NVL-94GB", ("0x2321",), ("NVIDIA-H100-NVL",), 94, _H100_94GB, architecture="hopper"),
+    GpuModel("GH200-96GB", ("0x2342",), ("NVIDIA-GH200-480GB",), 96, _GH200_96GB, architecture="hopper"),
+    GpuModel("GH200-144GB", ("0x2348",), (), 144, _GH200_144GB, architecture="hopper", driver_since=565),
+    GpuModel("H200-141GB", ("0x2335",), ("NVIDIA-H200",), 141, _H200_141GB, architecture="hopper", driver_since=550),
+    GpuModel("H200-NVL-141GB", ("0x233B",), ("NVIDIA-H200-NVL",), 141, _H200_141GB, architecture="hopper", driver_since=565),
+    GpuModel("B200", ("0x2901",), ("NVIDIA-B200",), 180, _B200, architecture="blackwell"),
+    GpuModel("GB200", ("0x2941",), ("NVIDIA-GB200",), 186, _GB200, architecture="blackwell"),
+    GpuModel("L40S", ("0x26B9",), ("NVIDIA-L40S",), 48, architecture="ada"),
+    GpuModel("L4", ("0x27B8",), ("NVIDIA-L4",), 24, architecture="ada"),
+    GpuModel("A10G", ("0x2237",), ("NVIDIA-A10G",), 24, architecture="ampere-ga10x"),
+    GpuModel("T4", ("0x1EB8",), ("Tesla-T4",), 16, architecture="turing"),
 )
 
 CATALOG: dict[str, GpuModel] = {model.name: model for model in _MODELS}

@@ -16,6 +16,7 @@ from gpuplan.model.common import (
     Quantity,
     Version,
 )
+from gpuplan.model.drivers import Driver, DriverVersion, NodeOs, PoolDriver, Registry, ServiceMonitor
 
 Provider = Literal["aws", "azure", "gcp", "onprem"]
 KUBERNETES_VERSION = r"^1\.[0-9]{1,2}$"
@@ -58,11 +59,26 @@ class GpuOperator(Model):
     """GPU Operator release, such as v26.7.0; it decides the operand images and the fields emitted."""
     namespace: Name = "gpu-operator"
     """Namespace the operator runs in; default gpu-operator."""
-    driver_version: str = Field(min_length=1)
-    """NVIDIA driver version, such as "580.82.07" (quote it in YAML)."""
+    driver_version: DriverVersion | None = None
+    """NVIDIA driver of the GPU nodes, such as "580.82.07" (quote it in YAML): the operator installs it on
+    managed pools (its branch must be one this GPU Operator release supports); on preinstalled pools it
+    states what the node image ships. Either way its branch must run every pool's GPU."""
+    driver: Driver = Driver()
+    """Driver mode (managed or preinstalled), GPUDirect RDMA and the driver upgrade policy."""
+    toolkit: bool | None = None
+    """Run the operator's NVIDIA Container Toolkit; default: only when some pool's OS ships none."""
     mig_strategy: Literal["single", "mixed"] = "mixed"
     """mixed: each MIG profile is its own resource; single: MIG instances are nvidia.com/gpu."""
     dcgm_exporter: bool = True
+    """Run the DCGM exporter (GPU metrics for Prometheus)."""
+    service_monitor: ServiceMonitor | None = None
+    """Create a ServiceMonitor for the DCGM exporter (needs the Prometheus Operator's CRDs)."""
+    gpu_direct_storage: bool = False
+    """GPUDirect Storage: run the nvidia-fs driver (needs managed drivers with open kernel modules)."""
+    node_status_exporter: bool = False
+    """Run the node-status exporter (operand validation metrics per node)."""
+    registry: Registry = Registry()
+    """A private or air-gapped registry for every operand image, with pull secrets."""
 
 
 class Kueue(Model):
@@ -333,6 +349,11 @@ class NodePool(Model):
     taints: list[Taint] | None = None
     """Default: nvidia.com/gpu=present:NoSchedule."""
     sharing: Annotated[Sharing, BeforeValidator(_sharing)] = Sharing()
+    os: NodeOs | None = None
+    """Operating system of the nodes; default by provider: aws al2023, azure ubuntu (AKS), gcp cos,
+    onprem ubuntu. It decides whether the driver and container toolkit come preinstalled."""
+    driver: PoolDriver | None = None
+    """This pool's own driver mode or version, when it differs from the cluster's."""
     """exclusive (default, whole GPUs), or a mapping with mig, timeSlicing or mps."""
 
 

@@ -1,0 +1,121 @@
+"""Driver rules: every pool gets a driver its GPU runs on and its GPU Operator release supports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpuplan.check import check, clusters_with
+from gpuplan.components.base import UnknownVersion
+from gpuplan.components.gpu_operator import release
+from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
+from gpuplan.drivers import pool_drivers
+from gpuplan.fleet import ClusterPlan, Fleet
+from gpuplan.model.drivers import branch
+
+_OPERATOR = ("components", "gpuOperator")
+
+
+def _warning(source: SourceFile, loc: Key, message: str) -> Diagnostic:
+    line, col = source.position(loc)
+    return Diagnostic(source.path, line, col, Severity.WARNING, format_path(loc), message)
+
+
+def _branches(branches: tuple[int, ...]) -> str:
+    return ", ".join(f"R{b}" for b in branches)
+
+
+@check
+def check_driver_version_required(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on a managed pool with no driver version to install."""
+    for cluster in clusters_with(fleet, "gpu-operator"):
+        for driver in pool_drivers(cluster.spec):
+            if driver.mode == "managed" and driver.version is None:
+                message = (
+                    f"pool {driver.pool!r} ({driver.os} on {cluster.spec.provider}) gets its driver from the GPU Operator: "
+                    "set components.gpuOperator.driverVersion, or this pool's driver.version, "
+                    "or driver.mode: preinstalled if its image ships one"
+                )
+                yield cluster.located.source.diagnostic(("nodePools", driver.index, "name"), message)
+
+
+@check
+def check_driver_branch_gpu(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when a pool's driver branch is older than its GPU's first supported branch."""
+    for cluster in clusters_with(fleet, "gpu-operator"):
+        for driver in pool_drivers(cluster.spec):
+            pool = cluster.pools.get(driver.pool)
+            if driver.version is None or driver.path is None or pool is None:
+                continue
+            model = pool.model
+            need = model.min_driver_branch
+            if branch(driver.version) < need:
+                message = (
+                    f"driver {driver.version} (R{branch(driver.version)}) does not run {model.name} "
+                    f"({model.architecture}) in pool {driver.pool!r}: it needs R{need} or later"
+                )
+                yield cluster.located.source.diagnostic(driver.path, message)
+
+
+def _supported(cluster: ClusterPlan) -> tuple[int, ...] | None:
+    operator = cluster.spec.components.gpu_operator
+    try:
+        return release(operator.version).driver_branches if operator else None
+    except UnknownVersion:
+        return None  # reported by resolve.py (unknown version)
+
+
+@check
+def check_driver_branch_operator(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when a managed driver's branch is not one the GPU Operator release supports."""
+    for cluster in clusters_with(fleet, "gpu-operator"):
+        branches = _supported(cluster)
+        if branches is None:
+            continue
+        version = cluster.spec.components.gpu_operator.version  # type: ignore[union-attr]
+        reported: set[tuple[str | int, ...]] = set()
+        for driver in pool_drivers(cluster.spec):
+            if driver.mode != "managed" or driver.version is None or driver.path is None:
+                continue
+            if branch(driver.version) not in branches and driver.path not in reported:
+                reported.add(driver.path)
+                message = (
+                    f"GPU Operator {version} has no driver container for R{branch(driver.version)} "
+                    f"(driver {driver.version}); it supports {_branches(branches)}"
+                )
+                yield cluster.located.source.diagnostic(driver.path, message)
+
+
+@check
+def check_driver_settings(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on settings that need an operator-managed driver, or the DCGM exporter, without it."""
+    for cluster in clusters_with(fleet, "gpu-operator"):
+        operator = cluster.spec.components.gpu_operator
+        assert operator is not None
+        source = cluster.located.source
+        managed = any(d.mode == "managed" for d in pool_drivers(cluster.spec))
+        if operator.gpu_direct_storage and not managed:
+            message = "GPUDirect Storage runs nvidia-fs in the operator's driver pod: it needs a pool with driver.mode managed"
+            yield source.diagnostic((*_OPERATOR, "gpuDirectStorage"), message)
+        if operator.driver.rdma.enabled and not managed:
+            message = "GPUDirect RDMA (driver.rdma) loads nvidia-peermem from the operator's driver: no pool has a managed driver"
+            yield source.diagnostic((*_OPERATOR, "driver", "rdma", "enabled"), message)
+        if operator.service_monitor is not None and not operator.dcgm_exporter:
+            message = "serviceMonitor scrapes the DCGM exporter: set dcgmExporter: true or drop serviceMonitor"
+            yield source.diagnostic((*_OPERATOR, "serviceMonitor"), message)
+
+
+@check
+def check_toolkit_mixed(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn when some pools' images ship the container toolkit and others need the operator's."""
+    for cluster in clusters_with(fleet, "gpu-operator"):
+        operator = cluster.spec.components.gpu_operator
+        if operator is None or operator.toolkit is not None:
+            continue
+        drivers = pool_drivers(cluster.spec)
+        shipped = [d.pool for d in drivers if not d.needs_toolkit]
+        if shipped and len(shipped) < len(drivers):
+            message = (
+                f"the operator's container toolkit runs on every GPU node, also on pools whose image ships one "
+                f"({', '.join(shipped)}); set components.gpuOperator.toolkit to decide"
+            )
+            yield _warning(cluster.located.source, (*_OPERATOR, "version"), message)

@@ -1,0 +1,115 @@
+"""Who installs each pool's NVIDIA driver and container toolkit, and at which version.
+
+Read by the driver checks and the GPU Operator emitter alike (check/ never imports emit/).
+
+Preinstalled by default where the node image ships the driver:
+- aws al2023 and bottlerocket: the EKS NVIDIA AMI variants Karpenter picks for GPU instance types
+  ship the driver and the NVIDIA container toolkit (awslabs/amazon-eks-ami
+  templates/al2023/provisioners/install-nvidia-driver.sh installs nvidia-container-toolkit;
+  bottlerocket-os/bottlerocket variants/aws-k8s-1.33-nvidia/Cargo.toml includes
+  nvidia-container-toolkit-k8s and a kmod-...-nvidia driver);
+- azure: "AKS images ... always include a preinstalled NVIDIA GPU driver and a preinstalled NVIDIA
+  Container Toolkit" (NVIDIA/cloud-native-docs gpu-operator/microsoft-aks.rst);
+- dgx-os: "Pre-Installed NVIDIA GPU Drivers and NVIDIA Container Toolkit ... applies to NVIDIA DGX
+  Systems" (gpu-operator/getting-started.rst, driver.enabled=false and toolkit.enabled=false);
+- gcp cos: GKE installs the driver; the operator's toolkit runs with installDir
+  /home/kubernetes/bin/nvidia (gpu-operator/google-gke.rst).
+Everything else (generic Ubuntu, RHEL, Rocky hosts) is managed: the operator installs both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.model.cluster import Cluster, NodePool
+from gpuplan.model.drivers import DEFAULT_OS
+
+# Node images that ship the driver, by provider ("*": any OS of that provider).
+_PREINSTALLED = {("aws", "al2023"), ("aws", "bottlerocket"), ("azure", "*"), ("gcp", "cos"), ("*", "dgx-os")}
+# Node images that also ship the container toolkit (and configure containerd for it).
+_TOOLKIT_SHIPPED = {("aws", "al2023"), ("aws", "bottlerocket"), ("azure", "*"), ("*", "dgx-os")}
+# GKE COS keeps the driver and the toolkit under /home/kubernetes/bin/nvidia (google-gke.rst).
+COS_INSTALL_DIR = "/home/kubernetes/bin/nvidia"
+
+
+def _matches(table: set[tuple[str, str]], provider: str, os: str) -> bool:
+    return bool({(provider, os), (provider, "*"), ("*", os)} & table)
+
+
+def pool_os(cluster: Cluster, pool: NodePool) -> str:
+    """Return a pool's node OS: its own, or the provider's default."""
+    return pool.os or DEFAULT_OS[cluster.provider]
+
+
+def default_mode(provider: str, os: str) -> str:
+    """Return preinstalled where the provider's image for ``os`` ships the driver, else managed."""
+    return "preinstalled" if _matches(_PREINSTALLED, provider, os) else "managed"
+
+
+def ships_toolkit(provider: str, os: str) -> bool:
+    """Tell whether the node image already ships and configures the NVIDIA container toolkit."""
+    return _matches(_TOOLKIT_SHIPPED, provider, os)
+
+
+@dataclass(frozen=True)
+class PoolDriver:
+    """The driver of one pool as resolved: mode, version and where the version was written."""
+
+    pool: str
+    index: int
+    os: str
+    mode: str  # managed | preinstalled
+    version: str | None  # managed: what the operator installs; preinstalled: what the image ships, if stated
+    path: tuple[str | int, ...] | None  # field path of the version, for diagnostics
+    needs_toolkit: bool  # the operator must run the toolkit on these nodes
+
+
+def pool_drivers(cluster: Cluster) -> list[PoolDriver]:
+    """Return every pool's resolved driver, in pool order (empty without the GPU Operator)."""
+    operator = cluster.components.gpu_operator
+    if operator is None:
+        return []
+    out = []
+    for index, pool in enumerate(cluster.node_pools):
+        os = pool_os(cluster, pool)
+        own = pool.driver
+        mode = (own and own.mode) or operator.driver.mode or default_mode(cluster.provider, os)
+        version: str | None
+        path: tuple[str | int, ...] | None
+        if own is not None and own.version is not None:
+            version, path = own.version, ("nodePools", index, "driver", "version")
+        elif operator.driver_version is not None:
+            version, path = operator.driver_version, ("components", "gpuOperator", "driverVersion")
+        else:
+            version, path = None, None
+        toolkit = mode == "managed" or not ships_toolkit(cluster.provider, os)
+        out.append(PoolDriver(pool.name, index, os, mode, version, path, toolkit))
+    return out
+
+
+@dataclass(frozen=True)
+class DriverLayout:
+    """How the ClusterPolicy and NVIDIADrivers install the drivers of one cluster."""
+
+    enabled: bool  # ClusterPolicy driver.enabled
+    version: str | None  # ClusterPolicy driver.version (None: the release's default, unused)
+    per_pool: tuple[PoolDriver, ...]  # pools that get their own NVIDIADriver (useNvidiaDriverCRD)
+    toolkit: bool  # ClusterPolicy toolkit.enabled
+    cos: bool  # GKE COS install dirs
+
+
+def layout(cluster: Cluster) -> DriverLayout:
+    """Return one ClusterPolicy driver for uniform pools, else an NVIDIADriver per managed pool."""
+    operator = cluster.components.gpu_operator
+    drivers = pool_drivers(cluster)
+    managed = [d for d in drivers if d.mode == "managed"]
+    toolkit = any(d.needs_toolkit for d in drivers)
+    if operator is not None and operator.toolkit is not None:
+        toolkit = operator.toolkit
+    cos = any(d.os == "cos" for d in drivers)
+    versions = {d.version for d in managed}
+    if not managed:
+        return DriverLayout(False, None, (), toolkit, cos)
+    if len(managed) == len(drivers) and len(versions) == 1:
+        return DriverLayout(True, managed[0].version, (), toolkit, cos)
+    return DriverLayout(True, None, tuple(managed), toolkit, cos)
