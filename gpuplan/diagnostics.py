@@ -125,7 +125,9 @@ class SourceFile:
         out: list[str | int] = []
         node = self.data
         for part in loc:
-            if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
                 node = node[part]
             else:
                 continue

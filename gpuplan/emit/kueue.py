@@ -7,12 +7,12 @@ from typing import Any
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.entitlements import Amount, covered_resources, flavor_amounts, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
+from gpuplan.model.cluster import CpuPool
 from gpuplan.model.common import version_tuple
 from gpuplan.pools import PoolPlan
 
 GROUP = "kueue.x-k8s.io"
 NAMESPACE_NAME = "kubernetes.io/metadata.name"
-LOCAL_QUEUE = "default"  # Kueue's LocalQueueDefaulting picks a LocalQueue named "default"
 
 
 def api_version(version: str) -> str:
@@ -27,20 +27,28 @@ def has_cohort_kind(version: str) -> bool:
 
 def tolerations(pool: PoolPlan) -> list[dict[str, str]]:
     """Return tolerations that match the pool's taints exactly."""
-    out = []
-    for taint in pool.taints:
-        toleration = {"key": taint["key"], "effect": taint["effect"]}
-        if "value" in taint:
-            toleration |= {"operator": "Equal", "value": taint["value"]}
-        else:
-            toleration["operator"] = "Exists"
-        out.append(toleration)
-    return out
+    return [_toleration(taint) for taint in pool.taints]
+
+
+def _toleration(taint: dict[str, str]) -> dict[str, str]:
+    toleration = {"key": taint["key"], "effect": taint["effect"]}
+    if "value" in taint:
+        toleration |= {"operator": "Equal", "value": taint["value"]}
+    else:
+        toleration["operator"] = "Exists"
+    return toleration
 
 
 def resource_flavor(api: str, pool: PoolPlan) -> dict[str, Any]:
     """Return the ResourceFlavor that pins workloads to one pool's nodes."""
     spec = {"nodeLabels": pool.selector_labels, "tolerations": tolerations(pool)}
+    return k8s(api, "ResourceFlavor", pool.name, spec=spec)
+
+
+def cpu_flavor(api: str, pool: CpuPool) -> dict[str, Any]:
+    """Return the ResourceFlavor of a CPU-only pool: its own node labels, tolerations of its taints only."""
+    taints = [t.model_dump(exclude_none=True, by_alias=True) for t in pool.taints]
+    spec = {"nodeLabels": dict(sorted(pool.labels.items())), "tolerations": [_toleration(t) for t in taints]}
     return k8s(api, "ResourceFlavor", pool.name, spec=spec)
 
 
@@ -65,17 +73,14 @@ def resource_groups(alloc: AllocationPlan) -> list[dict[str, Any]]:
 def cluster_queue(api: str, alloc: AllocationPlan) -> dict[str, Any]:
     """Return the ClusterQueue of one tenant allocation, admitting only its namespaces."""
     cohort = alloc.spec.cohort
+    settings = alloc.spec.kueue
     selector = {"key": NAMESPACE_NAME, "operator": "In", "values": sorted(alloc.namespaces)}
     spec: dict[str, Any] = {
         "namespaceSelector": {"matchExpressions": [selector]},
-        "queueingStrategy": "BestEffortFIFO",
-        "stopPolicy": "None",
+        "queueingStrategy": settings.queueing_strategy,
+        "stopPolicy": settings.stop_policy,
         "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
-        "preemption": {
-            "borrowWithinCohort": {"policy": "Never"},
-            "reclaimWithinCohort": "Any" if cohort else "Never",
-            "withinClusterQueue": "LowerPriority",
-        },
+        "preemption": preemption(alloc),
         "resourceGroups": resource_groups(alloc),
     }
     if cohort:
@@ -85,10 +90,23 @@ def cluster_queue(api: str, alloc: AllocationPlan) -> dict[str, Any]:
     return k8s(api, "ClusterQueue", alloc.name, spec=spec)
 
 
-def local_queue(api: str, alloc: AllocationPlan, namespace: str) -> dict[str, Any]:
-    """Return the LocalQueue of one tenant namespace, pointing at the tenant's ClusterQueue."""
-    spec = {"clusterQueue": alloc.name, "stopPolicy": "None"}
-    return k8s(api, "LocalQueue", LOCAL_QUEUE, namespace, spec=spec)
+def preemption(alloc: AllocationPlan) -> dict[str, Any]:
+    """Return the ClusterQueue's preemption: the tenant's settings, reclaimWithinCohort Any by default in a cohort."""
+    wanted = alloc.spec.kueue.preemption
+    reclaim = wanted.reclaim_within_cohort or ("Any" if alloc.spec.cohort else "Never")
+    borrow: dict[str, Any] = {"policy": wanted.borrow_within_cohort.policy}
+    if wanted.borrow_within_cohort.max_priority_threshold is not None:
+        borrow["maxPriorityThreshold"] = wanted.borrow_within_cohort.max_priority_threshold
+    return {"borrowWithinCohort": borrow, "reclaimWithinCohort": reclaim, "withinClusterQueue": wanted.within_cluster_queue}
+
+
+def local_queues(api: str, alloc: AllocationPlan, namespace: str) -> list[dict[str, Any]]:
+    """Return the LocalQueues of one tenant namespace, each pointing at the tenant's ClusterQueue."""
+    out = []
+    for queue in alloc.spec.kueue.local_queues:
+        spec = {"clusterQueue": alloc.name, "stopPolicy": queue.stop_policy}
+        out.append(k8s(api, "LocalQueue", queue.name, namespace, spec=spec))
+    return out
 
 
 def cohort(api: str, name: str, parent: str | None) -> dict[str, Any]:
@@ -104,6 +122,7 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     api = api_version(kueue.version)
     source = cluster.located.source.path
     out = [manifest(cluster.name, "kueue", resource_flavor(api, p), source) for p in cluster.pools.values()]
+    out += [manifest(cluster.name, "kueue", cpu_flavor(api, p), source) for p in cluster.spec.cpu_pools]
     for priority in cluster.spec.priority_classes:
         body: dict[str, Any] = {"value": priority.value}
         if priority.description:
@@ -117,6 +136,6 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
         sources = (alloc.tenant.source.path, source)
         out.append(manifest(cluster.name, "kueue", cluster_queue(api, alloc), *sources))
         for namespace in alloc.namespaces:
-            queue = local_queue(api, alloc, namespace)
-            out.append(manifest(cluster.name, f"namespaces/{namespace}", queue, *sources))
+            for queue in local_queues(api, alloc, namespace):
+                out.append(manifest(cluster.name, f"namespaces/{namespace}", queue, *sources))
     return out
