@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 import traceback
@@ -48,12 +49,13 @@ def render(root: Path, out: Path | None, clusters: tuple[str, ...], check_only: 
 @_strict
 @_format
 @_crds
-def check(root: Path, strict: bool, fmt: str, crds: Path | None) -> None:
+@click.option("--base", default=None, metavar="REF", help="Report a capacity overrun at the quotas changed since this git revision.")
+def check(root: Path, strict: bool, fmt: str, crds: Path | None, base: str | None) -> None:
     """Everything render does except writing."""
     from gpuplan.commands.check import check as run
     from gpuplan.commands.common import Options
 
-    sys.exit(run(Options(root, strict=strict, fmt=fmt, crds=crds)))
+    sys.exit(run(Options(root, strict=strict, fmt=fmt, crds=crds, base=base)))
 
 
 @cli.command()
@@ -98,12 +100,13 @@ def validate(paths: tuple[Path, ...], kubernetes_version: str | None, components
 @click.argument("new_dir", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
 @click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences.")
+@click.option("--fail-on", "fail_on", multiple=True, metavar="CODE|SEVERITY", help="Exit 1 when a finding has this code or severity (disruptive, risk); repeatable or comma-separated.")
 @_crds
-def diff(root: Path, base: str | None, old_dir: Path | None, new_dir: Path | None, fmt: str, exit_code: bool, crds: Path | None) -> None:
+def diff(root: Path, base: str | None, old_dir: Path | None, new_dir: Path | None, fmt: str, exit_code: bool, fail_on: tuple[str, ...], crds: Path | None) -> None:
     """What a change does to the rendered fleet (a pull-request comment with --format markdown)."""
     from gpuplan.commands.diff import diff as run
 
-    sys.exit(run(root=root, base=base, old_dir=old_dir, new_dir=new_dir, fmt=fmt, exit_code=exit_code, crds=crds))
+    sys.exit(run(root=root, base=base, old_dir=old_dir, new_dir=new_dir, fmt=fmt, exit_code=exit_code, crds=crds, fail_on=fail_on))
 
 
 @cli.command()
@@ -126,8 +129,26 @@ def report(root: Path, out: Path | None, cluster: str | None) -> None:
     sys.exit(write_report(root, out, cluster))
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the process is (as ^C raises KeyboardInterrupt), so clean-up runs."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def _stopping(code: ExitCode, word: str) -> None:
+    """Exit quietly on a signal: a second ^C or SIGTERM now must not print a traceback."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)
+    sys.stderr.write(f"{word}\n")
+    sys.exit(code)
+
+
 def main() -> None:
-    """Run the CLI; turn bugs into exit 3 with the traceback in a file, ^C into 130."""
+    """Run the CLI; turn bugs into exit 3 with the traceback in a file, ^C into 130, SIGTERM into 143."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -135,11 +156,10 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(ExitCode.USAGE)
-    except click.exceptions.Abort:
-        sys.exit(ExitCode.INTERRUPTED)
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        sys.exit(ExitCode.INTERRUPTED)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _stopping(ExitCode.INTERRUPTED, "interrupted")
+    except Terminated:
+        _stopping(ExitCode.TERMINATED, "terminated")
     except SystemExit:
         raise
     except Exception:  # noqa: BLE001 - a bug: say so, keep the details for the report

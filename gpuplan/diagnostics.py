@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -29,18 +29,23 @@ class Diagnostic:
     severity: Severity
     path: str
     message: str
+    code: str = ""
+    """Stable name of the finding's kind, such as `pool-capacity` (what `ignore` entries name)."""
+    accepted: str | None = None
+    """The reason a warning was silenced where it stands (an `ignore` entry), or None."""
 
     def text(self) -> str:
-        """Return the compiler-style line `file:line:col: error: path: message`."""
+        """Return the compiler-style line `file:line:col: error: path: message [code]`."""
         where = f"{self.file}:{self.line}:{self.col}" if self.line else self.file
         what = f"{self.path}: {self.message}" if self.path else self.message
-        return f"{where}: {self.severity.value}: {what}"
+        return f"{where}: {self.severity.value}: {what}{f' [{self.code}]' if self.code else ''}"
 
     def github(self) -> str:
-        """Return the finding as a GitHub Actions workflow command."""
+        """Return the finding as a GitHub Actions workflow command (the code as its title)."""
         what = f"{self.path}: {self.message}" if self.path else self.message
         what = what.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        return f"::{self.severity.value} file={self.file},line={self.line},col={self.col}::{what}"
+        title = f",title={self.code}" if self.code else ""
+        return f"::{self.severity.value} file={self.file},line={self.line},col={self.col}{title}::{what}"
 
 
 def error(file: str, line: int, col: int, path: str, message: str) -> Diagnostic:
@@ -54,23 +59,31 @@ def warning(file: str, line: int, col: int, path: str, message: str) -> Diagnost
 
 
 def has_errors(diagnostics: Iterable[Diagnostic], strict: bool = False) -> bool:
-    """Tell whether these findings fail a run."""
-    return any(d.severity is Severity.ERROR or strict for d in diagnostics)
+    """Tell whether these findings fail a run (an accepted warning never does)."""
+    return any(d.severity is Severity.ERROR or (strict and d.accepted is None) for d in diagnostics)
+
+
+def with_code(diagnostics: Iterable[Diagnostic], code: str) -> list[Diagnostic]:
+    """Return the findings, giving `code` to those that have none yet."""
+    return [d if d.code else replace(d, code=code) for d in diagnostics]
 
 
 def ordered(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     """Return the findings without repeats, by file, position, then severity."""
-    return sorted(set(diagnostics))
+    return sorted(set(diagnostics), key=lambda d: (d.file, d.line, d.col, d.severity, d.path, d.message, d.code, d.accepted or ""))
 
 
 def summary(diagnostics: Sequence[Diagnostic]) -> str:
-    """Return the closing line, such as `2 errors, 1 warning in 3 files`."""
-    errors = sum(1 for d in diagnostics if d.severity is Severity.ERROR)
-    warnings = len(diagnostics) - errors
-    files = len({d.file for d in diagnostics})
-    if not diagnostics:
-        return "no problems found"
-    return f"{_plural(errors, 'error')}, {_plural(warnings, 'warning')} in {_plural(files, 'file')}"
+    """Return the closing line, such as `2 errors, 1 warning in 3 files (4 warnings accepted)`."""
+    shown = [d for d in diagnostics if d.accepted is None]
+    errors = sum(1 for d in shown if d.severity is Severity.ERROR)
+    warnings = len(shown) - errors
+    files = len({d.file for d in shown})
+    accepted = len(diagnostics) - len(shown)
+    tail = f" ({_plural(accepted, 'warning')} accepted)" if accepted else ""
+    if not shown:
+        return f"no problems found{tail}"
+    return f"{_plural(errors, 'error')}, {_plural(warnings, 'warning')} in {_plural(files, 'file')}{tail}"
 
 
 def _plural(count: int, noun: str) -> str:
@@ -79,10 +92,10 @@ def _plural(count: int, noun: str) -> str:
 
 def render(diagnostics: Sequence[Diagnostic], fmt: str) -> str:
     """Return the findings in the chosen format (text, github or json)."""
-    if fmt == "json":
+    if fmt == "json":  # accepted warnings too, with their reason in "accepted"
         rows = [asdict(d) | {"severity": d.severity.value} for d in diagnostics]
         return json.dumps(rows, indent=2, sort_keys=True) + "\n"
-    lines = [d.github() if fmt == "github" else d.text() for d in diagnostics]
+    lines = [d.github() if fmt == "github" else d.text() for d in diagnostics if d.accepted is None]
     if fmt == "text" and diagnostics:
         lines.append(summary(diagnostics))
     return "".join(line + "\n" for line in lines)

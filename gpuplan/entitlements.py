@@ -71,9 +71,24 @@ def flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     return alloc.cache["amounts"]  # type: ignore[return-value]
 
 
+def cpu_flavors(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
+    """Return CPU pool -> resource -> Amount: the pool's cpu and memory quota, zero of every GPU resource.
+
+    These flavors come first in the ClusterQueue, so a CPU-only workload is admitted on a CPU pool
+    and a GPU workload, which asks for a resource these flavors hold none of, skips them.
+    """
+    pools = {p.name for p in alloc.cluster.spec.cpu_pools}
+    out: dict[str, dict[str, Amount]] = {}
+    for quota in alloc.spec.cpu_quotas:
+        if quota.pool in pools and quota.pool not in out:
+            amounts = {CPU: Amount(_floor(CPU, quota.cpu)), MEMORY: Amount(_floor(MEMORY, quota.memory))}
+            out[quota.pool] = amounts | {r: Amount(Fraction(0)) for r in alloc.resources()}
+    return out
+
+
 def _flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     cpu, memory = alloc.cpu(), alloc.memory()
-    out: dict[str, dict[str, Amount]] = {}
+    out: dict[str, dict[str, Amount]] = cpu_flavors(alloc)
     for pool in alloc.pools():
         name = pool.name
         amounts = {
@@ -153,3 +168,48 @@ def namespace_limits(alloc: AllocationPlan) -> dict[str, Fraction]:
     limits = {r: Fraction(0) for pool in alloc.cluster.pools.values() for r in pool.resources}
     limits.update(namespace_ceiling(alloc))
     return dict(sorted(limits.items()))
+
+
+def namespace_weights(alloc: AllocationPlan) -> dict[str, int]:
+    """Return each namespace's weight in the split of the quota: as given, or 1 each (an even split)."""
+    given = alloc.spec.namespace_shares
+    return {n: (given or {}).get(n, 0 if given else 1) for n in alloc.namespaces}
+
+
+def apportion(total: int, weights: list[int]) -> list[int]:
+    """Split whole units by weight: floors, then the units left to the largest remainders (first on ties).
+
+    The parts add up to exactly `total`, never more.
+    """
+    whole = sum(weights)
+    if whole == 0:
+        return [0 for _ in weights]
+    parts = [total * w // whole for w in weights]
+    order = sorted(range(len(weights)), key=lambda i: (-(total * weights[i] % whole), i))
+    for i in order[: total - sum(parts)]:
+        parts[i] += 1
+    return parts
+
+
+def _units(resource: str) -> Fraction:
+    """Return the smallest amount of a resource the manifests state: a millicore, a MiB, one unit."""
+    return Fraction(1, 1000) if resource == CPU else Fraction(MIB) if resource == MEMORY else Fraction(1)
+
+
+def namespace_quotas(alloc: AllocationPlan) -> dict[str, dict[str, Fraction]]:
+    """Return namespace -> resource -> its ResourceQuota: the tenant's limits split by weight.
+
+    The namespaces' quotas add up to the tenant's total per resource, never more, so pods that skip
+    Kueue cannot use more than the tenant was granted, however many namespaces it has.
+    """
+    if "namespace-quotas" not in alloc.cache:
+        weights = namespace_weights(alloc)
+        names = list(weights)
+        out: dict[str, dict[str, Fraction]] = {n: {} for n in names}
+        for resource, total in namespace_limits(alloc).items():
+            unit = _units(resource)
+            parts = apportion(int(total / unit), [weights[n] for n in names])
+            for name, part in zip(names, parts):
+                out[name][resource] = part * unit
+        alloc.cache["namespace-quotas"] = out
+    return alloc.cache["namespace-quotas"]  # type: ignore[return-value]

@@ -56,6 +56,14 @@ def _changed(fleet: Fleet, cluster: ClusterPlan, pool: PoolPlan, resource: str, 
     return changed or None
 
 
+def _shrank(fleet: Fleet, cluster: ClusterPlan, pool: PoolPlan, resource: str) -> bool:
+    """Tell whether the pool offers less of a resource than at the git base."""
+    if fleet.base is None:
+        return False
+    before = fleet.base.get(base_key(cluster, pool.name, resource, ""))
+    return before is not None and before > pool.capacity(resource)
+
+
 def _share(grant: Grant, grants: list[Grant]) -> str:
     others = " + ".join(f"{g.owner.name} {g.nominal}" for g in grants if g is not grant)
     return f"tenant {grant.owner.name} asks {grant.nominal}" + (f", with {others}" if others else "")
@@ -79,7 +87,7 @@ def check_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
             if asked > most:
                 total = f"tenants ask {asked} {units} of pool {pool_name}, which has at most {most} ({_nodes(pool.nodes_most)} x {per_node})"
                 changed = _changed(fleet, cluster, pool, resource, grants)
-                if changed is None and fleet.base is not None:
+                if changed is None and _shrank(fleet, cluster, pool, resource):
                     yield _pool_at(cluster, pool, ("nodes",), Severity.ERROR, f"{total}: the pool shrank below its quotas")
                     continue
                 for grant in changed or grants:

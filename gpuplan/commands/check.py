@@ -6,12 +6,17 @@ import sys
 
 from gpuplan.commands.common import Options, print_findings
 from gpuplan.exitcode import ExitCode
+from gpuplan.gitbase import UsageError
 from gpuplan.pipeline import compile_fleet
 
 
 def check(options: Options) -> int:
     """Run everything render does except writing; return the exit code."""
-    result = compile_fleet(options.root, options.clusters, options.crds)
+    try:
+        result = compile_fleet(options.root, options.clusters, options.crds, base=options.base)
+    except UsageError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return ExitCode.USAGE
     if print_findings(result, options):
         return ExitCode.FAILED
     if options.fmt == "text":

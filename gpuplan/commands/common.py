@@ -20,6 +20,8 @@ class Options:
     strict: bool = False
     fmt: str = "text"
     crds: Path | None = None
+    base: str | None = None
+    """`check --base REF`: the git revision whose quotas a capacity overrun is compared with."""
 
     @property
     def output(self) -> Path:

@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.emit.meta import Manifest, k8s, manifest
-from gpuplan.entitlements import namespace_limits, quantity
+from gpuplan.entitlements import CPU, MEMORY, namespace_quotas, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
+from gpuplan.model.common import ContainerDefaults
 from gpuplan.pools import GPU
 
 TENANT_LABEL = "gpuplan.io/tenant"
 NAMESPACE_NAME = "kubernetes.io/metadata.name"
 PSA = "pod-security.kubernetes.io"
+LIMIT_RANGE = "container-defaults"
 
 
 def _folder(namespace: str) -> str:
@@ -36,7 +38,7 @@ def resource_quota(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     Every GPU resource of the cluster the tenant has no quota on is pinned to zero, so pods
     that bypass Kueue (no queue name) cannot take GPUs the tenant was never granted.
     """
-    hard = {f"requests.{r}": quantity(r, v) for r, v in namespace_limits(alloc).items()}
+    hard = {f"requests.{r}": quantity(r, v) for r, v in namespace_quotas(alloc)[name].items()}
     return k8s("v1", "ResourceQuota", alloc.name, name, spec={"hard": hard})
 
 
@@ -48,20 +50,32 @@ def max_gpus_per_pod(alloc: AllocationPlan) -> int | None:
     return alloc.spec.max_gpus_per_pod or max(p.gpus_per_node for p in pools)
 
 
-def limit_range(alloc: AllocationPlan, name: str) -> dict[str, Any] | None:
-    """Return the LimitRange capping whole GPUs per pod, or None without whole-GPU quota.
+def container_defaults(alloc: AllocationPlan) -> ContainerDefaults:
+    """Return the container defaults of the tenant, or else of its cluster."""
+    return alloc.tenant.model.container_defaults or alloc.cluster.spec.container_defaults
 
-    The Container default of 0 matters: a Pod-type max makes the API server reject every pod
-    without a limit for that resource, so CPU-only pods get an explicit zero GPU limit.
+
+def limit_range(alloc: AllocationPlan, name: str) -> dict[str, Any]:
+    """Return the LimitRange: default cpu and memory for containers, and the whole GPUs per pod.
+
+    The ResourceQuota constrains requests.cpu and requests.memory, so the API server rejects a
+    pod whose containers state neither unless a LimitRange gives them a default (Kubernetes docs,
+    concepts/policy/resource-quotas; ../shared/facts/upstream-components.md, "ResourceQuota").
+    The GPU default of 0 matters too: a Pod-type max makes the API server reject every pod without
+    a limit for that resource, so CPU-only pods get an explicit zero GPU limit.
     """
+    defaults = container_defaults(alloc)
+    request = {CPU: quantity(CPU, defaults.requests.cpu), MEMORY: quantity(MEMORY, defaults.requests.memory)}
+    limit = {r: quantity(r, v) for r, v in ((CPU, defaults.limits.cpu), (MEMORY, defaults.limits.memory)) if v is not None}
+    container: dict[str, Any] = {"type": "Container", "defaultRequest": request}
+    limits = [container]
     ceiling = max_gpus_per_pod(alloc)
-    if ceiling is None:
-        return None
-    limits = [
-        {"type": "Container", "default": {GPU: "0"}, "defaultRequest": {GPU: "0"}},
-        {"type": "Pod", "max": {GPU: str(ceiling)}},
-    ]
-    return k8s("v1", "LimitRange", "gpu-per-pod", name, spec={"limits": limits})
+    if ceiling is not None:
+        request[GPU] = limit[GPU] = "0"
+        limits.append({"type": "Pod", "max": {GPU: str(ceiling)}})
+    if limit:
+        container["default"] = limit
+    return k8s("v1", "LimitRange", LIMIT_RANGE, name, spec={"limits": limits})
 
 
 def network_policy(alloc: AllocationPlan, name: str) -> dict[str, Any] | None:

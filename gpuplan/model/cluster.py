@@ -9,6 +9,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from gpuplan.model.common import (
+    ContainerDefaults,
+    Ignore,
     LabelKey,
     LabelValue,
     Model,
@@ -349,12 +351,34 @@ class NodePool(Model):
     taints: list[Taint] | None = None
     """Default: nvidia.com/gpu=present:NoSchedule."""
     sharing: Annotated[Sharing, BeforeValidator(_sharing)] = Sharing()
+    """exclusive (default, whole GPUs), or a mapping with mig, timeSlicing or mps."""
     os: NodeOs | None = None
     """Operating system of the nodes; default by provider: aws al2023, azure ubuntu (AKS), gcp cos,
     onprem ubuntu. It decides whether the driver and container toolkit come preinstalled."""
     driver: PoolDriver | None = None
     """This pool's own driver mode or version, when it differs from the cluster's."""
-    """exclusive (default, whole GPUs), or a mapping with mig, timeSlicing or mps."""
+    ignore: list[Ignore] = []
+    """Warnings about this pool accepted where they stand, each with its reason."""
+
+
+class CpuPool(Model):
+    """A group of CPU-only nodes: the home of the tenants' CPU-only work (its own Kueue flavor)."""
+
+    name: Name
+    """Pool name, unique in the cluster; tenants' cpuQuotas refer to it."""
+    cpu: Quantity
+    """Allocatable cpu per node."""
+    memory: Quantity
+    """Allocatable memory per node."""
+    nodes: Nodes
+    """Node count: {count: N}, or {min, max} for nodes an autoscaler you run yourself adds."""
+    labels: dict[LabelKey, LabelValue] = Field(min_length=1)
+    """Labels the pool's nodes already carry (gpuplan does not label them), such as
+    {eks.amazonaws.com/nodegroup: general}; the pool's ResourceFlavor selects them."""
+    taints: list[Taint] = []
+    """Taints of the pool's nodes; CPU-only workloads get the matching tolerations."""
+    ignore: list[Ignore] = []
+    """Warnings about this pool accepted where they stand, each with its reason."""
 
 
 def _cidr(value: Any) -> Any:
@@ -425,3 +449,9 @@ class Cluster(Model):
     """The cluster's GPU node pools (at least one)."""
     networks: list[Network] = []
     """Secondary networks (Multus NetworkAttachmentDefinitions)."""
+    cpu_pools: list[CpuPool] = []
+    """CPU-only node pools: Kueue admits CPU-only workloads there, never on GPU nodes."""
+    container_defaults: ContainerDefaults = ContainerDefaults()
+    """Default cpu and memory requests (and limits) of containers in every tenant namespace."""
+    ignore: list[Ignore] = []
+    """Warnings about this cluster accepted where they stand, each with its reason."""

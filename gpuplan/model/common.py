@@ -6,7 +6,7 @@ import re
 from fractions import Fraction
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
 
 from gpuplan.quantity import QuantityError, parse_quantity
@@ -120,3 +120,51 @@ def version_tuple(version: str) -> tuple[int, int, int]:
     if match is None:
         raise ValueError(version)
     return int(match[1]), int(match[2]), int(match[3] or 0)
+
+
+CODE = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"
+
+
+class Ignore(Model):
+    """A warning accepted where it stands (on a cluster, pool, tenant or allocation), and why."""
+
+    code: str = Field(pattern=CODE, max_length=63)
+    """The warning's code, shown in [brackets] after each diagnostic, such as pool-capacity-autoscaled."""
+    reason: str = Field(min_length=1, max_length=1024)
+    """Why the warning is accepted; listed with the warning in `--format json`."""
+
+
+class Resources(Model):
+    """An amount of cpu and memory (either may be left out)."""
+
+    cpu: Quantity | None = None
+    """Cores, such as 500m or 2."""
+    memory: Quantity | None = None
+    """Bytes, such as 512Mi or 4Gi."""
+
+
+class Requests(Model):
+    """Default requests: the namespace ResourceQuota constrains cpu and memory, so both always get one."""
+
+    cpu: Quantity = parse_quantity("100m")
+    """Cores; default 100m."""
+    memory: Quantity = parse_quantity("256Mi")
+    """Bytes; default 256Mi."""
+
+
+class ContainerDefaults(Model):
+    """What a container that states no cpu or memory gets (the namespace LimitRange defaults)."""
+
+    requests: Requests = Requests()
+    """Default requests; default {cpu: 100m, memory: 256Mi}."""
+    limits: Resources = Resources()
+    """Default limits; default none: a container stating a request above a default limit (and no
+    limit of its own) would be rejected by the API server."""
+
+    @model_validator(mode="after")
+    def _request_within_limit(self) -> ContainerDefaults:
+        for what in ("cpu", "memory"):
+            request, limit = getattr(self.requests, what), getattr(self.limits, what)
+            if limit is not None and request > limit:
+                raise ValueError(f"the default {what} request {request} is above the default {what} limit {limit}")
+        return self

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
-from gpuplan.model.common import Model, Name, Quantity
+from gpuplan.model.common import ContainerDefaults, Ignore, Model, Name, Quantity
 
 SUBJECT = re.compile(r"^(group|user):[^\s]{1,253}$|^serviceaccount:[a-z0-9-]{1,63}:[a-z0-9.-]{1,253}$")
 
@@ -55,6 +55,72 @@ class Quota(Model):
         return self
 
 
+class CpuQuota(Model):
+    """A tenant's cpu and memory on one CPU-only pool of the cluster."""
+
+    pool: Name
+    """A pool of the cluster's cpuPools."""
+    cpu: Quantity
+    """Cores."""
+    memory: Quantity
+    """Bytes."""
+
+
+class BorrowWithinCohort(Model):
+    """Whether a ClusterQueue that borrows may preempt in its cohort (Kueue borrowWithinCohort)."""
+
+    policy: Literal["Never", "LowerPriority"] = "Never"
+    """Never (default), or LowerPriority: preempt lower-priority workloads of the cohort while borrowing."""
+    max_priority_threshold: int | None = Field(default=None, ge=-2_147_483_648, le=2_147_483_647)
+    """Only workloads at or below this priority may be preempted that way; default: any lower priority."""
+
+
+class Preemption(Model):
+    """Kueue preemption of the tenant's ClusterQueue."""
+
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
+    """Preempt the tenant's own workloads to admit one of its higher priority; default LowerPriority."""
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] | None = None
+    """Preempt borrowers to get nominal quota back; default Any with a cohort, else Never."""
+    borrow_within_cohort: BorrowWithinCohort = BorrowWithinCohort()
+    """Preemption while borrowing; default policy Never."""
+
+    @model_validator(mode="after")
+    def _kueue_cel(self) -> Preemption:
+        # kubernetes-sigs/kueue v0.19.2 apis/kueue/v1beta2/clusterqueue_types.go (CEL on spec.preemption,
+        # ../shared/facts/kueue-admission-rules.md ClusterQueue rule 11)
+        if self.reclaim_within_cohort == "Never" and self.borrow_within_cohort.policy != "Never":
+            raise ValueError("reclaimWithinCohort Never cannot be combined with borrowWithinCohort.policy other than Never (Kueue rejects it)")
+        return self
+
+
+class LocalQueue(Model):
+    """A LocalQueue created in each of the tenant's namespaces, pointing at its ClusterQueue."""
+
+    name: Name
+    """Name workloads give in the kueue.x-k8s.io/queue-name label; `default` is used without one."""
+    stop_policy: Literal["None", "Hold", "HoldAndDrain"] = "None"
+    """None (default), Hold (admit nothing new) or HoldAndDrain (also evict admitted workloads)."""
+
+
+class QueueSettings(Model):
+    """Kueue settings of the tenant's ClusterQueue and LocalQueues on one cluster.
+
+    Every field exists with the same values in every Kueue release from v0.8.0 to v0.19.2
+    (kubernetes-sigs/kueue config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml and
+    kueue.x-k8s.io_localqueues.yaml at each tag).
+    """
+
+    preemption: Preemption = Preemption()
+    """withinClusterQueue, reclaimWithinCohort and borrowWithinCohort."""
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
+    """BestEffortFIFO (default): a workload that does not fit lets smaller ones pass; StrictFIFO: it blocks them."""
+    stop_policy: Literal["None", "Hold", "HoldAndDrain"] = "None"
+    """None (default), Hold or HoldAndDrain: stop the whole ClusterQueue."""
+    local_queues: list[LocalQueue] = Field(default=[LocalQueue(name="default")], min_length=1, max_length=16)
+    """LocalQueues in every namespace; default one named `default` (Kueue's LocalQueueDefaulting picks it)."""
+
+
 class Allocation(Model):
     """What a tenant may use on one cluster."""
 
@@ -73,6 +139,16 @@ class Allocation(Model):
     max_gpus_per_pod: int | None = Field(default=None, ge=1, le=64)
     """Most whole GPUs one pod may ask for; default: the largest gpusPerNode granted."""
     networks: list[Name] = []
+    """Networks of the cluster attached in the tenant's namespaces."""
+    cpu_quotas: list[CpuQuota] = []
+    """cpu and memory on the cluster's CPU-only pools, where the tenant's CPU-only workloads run."""
+    namespace_shares: dict[Name, Annotated[int, Field(ge=1, le=1000)]] | None = None
+    """Weight of each namespace in the split of the quota into per-namespace ResourceQuotas,
+    such as {team-a: 3, team-a-batch: 1}; default: an even split. Every namespace is listed."""
+    kueue: QueueSettings = QueueSettings()
+    """Kueue preemption, queueing strategy, stop policy and LocalQueues of this allocation."""
+    ignore: list[Ignore] = []
+    """Warnings about this allocation accepted where they stand, each with its reason."""
 
 
 class Tenant(Model):
@@ -92,6 +168,10 @@ class Tenant(Model):
     """Default priority class of the tenant's workloads, and the highest its pods may use."""
     allocations: list[Allocation] = []
     """What the tenant may use, one entry per cluster it runs on."""
+    container_defaults: ContainerDefaults | None = None
+    """Default cpu and memory of containers in the tenant's namespaces; default: the cluster's."""
+    ignore: list[Ignore] = []
+    """Warnings about this tenant accepted where they stand, each with its reason."""
 
     @property
     def namespace_names(self) -> list[str]:

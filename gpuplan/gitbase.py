@@ -1,0 +1,46 @@
+"""`check --base REF`: the quotas and pool capacities as they are at a git revision.
+
+The inputs at REF are read from git's object store into a temporary folder, as `gpuplan diff`
+does (the working tree, the index and HEAD are never touched), and resolved without checks:
+only the figures are needed, to tell which quota changed.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from gpuplan.resolve import build_fleet
+from gpuplan.sources import read_inputs
+
+
+class UsageError(Exception):
+    """REF names no commit, or there is no git repository (exit 2)."""
+
+
+def base_quotas(root: Path, ref: str) -> dict[tuple[str, str, str, str], int]:
+    """Return (cluster, pool, resource, tenant) -> nominal, and (cluster, pool, resource, "") -> capacity, at REF.
+
+    Raise UsageError when REF is no commit of the repository at root.
+    """
+    from gpuplan.diff import command as diff  # the same git plumbing as `gpuplan diff --base`
+
+    try:
+        commit = diff.resolve(root, ref)
+    except diff.UsageError as exc:
+        raise UsageError(str(exc)) from None
+    with tempfile.TemporaryDirectory(prefix="gpuplan-base-") as folder:
+        if not diff.export_inputs(root, commit, Path(folder)):
+            return {}
+        inputs, _ = read_inputs(Path(folder))
+        fleet, _ = build_fleet(inputs)
+    out: dict[tuple[str, str, str, str], int] = {}
+    for cluster in fleet.clusters.values():
+        for pool in cluster.pools.values():
+            for resource in pool.resources:
+                out[(cluster.name, pool.name, resource, "")] = pool.capacity(resource)
+        for alloc in cluster.allocations:
+            for grant in alloc.grants:
+                key = (cluster.name, grant.pool.name, grant.resource, alloc.name)
+                out[key] = out.get(key, 0) + grant.nominal
+    return out

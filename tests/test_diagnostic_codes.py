@@ -1,0 +1,195 @@
+"""Diagnostic codes (stable, unique, shown in every format) and warnings accepted where they stand."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gpuplan.check import CHECKS, EXTRA_CODES, STAGE_CODES, code_of, known_codes
+from gpuplan.diagnostics import Diagnostic, Severity, has_errors, render, summary
+from tests.conftest import copy_example, run, write_repo
+from tests.test_checks import CLUSTER, COMPONENTS, MIG, _tenant
+
+# The codes users write into `ignore:` entries. Renaming a check renames its code: that breaks
+# every repository that silences it, so this list changes only on purpose.
+STABLE = {
+    "attached-networks", "borrowing-within-cohort", "container-defaults-fit", "cpu-memory-within-pools",
+    "cpu-only-work", "cpu-pool-capacity", "cpu-pool-names", "cpu-quota-pools", "lending-within-nominal",
+    "limits-need-cohort", "local-queues", "max-gpus-per-pod", "namespace-shares", "pool-capacity",
+    "pool-capacity-autoscaled", "pool-cpu-memory", "range-size", "rdma-pod-security", "scheduler-present",
+    "overlapping-ranges", "range-allocatable", "gateway", "exclude", "host-local-spans-nodes",
+    "host-device-target", "resource-group-size", "flavor-size",
+    *STAGE_CODES,
+}  # fmt: skip
+
+
+def test_codes_are_unique() -> None:
+    derived = [code_of(fn) for fn in CHECKS]
+    assert len(derived) == len(set(derived))
+    assert not set(EXTRA_CODES) & set(derived)
+    assert not set(STAGE_CODES) & (set(derived) | set(EXTRA_CODES))
+
+
+def test_codes_are_stable() -> None:
+    missing = STABLE - known_codes()
+    assert not missing, f"codes users may have in ignore entries are gone: {sorted(missing)}"
+
+
+def test_code_derives_from_the_check_name() -> None:
+    def check_pool_capacity() -> None: ...
+
+    assert code_of(check_pool_capacity) == "pool-capacity"  # type: ignore[arg-type]
+
+
+def _finding(**changes: object) -> Diagnostic:
+    base = Diagnostic("tenants/a.yaml", 3, 5, Severity.WARNING, "allocations[0].quotas", "message", "cpu-only-work")
+    return Diagnostic(**(base.__dict__ | changes))  # type: ignore[arg-type]
+
+
+def test_every_format_shows_the_code() -> None:
+    found = [_finding()]
+    assert render(found, "text").splitlines()[0] == "tenants/a.yaml:3:5: warning: allocations[0].quotas: message [cpu-only-work]"
+    assert render(found, "github") == "::warning file=tenants/a.yaml,line=3,col=5,title=cpu-only-work::allocations[0].quotas: message\n"
+    assert json.loads(render(found, "json"))[0]["code"] == "cpu-only-work"
+
+
+def test_an_accepted_warning_is_listed_in_json_counted_in_the_summary_and_passes_strict() -> None:
+    found = [_finding(accepted="planned"), _finding(line=4)]
+    assert json.loads(render(found, "json"))[0]["accepted"] == "planned"
+    assert "line=3" not in render(found, "github")
+    assert summary(found) == "0 errors, 1 warning in 1 file (1 warning accepted)"
+    assert has_errors(found, strict=True)
+    assert not has_errors(found[:1], strict=True)
+    assert summary(found[:1]) == "no problems found (1 warning accepted)"
+
+
+def _repo(tmp_path: Path, tenant_extra: str = "", cluster_extra: str = "") -> Path:
+    quota = "    quotas:\n      - {pool: train, gpus: 16}\n    cpuQuotas: [{pool: general, cpu: 8, memory: 32Gi}]\n"
+    cluster = CLUSTER.format(components=COMPONENTS, sharing=MIG) + "cpuPools:\n  - {name: general, cpu: 16, memory: 64Gi, nodes: {count: 2}, labels: {pool: general}}\n" + cluster_extra
+    return write_repo(tmp_path, {"clusters/c1.yaml": cluster, "tenants/a.yaml": _tenant("a", quota + tenant_extra)})
+
+
+def test_the_example_fleet_warns_without_its_ignores_and_every_finding_has_a_code(tmp_path: Path) -> None:
+    root = copy_example(tmp_path)
+    for path in [*root.glob("clusters/*.yaml"), *root.glob("tenants/*.yaml")]:
+        text = path.read_text()
+        path.write_text(text[: text.index("ignore:")] if "\nignore:" in text else text)
+    result = run("check", "--root", str(root), "--format", "json")
+    rows = json.loads(result.stderr[: result.stderr.rindex("]") + 1])
+    assert rows and all(r["code"] in known_codes() for r in rows)
+
+
+def test_a_warning_is_silenced_where_it_stands_with_its_reason(tmp_path: Path) -> None:
+    ignore = "    ignore: [{code: pool-capacity-autoscaled, reason: scale from one node on demand}]\n"
+    root = _repo(tmp_path, cluster_extra="")
+    # The always-on warning stands at the pool: silence it there.
+    cluster = root / "clusters/c1.yaml"
+    cluster.write_text(cluster.read_text().replace('    karpenter: {instanceTypes: [p5.48xlarge]}\n', '    karpenter: {instanceTypes: [p5.48xlarge]}\n' + ignore, 1))
+    text = run("check", "--root", str(root)).stderr
+    assert "[pool-capacity-autoscaled]" not in text and "(1 warning accepted)" in text
+    rows = json.loads(run("check", "--root", str(root), "--format", "json").stderr.split("\n]")[0] + "\n]")
+    assert [(r["code"], r["accepted"]) for r in rows if r["accepted"]] == [("pool-capacity-autoscaled", "scale from one node on demand")]
+
+
+def test_an_ignore_elsewhere_does_not_silence(tmp_path: Path) -> None:
+    root = _repo(tmp_path, tenant_extra="    ignore: [{code: pool-capacity-autoscaled, reason: wrong place}]\n")
+    result = run("check", "--root", str(root), "--strict")
+    assert result.code == 1
+    assert "[pool-capacity-autoscaled]" in result.stderr and "accepted" not in result.stderr
+    assert "tenants/a.yaml:7:21: warning: allocations[0].ignore[0].code: no pool-capacity-autoscaled warning is reported here any more: remove this ignore entry [unused-ignore]" in result.stderr
+
+
+def test_an_unknown_code_is_an_error(tmp_path: Path) -> None:
+    root = _repo(tmp_path, tenant_extra="    ignore: [{code: pool-capacty, reason: typo}]\n")
+    result = run("check", "--root", str(root))
+    assert result.code == 1
+    assert "allocations[0].ignore[0].code: 'pool-capacty' is not a diagnostic code of gpuplan" in result.stderr
+
+
+def test_errors_are_never_silenced(tmp_path: Path) -> None:
+    quota = "    quotas:\n      - {pool: train, gpus: 40}\n    ignore: [{code: pool-capacity, reason: no}]\n"
+    cluster = CLUSTER.format(components=COMPONENTS, sharing=MIG)
+    root = write_repo(tmp_path, {"clusters/c1.yaml": cluster, "tenants/a.yaml": _tenant("a", quota)})
+    result = run("check", "--root", str(root))
+    assert result.code == 1 and "[pool-capacity]" in result.stderr
+
+
+def test_strict_passes_on_the_example_fleet_with_every_accepted_warning_giving_its_reason(example_repo: Path) -> None:
+    result = run("check", "--root", str(example_repo), "--strict")
+    assert result.code == 0, result.stderr
+    rows = json.loads(run("check", "--root", str(example_repo), "--format", "json").stderr.split("\n]")[0] + "\n]")
+    assert rows and all(r["severity"] == "warning" and r["accepted"] for r in rows)
+
+
+# capacity overrun: at every contributing tenant, or at the quota that changed since --base
+
+
+def _two_tenants(tmp_path: Path, a: int, b: int) -> Path:
+    quota = "    quotas:\n      - {{pool: train, gpus: {n}}}\n"
+    files = {"clusters/c1.yaml": CLUSTER.format(components=COMPONENTS, sharing=MIG)}
+    files |= {"tenants/a.yaml": _tenant("a", quota.format(n=a)), "tenants/b.yaml": _tenant("b", quota.format(n=b))}
+    return write_repo(tmp_path, files)
+
+
+def test_an_overrun_without_base_stands_at_every_tenant_with_its_own_share(tmp_path: Path) -> None:
+    result = run("check", "--root", str(_two_tenants(tmp_path, 16, 17)))
+    assert result.code == 1
+    head = "error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); "
+    assert f"tenants/a.yaml:5:29: {head}tenant a asks 16, with b 17 [pool-capacity]" in result.stderr
+    assert f"tenants/b.yaml:5:29: {head}tenant b asks 17, with a 16 [pool-capacity]" in result.stderr
+
+
+def _git(root: Path, *args: str) -> None:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com", "HOME": str(root)}
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+
+
+def test_an_overrun_with_base_stands_at_the_quota_that_changed(tmp_path: Path) -> None:
+    root = _two_tenants(tmp_path, 16, 16)
+    _git(root, "init", "-q")
+    _git(root, "add", "clusters", "tenants")
+    _git(root, "commit", "-q", "-m", "fits")
+    (root / "tenants/b.yaml").write_text((root / "tenants/b.yaml").read_text().replace("gpus: 16", "gpus: 17"))
+    result = run("check", "--root", str(root), "--base", "HEAD")
+    assert result.code == 1
+    assert "tenants/b.yaml:5:29: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant b asks 17, with a 16 [pool-capacity]" in result.stderr
+    assert "tenants/a.yaml:5:29" not in result.stderr
+
+
+def test_an_overrun_from_a_shrunk_pool_stands_at_the_pool(tmp_path: Path) -> None:
+    root = _two_tenants(tmp_path, 16, 16)
+    _git(root, "init", "-q")
+    _git(root, "add", "clusters", "tenants")
+    _git(root, "commit", "-q", "-m", "fits")
+    cluster = root / "clusters/c1.yaml"
+    cluster.write_text(cluster.read_text().replace("nodes: {min: 1, max: 4}", "nodes: {min: 1, max: 3}"))
+    result = run("check", "--root", str(root), "--base", "HEAD")
+    assert result.code == 1
+    assert "clusters/c1.yaml:17:12: error: nodePools[0].nodes: tenants ask 32 GPUs of pool train, which has at most 24 (3 nodes x 8): the pool shrank below its quotas [pool-capacity]" in result.stderr
+    assert "error: allocations" not in result.stderr
+
+
+def test_an_overrun_already_at_the_base_stands_at_every_tenant(tmp_path: Path) -> None:
+    root = _two_tenants(tmp_path, 16, 17)
+    _git(root, "init", "-q")
+    _git(root, "add", "clusters", "tenants")
+    _git(root, "commit", "-q", "-m", "over already")
+    result = run("check", "--root", str(root), "--base", "HEAD")
+    assert result.code == 1
+    assert "tenants/a.yaml:5:29: error:" in result.stderr and "tenants/b.yaml:5:29: error:" in result.stderr
+
+
+def test_base_that_is_no_commit_is_a_usage_error(tmp_path: Path) -> None:
+    root = _two_tenants(tmp_path, 16, 16)
+    _git(root, "init", "-q")
+    result = run("check", "--root", str(root), "--base", "no-such-ref")
+    assert result.code == 2 and "no-such-ref" in result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["text", "github", "json"])
+def test_check_prints_codes_in_every_format(tmp_path: Path, fmt: str) -> None:
+    result = run("check", "--root", str(_two_tenants(tmp_path, 16, 17)), "--format", fmt)
+    assert "pool-capacity" in result.stderr
