@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from gpuplan.diagnostics import Diagnostic, Key, Located, SourceFile
 from gpuplan.load import gather, parse_items, unreadable
@@ -64,7 +65,7 @@ def _unwrap(annotation: Any) -> Any:
     return annotation
 
 
-def _message(err: dict[str, Any], model: type[BaseModel], loc: Key) -> str:
+def _message(err: ErrorDetails, model: type[BaseModel], loc: Key) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
         known = _field_names(model, loc[:-1])

@@ -59,7 +59,7 @@ def usable_addresses(ipam: Ipam) -> int:
     for item in inside:  # an exclude larger than the range excludes the whole range
         clipped.append(net if net.subnet_of(item) else item)  # type: ignore[arg-type]
     count = net.num_addresses - len(reserved)
-    for item in ipaddress.collapse_addresses(clipped):  # type: ignore[arg-type]
+    for item in ipaddress.collapse_addresses(clipped):  # type: ignore[type-var]
         count -= item.num_addresses - sum(1 for r in reserved if r in item)
     gateway = _gateway(ipam)
     if gateway is not None and gateway in net and gateway not in reserved and not any(gateway in e for e in inside):
@@ -84,7 +84,7 @@ def check_overlapping_ranges(fleet: Fleet) -> Iterator[Diagnostic]:
         for index, network in enumerate(cluster.spec.networks):
             net = ipaddress.ip_network(network.ipam.range)
             for name, other in seen:
-                if net.version == other.version and net.overlaps(other):  # type: ignore[arg-type]
+                if net.version == other.version and net.overlaps(other):
                     message = f"range {net} of network {network.name} overlaps range {other} of network {name}: pods of both would get the same addresses"
                     yield cluster.located.source.diagnostic(_range_loc(index), message)
                     break
@@ -152,7 +152,7 @@ def check_exclude(fleet: Fleet) -> Iterator[Diagnostic]:
             net = ipaddress.ip_network(ipam.range)
             for e_index, value in enumerate(ipam.exclude):
                 item = ipaddress.ip_network(value)
-                if item.version != net.version or not item.overlaps(net):  # type: ignore[arg-type]
+                if item.version != net.version or not item.overlaps(net):
                     yield _warning(cluster.located.source, base + (e_index,), f"{item} is outside range {net}: it excludes nothing")
 
 

@@ -12,7 +12,7 @@ from gpuplan.pools import GPU
 from gpuplan.quantity import format_bytes, format_cpu
 
 
-def _allocations(fleet: Fleet):
+def _allocations(fleet: Fleet) -> Iterator[AllocationPlan]:
     for name in sorted(fleet.clusters):
         yield from fleet.clusters[name].allocations
 
@@ -138,11 +138,11 @@ def check_pool_cpu_memory(fleet: Fleet) -> Iterator[Diagnostic]:
             last: dict[str, AllocationPlan] = {}
             explicit: set[str] = set()
             for alloc in cluster.allocations:
-                for pool, amount in (alloc.cpu() if what == "cpu" else alloc.memory()).items():
-                    totals[pool] = totals.get(pool, Fraction(0)) + amount
-                    last[pool] = alloc
+                for name, amount in (alloc.cpu() if what == "cpu" else alloc.memory()).items():
+                    totals[name] = totals.get(name, Fraction(0)) + amount
+                    last[name] = alloc
                     if getattr(alloc.spec, what) is not None:
-                        explicit.add(pool)
+                        explicit.add(name)
             for pool_name, total in sorted(totals.items()):
                 if pool_name not in explicit:
                     continue  # derived from the GPUs: an excess is the GPU capacity error already

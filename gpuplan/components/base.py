@@ -10,7 +10,8 @@ from __future__ import annotations
 import difflib
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 
@@ -56,7 +57,7 @@ class Component:
     line_field: str | None = None  # the cluster field that picks a release line ("provider" for Karpenter)
     configured: bool = True  # False: no key under `components:`, the newest release is the one in use
     scope: str = "cluster"  # "cluster": emitter(cluster) per cluster; "fleet": emitter(fleet, output_path) once
-    _by_version: Mapping[tuple[str, str], Release] = field(init=False, repr=False, compare=False)
+    _by_version: Mapping[tuple[str, str], Release] = dataclass_field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_version", {(r.line, r.version): r for r in self.releases})

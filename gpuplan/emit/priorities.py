@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.fleet import ClusterPlan
 
@@ -10,7 +12,7 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return a PriorityClass per priority class of the cluster."""
     out = []
     for priority in cluster.spec.priority_classes:
-        body = {
+        body: dict[str, Any] = {
             "value": priority.value,
             "globalDefault": False,
             "preemptionPolicy": priority.preemption_policy,

@@ -15,8 +15,9 @@ import yaml
 try:  # optional speed-up; PyYAML reads everything it does not
     import yaml_rs
 except ImportError:  # pragma: no cover
-    yaml_rs = None
+    yaml_rs = None  # type: ignore[assignment]
 from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from gpuplan.diagnostics import Diagnostic, Severity, error, ordered
 from gpuplan.locate import problem_path, split_path
@@ -106,9 +107,9 @@ class Locator:
         node = nodes[doc.index]
         where = (node.lc.line, node.lc.col) if hasattr(node, "lc") else (0, 0)
         for part in split_path(path):
-            if hasattr(node, "lc") and isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            if isinstance(node, CommentedSeq) and part.isdigit() and int(part) < len(node):
                 where, node = node.lc.item(int(part)), node[int(part)]
-            elif hasattr(node, "lc") and isinstance(node, dict) and part in node:
+            elif isinstance(node, CommentedMap) and part in node:
                 where, node = node.lc.key(part), node[part]
             else:
                 break

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,7 +249,7 @@ def _message(name: str, kind: Any, err: Any) -> str:
         return f"must be {_show(data['expected_value'])} (got {got})"
     if name == "Type":
         return f"must be {_types(data['types'])} (got {_type_name(err.instance)})"
-    simple = {
+    simple: dict[str, Callable[[], str]] = {
         "Pattern": lambda: f"must match {data['pattern']} (got {got})",
         "MinLength": lambda: f"must be at least {data['limit']} characters long (got {got})",
         "MaxLength": lambda: f"must be at most {data['limit']} characters long",

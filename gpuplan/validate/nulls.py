@@ -24,7 +24,7 @@ def _prune(value: Any, schema: Any) -> Any:
     if not isinstance(schema, dict):
         return value
     if isinstance(value, dict):
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        props: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
         extra = schema.get("additionalProperties")
         out = {}
         for key, item in value.items():
