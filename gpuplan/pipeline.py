@@ -14,6 +14,7 @@ from gpuplan.emit.meta import Manifest
 from gpuplan.fleet import Fleet
 from gpuplan.ignores import accept, unknown_codes, unused
 from gpuplan.ignores import rules as ignore_rules
+from gpuplan.overlay import Overlay, apply_overlay
 from gpuplan.resolve import build_fleet
 from gpuplan.sources import read_inputs
 from gpuplan.validate import CrdIndex, CrdLoadError
@@ -30,6 +31,7 @@ class Compiled:
     manifests: list[Manifest] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    overlay: Overlay | None = None  # own manifests, patches and values applied (gpuplan.overlay)
 
 
 def crds_folder(option: Path | None) -> Path | None:
@@ -92,6 +94,10 @@ def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None 
         return result
     where = output_path(root, out)
     result.manifests = emit(fleet, clusters, where)
+    result.manifests, result.overlay, more = apply_overlay(root, fleet, result.manifests, where)
+    result.diagnostics += with_code(more, "input")
+    if has_errors(more):
+        return result
     if verify_output:
         result.diagnostics = accept(result.diagnostics + with_code(validate_manifests(result, folder, where), "output"), entries)
     if verify_output and not clusters and not has_errors(result.diagnostics):  # stale only once everything ran

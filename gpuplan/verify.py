@@ -4,7 +4,7 @@ webhook rules, and every reference between objects (the `validate` engine, appli
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from gpuplan.crds import UnknownCrdSet, cluster_components, fleet_components, index_for
 from gpuplan.diagnostics import Diagnostic, Severity, error
@@ -41,13 +41,21 @@ def crds_label(versions: dict[str, str]) -> str:
     return ", ".join(f"{name} {version}" for name, version in sorted(versions.items()))
 
 
-def _at(item: Manifest, path: str, message: str, severity: Severity = Severity.ERROR) -> Diagnostic:
+# Where a finding about an object the user supplied or patched belongs (gpuplan.overlay), or None.
+Place = Callable[[Manifest, str, str, Severity], "Diagnostic | None"]
+
+
+def _at(item: Manifest, path: str, message: str, severity: Severity = Severity.ERROR, place: Place | None = None, bug: bool = True) -> Diagnostic:
+    placed = place(item, path, message, severity) if place is not None else None
+    if placed is not None:
+        return placed
+    message = f"{message} {BUG}" if bug else message
     line, col = locate(dump(item.obj, header(item)), problem_path(path, message))
     where = f"{item.kind}/{item.name}" + (f" {path}" if path else "")
     return Diagnostic(f"output/{item.path}", line, col, severity, where, message)
 
 
-def schema_problems(manifests: Iterable[Manifest], fleet: Fleet, index: CrdIndex | None) -> tuple[list[Diagnostic], list[str]]:
+def schema_problems(manifests: Iterable[Manifest], fleet: Fleet, index: CrdIndex | None, place: Place | None = None) -> tuple[list[Diagnostic], list[str]]:
     """Validate each object against its schema, CEL rules and webhook rules."""
     validators, problems = _validators(fleet, index)
     notes: list[str] = []
@@ -56,7 +64,7 @@ def schema_problems(manifests: Iterable[Manifest], fleet: Fleet, index: CrdIndex
         if item.kind == "Kustomization" or validator is None:
             continue
         # A missing CRD is the user's to supply (--crds), not a bug of what gpuplan emitted.
-        problems += [_at(item, p.path, p.message if p.code == MISSING_CRD else f"{p.message} {BUG}") for p in validator.validate(item.obj)]
+        problems += [_at(item, p.path, p.message, place=place, bug=p.code != MISSING_CRD) for p in validator.validate(item.obj)]
     for validator in validators.values():
         for rule in validator.skipped_rules:
             notes.append(f"CEL rule of {rule.kind} at {rule.path} was not evaluated ({rule.reason}): {rule.rule}")
@@ -74,7 +82,7 @@ def _external_namespaces(cluster: ClusterPlan) -> list[str]:
     return [c.namespace for c in (components.gpu_operator, components.kueue, components.volcano, components.karpenter) if c]
 
 
-def reference_problems(manifests: list[Manifest], fleet: Fleet, output_path: str) -> list[Diagnostic]:
+def reference_problems(manifests: list[Manifest], fleet: Fleet, output_path: str, place: Place | None = None) -> list[Diagnostic]:
     """Check every reference between the objects of each cluster, and Applications -> paths."""
     problems: list[Diagnostic] = []
     by_cluster: dict[str | None, list[Manifest]] = {}
@@ -94,16 +102,16 @@ def reference_problems(manifests: list[Manifest], fleet: Fleet, output_path: str
             item = index.get((problem.kind, problem.namespace, problem.name))
             severity = Severity.ERROR if problem.severity == "error" else Severity.WARNING
             if item is not None:
-                problems.append(_at(item, problem.path, f"{problem.message} {BUG}", severity))
+                problems.append(_at(item, problem.path, problem.message, severity, place))
             else:
                 problems.append(error(f"output/{name or ''}", 0, 0, problem.kind, problem.message))
     return problems
 
 
-def verify(manifests: list[Manifest], fleet: Fleet, index: CrdIndex | None, output_path: str = "output") -> tuple[list[Diagnostic], list[str]]:
+def verify(manifests: list[Manifest], fleet: Fleet, index: CrdIndex | None, output_path: str = "output", place: Place | None = None) -> tuple[list[Diagnostic], list[str]]:
     """Return every problem of the emitted objects, and notes on what could not be checked."""
-    problems, notes = schema_problems(manifests, fleet, index)
-    problems += reference_problems(manifests, fleet, output_path)
+    problems, notes = schema_problems(manifests, fleet, index, place)
+    problems += reference_problems(manifests, fleet, output_path, place)
     return problems, notes
 
 

@@ -6,6 +6,7 @@ import sys
 
 from gpuplan.commands.common import Options, print_findings
 from gpuplan.exitcode import ExitCode
+from gpuplan.overlay.unmanaged import unmanaged_files
 from gpuplan.pipeline import compile_fleet
 from gpuplan.write import WriteError, clean_stale, compare, render_files, write_tree
 
@@ -18,6 +19,9 @@ def _scope(options: Options) -> tuple[str, ...]:
 def render_fleet(options: Options, check_only: bool = False) -> int:
     """Compile and write the fleet, or with check_only report what would change."""
     result = compile_fleet(options.root, options.clusters, options.crds, out=options.out)
+    if result.fleet is not None:  # files nobody renders: Argo CD never applies them
+        fail = check_only and options.strict
+        result.diagnostics += unmanaged_files(options.output, result.fleet.clusters, _scope(options), fail)
     if print_findings(result, options):
         return ExitCode.FAILED
     try:

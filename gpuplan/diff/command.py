@@ -34,9 +34,10 @@ from gpuplan.diff.report import (
 from gpuplan.fleet import Fleet
 from gpuplan.pipeline import compile_fleet
 from gpuplan.quantity import QuantityError, parse_quantity
+from gpuplan.overlay import FOLDERS as OVERLAY_FOLDERS
 
 FORMATS = {"text": as_text, "markdown": as_markdown, "json": as_json}
-INPUT_FOLDERS = ("clusters", "tenants")
+INPUT_FOLDERS = ("clusters", "tenants", *OVERLAY_FOLDERS)  # the overlay: extra/, patches/, values/
 NOT_GPU = ("cpu", "memory")  # capacity tables are about GPUs; cpu and memory follow from them
 CapacityKey = tuple[str, str, str, str]  # cluster, pool, resource, tenant ("" for the pool)
 

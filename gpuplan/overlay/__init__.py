@@ -68,7 +68,7 @@ class Overlay:
         ):
             return _at(
                 self.clusters[item.cluster],
-                ("components", "karpenter", "nodeClass"),
+                ("components", "karpenter", "nodeClass", "name"),
                 where,
                 message,
                 severity,

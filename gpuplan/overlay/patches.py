@@ -225,7 +225,7 @@ def patch_position(patch: Patch, path: tuple[str | int, ...]) -> Key:
             rest = tuple(path[len(tokens) :]) if len(shown) > len(tokens) else ()
             return (
                 ("jsonPatch", index, "value", *rest)
-                if "value" in op and rest
+                if "value" in op
                 else ("jsonPatch", index, "path")
             )
     return ("jsonPatch",)

@@ -398,6 +398,30 @@ def _provided_labels(cluster: ClusterObjects) -> dict[str, set[Any]]:
     return provided
 
 
+# --- Karpenter ------------------------------------------------------------------------------
+
+
+def check_node_class_references(cluster: ClusterObjects) -> list[ReferenceProblem]:
+    """A NodePool's nodeClassRef names a node class of the set, when the set has that kind.
+
+    Without any object of the referenced kind the node class is taken to exist in the cluster
+    already (made by other tooling), so nothing is checked; said so.
+    """
+    problems = []
+    for pool in cluster.of(KARPENTER, "NodePool"):
+        ref = _get(pool, "spec", "template", "spec", "nodeClassRef")
+        if not isinstance(ref, dict) or not all(isinstance(ref.get(k), str) for k in ("group", "kind", "name")):
+            continue
+        names = cluster.names(ref["group"], ref["kind"])
+        if not names:
+            cluster.skip(f"{ref['kind']} {ref['name']!r} of NodePool {_name(pool)!r} not checked: no {ref['kind']} among the objects")
+        elif ref["name"] not in names:
+            problems.append(_problem(pool, "spec.template.spec.nodeClassRef.name",
+                                     f'{ref["kind"]} "{ref["name"]}" does not exist (has: {_names(names)}): '
+                                     "Karpenter launches no node for this NodePool"))
+    return problems
+
+
 # --- namespaces and repository paths --------------------------------------------------------
 
 
@@ -442,6 +466,7 @@ CHECKS: tuple[Check, ...] = (
     check_cluster_policy,
     check_node_label_values,
     check_flavor_labels,
+    check_node_class_references,
     check_namespaces,
     check_application_paths,
 )
