@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
-from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
 from gpuplan.fleet import Fleet
-from gpuplan.load import Key, SourceFile, format_path
 from gpuplan.model.common import Ignore
 
 UNUSED = "unused-ignore"

@@ -6,10 +6,9 @@ from collections.abc import Iterator
 from fractions import Fraction
 
 from gpuplan.check import check
-from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
 from gpuplan.entitlements import CPU, MEMORY, namespace_quotas
 from gpuplan.fleet import AllocationPlan, ClusterPlan, Fleet
-from gpuplan.load import Key, SourceFile, format_path
 from gpuplan.model.cluster import Network
 from gpuplan.quantity import format_bytes, format_cpu
 
