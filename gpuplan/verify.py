@@ -6,6 +6,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Iterable
 
+from gpuplan.components import namespaces_of
 from gpuplan.crds import UnknownCrdSet, cluster_components, fleet_components, index_for
 from gpuplan.diagnostics import Diagnostic, Severity, error
 from gpuplan.emit.meta import Manifest
@@ -78,8 +79,7 @@ def _node_labels(cluster: ClusterPlan) -> list[dict[str, str]]:
 
 
 def _external_namespaces(cluster: ClusterPlan) -> list[str]:
-    components = cluster.spec.components
-    return [c.namespace for c in (components.gpu_operator, components.kueue, components.volcano, components.karpenter) if c]
+    return namespaces_of(cluster.spec)  # the components' own namespaces (component registry)
 
 
 def reference_problems(manifests: list[Manifest], fleet: Fleet, output_path: str, place: Place | None = None) -> list[Diagnostic]:

@@ -499,7 +499,9 @@ def test_config_is_built_from_a_dict_not_a_template() -> None:
         {"name": "n", "type": "macvlan", "master": 'eth"1', "ipam": {"type": "whereabouts", "range": "10.0.0.0/24"}, "pools": ["p"]},
         by_alias=True,
     )
-    text = multus.config_text(network)
+    from gpuplan.components import REGISTRY
+
+    text = multus.config_text(REGISTRY["multus"].newest(), network)  # type: ignore[arg-type]
     assert json.loads(text)["master"] == 'eth"1'  # quoting survives: json.dumps, not a template
     assert text == json.dumps(json.loads(text), sort_keys=True, indent=2)
 

@@ -1,11 +1,13 @@
 """Cross-object and capacity checks over the resolved fleet: small named functions, one registry.
 
 A check is `def check_x(fleet) -> Iterable[Diagnostic]`, registered with @check; adding one is
-one function in the module of its topic.
+one function in the module of its topic. A component's check modules are named by its registry
+entry (gpuplan/components/), so a new component's checks need no line here.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Iterator
 
 from gpuplan.diagnostics import Diagnostic, with_code
@@ -46,10 +48,13 @@ def known_codes() -> set[str]:
 
 
 def clusters_with(fleet: Fleet, component: str) -> Iterator[ClusterPlan]:
-    """Yield, in name order, the clusters that run a component (e.g. "kueue", "volcano")."""
+    """Yield, in name order, the clusters that run a registry component ("kueue", "volcano"...).
+
+    A cluster naming a version gpuplan does not know is left out: resolve.py reports the version.
+    """
     for name in sorted(fleet.clusters):
         cluster = fleet.clusters[name]
-        if getattr(cluster.spec.components, component) is not None:
+        if cluster.release(component) is not None:
             yield cluster
 
 
@@ -61,4 +66,14 @@ def run_checks(fleet: Fleet) -> list[Diagnostic]:
     return found
 
 
-from gpuplan.check import capacity, components, drivers, karpenter, kueue, networks, quotas, tenants, volcano  # noqa: E402,F401  (register the checks)
+def _register() -> None:
+    """Import the checks of no one component, then each registry component's check modules."""
+    from gpuplan.check import capacity, quotas, rbac, tenants  # noqa: F401  (register the checks)
+    from gpuplan.components import REGISTRY
+
+    for component in REGISTRY.values():
+        for module in component.checks:
+            importlib.import_module(module)
+
+
+_register()

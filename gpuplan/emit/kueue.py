@@ -1,28 +1,21 @@
-"""Kueue: ResourceFlavors, ClusterQueues, LocalQueues, Cohorts and WorkloadPriorityClasses."""
+"""Kueue: ResourceFlavors, ClusterQueues, LocalQueues, Cohorts and WorkloadPriorityClasses.
+
+Every version-dependent choice reads the cluster's Kueue release (gpuplan/components/kueue.py): the
+apiVersion, the ClusterQueue's cohort field, whenCanBorrow's value and the Cohort kind's version.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from gpuplan.components.kueue import KueueRelease
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.entitlements import Amount, covered_resources, flavor_amounts, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
-from gpuplan.model.cluster import CpuPool
-from gpuplan.model.common import version_tuple
+from gpuplan.model.cluster import Cohort, CpuPool
 from gpuplan.pools import PoolPlan
 
-GROUP = "kueue.x-k8s.io"
 NAMESPACE_NAME = "kubernetes.io/metadata.name"
-
-
-def api_version(version: str) -> str:
-    """Return Kueue's apiVersion: v1beta2 from v0.15 on, v1beta1 before."""
-    return f"{GROUP}/v1beta2" if version_tuple(version) >= (0, 15, 0) else f"{GROUP}/v1beta1"
-
-
-def has_cohort_kind(version: str) -> bool:
-    """Tell whether this Kueue version serves the Cohort kind as beta (v0.13 promoted it)."""
-    return version_tuple(version) >= (0, 13, 0)
 
 
 def tolerations(pool: PoolPlan) -> list[dict[str, str]]:
@@ -70,7 +63,7 @@ def resource_groups(alloc: AllocationPlan) -> list[dict[str, Any]]:
     return [{"coveredResources": covered, "flavors": flavors}]
 
 
-def cluster_queue(api: str, alloc: AllocationPlan) -> dict[str, Any]:
+def cluster_queue(release: KueueRelease, alloc: AllocationPlan) -> dict[str, Any]:
     """Return the ClusterQueue of one tenant allocation, admitting only its namespaces."""
     cohort = alloc.spec.cohort
     settings = alloc.spec.kueue
@@ -79,15 +72,16 @@ def cluster_queue(api: str, alloc: AllocationPlan) -> dict[str, Any]:
         "namespaceSelector": {"matchExpressions": [selector]},
         "queueingStrategy": settings.queueing_strategy,
         "stopPolicy": settings.stop_policy,
-        "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
+        # Stop at the first flavor that fits, borrowing: MayStopSearch from v0.15, Borrow before.
+        "flavorFungibility": {"whenCanBorrow": release.stop_search, "whenCanPreempt": "TryNextFlavor"},
         "preemption": preemption(alloc),
         "resourceGroups": resource_groups(alloc),
     }
     if cohort:
-        spec["cohortName" if api.endswith("v1beta2") else "cohort"] = cohort
+        spec[release.cohort_field] = cohort
     if alloc.spec.weight is not None:
         spec["fairSharing"] = {"weight": str(alloc.spec.weight)}
-    return k8s(api, "ClusterQueue", alloc.name, spec=spec)
+    return k8s(release.api_version, "ClusterQueue", alloc.name, spec=spec)
 
 
 def preemption(alloc: AllocationPlan) -> dict[str, Any]:
@@ -109,17 +103,31 @@ def local_queues(api: str, alloc: AllocationPlan, namespace: str) -> list[dict[s
     return out
 
 
-def cohort(api: str, name: str, parent: str | None) -> dict[str, Any]:
-    """Return a Cohort (with its parent for hierarchical cohorts)."""
-    return k8s(api, "Cohort", name, spec={"parentName": parent} if parent else {})
+def cohort(release: KueueRelease, name: str, parent: str | None) -> dict[str, Any]:
+    """Return a Cohort (with its parent for hierarchical cohorts): v1alpha1 `parent` on v0.12."""
+    spec = {release.cohort_parent_field: parent} if parent else {}
+    return k8s(release.cohort_api_version, "Cohort", name, spec=spec)
+
+
+def cohorts(release: KueueRelease, cluster: ClusterPlan) -> list[Cohort]:
+    """Return the cohorts that get a Cohort object.
+
+    Where the Cohort kind is still v1alpha1 (v0.12), only the cohorts of a hierarchy: a flat cohort
+    needs no object (Kueue creates it implicitly from the ClusterQueues' spec.cohort), so gpuplan
+    writes alpha objects only where the tree needs them.
+    """
+    if release.cohort_version != "v1alpha1":
+        return list(cluster.spec.cohorts)
+    parents = {c.parent for c in cluster.spec.cohorts if c.parent}
+    return [c for c in cluster.spec.cohorts if c.parent or c.name in parents]
 
 
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return every Kueue object of the cluster, or nothing when Kueue is not a component."""
-    kueue = cluster.spec.components.kueue
-    if kueue is None:
-        return []
-    api = api_version(kueue.version)
+    release = cluster.release("kueue")
+    if not isinstance(release, KueueRelease):
+        return []  # not a component here (an unknown version is reported by resolve.py)
+    api = release.api_version
     source = cluster.located.source.path
     out = [manifest(cluster.name, "kueue", resource_flavor(api, p), source) for p in cluster.pools.values()]
     out += [manifest(cluster.name, "kueue", cpu_flavor(api, p), source) for p in cluster.spec.cpu_pools]
@@ -129,12 +137,11 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
             body["description"] = priority.description
         obj = k8s(api, "WorkloadPriorityClass", priority.name, **body)
         out.append(manifest(cluster.name, "kueue", obj, source))
-    if has_cohort_kind(kueue.version):
-        for item in cluster.spec.cohorts:
-            out.append(manifest(cluster.name, "kueue", cohort(api, item.name, item.parent), source))
+    for item in cohorts(release, cluster):
+        out.append(manifest(cluster.name, "kueue", cohort(release, item.name, item.parent), source))
     for alloc in cluster.allocations:
         sources = (alloc.tenant.source.path, source)
-        out.append(manifest(cluster.name, "kueue", cluster_queue(api, alloc), *sources))
+        out.append(manifest(cluster.name, "kueue", cluster_queue(release, alloc), *sources))
         for namespace in alloc.namespaces:
             for queue in local_queues(api, alloc, namespace):
                 out.append(manifest(cluster.name, f"namespaces/{namespace}", queue, *sources))

@@ -28,12 +28,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gpuplan.components.multus import MultusRelease
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.fleet import AllocationPlan, ClusterPlan
 from gpuplan.model.cluster import Ipam, Network
 
-API_VERSION = "k8s.cni.cncf.io/v1"
-CNI_VERSION = "0.3.1"
 RESOURCE_NAME = "k8s.v1.cni.cncf.io/resourceName"
 MACVLAN_MODE = "bridge"
 
@@ -53,10 +52,10 @@ def ipam_config(ipam: Ipam) -> dict[str, Any]:
     return {"type": "host-local", "ranges": [[subnet]]}
 
 
-def cni_config(network: Network) -> dict[str, Any]:
+def cni_config(release: MultusRelease, network: Network) -> dict[str, Any]:
     """Return the CNI configuration of a network as a dict."""
     config: dict[str, Any] = {
-        "cniVersion": CNI_VERSION,
+        "cniVersion": release.cni_version,
         "name": network.name,
         "type": network.type,
         "ipam": ipam_config(network.ipam),
@@ -70,14 +69,15 @@ def cni_config(network: Network) -> dict[str, Any]:
     return config
 
 
-def config_text(network: Network) -> str:
+def config_text(release: MultusRelease, network: Network) -> str:
     """Return the CNI configuration as the JSON text of spec.config."""
-    return json.dumps(cni_config(network), sort_keys=True, indent=2)
+    return json.dumps(cni_config(release, network), sort_keys=True, indent=2)
 
 
-def attachment(network: Network, namespace: str) -> dict[str, Any]:
+def attachment(release: MultusRelease, network: Network, namespace: str) -> dict[str, Any]:
     """Return the NetworkAttachmentDefinition of a network in one namespace."""
-    obj = k8s(API_VERSION, "NetworkAttachmentDefinition", network.name, namespace, spec={"config": config_text(network)})
+    spec = {"config": config_text(release, network)}
+    obj = k8s(release.nad_api_version, "NetworkAttachmentDefinition", network.name, namespace, spec=spec)
     if network.resource_name:
         obj["metadata"]["annotations"] = {RESOURCE_NAME: network.resource_name}
     return obj
@@ -91,11 +91,13 @@ def attached(cluster: ClusterPlan, alloc: AllocationPlan) -> list[Network]:
 
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return a NetworkAttachmentDefinition per attached network in each tenant namespace."""
+    release = cluster.release("multus")
+    assert isinstance(release, MultusRelease)  # Multus names no version in the cluster file: always its newest
     out = []
     source = cluster.located.source.path
     for alloc in cluster.allocations:
         for network in attached(cluster, alloc):
             for namespace in alloc.namespaces:
-                obj = attachment(network, namespace)
+                obj = attachment(release, network, namespace)
                 out.append(manifest(cluster.name, f"namespaces/{namespace}", obj, alloc.tenant.source.path, source))
     return out

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuplan.components.nfd import NfdRelease
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.fleet import ClusterPlan
 from gpuplan.pools import PoolPlan
 
-API_VERSION = "nfd.k8s-sigs.io/v1alpha1"
 FOLDER = "nfd"
 NAME_PREFIX = "gpuplan-"  # NodeFeatureRules are cluster-wide and other vendors ship their own
 NODE_NAME_FEATURE = "system.name"
@@ -50,19 +50,21 @@ def rule_name(pool: PoolPlan) -> str:
     return f"{NAME_PREFIX}{pool.name}"
 
 
-def node_feature_rule(pool: PoolPlan) -> dict[str, Any]:
+def node_feature_rule(release: NfdRelease, pool: PoolPlan) -> dict[str, Any]:
     """Return the NodeFeatureRule that labels the nodes a static pool's hostnames name."""
     names = [anchored(h) for h in dict.fromkeys(pool.spec.hostnames)]
     match = {"feature": NODE_NAME_FEATURE, "matchExpressions": {NODE_NAME_ELEMENT: {"op": "InRegexp", "value": names}}}
     rule = {"name": f"gpuplan pool {pool.name}", "labels": pool.node_labels, "matchFeatures": [match]}
-    return k8s(API_VERSION, "NodeFeatureRule", rule_name(pool), spec={"rules": [rule]})
+    return k8s(release.rule_api_version, "NodeFeatureRule", rule_name(pool), spec={"rules": [rule]})
 
 
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return a NodeFeatureRule per static pool with hostnames, when the GPU Operator or Kueue need labels."""
+    release = cluster.release("nfd")
+    assert isinstance(release, NfdRelease)  # NFD names no version in the cluster file: always its newest
     source = cluster.located.source.path
     return [
-        manifest(cluster.name, FOLDER, node_feature_rule(pool), source)
+        manifest(cluster.name, FOLDER, node_feature_rule(release, pool), source)
         for pool in cluster.pools.values()
         if labelled(cluster, pool)
     ]
