@@ -104,8 +104,9 @@ def test_markdown_shows_old_and_new_values_and_names_every_disruption(changed: t
     root, old, new = changed
     code, out, err = call(capsys, root=root, base="HEAD", fmt="markdown")
     assert code == 0, err
-    first = out.splitlines()[0]
-    assert re.fullmatch(r"\*\*gpuplan\*\*: \d+ objects changed, \d+ added, \d+ removed in 2 clusters", first), first
+    marker, first = out.splitlines()[:2]
+    assert marker == "<!-- gpuplan-diff: . -->"
+    assert re.fullmatch(r"\*\*gpuplan\*\*: \d+ objects changed, \d+ added, \d+ removed in 2 clusters; \d+ disruptive, \d+ risks?", first), first
     assert f'.nominalQuota: "{old}" -> "{new}"' in out  # old and new on one line
     assert RESET in out
     assert "namespace ml-research of tenant ml-research is removed" in out and "Prune=false" in out
@@ -143,8 +144,9 @@ def test_text_has_one_line_per_field_and_json_has_paths_and_disruptions(changed:
     assert document["summary"]["removed"] == sum(1 for o in document["objects"] if o["change"] == "removed") > 0
     queue = next(o for o in document["objects"] if o["kind"] == "ClusterQueue" and o["name"] == "team-a")
     assert {"old": str(old), "new": str(new)}.items() <= next(f for f in queue["fields"] if f["path"].endswith("nominalQuota") and f["old"] == str(old)).items()
-    kinds = {d["kind"] for d in document["disruptions"]}
-    assert {"mig-layout", "namespace-removed", "tenant-removed"} <= kinds
+    codes = {d["code"] for d in document["disruptions"]}
+    assert {"mig-relayout", "namespace-removed", "tenant-removed"} <= codes
+    assert {d["severity"] for d in document["disruptions"]} == {"disruptive"}
 
 
 def test_exit_code_is_1_with_differences(changed: tuple[Path, int, int], capsys: pytest.CaptureFixture[str]) -> None:
@@ -156,7 +158,7 @@ def test_identical_inputs_give_no_changes(tmp_path: Path, capsys: pytest.Capture
     root = committed_example(tmp_path / "repo")
     assert call(capsys, root=root, base="HEAD", exit_code=True)[:2] == (0, "no changes\n")
     code, out, _ = call(capsys, root=root, base="HEAD", fmt="markdown", exit_code=True)
-    assert code == 0 and out.startswith("**gpuplan**: no changes\n")
+    assert code == 0 and out.startswith("<!-- gpuplan-diff: . -->\n**gpuplan**: no changes\n")
 
 
 def test_a_quota_cut_is_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,8 +170,8 @@ def test_a_quota_cut_is_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert code == 0 and "Warnings" not in out
     (root / "tenants/team-a.yaml").write_text(git(root, "show", "before:tenants/team-a.yaml"))
     _, out, _ = call(capsys, root=root, base="HEAD", fmt="text")
-    warning = next(line for line in out.splitlines() if line.startswith("! h100-prod: quota cut for tenant team-a (ClusterQueue/team-a): "))
-    assert f"nvidia.com/gpu on pool h100-train {new} -> {old}" in warning
+    warning = next(line for line in out.splitlines() if line.startswith("! [quota-cut] h100-prod: quota cut for tenant team-a (ClusterQueue/team-a): "))
+    assert f"nvidia.com/gpu on pool h100-train {new} -> {old} (cause: tenant team-a's own quota)" in warning
 
 
 def test_a_bad_ref_or_no_repository_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -211,7 +213,10 @@ def test_two_folders_compare_rendered_outputs_like_base_mode(changed: tuple[Path
     base = json.loads(out)
     assert code == 1
     assert [(o["cluster"], o["kind"], o["name"], o["change"], o["fields"]) for o in folders["objects"]] == [(o["cluster"], o["kind"], o["name"], o["change"], o["fields"]) for o in base["objects"]]
-    assert folders["disruptions"] == base["disruptions"]
+    same = ("code", "severity", "cluster", "subject", "message")
+    assert [{k: d[k] for k in same} for d in folders["disruptions"]] == [{k: d[k] for k in same} for d in base["disruptions"]]
+    h100 = next(d for d in base["disruptions"] if d["code"] == "mig-relayout")
+    assert h100["blastRadius"]["nodes"] == 2 and h100["blastRadius"]["gpus"] == 16  # from the fleet: 2 nodes x 8 GPUs
     _, out, _ = call(capsys, old_dir=tmp_path / "old", new_dir=tmp_path / "new", fmt="markdown")
     assert f"| h100-prod | h100-train | `nvidia.com/gpu` | tenant team-a | {old} | {new} |" in out  # from the ClusterQueues
 
@@ -258,7 +263,7 @@ def test_long_diffs_are_truncated_with_a_note(tmp_path: Path, capsys: pytest.Cap
     config_maps(tmp_path / "old", 150, 30, "a")
     config_maps(tmp_path / "new", 150, 30, "b")
     code, out, _ = call(capsys, old_dir=tmp_path / "old", new_dir=tmp_path / "new", fmt="markdown")
-    assert code == 0 and out.startswith("**gpuplan**: 150 objects changed, 0 added, 0 removed\n")
+    assert code == 0 and out.startswith("<!-- gpuplan-diff: . -->\n**gpuplan**: 150 objects changed, 0 added, 0 removed\n")
     assert "_10 more field changes not shown._" in out  # 30 fields, 20 shown
     assert out.count("<details>") == 50 and "_100 objects left out of this comment in all" in out
     small = as_markdown(from_folders(tmp_path / "old", tmp_path / "new"), Limits(objects=2, fields=3))
@@ -301,13 +306,13 @@ def test_a_mig_config_whose_content_changes_resets_the_pool_using_it() -> None:
     old = side(node_pool("p1", "custom"), node_pool("p2", "other"), mig_parted({"custom": layout, "other": other}))
     new = side(node_pool("p1", "custom"), node_pool("p2", "other"), mig_parted({"custom": other, "other": other}))
     found = disruptions(old, new)
-    assert [(k, s) for k, s, _ in found] == [("mig-layout", "p1")]
+    assert [(k, s) for k, s, _ in found] == [("mig-relayout", "p1")]
     assert "MIG manager will reset the GPUs of pool p1's nodes" in found[0][2]
 
 
 def test_a_label_change_on_a_node_pool_is_a_mig_layout_change() -> None:
     found = disruptions(side(node_pool("p1", None)), side(node_pool("p1", "gpuplan-7x1g.10gb")))
-    assert found[0][:2] == ("mig-layout", "p1") and "none -> gpuplan-7x1g.10gb" in found[0][2]
+    assert found[0][:2] == ("mig-relayout", "p1") and "no MIG configuration -> gpuplan-7x1g.10gb (not defined in the mig-parted ConfigMap)" in found[0][2]
 
 
 def test_a_pool_removed_is_one_warning_naming_its_objects() -> None:

@@ -5,13 +5,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gpuplan.diff.command import FORMATS, InputErrors, UsageError, from_folders, from_git
+from gpuplan.diff.command import FORMATS, InputErrors, UsageError, from_folders, from_git, repository_path
+from gpuplan.diff.gate import matching, parse_fail_on, usage_hint
+from gpuplan.diff.markdown import marker
 from gpuplan.exitcode import ExitCode
 
 
-def diff(*, root: Path, base: str | None, old_dir: Path | None, new_dir: Path | None, fmt: str, exit_code: bool, crds: Path | None) -> int:
+def diff(*, root: Path, base: str | None, old_dir: Path | None, new_dir: Path | None, fmt: str, exit_code: bool, crds: Path | None, fail_on: tuple[str, ...] = ()) -> int:
     """Print what changes between two rendered fleets; return the exit code."""
+    wanted, unknown = parse_fail_on(fail_on)
     try:
+        if unknown:
+            raise UsageError(f"--fail-on {', '.join(unknown)}: not a code or severity; choose from {usage_hint()}")
         _check_usage(base, old_dir, new_dir, fmt)
         if base is not None:
             result = from_git(root, base, crds)
@@ -23,7 +28,13 @@ def diff(*, root: Path, base: str | None, old_dir: Path | None, new_dir: Path | 
         return ExitCode.USAGE
     except InputErrors:
         return ExitCode.FAILED
+    result.marker = marker(repository_path(root if base is not None else (new_dir or root)))
     sys.stdout.write(FORMATS[fmt](result))
+    gated = matching(result.disruptions, wanted)
+    if gated:
+        codes = ", ".join(dict.fromkeys(d.code for d in gated))
+        sys.stderr.write(f"gpuplan diff: {len(gated)} finding{'' if len(gated) == 1 else 's'} match --fail-on ({codes})\n")
+        return ExitCode.FAILED
     return ExitCode.FAILED if exit_code and result.changes else ExitCode.OK
 
 

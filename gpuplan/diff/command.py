@@ -21,20 +21,22 @@ from typing import Any
 
 from gpuplan.capacity import capacity_rows
 from gpuplan.diagnostics import Diagnostic, has_errors, ordered, render
-from gpuplan.diff.disruptions import KUEUE, find, nominal_quotas
-from gpuplan.diff.objects import Side, cluster_folders, compare, from_folder, from_manifests
+from gpuplan.diff.analyse import analyse
+from gpuplan.diff.blast import Facts, PoolFacts, PoolKey, from_fleet, merged
+from gpuplan.diff.disruptions import KUEUE, nominal_quotas
+from gpuplan.diff.markdown import as_markdown
+from gpuplan.diff.objects import Side, cluster_folders, from_folder, from_manifests
 from gpuplan.diff.report import (
     WORKING_TREE,
     CapacityChange,
     DiffResult,
     as_json,
-    as_markdown,
     as_text,
 )
 from gpuplan.fleet import Fleet
+from gpuplan.overlay import FOLDERS as OVERLAY_FOLDERS
 from gpuplan.pipeline import compile_fleet
 from gpuplan.quantity import QuantityError, parse_quantity
-from gpuplan.overlay import FOLDERS as OVERLAY_FOLDERS
 
 FORMATS = {"text": as_text, "markdown": as_markdown, "json": as_json}
 INPUT_FOLDERS = ("clusters", "tenants", *OVERLAY_FOLDERS)  # the overlay: extra/, patches/, values/
@@ -74,7 +76,7 @@ def from_folders(old_dir: Path, new_dir: Path) -> DiffResult:
     if any(has_errors(problems) for _, problems in sides):
         raise InputErrors
     old, new = sides[0][0], sides[1][0]
-    return _result(str(old_dir), str(new_dir), old, new, _deltas(_queue_quotas(old), _queue_quotas(new)))
+    return _result(str(old_dir), str(new_dir), (old, _queue_quotas(old)), (new, _queue_quotas(new)), None)
 
 
 def _queue_quotas(side: Side) -> dict[CapacityKey, str]:
@@ -97,6 +99,16 @@ def _git(root: Path, *args: str, stdin: bytes | None = None) -> subprocess.Compl
         return subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True, check=False)
     except FileNotFoundError as exc:
         raise UsageError("--base needs git, which is not installed") from exc
+
+
+def repository_path(folder: Path) -> str:
+    """Return a folder's path inside its git repository (`.` at the top or outside any repository)."""
+    try:
+        found = _git(folder, "rev-parse", "--show-prefix")
+    except UsageError:
+        return "."
+    prefix = found.stdout.decode(errors="replace").strip().rstrip("/") if found.returncode == 0 else ""
+    return prefix or "."
 
 
 def resolve(root: Path, ref: str) -> str:
@@ -153,22 +165,26 @@ def export_inputs(root: Path, commit: str, target: Path) -> int:
     return len(listing)
 
 
-def _side(root: Path, crds: Path | None, where: str) -> tuple[Side, dict[CapacityKey, str], list[str], str]:
-    """Compile one side; return its objects, capacity, notes, and its error report ('' if none)."""
+SideResult = tuple[Side, dict[CapacityKey, str], dict[PoolKey, PoolFacts], list[str], str]
+EMPTY: SideResult = ({}, {}, {}, [], "")
+
+
+def _side(root: Path, crds: Path | None, where: str) -> SideResult:
+    """Compile one side; return its objects, capacity, pool facts, notes, and its error report ('' if none)."""
     result = compile_fleet(root, crds=crds, verify_output=False)
     if has_errors(result.diagnostics) or result.fleet is None:
-        return {}, {}, [], _errors_text(result.diagnostics, where)
+        return {}, {}, {}, [], _errors_text(result.diagnostics, where)
     side, problems = from_manifests(result.manifests)
     if problems:
-        return {}, {}, [], _errors_text(problems, where)
-    return side, _fleet_capacity(result.fleet), result.notes, ""
+        return {}, {}, {}, [], _errors_text(problems, where)
+    return side, _fleet_capacity(result.fleet), from_fleet(result.fleet), result.notes, ""
 
 
 def _errors_text(diagnostics: list[Diagnostic], where: str) -> str:
     return f"error: {where} has errors:\n" + render(ordered(diagnostics), "text")
 
 
-def _base_side(root: Path, commit: str, crds: Path | None, where: str) -> tuple[Side, dict[CapacityKey, str], list[str], str] | None:
+def _base_side(root: Path, commit: str, crds: Path | None, where: str) -> SideResult | None:
     """Export the inputs at a commit and compile them (None when the commit has no clusters/)."""
     with tempfile.TemporaryDirectory(prefix="gpuplan-base-") as folder:
         if not (export_inputs(root, commit, Path(folder)) and (Path(folder) / "clusters").is_dir()):
@@ -194,15 +210,15 @@ def from_git(root: Path, ref: str, crds: Path | None) -> DiffResult:
     base, current = _in_parallel(partial(_base_side, root, commit, crds, old_where), partial(_side, root, crds, new_where))
     if base is None:
         sys.stderr.write(f"note: no clusters/ at {label}: comparing with an empty fleet\n")
-        base = ({}, {}, [], "")
-    old, old_capacity, notes, old_errors = base
-    new, new_capacity, more, new_errors = current
+        base = EMPTY
+    old, old_capacity, old_facts, notes, old_errors = base
+    new, new_capacity, new_facts, more, new_errors = current
     sys.stderr.write(old_errors + new_errors)
     if old_errors or new_errors:
         raise InputErrors
     for note in dict.fromkeys(notes + more):
         sys.stderr.write(f"note: {note}\n")
-    return _result(label, WORKING_TREE, old, new, _deltas(old_capacity, new_capacity))
+    return _result(label, WORKING_TREE, (old, old_capacity), (new, new_capacity), merged(old_facts, new_facts))
 
 
 def _fleet_capacity(fleet: Fleet | None) -> dict[CapacityKey, str]:
@@ -235,10 +251,15 @@ def _deltas(before: dict[CapacityKey, str], after: dict[CapacityKey, str]) -> li
     return [CapacityChange(*key, before.get(key), after.get(key)) for key in keys if _amount(before.get(key)) != _amount(after.get(key))]
 
 
-def _result(old_label: str, new_label: str, old: Side, new: Side, capacity: list[CapacityChange]) -> DiffResult:
-    """Return the diff of two sides: object changes, disruptions and capacity."""
-    changes = compare(old, new)
-    return DiffResult(old_label, new_label, changes, find(old, new, changes), capacity)
+def _result(old_label: str, new_label: str, old: tuple[Side, dict[CapacityKey, str]], new: tuple[Side, dict[CapacityKey, str]], facts: Facts | None) -> DiffResult:
+    """Return the diff of two sides; the old capacity rows follow the renames found."""
+    result = analyse(old_label, new_label, old[0], new[0], [], facts)
+    names: dict[str, dict[str, str]] = {}
+    for rename in result.renames:
+        names.setdefault(rename.scope, {})[rename.old] = rename.new
+    before = {(c, names.get(c, {}).get(p, p), r, names.get(c, {}).get(t, t)): v for (c, p, r, t), v in old[1].items()}
+    result.capacity = _deltas(before, new[1])
+    return result
 
 
 def __getattr__(name: str) -> Any:

@@ -1,143 +1,28 @@
-"""Changes that hurt running work, found from the objects alone (so both diff modes see them).
+"""Changes that hurt running work or loosen isolation, found from the objects alone (so both diff
+modes see them), each with a code, a severity and its blast radius (gpuplan/diff/kinds.py).
 
-- a MIG layout change: a pool's `nvidia.com/mig.config` node label (on its Karpenter NodePool
-  template or NFD NodeFeatureRule) changes, or the mig-parted configuration it names does;
-  the GPU Operator's MIG manager then drains the GPUs of every node of the pool and re-partitions
-  them, stopping whatever ran there;
-- a pool removed (its Kueue ResourceFlavor or its Karpenter NodePool deleted);
-- a quota cut (a ClusterQueue nominalQuota or a ResourceQuota hard value decreases);
-- a tenant removed (its ClusterQueue deleted) or a namespace removed;
-- a priority lowered (a PriorityClass or WorkloadPriorityClass value decreases).
+This module holds the registry and the rules about pools, tenants, namespaces, quotas and
+priorities; nodes.py has the rules that reach GPU nodes, security.py those that loosen
+isolation. A rule is a function of the diff's Context yielding Disruptions.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
-import yaml
-
+from gpuplan.diff import nodes, security
+from gpuplan.diff.blast import Facts
+from gpuplan.diff.kinds import Blast, Context, Disruption, Rule, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import ObjectChange, ObjectKey, Side
 from gpuplan.emit.meta import SYNC_OPTIONS
-from gpuplan.emit.tenants import TENANT_LABEL
-from gpuplan.pools import MIG_CONFIG_LABEL, POOL_LABEL
+from gpuplan.pools import POOL_LABEL
 from gpuplan.quantity import QuantityError, parse_quantity
 
 KUEUE = "kueue.x-k8s.io"
-KARPENTER = "karpenter.sh"
-NFD = "nfd.k8s-sigs.io"
 VOLCANO = "scheduling.volcano.sh"
-RESET = "MIG manager will reset the GPUs of pool {pool}'s nodes (workloads running on them are stopped)"
-
-
-@dataclass(frozen=True, order=True)
-class Disruption:
-    """One disruptive change: where, what kind, about what, and what happens."""
-
-    scope: str
-    kind: str  # mig-layout, pool-removed, quota-cut, tenant-removed, namespace-removed, priority-lowered
-    subject: str
-    message: str
-
-
-Rule = Callable[[Side, Side, list[ObjectChange]], Iterator[Disruption]]
-
-
-def _dig(node: Any, *path: str) -> Any:
-    """Return a nested field, or None when any step is missing."""
-    for part in path:
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
-
-
-def _mapping(node: Any) -> dict[str, Any]:
-    """Return a mapping, or an empty one for anything else."""
-    return node if isinstance(node, dict) else {}
-
-
-def _is(key: ObjectKey, group: str, kind: str) -> bool:
-    """Tell whether a key is of this API group and kind."""
-    return key.group == group and key.kind == kind
-
-
-def _with(changes: list[ObjectChange], status: str) -> Iterator[ObjectKey]:
-    """Yield the keys of the objects with this status."""
-    return (c.key for c in changes if c.status == status)
-
-
-# MIG layouts
-
-
-def pool_labels(key: ObjectKey, obj: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """Return (pool, node labels) for a Karpenter NodePool or each rule of an NFD NodeFeatureRule."""
-    if _is(key, KARPENTER, "NodePool"):
-        labels = _mapping(_dig(obj, "spec", "template", "metadata", "labels"))
-        return [(str(labels.get(POOL_LABEL) or key.name), labels)]
-    if _is(key, NFD, "NodeFeatureRule"):
-        rules = _dig(obj, "spec", "rules")
-        out = []
-        for rule in rules if isinstance(rules, list) else []:
-            labels = _mapping(_dig(rule, "labels"))
-            if POOL_LABEL in labels or MIG_CONFIG_LABEL in labels:
-                out.append((str(labels.get(POOL_LABEL) or key.name), labels))
-        return out
-    return []
-
-
-def _mig_labels(side: Side) -> dict[tuple[str, str], str | None]:
-    """Return the mig.config label value per (cluster, pool), for pools whose labels gpuplan sets."""
-    out: dict[tuple[str, str], str | None] = {}
-    for key, entry in side.items():
-        for pool, labels in pool_labels(key, entry.obj):
-            value = labels.get(MIG_CONFIG_LABEL)
-            out[(key.scope, pool)] = None if value is None else str(value)
-    return out
-
-
-def _mig_configs(side: Side) -> dict[tuple[str, str], str]:
-    """Return the canonical content of every mig-parted configuration per (cluster, name)."""
-    out: dict[tuple[str, str], str] = {}
-    for key, entry in side.items():
-        if not _is(key, "", "ConfigMap"):
-            continue
-        for text in _mapping(entry.obj.get("data")).values():
-            for name, body in _parted(text).items():
-                out[(key.scope, str(name))] = json.dumps(body, sort_keys=True, default=str)
-    return out
-
-
-def _parted(text: Any) -> dict[str, Any]:
-    """Return the mig-configs of a mig-parted config.yaml, or nothing."""
-    if not isinstance(text, str) or "mig-configs" not in text:
-        return {}
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return {}
-    return _mapping(_dig(document, "mig-configs"))
-
-
-def _changed(name: tuple[str, str], before: dict[tuple[str, str], str], after: dict[tuple[str, str], str]) -> bool:
-    """Tell whether a mig-parted configuration present on both sides changed."""
-    was, now = before.get(name), after.get(name)
-    return was is not None and now is not None and was != now
-
-
-def mig_layouts(old: Side, new: Side, changes: list[ObjectChange]) -> Iterator[Disruption]:
-    """Yield every pool whose nodes the MIG manager will re-partition."""
-    before, after = _mig_labels(old), _mig_labels(new)
-    configs_before, configs_after = _mig_configs(old), _mig_configs(new)
-    for scope, pool in sorted(before.keys() & after.keys()):
-        was, now = before[(scope, pool)], after[(scope, pool)]
-        if was != now:
-            why = f"its MIG layout changes ({MIG_CONFIG_LABEL}: {was or 'none'} -> {now or 'none'})"
-        elif now is not None and _changed((scope, now), configs_before, configs_after):
-            why = f"the MIG configuration {now} it uses changes in the mig-parted ConfigMap"
-        else:
-            continue
-        yield Disruption(scope, "mig-layout", pool, f"pool {pool}: {why}: " + RESET.format(pool=pool))
+RESET = nodes.RESET
+NOT_GPU = ("cpu", "memory")
 
 
 # Pools, tenants and namespaces removed
@@ -145,91 +30,88 @@ def mig_layouts(old: Side, new: Side, changes: list[ObjectChange]) -> Iterator[D
 
 def _pool_of(key: ObjectKey, obj: dict[str, Any]) -> str | None:
     """Return the pool a ResourceFlavor or a Karpenter NodePool stands for."""
-    if _is(key, KUEUE, "ResourceFlavor"):
-        return str(_mapping(_dig(obj, "spec", "nodeLabels")).get(POOL_LABEL) or key.name)
-    labelled = pool_labels(key, obj) if _is(key, KARPENTER, "NodePool") else []
+    if is_kind(key, KUEUE, "ResourceFlavor"):
+        return str(mapping(dig(obj, "spec", "nodeLabels")).get(POOL_LABEL) or key.name)
+    labelled = nodes.pool_labels(key, obj) if is_kind(key, nodes.KARPENTER, "NodePool") else []
     return labelled[0][0] if labelled else None
 
 
-def pools_removed(old: Side, new: Side, changes: list[ObjectChange]) -> Iterator[Disruption]:
+def pools_removed(ctx: Context) -> Iterator[Disruption]:
     """Yield every pool whose ResourceFlavor or Karpenter NodePool is deleted."""
     gone: dict[tuple[str, str], list[ObjectKey]] = {}
-    for key in _with(changes, "removed"):
-        pool = _pool_of(key, old[key].obj)
+    for key in ctx.removed():
+        pool = _pool_of(key, ctx.old[key].obj)
         if pool is not None:
             gone.setdefault((key.scope, pool), []).append(key)
     for (scope, pool), keys in sorted(gone.items()):
         what = f"pool {pool} is removed ({', '.join(k.label() for k in keys)} deleted): Kueue admits no more workloads to it"
         if any(k.kind == "NodePool" for k in keys):
             what += "; Karpenter drains and deletes the nodes of its NodePool"
-        yield Disruption(scope, "pool-removed", pool, what)
+        yield Disruption(scope, "pool-removed", pool, what, ctx.facts.pool(scope, pool))
 
 
-def tenants_removed(old: Side, new: Side, changes: list[ObjectChange]) -> Iterator[Disruption]:
+def tenants_removed(ctx: Context) -> Iterator[Disruption]:
     """Yield every tenant whose ClusterQueue (or Volcano Queue) is deleted."""
     gone: dict[tuple[str, str], list[ObjectKey]] = {}
-    for key in _with(changes, "removed"):
-        if _is(key, KUEUE, "ClusterQueue") or _is(key, VOLCANO, "Queue"):
+    for key in ctx.removed():
+        if is_kind(key, KUEUE, "ClusterQueue") or is_kind(key, VOLCANO, "Queue"):
             gone.setdefault((key.scope, key.name), []).append(key)
     for (scope, tenant), keys in sorted(gone.items()):
         what = f"tenant {tenant} is removed from the cluster ({', '.join(k.label() for k in keys)} deleted): its queued workloads are no longer admitted"
-        yield Disruption(scope, "tenant-removed", tenant, what)
+        gpus = _gpu_total(nominal_quotas(ctx.old[keys[0]].obj)) if keys[0].kind == "ClusterQueue" else None
+        text = f"{gpus} GPU units of quota" if gpus else ""
+        yield Disruption(scope, "tenant-removed", tenant, what, Blast(None, None, (tenant,), text))
 
 
-def _tenant_of(scope: str, namespace: str, *sides: Side) -> str | None:
-    """Return the tenant a namespace belongs to, from its Namespace's gpuplan.io/tenant label."""
-    for side in sides:
-        entry = side.get(ObjectKey(scope, "", "Namespace", "", namespace))
-        if entry is not None:
-            tenant = _mapping(_dig(entry.obj, "metadata", "labels")).get(TENANT_LABEL)
-            if tenant:
-                return str(tenant)
-    return None
+def _gpu_total(quotas: dict[tuple[str, str], Any]) -> int:
+    """Return the sum of a queue's GPU-resource quotas (whole units)."""
+    return int(sum(_value(v) or 0 for (_, resource), v in quotas.items() if resource not in NOT_GPU))
 
 
-def _namespace_text(scope: str, namespace: str, *sides: Side) -> str:
-    """Return `namespace N of tenant T`, or without the tenant when it is not known."""
-    tenant = _tenant_of(scope, namespace, *sides)
-    return f"namespace {namespace}" + (f" of tenant {tenant}" if tenant else "")
-
-
-def namespaces_removed(old: Side, new: Side, changes: list[ObjectChange]) -> Iterator[Disruption]:
+def namespaces_removed(ctx: Context) -> Iterator[Disruption]:
     """Yield every Namespace removed, saying whether Argo CD keeps it."""
-    removed = [c.key for c in changes if c.status == "removed"]
+    removed = list(ctx.removed())
     for key in removed:
-        if not _is(key, "", "Namespace"):
+        if not is_kind(key, "", "Namespace"):
             continue
         inside = sum(1 for k in removed if k.scope == key.scope and k.namespace == key.name)
-        options = str(_mapping(_dig(old[key].obj, "metadata", "annotations")).get(SYNC_OPTIONS, ""))
+        options = str(mapping(dig(ctx.old[key].obj, "metadata", "annotations")).get(SYNC_OPTIONS, ""))
         if "Prune=false" in options:
             fate = f"Argo CD keeps the namespace and its data (Prune=false), but deletes the {inside} gpuplan objects in it (quotas, queues, policies)"
         else:
             fate = "Argo CD prunes the namespace and everything in it"
-        yield Disruption(key.scope, "namespace-removed", key.name, f"{_namespace_text(key.scope, key.name, old)} is removed: {fate}")
+        tenant = security.tenant_of(key.scope, key.name, ctx.old)
+        message = f"{security.namespace_text(key.scope, key.name, ctx.old)} is removed: {fate}"
+        yield Disruption(key.scope, "namespace-removed", key.name, message, Blast(tenants=(tenant,) if tenant else ()))
 
 
-# Quotas and priorities
+# Quotas
 
 
-def nominal_quotas(obj: dict[str, Any]) -> dict[tuple[str, str], Any]:
-    """Return a ClusterQueue's nominalQuota per (flavor, resource)."""
+def nominal_quotas(obj: dict[str, Any], field: str = "nominalQuota") -> dict[tuple[str, str], Any]:
+    """Return a ClusterQueue's nominalQuota (or borrowingLimit, lendingLimit) per (flavor, resource)."""
     out: dict[tuple[str, str], Any] = {}
-    groups = _dig(obj, "spec", "resourceGroups")
-    for group in groups if isinstance(groups, list) else []:
-        flavors = _dig(group, "flavors")
-        for flavor in flavors if isinstance(flavors, list) else []:
-            resources = _dig(flavor, "resources")
-            for resource in resources if isinstance(resources, list) else []:
-                out[(str(_dig(flavor, "name")), str(_dig(resource, "name")))] = _dig(resource, "nominalQuota")
+    for group in listing(dig(obj, "spec", "resourceGroups")):
+        for flavor in listing(dig(group, "flavors")):
+            for resource in listing(dig(flavor, "resources")):
+                value = dig(resource, field)
+                if value is not None:
+                    out[(str(dig(flavor, "name")), str(dig(resource, "name")))] = value
     return out
+
+
+def _value(value: Any) -> Any:
+    """Return a quantity's amount, or None."""
+    try:
+        return parse_quantity(value)
+    except QuantityError:
+        return None
 
 
 def _lower(old: Any, new: Any) -> bool:
     """Tell whether a quantity decreased (values that are not quantities never count)."""
-    try:
-        return parse_quantity(new) < parse_quantity(old)
-    except QuantityError:
-        return False
+    was, now = _value(old), _value(new)
+    return was is not None and now is not None and now < was
 
 
 def _cuts(before: dict[Any, Any], after: dict[Any, Any], missing: Any) -> list[tuple[Any, Any, Any]]:
@@ -242,52 +124,159 @@ def _cuts(before: dict[Any, Any], after: dict[Any, Any], missing: Any) -> list[t
     return out
 
 
-def _queue_cut(key: ObjectKey, old: dict[str, Any], new: dict[str, Any]) -> Disruption | None:
-    """Return the quota cut of a ClusterQueue (a flavor entry gone counts as 0)."""
-    cuts = _cuts(nominal_quotas(old), nominal_quotas(new), "0")
-    if not cuts:
-        return None
-    parts = [f"{resource} on pool {flavor} {was} -> {now}" for (flavor, resource), was, now in cuts]
-    return Disruption(key.scope, "quota-cut", key.name, f"quota cut for tenant {key.name} ({key.label()}): {', '.join(parts)}")
+def _cohort(obj: dict[str, Any]) -> str | None:
+    """Return a ClusterQueue's cohort (cohortName in v1beta2, cohort in v1beta1)."""
+    spec = mapping(obj.get("spec"))
+    found = spec.get("cohortName") or spec.get("cohort")
+    return str(found) if found else None
 
 
-def _hard_cut(key: ObjectKey, old: Side, new: Side) -> Disruption | None:
-    """Return the cut of a ResourceQuota's hard limits (a limit gone lifts it: not a cut)."""
-    before = _mapping(_dig(old[key].obj, "spec", "hard"))
-    cuts = _cuts(before, _mapping(_dig(new[key].obj, "spec", "hard")), None)
-    if not cuts:
-        return None
-    parts = [f"{resource} {was} -> {now}" for resource, was, now in cuts]
-    where = _namespace_text(key.scope, key.namespace, new, old)
-    return Disruption(key.scope, "quota-cut", key.label(), f"quota cut in {where} ({key.label()}): {', '.join(parts)}")
+def _lent(obj: dict[str, Any]) -> dict[tuple[str, str], Any]:
+    """Return what a queue lends per (flavor, resource): its lendingLimit, else all its nominal quota."""
+    return nominal_quotas(obj) | nominal_quotas(obj, "lendingLimit")
 
 
-def quota_cuts(old: Side, new: Side, changes: list[ObjectChange]) -> Iterator[Disruption]:
-    """Yield every ClusterQueue or ResourceQuota whose quota decreases."""
-    for key in _with(changes, "changed"):
-        found = None
-        if _is(key, KUEUE, "ClusterQueue"):
-            found = _queue_cut(key, old[key].obj, new[key].obj)
-        elif _is(key, "", "ResourceQuota"):
-            found = _hard_cut(key, old, new)
-        if found is not None:
-            yield found
-
-
-def priorities_lowered(old: Side, new: Side, changes: list[ObjectChange]) -> Iterator[Disruption]:
-    """Yield every PriorityClass or WorkloadPriorityClass whose value decreases."""
-    for key in _with(changes, "changed"):
-        if not (_is(key, "scheduling.k8s.io", "PriorityClass") or _is(key, KUEUE, "WorkloadPriorityClass")):
+def _lenders(ctx: Context, key: ObjectKey, flavor: str, resource: str) -> list[str]:
+    """Return the other queues of key's cohort that lend less of (flavor, resource) than before."""
+    cohort = _cohort(ctx.old[key].obj)
+    out = []
+    for other, entry in ctx.old.items():
+        if other == key or other.scope != key.scope or not is_kind(other, KUEUE, "ClusterQueue") or _cohort(entry.obj) != cohort:
             continue
-        was, now = old[key].obj.get("value"), new[key].obj.get("value")
-        if isinstance(was, int) and isinstance(now, int) and now < was:
+        was = _lent(entry.obj).get((flavor, resource))
+        after = ctx.new.get(other)
+        now = _lent(after.obj).get((flavor, resource), "0") if after and _cohort(after.obj) == cohort else "0"
+        if was is not None and _lower(was, now):
+            out.append(f"{other.name} lends {was} -> {now}")
+    return out
+
+
+def _capacity_cut(ctx: Context, scope: str, pool: str) -> str | None:
+    """Return `pool P's capacity N -> M` when the pool's Karpenter GPU limit shrank."""
+    key = ObjectKey(scope, nodes.KARPENTER, "NodePool", "", pool)
+    if key in ctx.old and key in ctx.new:
+        was = mapping(dig(ctx.old[key].obj, "spec", "limits")).get("nvidia.com/gpu")
+        now = mapping(dig(ctx.new[key].obj, "spec", "limits")).get("nvidia.com/gpu")
+        if _lower(was, now):
+            return f"pool {pool}'s capacity {was} -> {now} GPUs"
+    return None
+
+
+def _cause(ctx: Context, key: ObjectKey, flavor: str, resource: str, own: bool) -> str:
+    """Return why a queue's quota of (flavor, resource) shrinks: its own, a lender's or capacity."""
+    capacity = _capacity_cut(ctx, key.scope, flavor)
+    if own:
+        return f"cause: tenant {key.name}'s own quota" + (f" (with {capacity})" if capacity else "")
+    lenders = _lenders(ctx, key, flavor, resource)
+    if lenders:
+        return f"cause: a lender's change ({'; '.join(lenders)})"
+    if capacity:
+        return f"cause: a capacity change ({capacity})"
+    return f"cause: tenant {key.name}'s own borrowing limit"
+
+
+def _queue_cuts(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
+    """Yield the quota cut of a ClusterQueue: nominal quota (a flavor gone counts as 0) or borrowing."""
+    old, new = ctx.old[key].obj, ctx.new[key].obj
+    parts = []
+    for (flavor, resource), was, now in _cuts(nominal_quotas(old), nominal_quotas(new), "0"):
+        parts.append(f"{resource} on pool {flavor} {was} -> {now} ({_cause(ctx, key, flavor, resource, own=True)})")
+    for (flavor, resource), was, now in _cuts(nominal_quotas(old, "borrowingLimit"), nominal_quotas(new, "borrowingLimit"), None):
+        if resource not in NOT_GPU:
+            parts.append(f"may borrow {resource} on pool {flavor} {was} -> {now} ({_cause(ctx, key, flavor, resource, own=False)})")
+    if parts:
+        message = f"quota cut for tenant {key.name} ({key.label()}): {', '.join(parts)}"
+        yield Disruption(key.scope, "quota-cut", key.name, message, Blast(tenants=(key.name,)))
+
+
+def _namespace_cause(ctx: Context, scope: str, tenant: str | None) -> str:
+    """Return why a namespace's ResourceQuota shrinks, from its tenant's ClusterQueue."""
+    key = ObjectKey(scope, KUEUE, "ClusterQueue", "", tenant or "")
+    if tenant is None or key not in ctx.old or key not in ctx.new:
+        return ""
+    old, new = ctx.old[key].obj, ctx.new[key].obj
+    if _cuts(nominal_quotas(old), nominal_quotas(new), "0"):
+        return f"cause: tenant {tenant}'s own quota"
+    for (flavor, resource), _, _ in _cuts(nominal_quotas(old, "borrowingLimit"), nominal_quotas(new, "borrowingLimit"), None):
+        return _cause(ctx, key, flavor, resource, own=False)
+    lenders: list[str] = []
+    for flavor, resource in nominal_quotas(old):
+        if resource not in NOT_GPU:
+            lenders += [f"{text} on pool {flavor}" for text in _lenders(ctx, key, flavor, resource)]
+    if lenders and _cohort(old):
+        return f"cause: a lender's change ({'; '.join(lenders)})"
+    return f"cause: a capacity change ({capacity})" if (capacity := _any_capacity_cut(ctx, scope, old)) else ""
+
+
+def _any_capacity_cut(ctx: Context, scope: str, queue: dict[str, Any]) -> str | None:
+    """Return the first capacity cut of a pool the queue has quota on."""
+    return next((c for flavor in sorted({f for f, _ in nominal_quotas(queue)}) if (c := _capacity_cut(ctx, scope, flavor))), None)
+
+
+def _hard_cuts(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
+    """Yield the cut of a ResourceQuota's hard limits (a limit gone lifts it: not a cut)."""
+    before = mapping(dig(ctx.old[key].obj, "spec", "hard"))
+    cuts = _cuts(before, mapping(dig(ctx.new[key].obj, "spec", "hard")), None)
+    if not cuts:
+        return
+    tenant = security.tenant_of(key.scope, key.namespace, ctx.new, ctx.old)
+    cause = _namespace_cause(ctx, key.scope, tenant)
+    parts = [f"{resource} {was} -> {now}" for resource, was, now in cuts]
+    where = security.namespace_text(key.scope, key.namespace, ctx.new, ctx.old)
+    message = f"quota cut in {where} ({key.label()}): {', '.join(parts)}" + (f" ({cause})" if cause else "")
+    yield Disruption(key.scope, "quota-cut", key.label(), message, Blast(tenants=(tenant,) if tenant else ()))
+
+
+def quota_cuts(ctx: Context) -> Iterator[Disruption]:
+    """Yield every ClusterQueue or ResourceQuota whose quota decreases, with its cause."""
+    for key in ctx.changed():
+        if is_kind(key, KUEUE, "ClusterQueue"):
+            yield from _queue_cuts(ctx, key)
+        elif is_kind(key, "", "ResourceQuota"):
+            yield from _hard_cuts(ctx, key)
+
+
+# Priorities
+
+
+def priority_changes(ctx: Context) -> Iterator[Disruption]:
+    """Yield every PriorityClass or WorkloadPriorityClass whose value changes."""
+    for key in ctx.changed():
+        if not (is_kind(key, "scheduling.k8s.io", "PriorityClass") or is_kind(key, KUEUE, "WorkloadPriorityClass")):
+            continue
+        was, now = ctx.old[key].obj.get("value"), ctx.new[key].obj.get("value")
+        if not (isinstance(was, int) and isinstance(now, int)) or was == now:
+            continue
+        if now < was:
             message = f"priority {key.name} is lowered ({key.label()}: {was} -> {now}): its workloads may be preempted by others"
             yield Disruption(key.scope, "priority-lowered", key.name, message)
+        else:
+            message = f"priority {key.name} is raised ({key.label()}: {was} -> {now}): its workloads may preempt others"
+            yield Disruption(key.scope, "priority-raised", key.name, message)
 
 
-RULES: tuple[Rule, ...] = (mig_layouts, pools_removed, tenants_removed, namespaces_removed, quota_cuts, priorities_lowered)
+RULES: tuple[Rule, ...] = (
+    nodes.mig_relayouts,
+    nodes.driver_upgrades,
+    nodes.nvidia_driver_upgrades,
+    nodes.nodes_replaced,
+    pools_removed,
+    tenants_removed,
+    namespaces_removed,
+    quota_cuts,
+    priority_changes,
+    nodes.gpu_operator_upgrades,
+    nodes.chart_upgrades,
+    nodes.crd_changes,
+    security.psa_loosened,
+    security.rbac_widened,
+    security.isolation_off,
+    security.ceilings_raised,
+)
 
 
-def find(old: Side, new: Side, changes: list[ObjectChange]) -> list[Disruption]:
-    """Return every disruption, the worst kinds first, then by cluster and subject."""
-    return [d for rule in RULES for d in sorted(set(rule(old, new, changes)))]
+def find(old: Side, new: Side, changes: list[ObjectChange], facts: Facts | None = None) -> list[Disruption]:
+    """Return every disruption, disruptive codes first, then by rule, cluster and subject."""
+    ctx = Context(old, new, changes, facts if facts is not None else Facts({}))
+    found = [d for rule in RULES for d in sorted(set(rule(ctx)))]
+    return sorted(found, key=lambda d: d.severity != "disruptive")  # stable: rule order kept

@@ -75,6 +75,7 @@ class FieldChange:
     path: str
     old: Any
     new: Any
+    reference: bool = False  # the value only follows a rename (a pool, tenant or network)
 
 
 @dataclass
@@ -82,10 +83,16 @@ class ObjectChange:
     """One object added, removed or changed, with the fields that changed."""
 
     key: ObjectKey
-    status: str  # "added", "removed" or "changed"
+    status: str  # "added", "removed", "changed" or "renamed"
     api_version: str
     path: str
     fields: list[FieldChange] = field(default_factory=list)
+    renamed_from: ObjectKey | None = None  # the key on the old side of a renamed object
+
+    @property
+    def real_fields(self) -> list[FieldChange]:
+        """Return the field changes that are not only a rename's references."""
+        return [f for f in self.fields if not f.reference]
 
 
 def group_of(api_version: str) -> str:

@@ -1,39 +1,27 @@
 """A diff's result and its three forms: text (terminals, CI logs), json (tools), markdown (PR comments).
 
-Text and json are complete. The markdown is a pull-request comment, so it is bounded (LIMITS,
-and GitHub's comment size) and says what it left out.
+Text and json are complete. The markdown (markdown.py) is a pull-request comment: bounded, and
+it says what it left out, never a disruption.
 """
 
 from __future__ import annotations
 
-import html
 import json
-import re
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-import jinja2
-
-from gpuplan.diff.disruptions import Disruption
+from gpuplan.diff.kinds import DISRUPTIVE, RISK, Disruption
 from gpuplan.diff.objects import ABSENT, FLEET, FieldChange, ObjectChange
 
+if TYPE_CHECKING:
+    from gpuplan.diff.nodes import MigChange
+    from gpuplan.diff.renames import Rename
+
 WORKING_TREE = "the working tree"
-MAX_COMMENT = 60_000  # GitHub refuses comments over 65,536 characters
 ARROW = " -> "
-SIGNS = {"added": "+", "removed": "-", "changed": "~"}
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How much of a diff the markdown shows."""
-
-    objects: int = 50  # objects listed (table rows and details), all clusters together
-    fields: int = 20  # field-change lines per object
-    value: int = 160  # characters per value
-    capacity: int = 100  # capacity rows
-
-
-LIMITS = Limits()
+SIGNS = {"added": "+", "removed": "-", "changed": "~", "renamed": ">"}
+STATUSES = ("changed", "added", "removed", "renamed")
 
 
 @dataclass(frozen=True, order=True)
@@ -57,6 +45,9 @@ class DiffResult:
     changes: list[ObjectChange] = field(default_factory=list)
     disruptions: list[Disruption] = field(default_factory=list)
     capacity: list[CapacityChange] = field(default_factory=list)
+    renames: list[Rename] = field(default_factory=list)
+    mig: list[MigChange] = field(default_factory=list)
+    marker: str = ""  # the sticky-comment marker (markdown only)
 
     def count(self, status: str) -> int:
         """Return how many objects have this status."""
@@ -66,18 +57,34 @@ class DiffResult:
         """Return the clusters (and fleet-level folder) with changes, sorted."""
         return sorted({c.key.scope for c in self.changes})
 
+    def severe(self, severity: str) -> list[Disruption]:
+        """Return the findings of one severity."""
+        return [d for d in self.disruptions if d.severity == severity]
+
+    def counts(self) -> list[tuple[str, str, Counter[str]]]:
+        """Return (cluster, kind, how many objects per status), by cluster and kind."""
+        table: dict[tuple[str, str], Counter[str]] = {}
+        for change in self.changes:
+            table.setdefault((change.key.scope, change.key.kind), Counter())[change.status] += 1
+        return [(scope, kind, counter) for (scope, kind), counter in sorted(table.items())]
+
 
 def summary(result: DiffResult) -> str:
-    """Return `3 objects changed, 1 added, 0 removed in 2 clusters`, or `no changes`."""
+    """Return `3 objects changed, 1 added, 0 removed in 2 clusters; 2 disruptive, 1 risk`."""
     if not result.changes:
         return "no changes"
     changed = result.count("changed")
     text = f"{changed} {'object' if changed == 1 else 'objects'} changed, {result.count('added')} added, {result.count('removed')} removed"
+    if result.count("renamed"):
+        text += f", {result.count('renamed')} renamed"
     clusters = [s for s in result.scopes() if s not in ("", FLEET)]
     if clusters:
         text += f" in {len(clusters)} {'cluster' if len(clusters) == 1 else 'clusters'}"
     if FLEET in result.scopes():
         text += f" {'and' if clusters else 'in'} {FLEET}"
+    severe, risks = len(result.severe(DISRUPTIVE)), len(result.severe(RISK))
+    if severe or risks:
+        text += f"; {severe} disruptive, {risks} {'risk' if risks == 1 else 'risks'}"
     return text
 
 
@@ -90,27 +97,38 @@ def show(value: Any, limit: int = 0) -> str:
 
 
 def field_line(change: FieldChange, limit: int = 0) -> str:
-    """Return `path: old -> new`."""
-    return f"{change.path}: {show(change.old, limit)}{ARROW}{show(change.new, limit)}"
+    """Return `path: old -> new` (with `(rename)` for a reference that only follows a rename)."""
+    return f"{change.path}: {show(change.old, limit)}{ARROW}{show(change.new, limit)}" + (" (rename)" if change.reference else "")
 
 
-def _who(change: ObjectChange) -> str:
+def who(change: ObjectChange) -> str:
     """Return `cluster Kind/name` (the cluster left out when unknown)."""
     return f"{change.key.scope} {change.key.label()}" if change.key.scope else change.key.label()
+
+
+def finding_line(item: Disruption) -> str:
+    """Return one finding on one line: `[code] cluster: message (blast radius)`."""
+    where = f"{item.scope}: " if item.scope else ""
+    reach = item.blast.describe()
+    return f"[{item.code}] {where}{item.message}" + (f" (reaches {reach})" if reach else "")
 
 
 # text
 
 
 def as_text(result: DiffResult) -> str:
-    """Return one line per changed field, added or removed object, then warnings and the summary."""
+    """Return one line per changed field, added, removed or renamed object, then findings and the summary."""
     lines = []
     for change in result.changes:
-        if change.status != "changed" or not change.fields:
-            lines.append(f"{SIGNS[change.status]} {_who(change)}")
+        if change.status == "renamed":
+            assert change.renamed_from is not None
+            lines.append(f"> {who(change)} (renamed from {change.renamed_from.label()})")
+            lines.extend(f"~ {who(change)} {field_line(f)}" for f in change.real_fields)
+        elif change.status != "changed" or not change.fields:
+            lines.append(f"{SIGNS[change.status]} {who(change)}")
         else:
-            lines.extend(f"~ {_who(change)} {field_line(f)}" for f in change.fields)
-    lines += [f"! {d.scope}: {d.message}" if d.scope else f"! {d.message}" for d in result.disruptions]
+            lines.extend(f"~ {who(change)} {field_line(f)}" for f in change.fields)
+    lines += [f"! {finding_line(d)}" for d in result.disruptions]
     lines.append(summary(result))
     return "\n".join(lines) + "\n"
 
@@ -126,146 +144,51 @@ def _change_json(change: ObjectChange) -> dict[str, Any]:
         row: dict[str, Any] = {"path": item.path}
         row |= {} if item.old is ABSENT else {"old": item.old}
         row |= {} if item.new is ABSENT else {"new": item.new}
+        row |= {"reference": True} if item.reference else {}
         fields.append(row)
     out = {"cluster": key.scope, "apiVersion": change.api_version, "kind": key.kind, "namespace": key.namespace or None, "name": key.name}
-    return out | {"file": change.path, "change": change.status, "fields": fields}
+    out |= {"file": change.path, "change": change.status, "fields": fields}
+    if change.renamed_from is not None:
+        out["renamedFrom"] = {"namespace": change.renamed_from.namespace or None, "name": change.renamed_from.name}
+    return out
+
+
+def disruption_json(item: Disruption) -> dict[str, Any]:
+    """Return one finding as JSON: its code and severity first, for tools to gate on."""
+    blast = {"nodes": item.blast.nodes, "gpus": item.blast.gpus, "tenants": list(item.blast.tenants), "text": item.blast.describe()}
+    return {"code": item.code, "severity": item.severity, "cluster": item.scope, "kind": item.code, "subject": item.subject, "message": item.message, "blastRadius": blast}
+
+
+def _layout_json(config: Any, name: str | None) -> dict[str, Any] | None:
+    """Return one side of a MIG change: the config name and its groups."""
+    if name is None:
+        return None
+    groups = [{"gpus": list(g.gpus) if g.gpus is not None else None, "profiles": dict(g.layout)} for g in config or ()]
+    return {"config": name, "layout": groups if config is not None else None}
 
 
 def as_json(result: DiffResult) -> str:
     """Return the whole diff as one JSON document."""
+    counts = [{"cluster": s, "kind": k} | {status: c[status] for status in STATUSES} for s, k, c in result.counts()]
+    head = {"text": summary(result), "changed": result.count("changed"), "added": result.count("added"), "removed": result.count("removed"), "renamed": result.count("renamed")}
+    head |= {"clusters": result.scopes(), "disruptive": len(result.severe(DISRUPTIVE)), "risk": len(result.severe(RISK)), "counts": counts}
     document = {
         "old": result.old_label,
         "new": result.new_label,
-        "summary": {"text": summary(result), "changed": result.count("changed"), "added": result.count("added"), "removed": result.count("removed"), "clusters": result.scopes()},
+        "summary": head,
+        "disruptions": [disruption_json(d) for d in result.disruptions],
+        "renames": [{"cluster": r.scope, "entity": r.entity, "old": r.old, "new": r.new, "objects": len(r.objects)} for r in result.renames],
+        "migLayouts": [{"cluster": m.scope, "pool": m.pool, "old": _layout_json(m.old, m.old_name), "new": _layout_json(m.new, m.new_name)} for m in result.mig],
         "objects": [_change_json(c) for c in result.changes],
-        "disruptions": [{"cluster": d.scope, "kind": d.kind, "subject": d.subject, "message": d.message} for d in result.disruptions],
         "capacity": [{"cluster": c.scope, "pool": c.pool, "resource": c.resource, "tenant": c.tenant or None, "old": c.old, "new": c.new} for c in result.capacity],
     }
     return json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
-# markdown
+def __getattr__(name: str) -> Any:
+    """Keep the markdown names importable from here (they moved to markdown.py)."""
+    if name in ("as_markdown", "Limits", "LIMITS", "MAX_COMMENT"):
+        from gpuplan.diff import markdown
 
-
-def _html(text: str) -> str:
-    """Return text with the characters that start HTML neutralised (`>` stays: `->` reads well)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;")
-
-
-def _cell(text: str) -> str:
-    """Return text safe in a table cell (pipes escaped, HTML neutralised)."""
-    return _html(text).replace("|", "\\|").replace("\n", " ")
-
-
-def _code(text: str) -> str:
-    """Return text as an inline code span that survives backticks inside it."""
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def _cell_code(text: str) -> str:
-    """Return text as inline code inside a table cell."""
-    return _code(text).replace("|", "\\|")
-
-
-def _prose(text: str) -> str:
-    """Return text safe as markdown prose (emphasis and HTML characters escaped)."""
-    return re.sub(r"([\\`*_\[\]|])", r"\\\1", _html(text))
-
-
-def _label(label: str) -> str:
-    """Return a side's name: a git revision or folder as code, the working tree as words."""
-    return label if label == WORKING_TREE else _code(label)
-
-
-def _scope_title(scope: str) -> str:
-    """Return the heading of a cluster section."""
-    return {"": "other objects", FLEET: f"{FLEET} (fleet)"}.get(scope, scope)
-
-
-def _leaf(path: str) -> str:
-    """Return the last field name of a path (list indexes skipped): `nominalQuota`, `requests.cpu`."""
-    path = re.sub(r"(\[\d+\])+$", "", path)
-    quoted = re.search(r"\['((?:[^'\\]|\\.)*)'\]$", path)
-    return quoted.group(1) if quoted else path.rsplit(".", 1)[-1].rsplit("]", 1)[-1] or path
-
-
-def _fields_cell(change: ObjectChange) -> str:
-    """Return the field count and up to three distinct field names."""
-    if change.status != "changed":
-        return ""
-    leaves = list(dict.fromkeys(_leaf(f.path) for f in change.fields))
-    names = ", ".join(_cell_code(n) for n in leaves[:3]) + (", …" if len(leaves) > 3 else "")
-    return f"{len(change.fields)} ({names})" if names else str(len(change.fields))
-
-
-def _details(change: ObjectChange, limits: Limits) -> dict[str, Any]:
-    """Return one collapsible block: the object and its field changes, one per line."""
-    lines = [field_line(f, limits.value) for f in change.fields[: limits.fields]]
-    fence = "`" * max(3, max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0) + 1)
-    count = len(change.fields)
-    title = f"<code>{html.escape(change.key.label())}</code>: {count} field {'change' if count == 1 else 'changes'}"
-    return {"title": title, "lines": lines, "fence": fence, "omitted": max(count - limits.fields, 0)}
-
-
-def _clusters(result: DiffResult, limits: Limits) -> tuple[list[dict[str, Any]], int]:
-    """Return the per-cluster sections within the object budget, and how many objects were left out."""
-    sections: dict[str, dict[str, Any]] = {}
-    budget, omitted = limits.objects, 0
-    for change in result.changes:
-        section = sections.setdefault(change.key.scope, {"title": _scope_title(change.key.scope), "rows": [], "details": [], "omitted": 0})
-        if budget <= 0:
-            section["omitted"] += 1
-            omitted += 1
-            continue
-        budget -= 1
-        section["rows"].append({"object": _cell_code(change.key.label()), "change": change.status, "fields": _fields_cell(change)})
-        if change.fields:
-            section["details"].append(_details(change, limits))
-    return list(sections.values()), omitted
-
-
-def _capacity(result: DiffResult, limits: Limits) -> list[dict[str, str]]:
-    """Return the capacity rows to show."""
-    rows = []
-    for item in result.capacity[: limits.capacity]:
-        what = f"tenant {item.tenant}" if item.tenant else "capacity"
-        old, new = item.old if item.old is not None else "—", item.new if item.new is not None else "—"
-        rows.append({"cluster": _cell(item.scope), "pool": _cell(item.pool), "resource": _cell_code(item.resource), "what": _cell(what), "old": _cell(old), "new": _cell(new)})
-    return rows
-
-
-_ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("gpuplan", "templates"),
-    autoescape=False,  # markdown, not HTML: every value is escaped by the helpers above
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-)
-
-
-def _render(result: DiffResult, limits: Limits) -> str:
-    """Return the markdown comment within these limits."""
-    sections, omitted = _clusters(result, limits)
-    context = {
-        "summary": summary(result),
-        "old": _label(result.old_label),
-        "new": _label(result.new_label),
-        "warnings": [(_prose(d.scope), _prose(d.message)) for d in result.disruptions],
-        "capacity": _capacity(result, limits),
-        "capacity_omitted": max(len(result.capacity) - limits.capacity, 0),
-        "clusters": sections,
-        "omitted": omitted,
-    }
-    return _ENV.get_template("diff.md.j2").render(context)
-
-
-def as_markdown(result: DiffResult, limits: Limits = LIMITS) -> str:
-    """Return the pull-request comment, shrinking the limits until it fits in one comment."""
-    text = _render(result, limits)
-    while len(text) > MAX_COMMENT and (limits.objects > 1 or limits.fields > 1):
-        limits = replace(limits, objects=max(limits.objects // 2, 1), fields=max(limits.fields // 2, 1), capacity=max(limits.capacity // 2, 1))
-        text = _render(result, limits)
-    return text
+        return getattr(markdown, name)
+    raise AttributeError(name)
