@@ -132,6 +132,12 @@ class ClusterPlan:
         """Return the release of a registry component the cluster runs (None: not run, or an unknown version)."""
         return release_of(REGISTRY[component], self.spec)
 
+    def nfd_labelled(self, pool: PoolPlan) -> bool:
+        """Tell whether gpuplan labels a pool's nodes through NFD: a static pool with hostnames, labels wanted."""
+        components = self.spec.components
+        wanted = components.gpu_operator is not None or components.kueue is not None
+        return wanted and not pool.spec.nodes.autoscaled and bool(pool.spec.hostnames)
+
     def cohort_root(self, cohort: str | None) -> str | None:
         """Return the root of a cohort's tree: Kueue lends across the whole tree."""
         parents = {c.name: c.parent for c in self.spec.cohorts}

@@ -1,9 +1,10 @@
-"""Who labels a pool's nodes: Karpenter NodePools (autoscaled pools), NFD rules (static pools).
+"""Karpenter rules: who labels an autoscaled pool's nodes, and what the cluster's Karpenter release runs.
 
-Rules the components enforce on the objects gpuplan emits (the NodePool CRD's CEL validations,
-nfd-master's label namespace policy, Go's regexp syntax), and wiring that would validate but
-never work at run time. That an autoscaled pool needs components.karpenter and a provider
-Karpenter serves is checked in fleet.py (`_pool_shape`).
+Rules the NodePool CRD enforces on the objects gpuplan emits (its CEL validations), the release's
+facts (gpuplan/components/karpenter.py: node class, capacity types), and wiring that would validate
+but never work at run time. NFD's rules for static pools are in check/nfd.py. That an autoscaled
+pool needs components.karpenter and a provider Karpenter serves is checked in resolve.py
+(`_pool_shape`).
 """
 
 from __future__ import annotations

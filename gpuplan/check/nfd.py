@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from gpuplan.check import check
 from gpuplan.check.karpenter import _domain, _in_domain, _pools, _warning
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.emit import nfd
 from gpuplan.fleet import Fleet
 
 _KUBERNETES_IO = "kubernetes.io"
@@ -22,7 +21,7 @@ _NFD_ALLOWED = ("feature.node.kubernetes.io", "profile.node.kubernetes.io")
 def check_nfd_label_keys(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on labels nfd-master never sets (kubernetes.io); warn on unprefixed ones (it prefixes them)."""
     for cluster, pool in _pools(fleet, autoscaled=False):
-        if not nfd.labelled(cluster, pool):
+        if not cluster.nfd_labelled(pool):
             continue
         for key in pool.spec.labels:
             loc = ("nodePools", pool.index, "labels", key)
@@ -83,7 +82,7 @@ def re2_problem(regex: str) -> str | None:
 def check_nfd_hostnames(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on hostnames regexes that Go's regexp (NFD's InRegexp) cannot compile."""
     for cluster, pool in _pools(fleet, autoscaled=False):
-        if not nfd.labelled(cluster, pool):
+        if not cluster.nfd_labelled(pool):
             continue
         for h_index, regex in enumerate(pool.spec.hostnames):
             problem = re2_problem(regex)

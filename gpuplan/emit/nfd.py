@@ -38,13 +38,6 @@ def anchored(regex: str) -> str:
     return f"^(?:{regex})$"
 
 
-def labelled(cluster: ClusterPlan, pool: PoolPlan) -> bool:
-    """Tell whether gpuplan labels this pool's nodes through NFD."""
-    components = cluster.spec.components
-    wanted = components.gpu_operator is not None or components.kueue is not None
-    return wanted and not pool.spec.nodes.autoscaled and bool(pool.spec.hostnames)
-
-
 def rule_name(pool: PoolPlan) -> str:
     """Return the NodeFeatureRule's name for a pool."""
     return f"{NAME_PREFIX}{pool.name}"
@@ -66,5 +59,5 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     return [
         manifest(cluster.name, FOLDER, node_feature_rule(release, pool), source)
         for pool in cluster.pools.values()
-        if labelled(cluster, pool)
+        if cluster.nfd_labelled(pool)
     ]
