@@ -1,9 +1,11 @@
 import signal
 import sys
 
+from gpuplan.exitcode import ExitCode  # an enum and nothing else: quick to import
+
 # A signal while the CLI is still being imported: exit quietly with the code main() would give.
-signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+signal.signal(signal.SIGINT, lambda *_: sys.exit(ExitCode.INTERRUPTED))
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(ExitCode.TERMINATED))
 
 from gpuplan.cli import main  # noqa: E402 - after the handlers above
 

@@ -92,7 +92,7 @@ class DriverLayout:
     """How the ClusterPolicy and NVIDIADrivers install the drivers of one cluster."""
 
     enabled: bool  # ClusterPolicy driver.enabled
-    version: str | None  # ClusterPolicy driver.version (None: the release's default, unused)
+    version: str | None  # ClusterPolicy driver.version (None: the release's default)
     per_pool: tuple[PoolDriver, ...]  # pools that get their own NVIDIADriver (useNvidiaDriverCRD)
     toolkit: bool  # ClusterPolicy toolkit.enabled
     cos: bool  # GKE COS install dirs
@@ -112,4 +112,6 @@ def layout(cluster: Cluster) -> DriverLayout:
         return DriverLayout(False, None, (), toolkit, cos)
     if len(managed) == len(drivers) and len(versions) == 1:
         return DriverLayout(True, managed[0].version, (), toolkit, cos)
-    return DriverLayout(True, None, tuple(managed), toolkit, cos)
+    # The NVIDIADrivers install; the ClusterPolicy's version is then unused: show the cluster's.
+    fallback = operator.driver_version if operator is not None else None
+    return DriverLayout(True, fallback, tuple(managed), toolkit, cos)
