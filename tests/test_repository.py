@@ -126,6 +126,29 @@ def test_every_command_is_a_function_in_gpuplan_commands() -> None:
         assert (PACKAGE / "commands" / f"{function.name}.py").is_file(), function.name
 
 
+def _literal_exit_codes(path: Path) -> list[str]:
+    """Return `sys.exit(<number>)` and `return <number>` in a file (exit codes written as numbers)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        value = None
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "sys.exit" and node.args:
+            value = node.args[0]
+        elif isinstance(node, ast.Return) and path.parent.name == "commands":
+            value = node.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
+            found.append(f"{path.relative_to(PROJECT)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_exit_codes_come_from_the_enum() -> None:
+    """Exit codes are declared once (gpuplan.exitcode.ExitCode); no command spells one as a number."""
+    from gpuplan.exitcode import ExitCode
+
+    assert [(c.name, c.value) for c in ExitCode] == [("OK", 0), ("FAILED", 1), ("USAGE", 2), ("INTERNAL", 3), ("INTERRUPTED", 130), ("TERMINATED", 143)]
+    files = [PACKAGE / "cli.py", PACKAGE / "__main__.py", *sorted((PACKAGE / "commands").glob("*.py"))]
+    assert [hit for path in files for hit in _literal_exit_codes(path)] == []
+
+
 # No machine's paths
 
 
