@@ -16,6 +16,7 @@ EXPECTED = (
     "clusters/gpu-cluster.yaml",
     "tenants/team-a.yaml",
     "README.md",
+    "extra/README.md",
     ".github/workflows/gpuplan.yml",
     ".pre-commit-config.yaml",
     ".gitignore",

@@ -19,6 +19,7 @@ FILES = {
     "clusters/gpu-cluster.yaml": "init-cluster.yaml",
     "tenants/team-a.yaml": "init-tenant.yaml",
     "README.md": "init-README.md",
+    "extra/README.md": "init-extra-README.md",  # own manifests (gpuplan.overlay)
     ".github/workflows/gpuplan.yml": "init-workflow.yml",
     ".pre-commit-config.yaml": "init-pre-commit-config.yaml",
     ".gitignore": "init-gitignore",
