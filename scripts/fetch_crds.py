@@ -34,8 +34,7 @@ from typing import Any
 import yaml
 
 DATA = Path(__file__).resolve().parent.parent / "gpuplan" / "crds"
-SOURCES = DATA / "SOURCES.json"
-LICENSES = DATA / "LICENSES"
+SOURCES = "SOURCES.json"
 LARGE = 32_000  # bytes: licence files above this are shipped gzip-compressed
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -266,9 +265,9 @@ def _licence_files(source: Any, repo: str, tag: str, staging: Path) -> str:
     return f"{spdx}; Copyright the {repo} authors; see {', '.join(kept)}"
 
 
-def refresh(source: Any, entries: tuple[Entry, ...]) -> list[dict[str, Any]]:
+def refresh(source: Any, entries: tuple[Entry, ...], data: Path = DATA) -> list[dict[str, Any]]:
     """Fetch, prune and write every entry into a staging folder, then swap it into place."""
-    staging = Path(tempfile.mkdtemp(prefix="crds-", dir=DATA.parent))
+    staging = Path(tempfile.mkdtemp(prefix="crds-", dir=data.parent))
     records: list[dict[str, Any]] = []
     licences: dict[str, str] = {}
     try:
@@ -277,15 +276,16 @@ def refresh(source: Any, entries: tuple[Entry, ...]) -> list[dict[str, Any]]:
             licences[repo] = _licence_files(source, repo, tag, staging)
         for entry in entries:
             records += _refresh_entry(source, entry, staging, licences[entry.repo])
-        for old in DATA.iterdir():
+        data.mkdir(parents=True, exist_ok=True)
+        for old in data.iterdir():
             if old.is_dir() and old.name != "__pycache__":
                 shutil.rmtree(old)
         for new in staging.iterdir():
-            new.rename(DATA / new.name)
+            new.rename(data / new.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     records.sort(key=lambda r: r["file"])
-    SOURCES.write_text(json.dumps({"files": records}, indent=1, sort_keys=True) + "\n",
+    (data / SOURCES).write_text(json.dumps({"files": records}, indent=1, sort_keys=True) + "\n",
                        encoding="utf-8")
     return records
 
@@ -318,44 +318,44 @@ def _refresh_entry(source: Any, entry: Entry, staging: Path, licence: str) -> li
 # --- checking --------------------------------------------------------------------------------
 
 
-def check(entries: tuple[Entry, ...]) -> list[str]:
+def check(entries: tuple[Entry, ...], data: Path = DATA) -> list[str]:
     """Return every disagreement between the table, SOURCES.json and the shipped files."""
     try:
-        records = json.loads(SOURCES.read_text(encoding="utf-8"))["files"]
+        records = json.loads((data / SOURCES).read_text(encoding="utf-8"))["files"]
     except (OSError, ValueError, KeyError) as exc:
-        return [f"{SOURCES}: {exc}"]
-    problems = list(_check_records(records))
+        return [f"{data / SOURCES}: {exc}"]
+    problems = list(_check_records(records, data))
     recorded = {(r["component"], r["version"], r["path"]) for r in records}
     for entry in entries:
         for path in entry.paths:
             if (entry.component, entry.version, path) not in recorded:
                 problems.append(f"{entry.component} {entry.version}: {path} is not shipped")
     known = {r["file"] for r in records}
-    for shipped in sorted(DATA.rglob("*.json.gz")):
-        if shipped.relative_to(DATA).as_posix() not in known:
-            problems.append(f"{shipped.relative_to(DATA)}: not in SOURCES.json")
+    for shipped in sorted(data.rglob("*.json.gz")):
+        if shipped.relative_to(data).as_posix() not in known:
+            problems.append(f"{shipped.relative_to(data)}: not in SOURCES.json")
     return problems
 
 
-def _check_records(records: list[dict[str, Any]]) -> Iterator[str]:
+def _check_records(records: list[dict[str, Any]], data: Path) -> Iterator[str]:
     """Yield the records whose file is missing, differs from its hashes or is not a CRD."""
     for record in records:
-        path = DATA / record["file"]
+        path = data / record["file"]
         try:
-            data = path.read_bytes()
+            raw = path.read_bytes()
         except OSError:
             yield f"{record['file']}: missing"
             continue
-        if hashlib.sha256(data).hexdigest() != record["sha256"]:
+        if hashlib.sha256(raw).hexdigest() != record["sha256"]:
             yield f"{record['file']}: sha256 differs from SOURCES.json"
             continue
-        text = gzip.decompress(data)
+        text = gzip.decompress(raw)
         if hashlib.sha256(text).hexdigest() != record["json_sha256"]:
             yield f"{record['file']}: content differs from SOURCES.json"
         elif json.loads(text).get("kind") != "CustomResourceDefinition":
             yield f"{record['file']}: not a CustomResourceDefinition"
         for licence in record["license"].split("see ", 1)[-1].split(", "):
-            if licence.startswith("LICENSES/") and not (DATA / licence).is_file():
+            if licence.startswith("LICENSES/") and not (data / licence).is_file():
                 yield f"{record['file']}: licence file {licence} is missing"
 
 
@@ -365,9 +365,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="offline: verify the shipped files")
     parser.add_argument("--from-git", type=Path, metavar="DIR",
                         help="read upstream tags from git clones or mirrors under DIR (offline)")
+    parser.add_argument("--data", type=Path, default=DATA, metavar="DIR",
+                        help="the shipped CRD folder (default: gpuplan/crds beside this script)")
     args = parser.parse_args(argv)
     if args.check:
-        problems = check(TABLE)
+        problems = check(TABLE, args.data)
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
         if not problems:
@@ -375,11 +377,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
     source = GitSource(args.from_git) if args.from_git else GitHubSource()
     try:
-        records = refresh(source, TABLE)
+        records = refresh(source, TABLE, args.data)
     except FetchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"wrote {len(records)} CRDs of {len(TABLE)} component versions into {DATA}",
+    print(f"wrote {len(records)} CRDs of {len(TABLE)} component versions into {args.data}",
           file=sys.stderr)
     return 0
 

@@ -1,0 +1,301 @@
+"""`gpuplan validate` agrees with the API server: as strict as it, and no stricter.
+
+Each test writes manifests the way a user would and runs the real CLI without GPUPLAN_CRDS, so
+the CRDs come from the package itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT, run
+
+NO_ENV = {"GPUPLAN_CRDS": ""}
+
+FLAVOR = """\
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata:
+  name: {name}
+"""
+
+QUEUE = """\
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata:
+  name: research
+spec:
+  flavorFungibility:
+    whenCanBorrow: MayStopSearch
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: {flavor}
+      resources:
+      - name: cpu
+        nominalQuota: "4"
+"""
+
+
+def write(folder: Path, files: dict[str, str]) -> Path:
+    """Write files (relative path -> text) under a folder."""
+    for relative, text in files.items():
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return folder
+
+
+def lines(text: str, marker: str) -> list[str]:
+    """The lines of a run's output that carry a marker."""
+    return [line for line in text.splitlines() if marker in line]
+
+
+# --- generateName and nulls ------------------------------------------------------------------
+
+
+def test_generate_name_instead_of_name_is_valid(tmp_path: Path) -> None:
+    folder = write(tmp_path, {"job.yaml": """\
+        apiVersion: batch.volcano.sh/v1alpha1
+        kind: Job
+        metadata:
+          generateName: sweep-
+        spec:
+          minAvailable: 1
+          tasks:
+          - replicas: 1
+            template:
+              spec:
+                containers:
+                - {name: main, image: busybox}
+        ---
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          generateName: settings-
+        """})
+    result = run("validate", str(folder), env=NO_ENV)
+    assert result.code == 0, result.stderr
+    assert "2 objects in 1 files are valid" in result.stderr
+
+
+def test_an_object_with_neither_name_nor_generate_name_is_rejected(tmp_path: Path) -> None:
+    folder = write(tmp_path, {"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {a: b}\n"})
+    result = run("validate", str(folder), env=NO_ENV)
+    assert result.code == 1 and 'missing required field "name"' in result.stderr
+
+
+def test_nulls_the_api_server_drops_are_not_errors(tmp_path: Path) -> None:
+    folder = write(tmp_path, {"objects.yaml": """\
+        apiVersion: kueue.x-k8s.io/v1beta1
+        kind: ClusterQueue
+        metadata:
+          name: research
+          labels: null
+        spec:
+          cohort: null
+          namespaceSelector: null
+          resourceGroups: []
+        ---
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: settings
+          annotations: null
+        data: null
+        """})
+    result = run("validate", str(folder), env=NO_ENV)
+    assert result.code == 0, result.stderr
+
+
+WIDGET_CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Cluster
+  names: {kind: Widget, plural: widgets}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [size]
+            properties:
+              size: {type: integer}
+              color: {type: string}
+              note: {type: string, nullable: true}
+"""
+
+
+def test_null_pruning_follows_nullable_and_required(tmp_path: Path) -> None:
+    crds = write(tmp_path / "crds", {"widget.yaml": WIDGET_CRD})
+    widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: {name}}}\nspec: {spec}\n"
+    folder = write(tmp_path / "m", {
+        "ok.yaml": widget.format(name="ok", spec="{size: 1, color: null, note: null}"),
+        "bad.yaml": widget.format(name="bad", spec="{size: null, color: 7}"),
+    })
+    result = run("validate", str(folder), "--crds", str(crds), env=NO_ENV)
+    assert result.code == 1
+    errors = lines(result.stderr, "error:")
+    # size is pruned (not nullable), then missing; color keeps its type check.
+    assert any("bad.yaml" in e and 'missing required field "size"' in e for e in errors), errors
+    assert any("bad.yaml" in e and "spec.color: must be string" in e for e in errors), errors
+    assert not any("ok.yaml" in e for e in errors), errors
+
+
+# --- duplicates ------------------------------------------------------------------------------
+
+
+def test_two_objects_with_one_name_in_a_folder_are_reported_naming_both_files(tmp_path: Path) -> None:
+    folder = write(tmp_path, {"a.yaml": FLAVOR.format(name="gpu"), "b/b.yaml": FLAVOR.format(name="gpu"),
+                              "c.yaml": FLAVOR.format(name="cpu")})
+    result = run("validate", str(folder), env=NO_ENV)
+    assert result.code == 1
+    [duplicate] = lines(result.stderr, "duplicate object")
+    assert duplicate.startswith(f"{folder / 'b/b.yaml'}:4:3: error: ResourceFlavor/gpu metadata.name")
+    assert f"{folder / 'a.yaml'}:4:3 defines the same ResourceFlavor gpu" in duplicate
+
+
+def test_one_name_in_two_cluster_folders_is_no_duplicate(tmp_path: Path) -> None:
+    kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [f.yaml]\n"
+    folder = write(tmp_path, {"one/f.yaml": FLAVOR.format(name="gpu"), "one/kustomization.yaml": kustomization,
+                              "two/f.yaml": FLAVOR.format(name="gpu"), "two/kustomization.yaml": kustomization})
+    result = run("validate", str(folder), env=NO_ENV)
+    assert result.code == 0, result.stderr
+
+
+# --- references to objects elsewhere -------------------------------------------------------------
+
+
+def test_a_reference_to_an_object_not_in_the_folder_warns_and_fails_with_strict(tmp_path: Path) -> None:
+    folder = write(tmp_path, {"queue.yaml": QUEUE.format(flavor="elsewhere")})
+    result = run("validate", str(folder), env=NO_ENV)
+    assert result.code == 0, result.stderr
+    [warning] = lines(result.stderr, 'ResourceFlavor "elsewhere" does not exist')
+    assert ": warning: ClusterQueue/research spec.resourceGroups[0].flavors[0].name" in warning
+    strict = run("validate", str(folder), "--strict", env=NO_ENV)
+    assert strict.code == 1
+    [error] = lines(strict.stderr, 'ResourceFlavor "elsewhere" does not exist')
+    assert ": error: ClusterQueue/research" in error
+
+
+def test_a_reference_inside_the_folder_that_is_broken_stays_an_error(tmp_path: Path) -> None:
+    folder = write(tmp_path, {"objects.yaml": """\
+        apiVersion: nvidia.com/v1
+        kind: ClusterPolicy
+        metadata: {name: cluster-policy}
+        spec:
+          migManager: {config: {name: mig-parted, default: all-disabled}}
+        ---
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: mig-parted, namespace: gpu-operator}
+        data: {other.yaml: "x"}
+        """})
+    result = run("validate", str(folder), env=NO_ENV)
+    assert result.code == 1
+    assert lines(result.stderr, 'error: ConfigMap/mig-parted data: missing key "config.yaml"')
+
+
+# --- the CRDs in use ---------------------------------------------------------------------------------
+
+
+def test_a_custom_resource_without_crd_names_its_kind_and_how_to_supply_it(tmp_path: Path) -> None:
+    folder = write(tmp_path, {"gizmo.yaml": "apiVersion: example.com/v1\nkind: Gizmo\nmetadata: {name: g}\n"})
+    result = run("validate", str(folder), env=NO_ENV)
+    assert result.code == 1
+    [error] = lines(result.stderr, "error:")
+    assert "no CustomResourceDefinition for kind Gizmo (apiVersion example.com/v1)" in error
+    assert "--crds DIR" in error and "GPUPLAN_CRDS" in error and "report" not in error
+    supplied = write(tmp_path / "crds", {"gizmo.yaml": WIDGET_CRD.replace("Widget", "Gizmo").replace(
+        "widgets", "gizmos")})
+    assert run("validate", str(folder), "--crds", str(supplied), env=NO_ENV).code == 0
+
+
+def test_component_flag_chooses_the_crds(tmp_path: Path) -> None:
+    folder = write(tmp_path, {"queue.yaml": QUEUE.format(flavor="gpu"), "flavor.yaml": FLAVOR.format(name="gpu")})
+    assert run("validate", str(folder), env=NO_ENV).code == 0  # the newest Kueue knows MayStopSearch
+    old = run("validate", str(folder), "--component", "kueue=v0.14.4", env=NO_ENV)
+    assert old.code == 1
+    [error] = lines(old.stderr, "error:")
+    assert "spec.flavorFungibility.whenCanBorrow: must be one of: Borrow, TryNextFlavor" in error
+
+
+def test_unknown_component_or_version_is_a_usage_error(tmp_path: Path) -> None:
+    folder = write(tmp_path, {"flavor.yaml": FLAVOR.format(name="gpu")})
+    unknown = run("validate", str(folder), "--component", "kueue=v0.99.1", env=NO_ENV)
+    assert unknown.code == 2 and "shipped: v0.12.10" in unknown.stderr
+    assert run("validate", str(folder), "--component", "kueu=v0.14.4", env=NO_ENV).code == 2
+    assert run("validate", str(folder), "--component", "kueue", env=NO_ENV).code == 2
+
+
+def test_a_rendered_folder_s_header_chooses_the_crds_and_the_flag_overrides_it(tmp_path: Path) -> None:
+    kustomization = ("# Generated by gpuplan.\n# Components: kueue=v0.14.4 nfd=v0.19.0\n"
+                     "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                     "resources: [queue.yaml, flavor.yaml]\n")
+    folder = write(tmp_path, {"dgx/queue.yaml": QUEUE.format(flavor="gpu"), "dgx/flavor.yaml": FLAVOR.format(name="gpu"),
+                              "dgx/kustomization.yaml": kustomization})
+    result = run("validate", str(folder), env=NO_ENV)
+    assert result.code == 1
+    [error] = lines(result.stderr, "error:")
+    assert "whenCanBorrow: must be one of: Borrow, TryNextFlavor" in error
+    assert run("validate", str(folder), "--component", "kueue=v0.19.2", env=NO_ENV).code == 0
+
+
+def test_json_goes_to_stdout(tmp_path: Path) -> None:
+    folder = write(tmp_path, {"queue.yaml": QUEUE.format(flavor="elsewhere")})
+    result = run("validate", str(folder), "--format", "json", env=NO_ENV)
+    rows = json.loads(result.stdout)
+    assert [r["severity"] for r in rows] == ["warning"] and result.stderr == ""
+
+
+# --- a fresh install ---------------------------------------------------------------------------------
+
+
+def test_a_fresh_install_validates_custom_resources_strictly(tmp_path: Path) -> None:
+    """pip install . (no GPUPLAN_CRDS): the shipped CRDs come with the package."""
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(PROJECT / name, source / name)
+    shutil.copytree(PROJECT / "gpuplan", source / "gpuplan", ignore=shutil.ignore_patterns("__pycache__"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("GPUPLAN_CRDS", "PYTHONPATH")}
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                              "--no-index", str(source)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert install.returncode == 0, install.stderr
+    where = subprocess.run([str(python), "-c", "import gpuplan.crds; print(gpuplan.crds.DATA)"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, check=True).stdout.strip()
+    assert Path(where).is_relative_to(venv), where  # the installed copy, not the work tree
+    folder = write(tmp_path / "output", {"queue.yaml": QUEUE.format(flavor="gpu"),
+                                         "flavor.yaml": FLAVOR.format(name="gpu")})
+    done = subprocess.run([str(venv / "bin" / "gpuplan"), "validate", str(folder), "--component", "kueue=v0.14.4"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "whenCanBorrow: must be one of: Borrow, TryNextFlavor" in done.stderr
+    assert "not validated" not in done.stderr
+
+
+@pytest.mark.parametrize("version", ["v0.12.10", "v0.14.4", "v0.19.2"])
+def test_shipped_kueue_crds_accept_a_plain_queue(tmp_path: Path, version: str) -> None:
+    folder = write(tmp_path, {"q.yaml": QUEUE.format(flavor="gpu").replace(
+        "  flavorFungibility:\n    whenCanBorrow: MayStopSearch\n", ""), "f.yaml": FLAVOR.format(name="gpu")})
+    result = run("validate", str(folder), "--component", f"kueue={version}", env=NO_ENV)
+    assert result.code == 0, result.stderr
