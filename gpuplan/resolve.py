@@ -202,13 +202,29 @@ def _quota_grants(alloc: AllocationPlan, q_index: int, quota: Quota, pool: PoolP
         if pool.spec.sharing.mig is not None:
             profiles = ", ".join(sorted({r.profile or "" for r in pool.resources.values()}))
             return [], [where.at(*loc, "gpus", message=f"pool {pool.name} is a MIG pool: use mig: {{profile: count}} (its layout gives {profiles})")]
+        if shapes := _limit_shapes(alloc, q_index, quota):
+            return [], shapes
         (resource,) = pool.resources
         grant = Grant(pool, resource, quota.gpus, _limit(quota.borrowing_limit), _limit(quota.lending_limit), loc + ("gpus",), alloc)
         return [grant], []
     if pool.spec.sharing.mig is None:
         unit = "shares" if pool.mode in ("time-slicing", "mps") else "whole GPUs"
         return [], [where.at(*loc, "mig", message=f"pool {pool.name} is not a MIG pool: use gpus ({unit})")]
+    if shapes := _limit_shapes(alloc, q_index, quota):
+        return [], shapes
     return _mig_grants(alloc, q_index, quota, pool)
+
+
+def _limit_shapes(alloc: AllocationPlan, q_index: int, quota: Quota) -> list[Diagnostic]:
+    """Return errors where a limit's shape does not fit the quota's unit (once the unit fits the pool)."""
+    problems = []
+    for field, value in (("borrowingLimit", quota.borrowing_limit), ("lendingLimit", quota.lending_limit)):
+        loc = alloc.loc("quotas", q_index, field)
+        if quota.gpus is not None and isinstance(value, dict):
+            problems.append(alloc.tenant.at(*loc, message="must be a number on a gpus quota"))
+        if quota.mig is not None and isinstance(value, int):
+            problems.append(alloc.tenant.at(*loc, message="must be a mapping per MIG profile on a mig quota, such as {1g.10gb: 7}"))
+    return problems
 
 
 def _limit(value: int | dict[str, int] | None, profile: str | None = None) -> int | None:

@@ -118,19 +118,28 @@ def role_binding(alloc: AllocationPlan, name: str) -> dict[str, Any] | None:
     return k8s("rbac.authorization.k8s.io/v1", "RoleBinding", "tenant-owners", name, roleRef=role, subjects=subjects)
 
 
-def priority_ceiling(alloc: AllocationPlan, name: str) -> dict[str, Any] | None:
-    """Return a quota that forbids pods with priority classes above the tenant's own.
+# The built-in classes every cluster has, above any class a user may create (kubernetes
+# pkg/apis/scheduling/types.go: HighestUserDefinablePriority = 1e9, SystemCriticalPriority = 2e9 for
+# system-cluster-critical, +1000 for system-node-critical). Since Kubernetes 1.17 any namespace may
+# use them unless a quota forbids it.
+SYSTEM_CLASSES = ("system-cluster-critical", "system-node-critical")
+# A pod without priorityClassName gets priority 0 when no class is globalDefault (same file,
+# DefaultPriorityWhenNoDefaultClassExists), and gpuplan makes none globalDefault.
+DEFAULT_PRIORITY = 0
 
-    Without it any tenant could set priorityClassName to the highest class and preempt others.
+
+def priority_ceiling(alloc: AllocationPlan, name: str) -> dict[str, Any]:
+    """Return a quota that forbids pods with any priority class above the tenant's own.
+
+    Without it any tenant could set priorityClassName to the highest class, or to a built-in
+    system class, and preempt others. A tenant without a priorityClass has the default priority
+    (0): every class above 0 is forbidden to it, the lowest ceiling that leaves it the priority
+    its pods get anyway.
     """
     own = alloc.tenant.model.priority_class
     classes = alloc.cluster.spec.priority_classes
-    ceiling = next((p.value for p in classes if p.name == own), None)
-    if ceiling is None:
-        return None
-    above = sorted(p.name for p in classes if p.value > ceiling)
-    if not above:
-        return None
+    ceiling = next((p.value for p in classes if p.name == own), DEFAULT_PRIORITY)
+    above = sorted({p.name for p in classes if p.value > ceiling} | set(SYSTEM_CLASSES))
     scope = {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": above}]}
     return k8s("v1", "ResourceQuota", "priority-ceiling", name, spec={"hard": {"pods": "0"}, "scopeSelector": scope})
 

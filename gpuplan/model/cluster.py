@@ -19,6 +19,7 @@ from gpuplan.model.common import (
     Version,
 )
 from gpuplan.model.drivers import Driver, DriverVersion, NodeOs, PoolDriver, Registry, ServiceMonitor
+from gpuplan.model.tenant import Subject
 
 Provider = Literal["aws", "azure", "gcp", "onprem"]
 KUBERNETES_VERSION = r"^1\.[0-9]{1,2}$"
@@ -428,6 +429,16 @@ class Network(Model):
         return self
 
 
+class Rbac(Model):
+    """What tenants may be given on this cluster beyond gpuplan's default RBAC rules."""
+
+    allowed_subjects: list[Subject] = []
+    """Owners gpuplan refuses unless listed here: `system:` users and groups (Kubernetes' own
+    identities, such as group:system:authenticated, every signed-in user) and service accounts of
+    namespaces that are not the tenant's. Each entry is written like an owner, such as
+    serviceaccount:ci:deployer."""
+
+
 class Cluster(Model):
     """One Kubernetes cluster of the fleet (clusters/<name>.yaml)."""
 
@@ -455,3 +466,5 @@ class Cluster(Model):
     """Default cpu and memory requests (and limits) of containers in every tenant namespace."""
     ignore: list[Ignore] = []
     """Warnings about this cluster accepted where they stand, each with its reason."""
+    rbac: Rbac = Rbac()
+    """RBAC subjects tenants may name as owners although gpuplan refuses them by default."""

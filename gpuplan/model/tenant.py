@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from gpuplan.model.common import ContainerDefaults, Ignore, Model, Name, Quantity
 
@@ -39,14 +39,8 @@ class Quota(Model):
     lending_limit: Limit | None = None
     """Most of its quota the tenant lends to its cohort."""
 
-    @field_validator("borrowing_limit", "lending_limit")
-    @classmethod
-    def _limit_matches_unit(cls, limit: Limit | None, info: ValidationInfo) -> Limit | None:
-        if info.data.get("gpus") is not None and isinstance(limit, dict):
-            raise ValueError("must be a number on a gpus quota")
-        if info.data.get("mig") is not None and isinstance(limit, int):
-            raise ValueError("must be a mapping per MIG profile on a mig quota, such as {1g.10gb: 7}")
-        return limit
+    # Whether a limit's shape fits gpus or mig is checked in resolve.py once the unit is known to
+    # fit the pool: a mig quota on an exclusive pool is the cause to report, not its scalar limit.
 
     @model_validator(mode="after")
     def _one_unit(self) -> Quota:
