@@ -121,6 +121,14 @@ allocations:
     weight: 2
     quotas:
       - {pool: train, gpus: 8, borrowingLimit: 4}
+    kueue:
+      queueingStrategy: StrictFIFO
+      stopPolicy: Hold
+      preemption:
+        withinClusterQueue: LowerOrNewerEqualPriority
+        reclaimWithinCohort: LowerPriority
+        borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 100}
+      localQueues: [{name: default}, {name: urgent, stopPolicy: HoldAndDrain}]
 """
 KARPENTER = "  karpenter: {{version: {version}, nodeClass: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}}}}\n"
 
@@ -178,7 +186,7 @@ def test_one_tenant_renders_valid_for_every_kueue_version(tmp_path: Path, versio
     assert isinstance(release, KueueRelease)
     objects = _kueue_objects(_repo(tmp_path, version))
     kinds = sorted(o["kind"] for o in objects)
-    assert kinds == ["ClusterQueue", "Cohort", "Cohort", "LocalQueue", "ResourceFlavor"], kinds
+    assert kinds == ["ClusterQueue", "Cohort", "Cohort", "LocalQueue", "LocalQueue", "ResourceFlavor"], kinds
     assert not _problems(version, objects)
     queue = next(o for o in objects if o["kind"] == "ClusterQueue")
     assert queue["apiVersion"] == release.api_version
