@@ -138,7 +138,7 @@ class SourceFile:
         out: list[str | int] = []
         node = self.data
         for part in loc:
-            if isinstance(node, dict) and part in node:
+            if isinstance(node, dict) and part in node:  # noqa: SIM114 - apart, mypy narrows the index
                 node = node[part]
             elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
                 node = node[part]
