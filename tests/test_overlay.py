@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.overlay.values import ValuesOverride, read_overrides, values_for
+from gpuplan.emit.meta import Manifest
+from gpuplan.overlay.values import ValuesOverride, apply_values, read_overrides, values_for
 from gpuplan.resolve import build_fleet
 from gpuplan.sources import read_inputs
 from tests.conftest import run, snapshot, write_repo
@@ -407,7 +408,12 @@ def test_values_overrides_merge_over_the_derived_values(repo: Path) -> None:
         (
             "dra-driver",
             "a: 1\n",
-            "1:1: error: no component named 'dra-driver': name the file after one of gpu-operator, karpenter, kueue, volcano",
+            "1:1: error: 'dra-driver' is not a component: name the file after one of gpu-operator, karpenter, kueue, nfd, volcano",
+        ),
+        (
+            "multus",
+            "a: 1\n",
+            "1:1: error: 'multus' is not installed with a Helm chart on cluster 'aws-train'",
         ),
     ],
 )
@@ -433,6 +439,44 @@ def test_an_owned_value_never_reaches_the_merged_values(repo: Path) -> None:
     }
 
 
+def test_values_overrides_reach_the_application_that_installs_the_chart(repo: Path) -> None:
+    """Wired generically: any Argo CD Application of the cluster whose Helm source is the chart."""
+    write_repo(repo, {f"values/{CLUSTER}/gpu-operator.yaml": "driver: {enabled: false}\n"})
+    overrides, _ = read_overrides(repo, _fleet(repo).clusters)
+    app = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": "gpu-operator", "namespace": "argocd"},
+        "spec": {
+            "source": {
+                "chart": "gpu-operator",
+                "helm": {
+                    "valuesObject": {
+                        "clusterPolicy": {"deployCR": False},
+                        "driver": {"enabled": True},
+                    }
+                },
+            }
+        },
+    }
+    other = {**app, "spec": {"source": {"chart": "kueue"}}}
+    manifests = [
+        Manifest(f"{CLUSTER}/apps/a.yaml", app, ("clusters/aws-train.yaml",), CLUSTER),
+        Manifest(f"{CLUSTER}/apps/b.yaml", other, (), CLUSTER),
+    ]
+    result, unused = apply_values(manifests, overrides)
+    assert result[0].obj["spec"]["source"]["helm"]["valuesObject"] == {
+        "clusterPolicy": {"deployCR": False},
+        "driver": {"enabled": False},
+    }
+    assert result[0].sources == ("clusters/aws-train.yaml", f"values/{CLUSTER}/gpu-operator.yaml")
+    assert result[1] is manifests[1] and unused == []
+    _, unused = apply_values(manifests[1:], overrides)
+    assert [d.message.split(",")[0] for d in unused] == [
+        "no Argo CD Application of cluster 'aws-train' installs the gpu-operator chart"
+    ]
+
+
 # --- unmanaged files -----------------------------------------------------------------------------
 
 
@@ -452,3 +496,32 @@ def test_a_file_gpuplan_did_not_write_is_a_warning_and_fails_check_strict(repo: 
         f"{repo}/output/{CLUSTER}/karpenter/ec2nodeclass-gpu.yaml: error: not written by gpuplan"
         in stderr
     )
+
+
+# --- the example fleet ---------------------------------------------------------------------------
+
+
+def test_the_example_fleet_supplies_its_node_class_and_dcgm_metrics(
+    tmp_path: Path, crds_dir: Path
+) -> None:
+    project = Path(__file__).resolve().parent.parent
+    root = tmp_path / "example"
+    for folder in ("clusters", "tenants", "extra", "patches"):
+        shutil.copytree(project / folder, root / folder)
+    code, stderr, out = render(root)
+    assert code == 0, stderr
+    cluster = out / "h100-prod"
+    assert "kind: EC2NodeClass" in (cluster / "extra/ec2nodeclass-gpu.yaml").read_text()
+    listed = (cluster / "kustomization.yaml").read_text()
+    assert (
+        "- extra/ec2nodeclass-gpu.yaml" in listed
+        and "- extra/gpu-operator/configmap-dcgm-metrics.yaml" in listed
+    )
+    assert (
+        "name: dcgm-metrics"
+        in (cluster / "gpu-operator/clusterpolicy-cluster-policy.yaml").read_text()
+    )
+    (root / "extra/h100-prod/ec2nodeclass-gpu.yaml").unlink()
+    write_repo(root, {"extra/h100-prod/ec2nodeclass-other.yaml": NODE_CLASS.format(name="other")})
+    code, stderr, _ = render(root)
+    assert code == 1 and 'EC2NodeClass "gpu" does not exist (has: other)' in stderr

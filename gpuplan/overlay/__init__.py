@@ -26,7 +26,7 @@ from gpuplan.overlay.extras import collisions, read_extras
 from gpuplan.overlay.patches import FOLDER as PATCH_FOLDER
 from gpuplan.overlay.patches import Patch, apply_patches, patch_position, read_patches
 from gpuplan.overlay.values import FOLDER as VALUES_FOLDER
-from gpuplan.overlay.values import ValuesOverride, read_overrides
+from gpuplan.overlay.values import ValuesOverride, apply_values, read_overrides
 
 FOLDERS = (
     EXTRA_FOLDER,
@@ -120,8 +120,11 @@ def apply_overlay(
     problems += found + more
     extras = [e for e in extras if e.manifest.cluster in emitted]
     patches = [p for p in patches if p.cluster in emitted]
+    values = {key: v for key, v in values.items() if key[0] in emitted}
     generated = [m for m in manifests if not m.path.endswith("/kustomization.yaml")]
     problems += collisions(extras, generated, output)
+    generated, found = apply_values(generated, values)
+    problems += found
     patched, applied, found = apply_patches(patches, generated)
     problems += found
     overlay = Overlay(

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gpuplan.diagnostics import Diagnostic, SourceFile, error
+from gpuplan.components import REGISTRY, release_of
+from gpuplan.diagnostics import Diagnostic, SourceFile, error, warning
+from gpuplan.emit.meta import Manifest
 from gpuplan.load import parse
 
 FOLDER = "values"
@@ -35,13 +37,6 @@ OWNED_VALUES: dict[str, dict[str, str]] = {
     "volcano": {},
     "karpenter": {},
 }
-# The component names used in file names, by the key under a cluster's `components:`.
-COMPONENT_FIELDS = {
-    "gpu-operator": "gpuOperator",
-    "kueue": "kueue",
-    "volcano": "volcano",
-    "karpenter": "karpenter",
-}
 
 
 @dataclass(frozen=True)
@@ -51,6 +46,7 @@ class ValuesOverride:
     cluster: str
     component: str
     source: SourceFile
+    chart: str = ""  # the Helm chart the component is installed with
 
     @property
     def values(self) -> dict[str, Any]:
@@ -135,39 +131,85 @@ def read_overrides(
     return found, problems
 
 
+def _charted(cluster: Any) -> dict[str, str]:
+    """Return component name -> Helm chart name for the components a cluster installs with a chart."""
+    charts = {}
+    for name, component in REGISTRY.items():
+        release = release_of(component, cluster)
+        if release is not None and release.chart is not None:
+            charts[name] = release.chart.name
+    return charts
+
+
 def _read_one(
     path: Path, shown: str, cluster: str, plan: Any
 ) -> tuple[ValuesOverride | None, list[Diagnostic]]:
-    component = path.stem
-    if component not in COMPONENT_FIELDS:
-        return None, [
-            error(
-                shown,
-                1,
-                1,
-                "",
-                f"no component named {component!r}: name the file after one of {', '.join(sorted(COMPONENT_FIELDS))}",
-            )
-        ]
-    if getattr(plan.spec.components, _attribute(COMPONENT_FIELDS[component]), None) is None:
-        return None, [
-            error(
-                shown,
-                1,
-                1,
-                "",
-                f"{component} is not enabled on cluster {cluster!r}: its values would install nothing",
-            )
-        ]
+    component, charts = path.stem, _charted(plan.spec)
+    if component not in charts:
+        why = (
+            "is not a component"
+            if component not in REGISTRY
+            else f"is not installed with a Helm chart on cluster {cluster!r}"
+        )
+        message = f"{component!r} {why}: name the file after one of {', '.join(sorted(charts))}"
+        return None, [error(shown, 1, 1, "", message)]
     if path.is_symlink() or not path.is_file():
         return None, [error(shown, 1, 1, "", "not a regular file (symlinks are not followed)")]
     source, problems = parse(shown, path.read_bytes())
     if source is None:
         return None, problems
-    override = ValuesOverride(cluster, component, source)
+    override = ValuesOverride(cluster, component, source, charts[component])
     return override, owned_problems(override)
 
 
-def _attribute(field: str) -> str:
-    """Return the model attribute of a `components:` key (gpuOperator -> gpu_operator)."""
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in field)
+def _helm_sources(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return the Helm sources of an Argo CD Application (spec.source and spec.sources[])."""
+    spec = obj.get("spec") or {}
+    sources = [spec.get("source")] + list(spec.get("sources") or [])
+    return [s for s in sources if isinstance(s, dict) and s.get("chart")]
+
+
+def apply_values(
+    manifests: list[Manifest], overrides: Mapping[tuple[str, str], ValuesOverride]
+) -> tuple[list[Manifest], list[Diagnostic]]:
+    """Merge each accepted override into the helm.valuesObject of the Applications installing its chart.
+
+    An Argo CD Application installs a chart through spec.source (or spec.sources[]) with
+    `chart` and `helm.valuesObject` (../shared/facts/upstream-components.md, Argo Application helm
+    source). An override no Application of its cluster uses is a warning: it has no effect.
+    """
+    if not overrides:
+        return manifests, []
+    used: set[tuple[str, str]] = set()
+    result = []
+    for item in manifests:
+        wanted = [
+            o for o in overrides.values() if o.cluster == item.cluster and not owned_problems(o)
+        ]
+        if item.kind != "Application" or not wanted:
+            result.append(item)
+            continue
+        obj, here = copy.deepcopy(item.obj), set()
+        for source in _helm_sources(obj):
+            for override in (o for o in wanted if o.chart == source["chart"]):
+                helm = source.setdefault("helm", {})
+                helm["valuesObject"] = merge_values(helm.get("valuesObject") or {}, override.values)
+                here.add(override.source.path)
+                used.add((override.cluster, override.component))
+        result.append(
+            replace(item, obj=obj, sources=tuple(sorted(set(item.sources) | here)))
+            if here
+            else item
+        )
+    unused = [
+        warning(
+            o.source.path,
+            1,
+            1,
+            "",
+            f"no Argo CD Application of cluster {o.cluster!r} installs the {o.chart} chart, so these values have no effect (gpuplan does not emit the operator Applications yet)",
+        )
+        for key, o in sorted(overrides.items())
+        if key not in used and not owned_problems(o)
+    ]
+    return result, unused
