@@ -299,3 +299,72 @@ def test_shipped_kueue_crds_accept_a_plain_queue(tmp_path: Path, version: str) -
         "  flavorFungibility:\n    whenCanBorrow: MayStopSearch\n", ""), "f.yaml": FLAVOR.format(name="gpu")})
     result = run("validate", str(folder), "--component", f"kueue={version}", env=NO_ENV)
     assert result.code == 0, result.stderr
+
+
+# --- render: each cluster against its own versions -----------------------------------------------------
+
+
+def _compiled(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    from gpuplan.pipeline import compile_fleet
+
+    monkeypatch.delenv("GPUPLAN_CRDS", raising=False)
+    result = compile_fleet(PROJECT, verify_output=False)
+    assert result.fleet is not None and result.manifests, result.diagnostics
+    return result
+
+
+def _queue(result, cluster: str) -> dict:  # type: ignore[no-untyped-def]
+    import copy
+
+    [item] = [m for m in result.manifests if m.cluster == cluster and m.kind == "ClusterQueue"][:1]
+    return copy.deepcopy(item)
+
+
+def test_render_checks_each_cluster_against_its_own_kueue_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from gpuplan.verify import schema_problems
+
+    result = _compiled(monkeypatch)
+    broken = []
+    for cluster in ("dgx-onprem", "h100-prod"):  # Kueue v0.14.4 and v0.19.2 in the example fleet
+        item = _queue(result, cluster)
+        obj = dict(item.obj)
+        obj["spec"] = {**obj["spec"], "flavorFungibility": {"whenCanBorrow": "MayStopSearch"}}
+        broken.append(replace(item, obj=obj))
+    problems, _ = schema_problems(broken, result.fleet, None)
+    assert [(p.file.split("/")[1], p.path.split(" ")[-1]) for p in problems] == [
+        ("dgx-onprem", "spec.flavorFungibility.whenCanBorrow")]
+
+
+def test_render_names_a_missing_crd_without_calling_it_a_bug(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuplan.emit.meta import Manifest
+    from gpuplan.verify import schema_problems
+
+    result = _compiled(monkeypatch)
+    gizmo = Manifest("dgx-onprem/gizmo.yaml", {"apiVersion": "example.com/v1", "kind": "Gizmo",
+                                               "metadata": {"name": "g"}}, ("clusters/dgx-onprem.yaml",), "dgx-onprem")
+    [problem], _ = schema_problems([gizmo], result.fleet, None)
+    assert "no CustomResourceDefinition for kind Gizmo" in problem.message
+    assert "kueue v0.14.4" in problem.message and "--crds DIR" in problem.message
+    assert "report this bug" not in problem.message
+
+
+def test_rendered_folders_name_their_component_versions_and_validate_reads_them(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    for folder in ("clusters", "tenants"):
+        shutil.copytree(PROJECT / folder, repo / folder)
+    rendered = run("render", "--root", str(repo), env=NO_ENV)
+    assert rendered.code == 0, rendered.stderr
+    head = (repo / "output" / "dgx-onprem" / "kustomization.yaml").read_text().splitlines()[:4]
+    assert "# Components: gpu-operator=v26.7.0 kueue=v0.14.4 multus=v1.7.7 nfd=v0.19.0" in head
+    assert "# Components: argo-cd=v3.5.1" in (repo / "output" / "argocd" / "kustomization.yaml").read_text()
+    assert run("validate", str(repo / "output"), env=NO_ENV).code == 0
+    queue = next((repo / "output" / "dgx-onprem" / "kueue").glob("clusterqueue-*.yaml"))
+    text = queue.read_text()
+    assert "    whenCanBorrow: Borrow\n" in text
+    queue.write_text(text.replace("    whenCanBorrow: Borrow\n", "    whenCanBorrow: MayStopSearch\n"))
+    result = run("validate", str(repo / "output"), env=NO_ENV)
+    assert result.code == 1
+    [error] = lines(result.stderr, "error:")
+    assert error.startswith(str(queue)) and "must be one of: Borrow, TryNextFlavor" in error
