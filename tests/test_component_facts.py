@@ -34,7 +34,9 @@ def served(doc: dict[str, Any]) -> tuple[str, ...]:
 
 def schema(doc: dict[str, Any], version: str, path: str) -> dict[str, Any] | None:
     """Return the schema at a dotted path ("spec.weight"; "[]" steps into array items), None when absent."""
-    node = next(v for v in doc["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
+    node = next(v for v in doc["spec"]["versions"] if v["name"] == version)["schema"][
+        "openAPIV3Schema"
+    ]
     for part in path.split("."):
         node = node.get("items", {}) if part == "[]" else node.get("properties", {}).get(part)
         if node is None:
@@ -60,18 +62,26 @@ def test_kueue_facts_match_the_crds(release: KueueRelease) -> None:
     assert tuple(fungibility["properties"]["whenCanPreempt"]["enum"]) == release.when_can_preempt
     assert schema(queues, release.api, f"spec.{release.cohort_field}") is not None
     group = "spec.resourceGroups.[]"
-    assert (schema(queues, release.api, f"{group}.flavors") or {})["maxItems"] == release.max_flavors
-    assert (schema(queues, release.api, f"{group}.coveredResources") or {})["maxItems"] == release.max_covered_resources
+    assert (schema(queues, release.api, f"{group}.flavors") or {})[
+        "maxItems"
+    ] == release.max_flavors
+    assert (schema(queues, release.api, f"{group}.coveredResources") or {})[
+        "maxItems"
+    ] == release.max_covered_resources
     cohorts = crd("kueue", release, "cohorts.kueue.x-k8s.io")
     assert release.cohort_version in served(cohorts)
-    assert schema(cohorts, release.cohort_version, f"spec.{release.cohort_parent_field}") is not None
+    assert (
+        schema(cohorts, release.cohort_version, f"spec.{release.cohort_parent_field}") is not None
+    )
 
 
 @pytest.mark.parametrize("release", _releases("volcano"), ids=_id)
 def test_volcano_facts_match_the_crds(release: VolcanoRelease) -> None:
     queues = crd("volcano", release, "queues.scheduling.volcano.sh")
     assert served(queues) == (VOLCANO_API.split("/")[1],)
-    assert (schema(queues, "v1beta1", "spec.dequeueStrategy") is not None) == release.dequeue_strategy
+    assert (
+        schema(queues, "v1beta1", "spec.dequeueStrategy") is not None
+    ) == release.dequeue_strategy
     assert (schema(queues, "v1beta1", "spec.weight") or {}).get("maximum") == release.max_weight
 
 
@@ -120,11 +130,20 @@ nodePools:
     karpenter: {{instanceTypes: [p5.48xlarge]}}
 """
 TENANT = "name: alpha\nallocations:\n  - cluster: c1\n    quotas:\n      - {pool: train, gpus: 8}\n"
-NODE_CLASS = {"aws": "{group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}", "azure": "{group: karpenter.azure.com, kind: AKSNodeClass, name: gpu}"}
+NODE_CLASS = {
+    "aws": "{group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}",
+    "azure": "{group: karpenter.azure.com, kind: AKSNodeClass, name: gpu}",
+}
 
 
 def _objects(root: Path, provider: str, components: str, group: str) -> list[dict[str, Any]]:
-    write_repo(root, {"clusters/c1.yaml": CLUSTER.format(provider=provider, components=components), "tenants/alpha.yaml": TENANT})
+    write_repo(
+        root,
+        {
+            "clusters/c1.yaml": CLUSTER.format(provider=provider, components=components),
+            "tenants/alpha.yaml": TENANT,
+        },
+    )
     compiled = compile_fleet(root, verify_output=False)
     errors = [d for d in compiled.diagnostics if d.severity.name == "ERROR"]
     assert not errors, errors
@@ -133,11 +152,17 @@ def _objects(root: Path, provider: str, components: str, group: str) -> list[dic
 
 def _problems(sets: dict[str, str], objects: list[dict[str, Any]]) -> list[str]:
     validator = Validator(index_for(sets), "1.33", cel=True)
-    return [f"{o['kind']}/{o['metadata']['name']} {p.path}: {p.message}" for o in objects for p in validator.validate(o)]
+    return [
+        f"{o['kind']}/{o['metadata']['name']} {p.path}: {p.message}"
+        for o in objects
+        for p in validator.validate(o)
+    ]
 
 
 @pytest.mark.parametrize("release", _releases("volcano"), ids=_id)
-def test_a_queue_renders_valid_for_every_volcano_release(tmp_path: Path, release: VolcanoRelease) -> None:
+def test_a_queue_renders_valid_for_every_volcano_release(
+    tmp_path: Path, release: VolcanoRelease
+) -> None:
     karpenter = f"  karpenter: {{version: v1.14.1, nodeClass: {NODE_CLASS['aws']}}}"
     components = f"  volcano: {{version: {release.version}}}\n{karpenter}"
     (queue,) = _objects(tmp_path, "aws", components, "scheduling.volcano.sh/")
@@ -146,8 +171,12 @@ def test_a_queue_renders_valid_for_every_volcano_release(tmp_path: Path, release
 
 
 @pytest.mark.parametrize("release", _releases("karpenter"), ids=_id)
-def test_a_node_pool_renders_valid_for_every_karpenter_release(tmp_path: Path, release: KarpenterRelease) -> None:
-    components = f"  karpenter: {{version: {release.version}, nodeClass: {NODE_CLASS[release.line]}}}"
+def test_a_node_pool_renders_valid_for_every_karpenter_release(
+    tmp_path: Path, release: KarpenterRelease
+) -> None:
+    components = (
+        f"  karpenter: {{version: {release.version}, nodeClass: {NODE_CLASS[release.line]}}}"
+    )
     (pool,) = _objects(tmp_path, release.line, components, "karpenter.sh/")
     assert pool["spec"]["template"]["spec"]["nodeClassRef"]["kind"] == release.node_class.kind
     folder, _, version = (REGISTRY["karpenter"].crd_set(release) or "").partition("/")

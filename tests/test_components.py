@@ -16,7 +16,9 @@ from gpuplan.pipeline import compile_fleet
 from gpuplan.validate import Validator
 from tests.conftest import run, write_repo
 
-SOURCE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+@[0-9A-Za-z][0-9A-Za-z.+-]*:[^:\s]+$")  # owner/repo@tag-or-commit:path
+SOURCE = re.compile(
+    r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+@[0-9A-Za-z][0-9A-Za-z.+-]*:[^:\s]+$"
+)  # owner/repo@tag-or-commit:path
 COMPONENTS = sorted(REGISTRY.values(), key=lambda c: c.name)
 KUEUE = REGISTRY["kueue"]
 
@@ -29,7 +31,15 @@ def _ids(component: Component) -> str:
 
 
 def test_the_registry_lists_every_component_of_the_issue() -> None:
-    assert set(REGISTRY) >= {"gpu-operator", "kueue", "volcano", "karpenter", "nfd", "multus", "argo-cd"}
+    assert set(REGISTRY) >= {
+        "gpu-operator",
+        "kueue",
+        "volcano",
+        "karpenter",
+        "nfd",
+        "multus",
+        "argo-cd",
+    }
     assert all(name == component.name for name, component in REGISTRY.items())
     assert len({c.field for c in REGISTRY.values()}) == len(REGISTRY)
 
@@ -40,10 +50,14 @@ def test_each_component_has_releases_with_sources(component: Component) -> None:
     for release in component.releases:
         assert release.sources, release.version
         bad = [s for s in release.sources if not SOURCE.match(s)]
-        assert not bad, f"{component.name} {release.version}: sources must read owner/repo@tag:path: {bad}"
+        assert not bad, (
+            f"{component.name} {release.version}: sources must read owner/repo@tag:path: {bad}"
+        )
     for line in component.lines:
         versions = component.versions_of(line)
-        assert len(set(versions)) == len(versions), f"{component.name} {line}: a version is listed twice"
+        assert len(set(versions)) == len(versions), (
+            f"{component.name} {line}: a version is listed twice"
+        )
 
 
 @pytest.mark.parametrize("component", COMPONENTS, ids=_ids)
@@ -75,20 +89,29 @@ def test_every_release_has_a_shipped_crd_set(component: Component) -> None:
         crd_set = component.crd_set(release)
         assert crd_set is not None, f"{component.name} {release.version} names no CRD set"
         folder = DATA / crd_set
-        assert folder.is_dir() and any(folder.glob("*.json.gz")), f"no shipped CRDs at gpuplan/crds/{crd_set}"
+        assert folder.is_dir() and any(folder.glob("*.json.gz")), (
+            f"no shipped CRDs at gpuplan/crds/{crd_set}"
+        )
 
 
 def test_supported_versions_cover_the_issue() -> None:
     minors = {".".join(v.split(".")[:2]) for v in KUEUE.versions}
     assert minors == {f"v0.{n}" for n in range(12, 20)} and "v0.14.4" in KUEUE.versions
-    assert {".".join(v.split(".")[:2]) for v in REGISTRY["volcano"].versions} == {f"v1.{n}" for n in range(11, 16)}
+    assert {".".join(v.split(".")[:2]) for v in REGISTRY["volcano"].versions} == {
+        f"v1.{n}" for n in range(11, 16)
+    }
     karpenter = REGISTRY["karpenter"]
-    assert {".".join(v.split(".")[:2]) for v in karpenter.versions_of("aws")} == {f"v1.{n}" for n in range(15)}
+    assert {".".join(v.split(".")[:2]) for v in karpenter.versions_of("aws")} == {
+        f"v1.{n}" for n in range(15)
+    }
     assert karpenter.versions_of("azure")
 
 
 def test_unknown_version_names_the_known_ones() -> None:
-    with pytest.raises(UnknownVersion, match=r"kueue v0\.19\.3 is not supported \(did you mean 'v0\.19\.2'\?\); supported versions: v0\.12\.10, "):
+    with pytest.raises(
+        UnknownVersion,
+        match=r"kueue v0\.19\.3 is not supported \(did you mean 'v0\.19\.2'\?\); supported versions: v0\.12\.10, ",
+    ):
         KUEUE.release("v0.19.3")
 
 
@@ -142,7 +165,9 @@ def test_an_unknown_version_is_an_error_at_its_line(tmp_path: Path) -> None:
     result = run("check", "--root", str(_repo(tmp_path, "v0.14.5")))
     assert result.code == 1
     line = next(x for x in result.stderr.splitlines() if "components.kueue.version" in x)
-    assert line.startswith("clusters/c1.yaml:6:20: error: components.kueue.version: kueue v0.14.5 is not supported (did you mean 'v0.14.")
+    assert line.startswith(
+        "clusters/c1.yaml:6:20: error: components.kueue.version: kueue v0.14.5 is not supported (did you mean 'v0.14."
+    )
     assert "supported versions: v0.12.10, v0.13.10, v0.14.4, v0.14.8, v0.15.8" in line
     assert "Traceback" not in result.stderr
 
@@ -151,17 +176,27 @@ def test_karpenter_versions_are_the_provider_line(tmp_path: Path) -> None:
     aws = KARPENTER.format(version="v1.6.2")  # an Azure release, not an AWS one
     result = run("check", "--root", str(_repo(tmp_path / "aws", "v0.19.2", "aws", aws)))
     assert result.code == 1
-    assert "clusters/c1.yaml:7:" in result.stderr and "karpenter (aws) v1.6.2 is not supported (did you mean 'v1.6.8'?)" in result.stderr
+    assert (
+        "clusters/c1.yaml:7:" in result.stderr
+        and "karpenter (aws) v1.6.2 is not supported (did you mean 'v1.6.8'?)" in result.stderr
+    )
     onprem = KARPENTER.format(version="v1.14.1")
     result = run("check", "--root", str(_repo(tmp_path / "onprem", "v0.19.2", "onprem", onprem)))
-    assert result.code == 1 and "karpenter has no releases for provider onprem; gpuplan knows aws, azure" in result.stderr
+    assert (
+        result.code == 1
+        and "karpenter has no releases for provider onprem; gpuplan knows aws, azure"
+        in result.stderr
+    )
 
 
 def test_karpenter_node_class_must_be_the_providers(tmp_path: Path) -> None:
     aks = "  karpenter: {version: v1.14.2, nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}}\n"
     result = run("check", "--root", str(_repo(tmp_path, "v0.19.2", "azure", aks)))
     assert result.code == 1
-    assert "components.karpenter.nodeClass: Karpenter for azure (v1.14.2) provisions nodes from AKSNodeClass" in result.stderr
+    assert (
+        "components.karpenter.nodeClass: Karpenter for azure (v1.14.2) provisions nodes from AKSNodeClass"
+        in result.stderr
+    )
 
 
 # --- every Kueue release renders valid objects for itself ------------------------------------
@@ -176,7 +211,11 @@ def _kueue_objects(root: Path) -> list[dict]:
 
 def _problems(version: str, objects: list[dict]) -> list[str]:
     validator = Validator(index_for({"kueue": version}), "1.33", cel=True, webhooks=True)
-    return [f"{o['kind']}/{o['metadata']['name']} {p.path}: {p.message}" for o in objects for p in validator.validate(o)]
+    return [
+        f"{o['kind']}/{o['metadata']['name']} {p.path}: {p.message}"
+        for o in objects
+        for p in validator.validate(o)
+    ]
 
 
 @pytest.mark.parametrize("version", KUEUE.versions)
@@ -186,14 +225,25 @@ def test_one_tenant_renders_valid_for_every_kueue_version(tmp_path: Path, versio
     assert isinstance(release, KueueRelease)
     objects = _kueue_objects(_repo(tmp_path, version))
     kinds = sorted(o["kind"] for o in objects)
-    assert kinds == ["ClusterQueue", "Cohort", "Cohort", "LocalQueue", "LocalQueue", "ResourceFlavor"], kinds
+    assert kinds == [
+        "ClusterQueue",
+        "Cohort",
+        "Cohort",
+        "LocalQueue",
+        "LocalQueue",
+        "ResourceFlavor",
+    ], kinds
     assert not _problems(version, objects)
     queue = next(o for o in objects if o["kind"] == "ClusterQueue")
     assert queue["apiVersion"] == release.api_version
     assert queue["spec"]["flavorFungibility"]["whenCanBorrow"] in release.when_can_borrow
     assert queue["spec"][release.cohort_field] == "research"
-    child = next(o for o in objects if o["kind"] == "Cohort" and o["metadata"]["name"] == "research")
-    assert child["apiVersion"] == release.cohort_api_version and child["spec"] == {release.cohort_parent_field: "org"}
+    child = next(
+        o for o in objects if o["kind"] == "Cohort" and o["metadata"]["name"] == "research"
+    )
+    assert child["apiVersion"] == release.cohort_api_version and child["spec"] == {
+        release.cohort_parent_field: "org"
+    }
 
 
 def test_the_newest_release_objects_are_rejected_by_an_older_releases_crds(tmp_path: Path) -> None:

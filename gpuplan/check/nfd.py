@@ -31,7 +31,9 @@ def check_nfd_label_keys(fleet: Fleet) -> Iterator[Diagnostic]:
                     f"feature.node.kubernetes.io/{key}, not {key}; give the key a prefix (example.com/{key})"
                 )
                 yield _warning(cluster.located.source, loc, message, at_key=True)
-            elif _in_domain(key, _KUBERNETES_IO) and not any(_in_domain(key, d) for d in _NFD_ALLOWED):
+            elif _in_domain(key, _KUBERNETES_IO) and not any(
+                _in_domain(key, d) for d in _NFD_ALLOWED
+            ):
                 message = (
                     f"nfd-master never sets labels in the kubernetes.io domain (except {', '.join(_NFD_ALLOWED)}): "
                     "the pool's nodes would not get this label"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpuplan.check import check, clusters_with
-from gpuplan.diagnostics import Diagnostic
 from gpuplan.components.volcano import RESERVED_QUEUES, VolcanoRelease
+from gpuplan.diagnostics import Diagnostic
 from gpuplan.fleet import Fleet
 
 

@@ -25,7 +25,10 @@ class ArgoCdRelease(Release):
 RELEASES: tuple[ArgoCdRelease, ...] = (
     ArgoCdRelease(
         version="v3.5.1",
-        sources=(f"{REPO}@v3.5.1:manifests/crds/application-crd.yaml", f"{REPO}@v3.5.1:manifests/install.yaml"),
+        sources=(
+            f"{REPO}@v3.5.1:manifests/crds/application-crd.yaml",
+            f"{REPO}@v3.5.1:manifests/install.yaml",
+        ),
         chart=None,  # installed by the platform team, not by gpuplan
         crds="v3.5.1",
         application_api_version="argoproj.io/v1alpha1",

@@ -54,10 +54,16 @@ class Component:
     releases: tuple[Release, ...]
     emitter: str | None = None  # "gpuplan.emit.kueue:emit"
     checks: tuple[str, ...] = ()  # modules under gpuplan.check registering this component's checks
-    line_field: str | None = None  # the cluster field that picks a release line ("provider" for Karpenter)
-    configured: bool = True  # False: no key under `components:`, the newest release is the one in use
+    line_field: str | None = (
+        None  # the cluster field that picks a release line ("provider" for Karpenter)
+    )
+    configured: bool = (
+        True  # False: no key under `components:`, the newest release is the one in use
+    )
     scope: str = "cluster"  # "cluster": emitter(cluster) per cluster; "fleet": emitter(fleet, output_path) once
-    _by_version: Mapping[tuple[str, str], Release] = dataclass_field(init=False, repr=False, compare=False)
+    _by_version: Mapping[tuple[str, str], Release] = dataclass_field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_version", {(r.line, r.version): r for r in self.releases})
@@ -92,7 +98,9 @@ class Component:
             return self._by_version[(line, version)]
         except KeyError:
             name = f"{self.name} ({line})" if line else self.name
-            raise UnknownVersion(unknown_version_message(name, version, self.versions_of(line))) from None
+            raise UnknownVersion(
+                unknown_version_message(name, version, self.versions_of(line))
+            ) from None
 
 
 def unknown_version_message(component: str, version: str, known: tuple[str, ...]) -> str:

@@ -94,13 +94,20 @@ _EC2_V1_0 = frozenset({
 })  # fmt: skip
 _EC2_V1_3 = _EC2_V1_0 | {"capacityReservationSelectorTerms"}
 _EC2_V1_8 = _EC2_V1_3 | {"ipPrefixCount"}
-_EC2_V1_11 = _EC2_V1_8 | {"networkInterfaces", "placementGroupSelector"}  # EFA interfaces, placement groups
+_EC2_V1_11 = _EC2_V1_8 | {
+    "networkInterfaces",
+    "placementGroupSelector",
+}  # EFA interfaces, placement groups
 _EC2_V1_13 = _EC2_V1_11 | {"connectionTracking", "cpuOptions"}
 
-_AKS_V1_6_2 = frozenset({"fipsMode", "imageFamily", "kubelet", "maxPods", "osDiskSizeGB", "tags", "vnetSubnetID"})
+_AKS_V1_6_2 = frozenset(
+    {"fipsMode", "imageFamily", "kubelet", "maxPods", "osDiskSizeGB", "tags", "vnetSubnetID"}
+)
 _AKS_V1_6_8 = _AKS_V1_6_2 | {"localDNS", "security"}
 _AKS_V1_10 = _AKS_V1_6_8 | {"artifactStreaming", "linuxOSConfig"}
-_AKS_V1_12 = _AKS_V1_10 | {"gpu"}  # spec.gpu.mode Driver|None: None leaves the GPU driver to the operator
+_AKS_V1_12 = _AKS_V1_10 | {
+    "gpu"
+}  # spec.gpu.mode Driver|None: None leaves the GPU driver to the operator
 
 
 def _aws(tag: str, core: str, fields: frozenset[str]) -> KarpenterRelease:

@@ -36,8 +36,12 @@ class KueueRelease(Release):
     served: tuple[str, ...]  # kueue.x-k8s.io versions of ClusterQueue, LocalQueue, ResourceFlavor
     cohort_version: str  # the Cohort kind's version (v1alpha1 on v0.12)
     cohort_parent_field: str  # "parent" (v1alpha1) or "parentName"
-    when_can_borrow: tuple[str, ...]  # enum of spec.flavorFungibility.whenCanBorrow (emitted apiVersion)
-    when_can_preempt: tuple[str, ...]  # enum of spec.flavorFungibility.whenCanPreempt (emitted apiVersion)
+    when_can_borrow: tuple[
+        str, ...
+    ]  # enum of spec.flavorFungibility.whenCanBorrow (emitted apiVersion)
+    when_can_preempt: tuple[
+        str, ...
+    ]  # enum of spec.flavorFungibility.whenCanPreempt (emitted apiVersion)
     max_flavors: int  # spec.resourceGroups[].flavors maxItems
     max_covered_resources: int  # spec.resourceGroups[].coveredResources maxItems
     max_group_entries: int | None  # flavors x resources per group (webhook), None: no such rule
@@ -69,9 +73,18 @@ class KueueRelease(Release):
 
 
 def _sources(tag: str) -> tuple[str, ...]:
-    kinds = ("clusterqueues", "cohorts", "localqueues", "resourceflavors", "workloadpriorityclasses")
+    kinds = (
+        "clusterqueues",
+        "cohorts",
+        "localqueues",
+        "resourceflavors",
+        "workloadpriorityclasses",
+    )
     crds = tuple(f"{REPO}@{tag}:{CRD_DIR}/{GROUP}_{kind}.yaml" for kind in kinds)
-    return crds + (f"{REPO}@{tag}:pkg/webhooks/clusterqueue_webhook.go", f"{REPO}@{tag}:charts/kueue/README.md")
+    return crds + (
+        f"{REPO}@{tag}:pkg/webhooks/clusterqueue_webhook.go",
+        f"{REPO}@{tag}:charts/kueue/README.md",
+    )
 
 
 def _release(tag: str, **facts: object) -> KueueRelease:

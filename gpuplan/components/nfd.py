@@ -29,7 +29,10 @@ class NfdRelease(Release):
 RELEASES: tuple[NfdRelease, ...] = (
     NfdRelease(
         version="v0.19.0",
-        sources=(f"{REPO}@v0.19.0:deployment/base/nfd-crds/nfd-api-crds.yaml", f"{REPO}@v0.19.0:Makefile"),
+        sources=(
+            f"{REPO}@v0.19.0:deployment/base/nfd-crds/nfd-api-crds.yaml",
+            f"{REPO}@v0.19.0:Makefile",
+        ),
         chart=Chart("oci://registry.k8s.io/nfd/charts", "node-feature-discovery", "0.19.0"),
         crds="v0.19.0",
         rule_api_version="nfd.k8s-sigs.io/v1alpha1",

@@ -18,7 +18,9 @@ from gpuplan.components.base import Chart, Component, Release
 REPO = "volcano-sh/volcano"
 QUEUE_CRD = "config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml"
 CHART_REPO = "https://volcano-sh.github.io/helm-charts"
-API_VERSION = "scheduling.volcano.sh/v1beta1"  # the only version the Queue CRD serves (v1.11 to v1.15)
+API_VERSION = (
+    "scheduling.volcano.sh/v1beta1"  # the only version the Queue CRD serves (v1.11 to v1.15)
+)
 # Queues Volcano creates itself and refuses to delete (admission webhook validateQueueDeleting);
 # a tenant of that name would take them over.
 RESERVED_QUEUES = ("default", "root")
@@ -36,7 +38,12 @@ def _release(tag: str, dequeue_strategy: bool, max_weight: int | None) -> Volcan
     sources = (f"{REPO}@{tag}:{QUEUE_CRD}", f"{REPO}@{tag}:installer/helm/chart/volcano/Chart.yaml")
     chart = Chart(CHART_REPO, "volcano", tag.removeprefix("v"))
     return VolcanoRelease(
-        version=tag, sources=sources, chart=chart, crds=tag, dequeue_strategy=dequeue_strategy, max_weight=max_weight
+        version=tag,
+        sources=sources,
+        chart=chart,
+        crds=tag,
+        dequeue_strategy=dequeue_strategy,
+        max_weight=max_weight,
     )
 
 
