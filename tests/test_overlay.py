@@ -173,6 +173,20 @@ def test_files_in_extra_that_are_not_one_object_are_refused(
     assert not out.exists()
 
 
+def test_symlinks_in_extra_are_refused_not_followed(repo: Path, tmp_path: Path) -> None:
+    outside = write_repo(tmp_path / "outside", {"nc/gpu.yaml": NODE_CLASS.format(name="gpu")})
+    (repo / "extra" / CLUSTER).mkdir(parents=True)
+    (repo / "extra" / CLUSTER / "linked").symlink_to(outside / "nc")
+    (repo / "extra" / CLUSTER / "gpu.yaml").symlink_to(outside / "nc" / "gpu.yaml")
+    code, stderr, out = render(repo)
+    assert code == 1
+    assert errors(stderr) == [
+        f"extra/{CLUSTER}/gpu.yaml:1:1: error: not a regular file (symlinks are not followed) [input]",
+        f"extra/{CLUSTER}/linked:1:1: error: not a regular file (symlinks are not followed) [input]",
+    ]
+    assert not out.exists()
+
+
 def test_an_own_manifest_colliding_with_a_generated_object_names_both_files(repo: Path) -> None:
     flavor = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: p5\n"
     write_repo(

@@ -8,6 +8,7 @@ with the generated objects: schemas, CEL and webhook rules, references both ways
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,15 +42,16 @@ def identity(obj: Mapping[str, Any]) -> tuple[str, str, str]:
 
 
 def _files(folder: Path) -> Iterable[Path]:
-    return sorted(
-        (
-            p
-            for p in folder.rglob("*")
-            if p.suffix in (".yaml", ".yml")
-            and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-        ),
-        key=lambda p: p.as_posix(),
-    )
+    """Yield the YAML files under a folder in a stable order, and symlinked folders (not entered)."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        base = Path(dirpath)
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        found += [base / d for d in dirnames if (base / d).is_symlink()]
+        found += [
+            base / f for f in filenames if f.endswith((".yaml", ".yml")) and not f.startswith(".")
+        ]
+    return sorted(found, key=lambda p: p.as_posix())
 
 
 def read_extras(root: Path, clusters: Iterable[str]) -> tuple[list[Extra], list[Diagnostic]]:
