@@ -99,10 +99,10 @@ def reference_problems(manifests: list[Manifest], fleet: Fleet, output_path: str
             report = check_references([m.obj for m in items], paths=paths)
         index = {(m.kind, m.namespace or "", m.name): m for m in items}
         for problem in report.problems:
-            item = index.get((problem.kind, problem.namespace, problem.name))
+            found = index.get((problem.kind, problem.namespace, problem.name))
             severity = Severity.ERROR if problem.severity == "error" else Severity.WARNING
-            if item is not None:
-                problems.append(_at(item, problem.path, problem.message, severity, place))
+            if found is not None:
+                problems.append(_at(found, problem.path, problem.message, severity, place))
             else:
                 problems.append(error(f"output/{name or ''}", 0, 0, problem.kind, problem.message))
     return problems

@@ -103,7 +103,7 @@ def check_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
 
 
 def _pool_at(cluster: ClusterPlan, pool: PoolPlan, rest: tuple[str, ...], severity: Severity, message: str, code: str = "") -> Diagnostic:
-    loc = ("nodePools", pool.index, *rest)
+    loc: tuple[str | int, ...] = ("nodePools", pool.index, *rest)
     source = cluster.located.source
     line, col = source.position(loc)
     return Diagnostic(source.path, line, col, severity, format_path(loc), message, code)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,7 +40,7 @@ class Limits:
 
 LIMITS = Limits()
 # What each step of shrinking gives up, in order.
-STEPS = (
+STEPS: tuple[tuple[str, Callable[[Limits], Limits]], ...] = (
     ("object tables", lambda lim: replace(lim, objects=0, capacity=0)),
     ("MIG slice drawings", lambda lim: replace(lim, drawings=False)),
     ("counts per kind", lambda lim: replace(lim, counts=0)),

@@ -102,7 +102,7 @@ def group_of(api_version: str) -> str:
 
 def key_of(obj: dict[str, Any], scope: str, path: str) -> ObjectKey:
     """Return the key of an object; a nameless object (a Kustomization) is named by its file."""
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    metadata: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     name = str(metadata.get("name") or path)
     namespace = str(metadata.get("namespace") or "")
     return ObjectKey(scope, group_of(str(obj.get("apiVersion", ""))), str(obj.get("kind", "")), namespace, name)

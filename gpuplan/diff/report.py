@@ -146,7 +146,7 @@ def _change_json(change: ObjectChange) -> dict[str, Any]:
         row |= {} if item.new is ABSENT else {"new": item.new}
         row |= {"reference": True} if item.reference else {}
         fields.append(row)
-    out = {"cluster": key.scope, "apiVersion": change.api_version, "kind": key.kind, "namespace": key.namespace or None, "name": key.name}
+    out: dict[str, Any] = {"cluster": key.scope, "apiVersion": change.api_version, "kind": key.kind, "namespace": key.namespace or None, "name": key.name}
     out |= {"file": change.path, "change": change.status, "fields": fields}
     if change.renamed_from is not None:
         out["renamedFrom"] = {"namespace": change.renamed_from.namespace or None, "name": change.renamed_from.name}
@@ -188,7 +188,7 @@ def as_json(result: DiffResult) -> str:
 def __getattr__(name: str) -> Any:
     """Keep the markdown names importable from here (they moved to markdown.py)."""
     if name in ("as_markdown", "Limits", "LIMITS", "MAX_COMMENT"):
-        from gpuplan.diff import markdown
+        import gpuplan.diff.markdown
 
-        return getattr(markdown, name)
+        return getattr(gpuplan.diff.markdown, name)
     raise AttributeError(name)

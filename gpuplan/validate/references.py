@@ -240,7 +240,7 @@ class _GpuConfig:
         cm = self.mig_map
         if cm is None:
             return None
-        data = cm.get("data") if isinstance(cm.get("data"), dict) else {}
+        data: dict[str, Any] = cm["data"] if isinstance(cm.get("data"), dict) else {}
         if MIG_PARTED_CONFIG_KEY not in data:
             self.problems.append(_problem(cm, "data", f'missing key "{MIG_PARTED_CONFIG_KEY}": '
                                           "MIG manager reads its mig-parted config from it"))
