@@ -69,40 +69,92 @@ def _each(component: str, repo: str, tags: str, paths: tuple[str, ...]) -> list[
 # Kueue: the kinds gpuplan emits or reads (not Workload or MultiKueue objects).
 _KUEUE_PATHS = tuple(
     f"config/components/crd/bases/kueue.x-k8s.io_{name}.yaml"
-    for name in ("admissionchecks", "clusterqueues", "cohorts", "localqueues", "resourceflavors",
-                 "topologies", "workloadpriorityclasses")
+    for name in (
+        "admissionchecks",
+        "clusterqueues",
+        "cohorts",
+        "localqueues",
+        "resourceflavors",
+        "topologies",
+        "workloadpriorityclasses",
+    )
 )
-_GPU_OPERATOR_PATHS = ("config/crd/bases/nvidia.com_clusterpolicies.yaml",
-                       "config/crd/bases/nvidia.com_nvidiadrivers.yaml")
-_VOLCANO_PATHS = tuple(f"config/crd/volcano/bases/{name}.yaml" for name in (
-    "batch.volcano.sh_jobs", "scheduling.volcano.sh_podgroups", "scheduling.volcano.sh_queues"))
-_KARPENTER_PATHS = ("pkg/apis/crds/karpenter.sh_nodeclaims.yaml",
-                    "pkg/apis/crds/karpenter.sh_nodepools.yaml")
+_GPU_OPERATOR_PATHS = (
+    "config/crd/bases/nvidia.com_clusterpolicies.yaml",
+    "config/crd/bases/nvidia.com_nvidiadrivers.yaml",
+)
+_VOLCANO_PATHS = tuple(
+    f"config/crd/volcano/bases/{name}.yaml"
+    for name in (
+        "batch.volcano.sh_jobs",
+        "scheduling.volcano.sh_podgroups",
+        "scheduling.volcano.sh_queues",
+    )
+)
+_KARPENTER_PATHS = (
+    "pkg/apis/crds/karpenter.sh_nodeclaims.yaml",
+    "pkg/apis/crds/karpenter.sh_nodepools.yaml",
+)
 
 # Versions: the latest patch of each supported minor (plus the patches the example fleet uses),
 # and for the GPU Operator every release of the last 18 months (tags dated 2025-06-05 to 2026-08-20).
 TABLE: tuple[Entry, ...] = (
-    *_each("kueue", KUEUE, "v0.12.10 v0.13.10 v0.14.4 v0.14.8 v0.15.8 v0.16.9 v0.17.8 v0.18.6 "
-           "v0.19.2", _KUEUE_PATHS),
-    *_each("gpu-operator", GPU_OPERATOR, "v25.3.1 v25.3.2 v25.3.3 v25.3.4 v25.10.0 v25.10.1 "
-           "v26.3.0 v26.3.1 v26.3.2 v26.3.3 v26.7.0", _GPU_OPERATOR_PATHS),
+    *_each(
+        "kueue",
+        KUEUE,
+        "v0.12.10 v0.13.10 v0.14.4 v0.14.8 v0.15.8 v0.16.9 v0.17.8 v0.18.6 v0.19.2",
+        _KUEUE_PATHS,
+    ),
+    *_each(
+        "gpu-operator",
+        GPU_OPERATOR,
+        "v25.3.1 v25.3.2 v25.3.3 v25.3.4 v25.10.0 v25.10.1 v26.3.0 v26.3.1 v26.3.2 v26.3.3 v26.7.0",
+        _GPU_OPERATOR_PATHS,
+    ),
     *_each("volcano", VOLCANO, "v1.11.2 v1.12.4 v1.13.3 v1.14.4 v1.15.1", _VOLCANO_PATHS),
-    *_each("karpenter", KARPENTER, "v1.0.9 v1.1.5 v1.2.5 v1.3.5 v1.4.2 v1.5.5 v1.6.4 v1.7.2 "
-           "v1.8.3 v1.9.1 v1.10.1 v1.11.2 v1.12.1 v1.13.0 v1.14.1", _KARPENTER_PATHS),
-    *_each("karpenter-provider-aws", KARPENTER_AWS, "v1.0.14 v1.1.10 v1.2.8 v1.3.8 v1.4.4 v1.5.8 "
-           "v1.6.8 v1.7.6 v1.8.8 v1.9.2 v1.10.2 v1.11.3 v1.12.2 v1.13.1 v1.14.1",
-           ("pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml", *_KARPENTER_PATHS)),
-    *_each("karpenter-provider-azure", KARPENTER_AZURE,
-           "v1.6.2 v1.6.8 v1.7.2 v1.10.2 v1.12.2 v1.13.1 v1.14.2",
-           ("pkg/apis/crds/karpenter.azure.com_aksnodeclasses.yaml", *_KARPENTER_PATHS)),
+    *_each(
+        "karpenter",
+        KARPENTER,
+        "v1.0.9 v1.1.5 v1.2.5 v1.3.5 v1.4.2 v1.5.5 v1.6.4 v1.7.2 "
+        "v1.8.3 v1.9.1 v1.10.1 v1.11.2 v1.12.1 v1.13.0 v1.14.1",
+        _KARPENTER_PATHS,
+    ),
+    *_each(
+        "karpenter-provider-aws",
+        KARPENTER_AWS,
+        "v1.0.14 v1.1.10 v1.2.8 v1.3.8 v1.4.4 v1.5.8 "
+        "v1.6.8 v1.7.6 v1.8.8 v1.9.2 v1.10.2 v1.11.3 v1.12.2 v1.13.1 v1.14.1",
+        ("pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml", *_KARPENTER_PATHS),
+    ),
+    *_each(
+        "karpenter-provider-azure",
+        KARPENTER_AZURE,
+        "v1.6.2 v1.6.8 v1.7.2 v1.10.2 v1.12.2 v1.13.1 v1.14.2",
+        ("pkg/apis/crds/karpenter.azure.com_aksnodeclasses.yaml", *_KARPENTER_PATHS),
+    ),
     # The upstream file defines NodeFeature, NodeFeatureGroup and NodeFeatureRule; gpuplan emits rules.
-    *_each("nfd", NFD, "v0.19.0",
-           ("deployment/base/nfd-crds/nfd-api-crds.yaml#nodefeaturerules.nfd.k8s-sigs.io",)),
+    *_each(
+        "nfd",
+        NFD,
+        "v0.19.0",
+        ("deployment/base/nfd-crds/nfd-api-crds.yaml#nodefeaturerules.nfd.k8s-sigs.io",),
+    ),
     *_each("multus", NAD, "v1.7.7", ("artifacts/networks-crd.yaml",)),
-    *_each("argo-cd", ARGO_CD, "v3.5.1", tuple(f"manifests/crds/{name}-crd.yaml" for name in (
-        "application", "appproject", "applicationset"))),
-    *_each("kai-scheduler", KAI, "v0.17.0",
-           ("deployments/kai-scheduler/crds/scheduling.run.ai_queues.yaml",)),
+    *_each(
+        "argo-cd",
+        ARGO_CD,
+        "v3.5.1",
+        tuple(
+            f"manifests/crds/{name}-crd.yaml"
+            for name in ("application", "appproject", "applicationset")
+        ),
+    ),
+    *_each(
+        "kai-scheduler",
+        KAI,
+        "v0.17.0",
+        ("deployments/kai-scheduler/crds/scheduling.run.ai_queues.yaml",),
+    ),
 )
 
 
@@ -122,14 +174,21 @@ class GitSource:
     def git_dir(self, repo: str) -> Path:
         """Return the git directory of owner/name under the folder."""
         owner, name = repo.split("/")
-        for candidate in (self.folder / f"{owner}+{name}" / "repo", self.folder / f"{owner}+{name}",
-                          self.folder / owner / name, self.folder / name, self.folder / f"{name}.git"):
+        for candidate in (
+            self.folder / f"{owner}+{name}" / "repo",
+            self.folder / f"{owner}+{name}",
+            self.folder / owner / name,
+            self.folder / name,
+            self.folder / f"{name}.git",
+        ):
             if (candidate / "HEAD").is_file() or (candidate / ".git").exists():
                 return candidate
         raise FetchError(f"no git clone of {repo} under {self.folder}")
 
     def _git(self, repo: str, *args: str) -> bytes:
-        done = subprocess.run(["git", f"--git-dir={self._dot_git(repo)}", *args], capture_output=True)
+        done = subprocess.run(
+            ["git", f"--git-dir={self._dot_git(repo)}", *args], capture_output=True
+        )
         if done.returncode != 0:
             raise FetchError(f"{repo}: git {' '.join(args)}: {done.stderr.decode().strip()}")
         return done.stdout
@@ -155,9 +214,17 @@ class GitHubSource:
 
     def commit(self, repo: str, tag: str) -> str:
         """Return the commit a tag points at (peeled, for annotated tags)."""
-        done = subprocess.run(["git", "ls-remote", f"https://github.com/{repo}",
-                               f"refs/tags/{tag}", f"refs/tags/{tag}^{{}}"],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                "git",
+                "ls-remote",
+                f"https://github.com/{repo}",
+                f"refs/tags/{tag}",
+                f"refs/tags/{tag}^{{}}",
+            ],
+            capture_output=True,
+            text=True,
+        )
         refs = dict(reversed(line.split("\t")) for line in done.stdout.split("\n") if "\t" in line)
         commit = refs.get(f"refs/tags/{tag}^{{}}") or refs.get(f"refs/tags/{tag}")
         if done.returncode != 0 or not commit:
@@ -198,8 +265,11 @@ def strip_descriptions(node: Any) -> Any:
         elif key in _SCHEMA_LISTS and isinstance(value, list):
             out[key] = [strip_descriptions(sub) for sub in value]
         elif key in _SCHEMA_ONE:
-            out[key] = ([strip_descriptions(s) for s in value] if isinstance(value, list)
-                        else strip_descriptions(value))
+            out[key] = (
+                [strip_descriptions(s) for s in value]
+                if isinstance(value, list)
+                else strip_descriptions(value)
+            )
         else:
             out[key] = value
     return out
@@ -218,8 +288,12 @@ def prune_crd(doc: dict[str, Any]) -> dict[str, Any]:
         versions.append(version)
     if versions:
         spec["versions"] = versions
-    return {"apiVersion": doc["apiVersion"], "kind": doc["kind"],
-            "metadata": {"name": doc["metadata"]["name"]}, "spec": spec}
+    return {
+        "apiVersion": doc["apiVersion"],
+        "kind": doc["kind"],
+        "metadata": {"name": doc["metadata"]["name"]},
+        "spec": spec,
+    }
 
 
 def crds_of(raw: bytes, where: str, pick: str | None) -> list[dict[str, Any]]:
@@ -285,8 +359,9 @@ def refresh(source: Any, entries: tuple[Entry, ...], data: Path = DATA) -> list[
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     records.sort(key=lambda r: r["file"])
-    (data / SOURCES).write_text(json.dumps({"files": records}, indent=1, sort_keys=True) + "\n",
-                       encoding="utf-8")
+    (data / SOURCES).write_text(
+        json.dumps({"files": records}, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
     return records
 
 
@@ -305,13 +380,21 @@ def _refresh_entry(source: Any, entry: Entry, staging: Path, licence: str) -> li
             target = staging / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-            records.append({
-                "file": relative, "component": entry.component, "version": entry.version,
-                "repository": f"https://github.com/{entry.repo}", "tag": entry.tag,
-                "commit": commit, "path": spec, "license": licence,
-                "sha256": hashlib.sha256(data).hexdigest(), "json_sha256": json_sha,
-                "upstream_sha256": hashlib.sha256(raw).hexdigest(),
-            })
+            records.append(
+                {
+                    "file": relative,
+                    "component": entry.component,
+                    "version": entry.version,
+                    "repository": f"https://github.com/{entry.repo}",
+                    "tag": entry.tag,
+                    "commit": commit,
+                    "path": spec,
+                    "license": licence,
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "json_sha256": json_sha,
+                    "upstream_sha256": hashlib.sha256(raw).hexdigest(),
+                }
+            )
     return records
 
 
@@ -363,10 +446,19 @@ def main(argv: list[str] | None = None) -> int:
     """Refresh or check the shipped CRDs; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="offline: verify the shipped files")
-    parser.add_argument("--from-git", type=Path, metavar="DIR",
-                        help="read upstream tags from git clones or mirrors under DIR (offline)")
-    parser.add_argument("--data", type=Path, default=DATA, metavar="DIR",
-                        help="the shipped CRD folder (default: gpuplan/crds beside this script)")
+    parser.add_argument(
+        "--from-git",
+        type=Path,
+        metavar="DIR",
+        help="read upstream tags from git clones or mirrors under DIR (offline)",
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DATA,
+        metavar="DIR",
+        help="the shipped CRD folder (default: gpuplan/crds beside this script)",
+    )
     args = parser.parse_args(argv)
     if args.check:
         problems = check(TABLE, args.data)
@@ -381,8 +473,10 @@ def main(argv: list[str] | None = None) -> int:
     except FetchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"wrote {len(records)} CRDs of {len(TABLE)} component versions into {args.data}",
-          file=sys.stderr)
+    print(
+        f"wrote {len(records)} CRDs of {len(TABLE)} component versions into {args.data}",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -63,7 +63,10 @@ def lines(text: str, marker: str) -> list[str]:
 
 
 def test_generate_name_instead_of_name_is_valid(tmp_path: Path) -> None:
-    folder = write(tmp_path, {"job.yaml": """\
+    folder = write(
+        tmp_path,
+        {
+            "job.yaml": """\
         apiVersion: batch.volcano.sh/v1alpha1
         kind: Job
         metadata:
@@ -81,20 +84,27 @@ def test_generate_name_instead_of_name_is_valid(tmp_path: Path) -> None:
         kind: ConfigMap
         metadata:
           generateName: settings-
-        """})
+        """
+        },
+    )
     result = run("validate", str(folder), env=NO_ENV)
     assert result.code == 0, result.stderr
     assert "2 objects in 1 files are valid" in result.stderr
 
 
 def test_an_object_with_neither_name_nor_generate_name_is_rejected(tmp_path: Path) -> None:
-    folder = write(tmp_path, {"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {a: b}\n"})
+    folder = write(
+        tmp_path, {"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {a: b}\n"}
+    )
     result = run("validate", str(folder), env=NO_ENV)
     assert result.code == 1 and 'missing required field "name"' in result.stderr
 
 
 def test_nulls_the_api_server_drops_are_not_errors(tmp_path: Path) -> None:
-    folder = write(tmp_path, {"objects.yaml": """\
+    folder = write(
+        tmp_path,
+        {
+            "objects.yaml": """\
         apiVersion: kueue.x-k8s.io/v1beta1
         kind: ClusterQueue
         metadata:
@@ -111,7 +121,9 @@ def test_nulls_the_api_server_drops_are_not_errors(tmp_path: Path) -> None:
           name: settings
           annotations: null
         data: null
-        """})
+        """
+        },
+    )
     result = run("validate", str(folder), env=NO_ENV)
     assert result.code == 0, result.stderr
 
@@ -145,10 +157,13 @@ spec:
 def test_null_pruning_follows_nullable_and_required(tmp_path: Path) -> None:
     crds = write(tmp_path / "crds", {"widget.yaml": WIDGET_CRD})
     widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: {name}}}\nspec: {spec}\n"
-    folder = write(tmp_path / "m", {
-        "ok.yaml": widget.format(name="ok", spec="{size: 1, color: null, note: null}"),
-        "bad.yaml": widget.format(name="bad", spec="{size: null, color: 7}"),
-    })
+    folder = write(
+        tmp_path / "m",
+        {
+            "ok.yaml": widget.format(name="ok", spec="{size: 1, color: null, note: null}"),
+            "bad.yaml": widget.format(name="bad", spec="{size: null, color: 7}"),
+        },
+    )
     result = run("validate", str(folder), "--crds", str(crds), env=NO_ENV)
     assert result.code == 1
     errors = lines(result.stderr, "error:")
@@ -161,20 +176,39 @@ def test_null_pruning_follows_nullable_and_required(tmp_path: Path) -> None:
 # --- duplicates ------------------------------------------------------------------------------
 
 
-def test_two_objects_with_one_name_in_a_folder_are_reported_naming_both_files(tmp_path: Path) -> None:
-    folder = write(tmp_path, {"a.yaml": FLAVOR.format(name="gpu"), "b/b.yaml": FLAVOR.format(name="gpu"),
-                              "c.yaml": FLAVOR.format(name="cpu")})
+def test_two_objects_with_one_name_in_a_folder_are_reported_naming_both_files(
+    tmp_path: Path,
+) -> None:
+    folder = write(
+        tmp_path,
+        {
+            "a.yaml": FLAVOR.format(name="gpu"),
+            "b/b.yaml": FLAVOR.format(name="gpu"),
+            "c.yaml": FLAVOR.format(name="cpu"),
+        },
+    )
     result = run("validate", str(folder), env=NO_ENV)
     assert result.code == 1
     [duplicate] = lines(result.stderr, "duplicate object")
-    assert duplicate.startswith(f"{folder / 'b/b.yaml'}:4:3: error: ResourceFlavor/gpu metadata.name")
+    assert duplicate.startswith(
+        f"{folder / 'b/b.yaml'}:4:3: error: ResourceFlavor/gpu metadata.name"
+    )
     assert f"{folder / 'a.yaml'}:4:3 defines the same ResourceFlavor gpu" in duplicate
 
 
 def test_one_name_in_two_cluster_folders_is_no_duplicate(tmp_path: Path) -> None:
-    kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [f.yaml]\n"
-    folder = write(tmp_path, {"one/f.yaml": FLAVOR.format(name="gpu"), "one/kustomization.yaml": kustomization,
-                              "two/f.yaml": FLAVOR.format(name="gpu"), "two/kustomization.yaml": kustomization})
+    kustomization = (
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [f.yaml]\n"
+    )
+    folder = write(
+        tmp_path,
+        {
+            "one/f.yaml": FLAVOR.format(name="gpu"),
+            "one/kustomization.yaml": kustomization,
+            "two/f.yaml": FLAVOR.format(name="gpu"),
+            "two/kustomization.yaml": kustomization,
+        },
+    )
     result = run("validate", str(folder), env=NO_ENV)
     assert result.code == 0, result.stderr
 
@@ -182,7 +216,9 @@ def test_one_name_in_two_cluster_folders_is_no_duplicate(tmp_path: Path) -> None
 # --- references to objects elsewhere -------------------------------------------------------------
 
 
-def test_a_reference_to_an_object_not_in_the_folder_warns_and_fails_with_strict(tmp_path: Path) -> None:
+def test_a_reference_to_an_object_not_in_the_folder_warns_and_fails_with_strict(
+    tmp_path: Path,
+) -> None:
     folder = write(tmp_path, {"queue.yaml": QUEUE.format(flavor="elsewhere")})
     result = run("validate", str(folder), env=NO_ENV)
     assert result.code == 0, result.stderr
@@ -195,7 +231,10 @@ def test_a_reference_to_an_object_not_in_the_folder_warns_and_fails_with_strict(
 
 
 def test_a_reference_inside_the_folder_that_is_broken_stays_an_error(tmp_path: Path) -> None:
-    folder = write(tmp_path, {"objects.yaml": """\
+    folder = write(
+        tmp_path,
+        {
+            "objects.yaml": """\
         apiVersion: nvidia.com/v1
         kind: ClusterPolicy
         metadata: {name: cluster-policy}
@@ -206,7 +245,9 @@ def test_a_reference_inside_the_folder_that_is_broken_stays_an_error(tmp_path: P
         kind: ConfigMap
         metadata: {name: mig-parted, namespace: gpu-operator}
         data: {other.yaml: "x"}
-        """})
+        """
+        },
+    )
     result = run("validate", str(folder), env=NO_ENV)
     assert result.code == 1
     assert lines(result.stderr, 'error: ConfigMap/mig-parted data: missing key "config.yaml"')
@@ -216,20 +257,29 @@ def test_a_reference_inside_the_folder_that_is_broken_stays_an_error(tmp_path: P
 
 
 def test_a_custom_resource_without_crd_names_its_kind_and_how_to_supply_it(tmp_path: Path) -> None:
-    folder = write(tmp_path, {"gizmo.yaml": "apiVersion: example.com/v1\nkind: Gizmo\nmetadata: {name: g}\n"})
+    folder = write(
+        tmp_path, {"gizmo.yaml": "apiVersion: example.com/v1\nkind: Gizmo\nmetadata: {name: g}\n"}
+    )
     result = run("validate", str(folder), env=NO_ENV)
     assert result.code == 1
     [error] = lines(result.stderr, "error:")
     assert "no CustomResourceDefinition for kind Gizmo (apiVersion example.com/v1)" in error
     assert "--crds DIR" in error and "GPUPLAN_CRDS" in error and "report" not in error
-    supplied = write(tmp_path / "crds", {"gizmo.yaml": WIDGET_CRD.replace("Widget", "Gizmo").replace(
-        "widgets", "gizmos")})
+    supplied = write(
+        tmp_path / "crds",
+        {"gizmo.yaml": WIDGET_CRD.replace("Widget", "Gizmo").replace("widgets", "gizmos")},
+    )
     assert run("validate", str(folder), "--crds", str(supplied), env=NO_ENV).code == 0
 
 
 def test_component_flag_chooses_the_crds(tmp_path: Path) -> None:
-    folder = write(tmp_path, {"queue.yaml": QUEUE.format(flavor="gpu"), "flavor.yaml": FLAVOR.format(name="gpu")})
-    assert run("validate", str(folder), env=NO_ENV).code == 0  # the newest Kueue knows MayStopSearch
+    folder = write(
+        tmp_path,
+        {"queue.yaml": QUEUE.format(flavor="gpu"), "flavor.yaml": FLAVOR.format(name="gpu")},
+    )
+    assert (
+        run("validate", str(folder), env=NO_ENV).code == 0
+    )  # the newest Kueue knows MayStopSearch
     old = run("validate", str(folder), "--component", "kueue=v0.14.4", env=NO_ENV)
     assert old.code == 1
     [error] = lines(old.stderr, "error:")
@@ -244,12 +294,22 @@ def test_unknown_component_or_version_is_a_usage_error(tmp_path: Path) -> None:
     assert run("validate", str(folder), "--component", "kueue", env=NO_ENV).code == 2
 
 
-def test_a_rendered_folder_s_header_chooses_the_crds_and_the_flag_overrides_it(tmp_path: Path) -> None:
-    kustomization = ("# Generated by gpuplan.\n# Components: kueue=v0.14.4 nfd=v0.19.0\n"
-                     "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-                     "resources: [queue.yaml, flavor.yaml]\n")
-    folder = write(tmp_path, {"dgx/queue.yaml": QUEUE.format(flavor="gpu"), "dgx/flavor.yaml": FLAVOR.format(name="gpu"),
-                              "dgx/kustomization.yaml": kustomization})
+def test_a_rendered_folder_s_header_chooses_the_crds_and_the_flag_overrides_it(
+    tmp_path: Path,
+) -> None:
+    kustomization = (
+        "# Generated by gpuplan.\n# Components: kueue=v0.14.4 nfd=v0.19.0\n"
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "resources: [queue.yaml, flavor.yaml]\n"
+    )
+    folder = write(
+        tmp_path,
+        {
+            "dgx/queue.yaml": QUEUE.format(flavor="gpu"),
+            "dgx/flavor.yaml": FLAVOR.format(name="gpu"),
+            "dgx/kustomization.yaml": kustomization,
+        },
+    )
     result = run("validate", str(folder), env=NO_ENV)
     assert result.code == 1
     [error] = lines(result.stderr, "error:")
@@ -273,21 +333,51 @@ def test_a_fresh_install_validates_custom_resources_strictly(tmp_path: Path) -> 
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(PROJECT / name, source / name)
-    shutil.copytree(PROJECT / "gpuplan", source / "gpuplan", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        PROJECT / "gpuplan", source / "gpuplan", ignore=shutil.ignore_patterns("__pycache__")
+    )
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     python = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in ("GPUPLAN_CRDS", "PYTHONPATH")}
-    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                              "--no-index", str(source)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    install = subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert install.returncode == 0, install.stderr
-    where = subprocess.run([str(python), "-c", "import gpuplan.crds; print(gpuplan.crds.DATA)"],
-                           capture_output=True, text=True, env=env, cwd=tmp_path, check=True).stdout.strip()
+    where = subprocess.run(
+        [str(python), "-c", "import gpuplan.crds; print(gpuplan.crds.DATA)"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=True,
+    ).stdout.strip()
     assert Path(where).is_relative_to(venv), where  # the installed copy, not the work tree
-    folder = write(tmp_path / "output", {"queue.yaml": QUEUE.format(flavor="gpu"),
-                                         "flavor.yaml": FLAVOR.format(name="gpu")})
-    done = subprocess.run([str(venv / "bin" / "gpuplan"), "validate", str(folder), "--component", "kueue=v0.14.4"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    folder = write(
+        tmp_path / "output",
+        {"queue.yaml": QUEUE.format(flavor="gpu"), "flavor.yaml": FLAVOR.format(name="gpu")},
+    )
+    done = subprocess.run(
+        [str(venv / "bin" / "gpuplan"), "validate", str(folder), "--component", "kueue=v0.14.4"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 1, done.stderr
     assert "whenCanBorrow: must be one of: Borrow, TryNextFlavor" in done.stderr
     assert "not validated" not in done.stderr
@@ -295,8 +385,15 @@ def test_a_fresh_install_validates_custom_resources_strictly(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("version", ["v0.12.10", "v0.14.4", "v0.19.2"])
 def test_shipped_kueue_crds_accept_a_plain_queue(tmp_path: Path, version: str) -> None:
-    folder = write(tmp_path, {"q.yaml": QUEUE.format(flavor="gpu").replace(
-        "  flavorFungibility:\n    whenCanBorrow: MayStopSearch\n", ""), "f.yaml": FLAVOR.format(name="gpu")})
+    folder = write(
+        tmp_path,
+        {
+            "q.yaml": QUEUE.format(flavor="gpu").replace(
+                "  flavorFungibility:\n    whenCanBorrow: MayStopSearch\n", ""
+            ),
+            "f.yaml": FLAVOR.format(name="gpu"),
+        },
+    )
     result = run("validate", str(folder), "--component", f"kueue={version}", env=NO_ENV)
     assert result.code == 0, result.stderr
 
@@ -320,7 +417,9 @@ def _queue(result, cluster: str) -> dict:  # type: ignore[no-untyped-def]
     return copy.deepcopy(item)
 
 
-def test_render_checks_each_cluster_against_its_own_kueue_version(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_render_checks_each_cluster_against_its_own_kueue_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from dataclasses import replace
 
     from gpuplan.verify import schema_problems
@@ -334,23 +433,32 @@ def test_render_checks_each_cluster_against_its_own_kueue_version(monkeypatch: p
         broken.append(replace(item, obj=obj))
     problems, _ = schema_problems(broken, result.fleet, None)
     assert [(p.file.split("/")[1], p.path.split(" ")[-1]) for p in problems] == [
-        ("dgx-onprem", "spec.flavorFungibility.whenCanBorrow")]
+        ("dgx-onprem", "spec.flavorFungibility.whenCanBorrow")
+    ]
 
 
-def test_render_names_a_missing_crd_without_calling_it_a_bug(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_render_names_a_missing_crd_without_calling_it_a_bug(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from gpuplan.emit.meta import Manifest
     from gpuplan.verify import schema_problems
 
     result = _compiled(monkeypatch)
-    gizmo = Manifest("dgx-onprem/gizmo.yaml", {"apiVersion": "example.com/v1", "kind": "Gizmo",
-                                               "metadata": {"name": "g"}}, ("clusters/dgx-onprem.yaml",), "dgx-onprem")
+    gizmo = Manifest(
+        "dgx-onprem/gizmo.yaml",
+        {"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": {"name": "g"}},
+        ("clusters/dgx-onprem.yaml",),
+        "dgx-onprem",
+    )
     [problem], _ = schema_problems([gizmo], result.fleet, None)
     assert "no CustomResourceDefinition for kind Gizmo" in problem.message
     assert "kueue v0.14.4" in problem.message and "--crds DIR" in problem.message
     assert "report this bug" not in problem.message
 
 
-def test_rendered_folders_name_their_component_versions_and_validate_reads_them(tmp_path: Path) -> None:
+def test_rendered_folders_name_their_component_versions_and_validate_reads_them(
+    tmp_path: Path,
+) -> None:
     repo = tmp_path / "repo"
     for folder in ("clusters", "tenants"):
         shutil.copytree(PROJECT / folder, repo / folder)
@@ -358,12 +466,17 @@ def test_rendered_folders_name_their_component_versions_and_validate_reads_them(
     assert rendered.code == 0, rendered.stderr
     head = (repo / "output" / "dgx-onprem" / "kustomization.yaml").read_text().splitlines()[:4]
     assert "# Components: gpu-operator=v26.7.0 kueue=v0.14.4 multus=v1.7.7 nfd=v0.19.0" in head
-    assert "# Components: argo-cd=v3.5.1" in (repo / "output" / "argocd" / "kustomization.yaml").read_text()
+    assert (
+        "# Components: argo-cd=v3.5.1"
+        in (repo / "output" / "argocd" / "kustomization.yaml").read_text()
+    )
     assert run("validate", str(repo / "output"), env=NO_ENV).code == 0
     queue = next((repo / "output" / "dgx-onprem" / "kueue").glob("clusterqueue-*.yaml"))
     text = queue.read_text()
     assert "    whenCanBorrow: Borrow\n" in text
-    queue.write_text(text.replace("    whenCanBorrow: Borrow\n", "    whenCanBorrow: MayStopSearch\n"))
+    queue.write_text(
+        text.replace("    whenCanBorrow: Borrow\n", "    whenCanBorrow: MayStopSearch\n")
+    )
     result = run("validate", str(repo / "output"), env=NO_ENV)
     assert result.code == 1
     [error] = lines(result.stderr, "error:")

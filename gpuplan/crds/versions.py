@@ -17,12 +17,18 @@ DATA = Path(__file__).parent
 CLUSTER_ALWAYS = ("nfd", "multus")
 FLEET_COMPONENTS = ("argo-cd",)  # the Argo CD Applications live in the fleet-level folder
 # A cluster's `components:` key -> the shipped component, for keys the registry does not list.
-_FIELDS = {"gpuOperator": "gpu-operator", "kueue": "kueue", "volcano": "volcano",
-           "karpenter": "karpenter"}
+_FIELDS = {
+    "gpuOperator": "gpu-operator",
+    "kueue": "kueue",
+    "volcano": "volcano",
+    "karpenter": "karpenter",
+}
 # Karpenter's NodePool CRD differs per provider (the AWS one restricts karpenter.k8s.aws labels),
 # so the provider's own CRDs are used, chosen by the node class group.
-_KARPENTER_PROVIDERS = {"karpenter.k8s.aws": "karpenter-provider-aws",
-                        "karpenter.azure.com": "karpenter-provider-azure"}
+_KARPENTER_PROVIDERS = {
+    "karpenter.k8s.aws": "karpenter-provider-aws",
+    "karpenter.azure.com": "karpenter-provider-azure",
+}
 _VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
 _PAIR = re.compile(r"([a-z0-9][a-z0-9-]*)=(\S+)")
 
@@ -32,10 +38,15 @@ class UnknownCrdSet(ValueError):
 
     def __init__(self, component: str, version: str):
         shipped = shipped_sets().get(component)
-        known = f"shipped: {', '.join(shipped)}" if shipped else (
-            f"known components: {', '.join(sorted(shipped_sets()))}")
-        super().__init__(f"gpuplan ships no CRDs for {component} {version} ({known}); give them "
-                         "with --crds DIR or GPUPLAN_CRDS")
+        known = (
+            f"shipped: {', '.join(shipped)}"
+            if shipped
+            else (f"known components: {', '.join(sorted(shipped_sets()))}")
+        )
+        super().__init__(
+            f"gpuplan ships no CRDs for {component} {version} ({known}); give them "
+            "with --crds DIR or GPUPLAN_CRDS"
+        )
         self.component = component
         self.version = version
 

@@ -37,8 +37,10 @@ def chosen_sets(items: list[str]) -> dict[str, str]:
 def _set(component: str, version: str) -> str:
     """The shipped set of one named component version, or UsageError."""
     if component not in shipped_sets():
-        raise UsageError(f"--component {component}: gpuplan ships no CRDs of that component "
-                         f"(known: {', '.join(sorted(shipped_sets()))})")
+        raise UsageError(
+            f"--component {component}: gpuplan ships no CRDs of that component "
+            f"(known: {', '.join(sorted(shipped_sets()))})"
+        )
     try:
         return set_for(component, version)
     except UnknownCrdSet as exc:
@@ -106,9 +108,17 @@ class Validators:
         key = tuple(sorted(sets.items()))
         found = self._by_sets.get(key)
         if found is None:
-            label = ", ".join(f"{k} {v}" for k, v in sorted(named.items())) or "the newest shipped releases"
-            found = Validator(index_for(sets, self.extra), self.kubernetes_version, cel=True,
-                              webhooks=True, crds_label=label)
+            label = (
+                ", ".join(f"{k} {v}" for k, v in sorted(named.items()))
+                or "the newest shipped releases"
+            )
+            found = Validator(
+                index_for(sets, self.extra),
+                self.kubernetes_version,
+                cel=True,
+                webhooks=True,
+                crds_label=label,
+            )
             self._by_sets[key] = found
         return found
 

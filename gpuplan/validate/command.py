@@ -41,14 +41,21 @@ def manifest_files(paths: list[Path]) -> Iterator[Path]:
     """Yield the YAML and JSON files named or found under the paths, in a stable order."""
     for path in paths:
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file() and not p.is_symlink())
+            yield from sorted(
+                p
+                for p in path.rglob("*")
+                if p.suffix in (".yaml", ".yml", ".json") and p.is_file() and not p.is_symlink()
+            )
         else:
             yield path
 
 
 # Plain scalars that YAML 1.1 (PyYAML, and Kubernetes' go-yaml) reads differently from YAML 1.2
 # (yaml-rs): booleans such as yes/on, leading-zero octals, sexagesimal numbers.
-_YAML11_ONLY = re.compile(r"[:\-\[,]\s*(?:[yY](?:es)?|[nN]o?|YES|NO|[oO]n|ON|[oO]ff|OFF|0[0-7]+|\d+(?::[0-5]?\d)+)\s*(?:$|[,\]#])", re.M)
+_YAML11_ONLY = re.compile(
+    r"[:\-\[,]\s*(?:[yY](?:es)?|[nN]o?|YES|NO|[oO]n|ON|[oO]ff|OFF|0[0-7]+|\d+(?::[0-5]?\d)+)\s*(?:$|[,\]#])",
+    re.M,
+)
 _SEPARATOR = re.compile(r"^---", re.M)
 
 
@@ -75,10 +82,16 @@ def read_documents(path: Path, shown: str) -> tuple[list[Document], list[Diagnos
     except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
         mark = getattr(exc, "problem_mark", None)
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        return [], [error(shown, line, col, "", f"cannot read: {getattr(exc, 'problem', None) or exc}")]
+        return [], [
+            error(shown, line, col, "", f"cannot read: {getattr(exc, 'problem', None) or exc}")
+        ]
     out: list[Document] = []
     for index, doc in enumerate(docs):
-        if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+        if (
+            isinstance(doc, dict)
+            and doc.get("kind") == "List"
+            and isinstance(doc.get("items"), list)
+        ):
             out += [Document(shown, index, item) for item in doc["items"]]
         else:
             out.append(Document(shown, index, doc))
@@ -94,7 +107,9 @@ class Locator:
     def _nodes(self, file: str) -> list[Any]:
         if file not in self._files:
             try:
-                self._files[file] = list(YAML(typ="rt").load_all(Path(file).read_text(encoding="utf-8-sig")))
+                self._files[file] = list(
+                    YAML(typ="rt").load_all(Path(file).read_text(encoding="utf-8-sig"))
+                )
             except Exception:  # noqa: BLE001 - positions are a courtesy: the problem is still reported
                 self._files[file] = []
         return self._files[file]
@@ -125,14 +140,19 @@ def _name(obj: Any) -> str:
 def _is_object(doc: Document) -> bool:
     """Tell whether a document is a Kubernetes object (kustomize's own files are not)."""
     obj = doc.obj
-    return not (isinstance(obj, dict) and str(obj.get("apiVersion", "")).startswith("kustomize.config.k8s.io/"))
+    return not (
+        isinstance(obj, dict)
+        and str(obj.get("apiVersion", "")).startswith("kustomize.config.k8s.io/")
+    )
 
 
 def _unit(path: Path, roots: frozenset[Path], found: dict[Path, bool]) -> str:
     """Return the folder that groups a file with its cluster: the nearest one with a kustomization."""
     for parent in path.parents:
         if parent not in found:
-            found[parent] = (parent / "kustomization.yaml").is_file() or (parent / "kustomization.yml").is_file()
+            found[parent] = (parent / "kustomization.yaml").is_file() or (
+                parent / "kustomization.yml"
+            ).is_file()
         if found[parent]:
             return str(parent)
         if parent in roots:
@@ -209,19 +229,31 @@ def duplicate_problems(docs: list[Document], locator: Locator) -> list[Diagnosti
         earlier = first[key]
         line, col = locator.position(earlier, "metadata.name")
         here = locator.position(doc, "metadata.name")
-        found.append(error(doc.file, *here, f"{_name(doc.obj)} metadata.name",
-                           f"duplicate object: {earlier.file}:{line}:{col} defines the same "
-                           f"{key[1]} {'/'.join(p for p in key[2:] if p)}; one would replace the other"))
+        found.append(
+            error(
+                doc.file,
+                *here,
+                f"{_name(doc.obj)} metadata.name",
+                f"duplicate object: {earlier.file}:{line}:{col} defines the same "
+                f"{key[1]} {'/'.join(p for p in key[2:] if p)}; one would replace the other",
+            )
+        )
     return found
 
 
 def _key(doc: Document) -> tuple[Any, str, Any]:
     meta = doc.obj.get("metadata") if isinstance(doc.obj, dict) else None
     meta = meta if isinstance(meta, dict) else {}
-    return doc.obj.get("kind") if isinstance(doc.obj, dict) else None, meta.get("namespace") or "", meta.get("name")
+    return (
+        doc.obj.get("kind") if isinstance(doc.obj, dict) else None,
+        meta.get("namespace") or "",
+        meta.get("name"),
+    )
 
 
-def _reference_problems(docs: list[Document], locator: Locator, strict: bool = False) -> list[Diagnostic]:
+def _reference_problems(
+    docs: list[Document], locator: Locator, strict: bool = False
+) -> list[Diagnostic]:
     """Check references between the objects of one folder.
 
     A reference to an object not among them is a warning (an error with --strict): the API server
@@ -237,8 +269,19 @@ def _reference_problems(docs: list[Document], locator: Locator, strict: bool = F
         severity = Severity.ERROR if problem.severity == "error" else Severity.WARNING
         if problem.external or problem.path == "metadata.namespace":
             severity = Severity.ERROR if strict else Severity.WARNING
-        file, (line, col) = (doc.file, locator.position(doc, problem.path)) if doc else ("-", (0, 0))
-        found.append(Diagnostic(file, line, col, severity, f"{problem.kind}/{problem.name} {problem.path}".strip(), problem.message))
+        file, (line, col) = (
+            (doc.file, locator.position(doc, problem.path)) if doc else ("-", (0, 0))
+        )
+        found.append(
+            Diagnostic(
+                file,
+                line,
+                col,
+                severity,
+                f"{problem.kind}/{problem.name} {problem.path}".strip(),
+                problem.message,
+            )
+        )
     return found
 
 
@@ -246,7 +289,9 @@ _RUN: Run | None = None  # set before forking: workers inherit the validators
 PARALLEL_FROM = 400  # files; below this a second process costs more than it saves
 
 
-def _read_and_check(files: list[Path]) -> tuple[list[Document], list[Diagnostic], set[tuple[str, str, str]]]:
+def _read_and_check(
+    files: list[Path],
+) -> tuple[list[Document], list[Diagnostic], set[tuple[str, str, str]]]:
     """Read files and validate their objects on their own (one worker's share)."""
     assert _RUN is not None
     docs: list[Document] = []
@@ -260,7 +305,9 @@ def _read_and_check(files: list[Path]) -> tuple[list[Document], list[Diagnostic]
     return docs, found, skipped
 
 
-def _read_and_check_all(files: list[Path], run: Run) -> tuple[list[Document], list[Diagnostic], set[tuple[str, str, str]]]:
+def _read_and_check_all(
+    files: list[Path], run: Run
+) -> tuple[list[Document], list[Diagnostic], set[tuple[str, str, str]]]:
     """Split the files over two processes when there are many (validation is CPU-bound)."""
     global _RUN
     _RUN = run
@@ -276,7 +323,9 @@ def _read_and_check_all(files: list[Path], run: Run) -> tuple[list[Document], li
     return docs + more_docs, found + more_found, skipped | more_skipped
 
 
-def validate_paths(paths: list[Path], validators: Validators, strict: bool = False) -> tuple[list[Document], int, list[Diagnostic], set[tuple[str, str, str]]]:
+def validate_paths(
+    paths: list[Path], validators: Validators, strict: bool = False
+) -> tuple[list[Document], int, list[Diagnostic], set[tuple[str, str, str]]]:
     """Validate the manifests under paths; return the objects, the file count, findings and skipped CEL rules."""
     files = list(manifest_files(paths))
     roots = frozenset(p.absolute() if p.is_dir() else p.absolute().parent for p in paths)

@@ -33,8 +33,19 @@ SAFE_FORMATS = frozenset({"date-time"})
 
 # Plain validation keywords copied unchanged (OpenAPI v3.0 and JSON Schema agree on them).
 _COPIED = (
-    "type", "enum", "pattern", "minLength", "maxLength", "minItems", "maxItems",
-    "minimum", "maximum", "multipleOf", "uniqueItems", "minProperties", "maxProperties",
+    "type",
+    "enum",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "multipleOf",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
 )
 _INT_OR_STRING_ANYOF = ({"type": "integer"}, {"type": "string"})
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -129,8 +140,9 @@ class CrdIndex:
 
     def overlay(self, other: CrdIndex) -> CrdIndex:
         """Return this index with every kind ``other`` defines replaced by other's CRDs."""
-        mine = [crd for key, crds in self._by_kind.items() if key not in other._by_kind
-                for crd in crds]
+        mine = [
+            crd for key, crds in self._by_kind.items() if key not in other._by_kind for crd in crds
+        ]
         return CrdIndex(mine + [crd for crds in other._by_kind.values() for crd in crds])
 
     def __contains__(self, group_kind: tuple[str, str]) -> bool:
@@ -189,7 +201,9 @@ def _cache_dir() -> Path | None:
     """Return where parsed CRD files are cached (GPUPLAN_CACHE_DIR, else ~/.cache/gpuplan)."""
     if os.environ.get("GPUPLAN_CACHE_DIR") == "off":
         return None
-    base = os.environ.get("GPUPLAN_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpuplan")
+    base = os.environ.get("GPUPLAN_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpuplan"
+    )
     return Path(base) / "crd-json"
 
 
@@ -207,7 +221,11 @@ def _parsed(path: Path, raw: bytes) -> list[Any]:
         except (OSError, ValueError):
             pass
     text = raw.decode("utf-8")
-    docs = [json.loads(text)] if path.suffix == ".json" else list(yaml.load_all(text, Loader=_YAML_LOADER))
+    docs = (
+        [json.loads(text)]
+        if path.suffix == ".json"
+        else list(yaml.load_all(text, Loader=_YAML_LOADER))
+    )
     if entry is not None:
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)
@@ -245,8 +263,11 @@ def _crds_in_file(path: Path) -> Iterator[Crd]:
 
 def crds_from_documents(docs: list[Any], source: Path) -> list[Crd]:
     """Return the CRDs among parsed documents read from ``source``."""
-    return [_parse_crd(doc, source) for doc in _flatten(docs)
-            if doc.get("kind") == "CustomResourceDefinition"]
+    return [
+        _parse_crd(doc, source)
+        for doc in _flatten(docs)
+        if doc.get("kind") == "CustomResourceDefinition"
+    ]
 
 
 def _flatten(docs: list[Any]) -> Iterator[dict]:
@@ -264,18 +285,28 @@ def _parse_crd(doc: dict, path: Path) -> Crd:
     names = spec.get("names") or {}
     if not spec.get("group") or not names.get("kind"):
         raise CrdLoadError(f"{path}: CustomResourceDefinition without spec.group or names.kind")
-    crd = Crd(path, spec["group"], names["kind"], names.get("plural", ""),
-              spec.get("scope", "Namespaced"))
+    crd = Crd(
+        path, spec["group"], names["kind"], names.get("plural", ""), spec.get("scope", "Namespaced")
+    )
     # apiextensions/v1beta1 CRDs keep one schema in spec.validation for all versions.
     shared = (spec.get("validation") or {}).get("openAPIV3Schema")
-    versions = spec.get("versions") or [{"name": spec.get("version"), "served": True,
-                                         "storage": True}]
+    versions = spec.get("versions") or [
+        {"name": spec.get("version"), "served": True, "storage": True}
+    ]
     for v in versions:
-        schema = ((v.get("schema") or {}).get("openAPIV3Schema") or shared
-                  or {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
+        schema = (
+            (v.get("schema") or {}).get("openAPIV3Schema")
+            or shared
+            or {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        )
         crd.versions[v["name"]] = CrdVersion(
-            crd, v["name"], bool(v.get("served", True)), bool(v.get("storage", False)),
-            bool(v.get("deprecated", False)), schema)
+            crd,
+            v["name"],
+            bool(v.get("served", True)),
+            bool(v.get("storage", False)),
+            bool(v.get("deprecated", False)),
+            schema,
+        )
     return crd
 
 
@@ -290,8 +321,9 @@ def root_schema(schema: dict, api_version: str, kind: str) -> dict:
     crd_meta = strictify(schema.get("properties", {}).get("metadata") or {}, structural=False)
     crd_meta.pop("type", None)
     crd_meta.pop("additionalProperties", None)
-    props["metadata"] = {"allOf": [{"$ref": OBJECT_META_REF}, crd_meta]} if crd_meta else {
-        "$ref": OBJECT_META_REF}
+    props["metadata"] = (
+        {"allOf": [{"$ref": OBJECT_META_REF}, crd_meta]} if crd_meta else {"$ref": OBJECT_META_REF}
+    )
     out.pop("type", None)  # the engine only ever passes mappings
     # The engine reports missing apiVersion/kind/metadata itself, once, for every kind.
     required = [r for r in out.pop("required", []) if r not in ("apiVersion", "kind", "metadata")]
@@ -413,8 +445,14 @@ def _collect_cel(node: Any, path: str) -> Iterator[CelRule]:
     if not isinstance(node, dict):
         return
     for rule in node.get("x-kubernetes-validations") or []:
-        yield CelRule(path, rule.get("rule", ""), rule.get("message"),
-                      rule.get("messageExpression"), rule.get("fieldPath"), rule.get("reason"))
+        yield CelRule(
+            path,
+            rule.get("rule", ""),
+            rule.get("message"),
+            rule.get("messageExpression"),
+            rule.get("fieldPath"),
+            rule.get("reason"),
+        )
     for name, sub in (node.get("properties") or {}).items():
         yield from _collect_cel(sub, f"{path}.{name}" if path else name)
     if isinstance(node.get("items"), dict):

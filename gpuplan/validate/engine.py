@@ -61,10 +61,19 @@ class Validator:
     admission-webhook rules of Kueue (gpuplan.validate.webhooks), with or without CRDs.
     """
 
-    def __init__(self, crds: CrdIndex | None, kubernetes_version: str, *,
-                 cel: bool = False, webhooks: bool = False, crds_label: str = ""):
+    def __init__(
+        self,
+        crds: CrdIndex | None,
+        kubernetes_version: str,
+        *,
+        cel: bool = False,
+        webhooks: bool = False,
+        crds_label: str = "",
+    ):
         self.crds = crds
-        self.crds_label = crds_label  # e.g. "kueue v0.14.4, nfd v0.19.0": named when a CRD is missing
+        self.crds_label = (
+            crds_label  # e.g. "kueue v0.14.4, nfd v0.19.0": named when a CRD is missing
+        )
         self.core: CoreSchemas = core_schemas(kubernetes_version)
         self.kubernetes_version = self.core.version
         self.skipped_kinds: set[tuple[str, str]] = set()
@@ -121,9 +130,13 @@ class Validator:
     def _missing_crd(self, api_version: str, kind: str) -> Problem:
         """The problem of a custom resource no known CRD defines: say how to supply one."""
         among = f" among the CRDs of {self.crds_label}" if self.crds_label else ""
-        return Problem("", f"no CustomResourceDefinition for kind {kind} (apiVersion "
-                       f"{api_version}){among}: give its CRD with --crds DIR or the "
-                       "GPUPLAN_CRDS environment variable", MISSING_CRD)
+        return Problem(
+            "",
+            f"no CustomResourceDefinition for kind {kind} (apiVersion "
+            f"{api_version}){among}: give its CRD with --crds DIR or the "
+            "GPUPLAN_CRDS environment variable",
+            MISSING_CRD,
+        )
 
     def _webhook_problems(self, obj: dict) -> list[Problem]:
         """The admission-webhook problems of one object, when asked for."""
@@ -138,9 +151,14 @@ class Validator:
         compiled = self.core.validator(group, version, kind)
         if compiled is None:
             served = ", ".join(self.core.api_versions(group, kind))
-            return [Problem("apiVersion", f"apiVersion {obj['apiVersion']} is not served for "
-                            f"kind {kind} in Kubernetes {self.kubernetes_version} "
-                            f"(served: {served})")]
+            return [
+                Problem(
+                    "apiVersion",
+                    f"apiVersion {obj['apiVersion']} is not served for "
+                    f"kind {kind} in Kubernetes {self.kubernetes_version} "
+                    f"(served: {served})",
+                )
+            ]
         return _errors(compiled, obj)
 
     def _validate_custom(self, obj: dict, group: str, version: str, kind: str) -> list[Problem]:
@@ -149,8 +167,13 @@ class Validator:
         candidates = self.crds.versions(group, version, kind)
         if not candidates:
             served = ", ".join(self.crds.served_versions(group, kind))
-            return [Problem("apiVersion", f"apiVersion {obj['apiVersion']} is not served by the "
-                            f"{kind} CRD (served: {served})")]
+            return [
+                Problem(
+                    "apiVersion",
+                    f"apiVersion {obj['apiVersion']} is not served by the "
+                    f"{kind} CRD (served: {served})",
+                )
+            ]
         first: list[Problem] | None = None
         for crd_version in candidates:
             compiled = self._compile(crd_version)
@@ -168,12 +191,18 @@ class Validator:
         if compiled is None:
             try:
                 compiled = jsonschema_rs.Draft202012Validator(
-                    crd_version.json_schema, registry=self.core.registry,
-                    validate_formats=True, ignore_unknown_formats=True,
-                    keywords={LIST_MAP_KEYS: _ListMapKeys})
+                    crd_version.json_schema,
+                    registry=self.core.registry,
+                    validate_formats=True,
+                    ignore_unknown_formats=True,
+                    keywords={LIST_MAP_KEYS: _ListMapKeys},
+                )
             except (ValueError, jsonschema_rs.ReferencingError) as exc:
-                compiled = Problem("", f"the {crd_version.crd.kind} CRD in "
-                                   f"{crd_version.crd.source} cannot be compiled: {exc}")
+                compiled = Problem(
+                    "",
+                    f"the {crd_version.crd.kind} CRD in "
+                    f"{crd_version.crd.source} cannot be compiled: {exc}",
+                )
             self._crd_compiled[crd_version] = compiled
         return compiled
 
@@ -205,8 +234,11 @@ def _scope_problems(obj: dict, crd_version: CrdVersion) -> list[Problem]:
     """The API server silently drops metadata.namespace of cluster-scoped objects."""
     meta = obj.get("metadata")
     if crd_version.crd.scope == "Cluster" and isinstance(meta, dict) and meta.get("namespace"):
-        return [Problem("metadata.namespace", f"must not be set: {crd_version.crd.kind} is "
-                        "cluster-scoped")]
+        return [
+            Problem(
+                "metadata.namespace", f"must not be set: {crd_version.crd.kind} is cluster-scoped"
+            )
+        ]
     return []
 
 
@@ -275,16 +307,23 @@ def _translate_alternatives(err: Any, path: str) -> list[Problem]:
     """anyOf/oneOf: merge pure type mismatches, else report the closest alternative."""
     branches = [list(b) for b in err.kind.context]
     if branches and all(
-        len(b) == 1 and type(b[0].kind).__name__ == "Type"
-        and list(b[0].instance_path) == list(err.instance_path) for b in branches
+        len(b) == 1
+        and type(b[0].kind).__name__ == "Type"
+        and list(b[0].instance_path) == list(err.instance_path)
+        for b in branches
     ):
         types = [t for b in branches for t in b[0].kind.as_dict()["types"]]
         return [Problem(path, f"must be {_types(types)} (got {_type_name(err.instance)})")]
     # The closest alternative is one whose type matched: its errors are deeper or
     # of another kind. With none, fall back to the validator's own sentence.
-    matched = [b for b in branches if not any(
-        type(e.kind).__name__ == "Type" and list(e.instance_path) == list(err.instance_path)
-        for e in b)]
+    matched = [
+        b
+        for b in branches
+        if not any(
+            type(e.kind).__name__ == "Type" and list(e.instance_path) == list(err.instance_path)
+            for e in b
+        )
+    ]
     if len(matched) == 1:
         return [p for e in matched[0] for p in _translate(e)]
     return [Problem(path, f"does not match any allowed form (got {_show(err.instance)})")]
@@ -292,8 +331,17 @@ def _translate_alternatives(err: Any, path: str) -> list[Problem]:
 
 # Keywords followed in an evaluation path by a property name or an index that is
 # NOT an instance step; and keywords that step into the instance.
-_NAMED = {"properties", "patternProperties", "prefixItems", "allOf", "anyOf", "oneOf",
-          "dependentSchemas", "$defs", "definitions"}
+_NAMED = {
+    "properties",
+    "patternProperties",
+    "prefixItems",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "dependentSchemas",
+    "$defs",
+    "definitions",
+}
 _MAP_STEP = {"additionalProperties", "unevaluatedProperties"}
 _ITEM_STEP = {"items", "unevaluatedItems", "additionalItems", "contains"}
 
@@ -305,7 +353,12 @@ def field_path(instance_path: Any, evaluation_path: Any) -> str:
     out = ""
     for i, part in enumerate(parts):
         kind = steps[i] if len(steps) == len(parts) else None
-        if isinstance(part, int) or kind == "item" or kind == "map" or (kind is None and not _identifier(part)):
+        if (
+            isinstance(part, int)
+            or kind == "item"
+            or kind == "map"
+            or (kind is None and not _identifier(part))
+        ):
             out += f"[{part}]"
         else:
             out += f".{part}" if out else str(part)

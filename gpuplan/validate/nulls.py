@@ -15,7 +15,9 @@ def prune_nulls(obj: dict, schema: Any) -> dict:
     """Return a custom resource without the nulls the API server drops for its CRD schema."""
     out = _prune(obj, schema)
     if isinstance(out, dict) and "metadata" in out:
-        out["metadata"] = drop_nulls(out["metadata"])  # ObjectMeta is a Go struct whatever the CRD says
+        out["metadata"] = drop_nulls(
+            out["metadata"]
+        )  # ObjectMeta is a Go struct whatever the CRD says
     return out
 
 
@@ -24,7 +26,9 @@ def _prune(value: Any, schema: Any) -> Any:
     if not isinstance(schema, dict):
         return value
     if isinstance(value, dict):
-        props: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+        props: dict[str, Any] = (
+            schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+        )
         extra = schema.get("additionalProperties")
         out = {}
         for key, item in value.items():
@@ -46,4 +50,3 @@ def drop_nulls(value: Any) -> Any:
     if isinstance(value, list):
         return [drop_nulls(v) for v in value]
     return value
-
