@@ -10,6 +10,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from gpuplan.fleet import Fleet
 from gpuplan.resolve import build_fleet
 from gpuplan.sources import read_inputs
 
@@ -18,8 +19,8 @@ class UsageError(Exception):
     """REF names no commit, or there is no git repository (exit 2)."""
 
 
-def base_quotas(root: Path, ref: str) -> dict[tuple[str, str, str, str], int]:
-    """Return (cluster, pool, resource, tenant) -> nominal, and (cluster, pool, resource, "") -> capacity, at REF.
+def base_fleet(root: Path, ref: str) -> Fleet | None:
+    """Return the fleet as resolved at REF (None when REF holds no inputs).
 
     Raise UsageError when REF is no commit of the repository at root.
     """
@@ -31,11 +32,23 @@ def base_quotas(root: Path, ref: str) -> dict[tuple[str, str, str, str], int]:
         raise UsageError(str(exc)) from None
     with tempfile.TemporaryDirectory(prefix="gpuplan-base-") as folder:
         if not diff.export_inputs(root, commit, Path(folder)):
-            return {}
+            return None
         inputs, _ = read_inputs(Path(folder))
         fleet, _ = build_fleet(inputs)
+    return fleet
+
+
+def namespace_owners(fleet: Fleet | None) -> dict[str, str] | None:
+    """Return namespace -> tenant at the base (None without a base)."""
+    if fleet is None:
+        return None
+    return {ns: name for name, tenant in fleet.tenants.items() for ns in tenant.model.namespace_names}
+
+
+def base_quotas(fleet: Fleet | None) -> dict[tuple[str, str, str, str], int]:
+    """Return (cluster, pool, resource, tenant) -> nominal, and (cluster, pool, resource, "") -> capacity, at the base."""
     out: dict[tuple[str, str, str, str], int] = {}
-    for cluster in fleet.clusters.values():
+    for cluster in fleet.clusters.values() if fleet is not None else ():
         for pool in cluster.pools.values():
             for resource in pool.resources:
                 out[(cluster.name, pool.name, resource, "")] = pool.capacity(resource)

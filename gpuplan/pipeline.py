@@ -73,11 +73,15 @@ def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None 
     """
     inputs, found = read_inputs(root)
     found = with_code(found, "input")
-    fleet, more = build_fleet(inputs)
+    at_base, owners = None, None
     if base is not None:
-        from gpuplan.gitbase import base_quotas  # git only when asked for
+        from gpuplan import gitbase  # git only when asked for
 
-        fleet.base = base_quotas(root, base)
+        at_base = gitbase.base_fleet(root, base)
+        owners = gitbase.namespace_owners(at_base)  # a namespace clash is blamed on the newer file
+    fleet, more = build_fleet(inputs, owners)
+    if base is not None:
+        fleet.base = gitbase.base_quotas(at_base)
     found += with_code(more, "resolve")
     found += run_checks(fleet)
     entries = ignore_rules(fleet)

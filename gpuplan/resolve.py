@@ -285,36 +285,60 @@ def _allocation(tenant: Located[Tenant], index: int, cluster: ClusterPlan) -> tu
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-def _namespaces(tenants: list[Located[Tenant]], clusters: list[Located[Cluster]]) -> list[Diagnostic]:
+def _namespaces(tenants: list[Located[Tenant]], clusters: list[Located[Cluster]], base_owners: dict[str, str] | None = None) -> list[Diagnostic]:
     reserved = set(SYSTEM_NAMESPACES) | {"argocd"}
     for cluster in clusters:
         reserved |= set(namespaces_of(cluster.model))
         reserved.add(cluster.model.gitops.namespace)
-    owner: dict[str, str] = {}
+    owner: dict[str, tuple[Located[Tenant], tuple[str | int, ...]]] = {}
     problems = []
     for tenant in tenants:
         for n_index, namespace in enumerate(tenant.model.namespace_names):
-            loc = ("namespaces", n_index) if tenant.model.namespaces else ("name",)
+            loc: tuple[str | int, ...] = ("namespaces", n_index) if tenant.model.namespaces else ("name",)
             if namespace in reserved or namespace.startswith("kube-"):
                 problems.append(tenant.at(*loc, message=f"namespace {namespace!r} is a system or component namespace"))
-            elif namespace in owner and owner[namespace] == tenant.model.name:
+            elif namespace in owner and owner[namespace][0].model.name == tenant.model.name:
                 problems.append(tenant.at(*loc, message=f"namespace {namespace!r} is listed twice"))
             elif namespace in owner:
-                problems.append(tenant.at(*loc, message=f"namespace {namespace!r} belongs to tenant {owner[namespace]} already"))
+                problems.extend(_collision(namespace, owner[namespace], (tenant, loc), base_owners))
             else:
-                owner[namespace] = tenant.model.name
+                owner[namespace] = (tenant, loc)
     return problems
 
 
-def build_fleet(inputs: Inputs) -> tuple[Fleet, list[Diagnostic]]:
-    """Resolve every reference of the fleet and compute each pool's resources."""
+Claim = tuple[Located[Tenant], tuple[str | int, ...]]
+
+
+def _collision(namespace: str, first: Claim, second: Claim, base_owners: dict[str, str] | None) -> list[Diagnostic]:
+    """Blame a namespace two tenants claim on the file that introduced the clash.
+
+    With a git base (check --base), the tenant that held the namespace there keeps it and only
+    the other file is blamed; without one, or when neither held it, both files are.
+    """
+    held = (base_owners or {}).get(namespace)
+    problems = []
+    for (tenant, loc), (other, _) in ((second, first), (first, second)):
+        if held == tenant.model.name:
+            continue
+        message = f"namespace {namespace!r} belongs to tenant {other.model.name} already ({other.source.path})"
+        if held != other.model.name:
+            message = f"namespace {namespace!r} is claimed by tenant {other.model.name} as well ({other.source.path}): give each tenant its own"
+        problems.append(tenant.at(*loc, message=message))
+    return problems
+
+
+def build_fleet(inputs: Inputs, base_owners: dict[str, str] | None = None) -> tuple[Fleet, list[Diagnostic]]:
+    """Resolve every reference of the fleet and compute each pool's resources.
+
+    base_owners (namespace -> tenant at a git base) tells which file introduced a namespace clash.
+    """
     problems: list[Diagnostic] = []
     clusters: dict[str, ClusterPlan] = {}
     for located in inputs.clusters:
         plan, found = build_cluster(located)
         problems.extend(found)
         clusters.setdefault(plan.name, plan)
-    problems.extend(_namespaces(inputs.tenants, inputs.clusters))
+    problems.extend(_namespaces(inputs.tenants, inputs.clusters, base_owners))
     known = sorted(clusters)
     for tenant in sorted(inputs.tenants, key=lambda t: t.model.name):
         problems.extend(_tenant(tenant, clusters, known, inputs.broken))
