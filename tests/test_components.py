@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -267,3 +268,18 @@ def test_the_example_dgx_onprem_queues_are_valid_for_its_kueue(tmp_path: Path) -
     assert version == "v0.14.4"
     queues = [m.obj for m in compiled.manifests if m.kind == "ClusterQueue"]
     assert queues and not _problems(version, queues)
+
+
+def test_the_schema_offers_the_supported_versions() -> None:
+    """Editors complete a component's version from the registry (gpuplan schema cluster)."""
+    result = run("schema", "cluster")
+    assert result.code == 0
+    defs = json.loads(result.stdout)["$defs"]
+    for model, component in (
+        ("Kueue", "kueue"),
+        ("Volcano", "volcano"),
+        ("Karpenter", "karpenter"),
+        ("GpuOperator", "gpu-operator"),
+    ):
+        offered = defs[model]["properties"]["version"]["enum"]
+        assert offered == list(dict.fromkeys(REGISTRY[component].versions)), model

@@ -6,8 +6,9 @@ import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 
+from gpuplan.components import REGISTRY
 from gpuplan.model.common import (
     ContainerDefaults,
     Ignore,
@@ -55,10 +56,18 @@ class GitOps(Model):
     """Namespace Argo CD runs in (where the Application objects live)."""
 
 
+def _releases(component: str) -> WithJsonSchema:
+    """Return the JSON schema of a component's version: one of its supported releases (editors complete them).
+
+    Any other version is an error at its line, with the supported ones and a did-you-mean (resolve.py).
+    """
+    return WithJsonSchema({"type": "string", "enum": list(dict.fromkeys(REGISTRY[component].versions))})
+
+
 class GpuOperator(Model):
     """NVIDIA GPU Operator: ClusterPolicy, MIG manager and device-plugin configuration."""
 
-    version: Version
+    version: Annotated[Version, _releases("gpu-operator")]
     """GPU Operator release, such as v26.7.0; it decides the operand images and the fields emitted."""
     namespace: Name = "gpu-operator"
     """Namespace the operator runs in; default gpu-operator."""
@@ -87,7 +96,7 @@ class GpuOperator(Model):
 class Kueue(Model):
     """Kueue: ResourceFlavors, ClusterQueues, LocalQueues, Cohorts, WorkloadPriorityClasses."""
 
-    version: Version
+    version: Annotated[Version, _releases("kueue")]
     """Kueue release, such as v0.19.2; it decides which ClusterQueue fields and values are emitted."""
     namespace: Name = "kueue-system"
     """Namespace Kueue runs in; default kueue-system."""
@@ -96,8 +105,8 @@ class Kueue(Model):
 class Volcano(Model):
     """Volcano: a Queue per tenant allocation."""
 
-    version: Version
-    """Volcano release, such as v1.15.1."""
+    version: Annotated[Version, _releases("volcano")]
+    """Volcano release, such as v1.15.1; before v1.14 Queues get no dequeueStrategy."""
     namespace: Name = "volcano-system"
     """Namespace Volcano runs in; default volcano-system."""
 
@@ -116,8 +125,9 @@ class NodeClassRef(Model):
 class Karpenter(Model):
     """Karpenter: a NodePool per autoscaled pool."""
 
-    version: Version
-    """Karpenter release, such as v1.14.1; NodePools are emitted from v1.0.0 (karpenter.sh/v1)."""
+    version: Annotated[Version, _releases("karpenter")]
+    """Release of the cluster provider's Karpenter, such as v1.14.1 (aws/karpenter-provider-aws) or v1.6.2
+    (Azure/karpenter-provider-azure): the cluster's provider picks the list of supported releases."""
     node_class: NodeClassRef
     """The provider's node class every NodePool of this cluster uses."""
     namespace: Name = "kube-system"
