@@ -108,10 +108,10 @@ def layout(cluster: Cluster) -> DriverLayout:
         toolkit = operator.toolkit
     cos = any(d.os == "cos" for d in drivers)
     versions = {d.version for d in managed}
+    # When the ClusterPolicy installs nothing itself, its driver.version is unused: show the cluster's.
+    stated = operator.driver_version if operator is not None else None
     if not managed:
-        return DriverLayout(False, None, (), toolkit, cos)
+        return DriverLayout(False, stated, (), toolkit, cos)
     if len(managed) == len(drivers) and len(versions) == 1:
         return DriverLayout(True, managed[0].version, (), toolkit, cos)
-    # The NVIDIADrivers install; the ClusterPolicy's version is then unused: show the cluster's.
-    fallback = operator.driver_version if operator is not None else None
-    return DriverLayout(True, fallback, tuple(managed), toolkit, cos)
+    return DriverLayout(True, stated, tuple(managed), toolkit, cos)

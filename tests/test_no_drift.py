@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gpuplan.crds import index_for, parse_components
 from gpuplan.quantity import format_bytes, format_count, format_cpu
 from gpuplan.validate.cel import apply_defaults
 from gpuplan.validate.crds import CrdIndex
@@ -51,6 +52,8 @@ CUSTOM_KINDS = {
     ("k8s.cni.cncf.io", "NetworkAttachmentDefinition"),
     ("argoproj.io", "Application"),
     ("nvidia.com", "ClusterPolicy"),
+    ("nvidia.com", "NVIDIADriver"),
+    ("karpenter.k8s.aws", "EC2NodeClass"),
 }
 # Groups with no CRD: built-in Kubernetes APIs, and kustomize files that are never applied.
 BUILT_IN_GROUPS = {"", "networking.k8s.io", "rbac.authorization.k8s.io", "scheduling.k8s.io",
@@ -116,15 +119,30 @@ SOURCE_IDS = [EXAMPLE, *(p.parent.name for p in GOLDEN)]
 # --- CRD defaults --------------------------------------------------------------------------------
 
 
+def _cluster_index(folder: Path, name: str, fallback: CrdIndex) -> CrdIndex:
+    """The shipped CRDs of the component versions in the file's cluster folder header, else ``fallback``."""
+    header = folder / name.split("/")[0] / "kustomization.yaml"
+    line = next((ln for ln in header.read_text().splitlines() if ln.startswith("# Components: ")), None) \
+        if header.is_file() else None  # fmt: skip
+    if line is None:
+        return fallback
+    return index_for(parse_components(line.removeprefix("# Components: ").split()))
+
+
 @pytest.mark.parametrize("source", SOURCES, ids=SOURCE_IDS)
 def test_crd_defaults_change_no_rendered_object(source: str | Path, crd_index: CrdIndex,
                                                 request: pytest.FixtureRequest) -> None:
     drift = []
-    for name, obj in _objects(_source(request, source)):
+    folder = _source(request, source)
+    for name, obj in _objects(folder):
         group, version = _group_version(obj)
         if group in BUILT_IN_GROUPS:
             continue
-        candidates = crd_index.versions(group, version, obj["kind"])
+        # Each cluster against the CRDs of its own component versions (an older GPU Operator's
+        # ClusterPolicy lacks fields the newest CRD would default).
+        kind = obj["kind"]
+        candidates = _cluster_index(folder, name, crd_index).versions(group, version, kind) \
+            or crd_index.versions(group, version, kind)  # fmt: skip
         assert candidates, f"{name}: no CRD serves {obj['apiVersion']} {obj['kind']}"
         for crd_version in candidates:
             defaulted = apply_defaults(obj, crd_version)
