@@ -25,7 +25,13 @@ from gpuplan.model.cluster import Cluster, NodePool
 from gpuplan.model.drivers import DEFAULT_OS
 
 # Node images that ship the driver, by provider ("*": any OS of that provider).
-_PREINSTALLED = {("aws", "al2023"), ("aws", "bottlerocket"), ("azure", "*"), ("gcp", "cos"), ("*", "dgx-os")}
+_PREINSTALLED = {
+    ("aws", "al2023"),
+    ("aws", "bottlerocket"),
+    ("azure", "*"),
+    ("gcp", "cos"),
+    ("*", "dgx-os"),
+}
 # Node images that also ship the container toolkit (and configure containerd for it).
 _TOOLKIT_SHIPPED = {("aws", "al2023"), ("aws", "bottlerocket"), ("azure", "*"), ("*", "dgx-os")}
 # GKE COS keeps the driver and the toolkit under /home/kubernetes/bin/nvidia (google-gke.rst).
@@ -59,7 +65,9 @@ class PoolDriver:
     index: int
     os: str
     mode: str  # managed | preinstalled
-    version: str | None  # managed: what the operator installs; preinstalled: what the image ships, if stated
+    version: (
+        str | None
+    )  # managed: what the operator installs; preinstalled: what the image ships, if stated
     path: tuple[str | int, ...] | None  # field path of the version, for diagnostics
     needs_toolkit: bool  # the operator must run the toolkit on these nodes
 

@@ -48,7 +48,9 @@ nodePools:
 
 def _repo(tmp_path: Path, *, provider: str = "onprem", operator: str = "v26.7.0", gpu: str = "H100-SXM5-80GB",
           driver: str = '    driverVersion: "580.82.07"', pool: str = "train", extra: str = "") -> Path:  # fmt: skip
-    text = CLUSTER.format(provider=provider, operator=operator, driver=driver, gpu=gpu, pool=pool, extra=extra)
+    text = CLUSTER.format(
+        provider=provider, operator=operator, driver=driver, gpu=gpu, pool=pool, extra=extra
+    )
     return write_repo(tmp_path, {"clusters/c1.yaml": text})
 
 
@@ -61,7 +63,9 @@ def _render(tmp_path: Path, **kwargs: str) -> tuple[int, str, Path]:
 
 
 def _policy(out: Path) -> dict:
-    return yaml.safe_load((out / "c1" / "gpu-operator" / "clusterpolicy-cluster-policy.yaml").read_text())["spec"]
+    return yaml.safe_load(
+        (out / "c1" / "gpu-operator" / "clusterpolicy-cluster-policy.yaml").read_text()
+    )["spec"]
 
 
 # --- the branch a GPU needs ---------------------------------------------------------------
@@ -78,7 +82,9 @@ def test_blackwell_with_r535_is_an_error_at_the_version(tmp_path: Path) -> None:
 
 def test_blackwell_at_its_first_supported_branch_passes(tmp_path: Path) -> None:
     # R570 is Blackwell's first branch; v26.3.3 still ships R570 driver containers.
-    code, err, out = _render(tmp_path, gpu="B200", operator="v26.3.3", driver='    driverVersion: "570.211.01"')
+    code, err, out = _render(
+        tmp_path, gpu="B200", operator="v26.3.3", driver='    driverVersion: "570.211.01"'
+    )
     assert code == 0, err
     assert _policy(out)["driver"]["version"] == "570.211.01"
 
@@ -90,7 +96,10 @@ def test_pool_driver_version_is_checked_at_the_pool(tmp_path: Path) -> None:
     code, err, _ = _render(tmp_path / "old", gpu="H200-141GB", operator="v25.10.1",
                            extra='    driver: {version: "535.274.02"}\n')  # fmt: skip
     assert code == 1
-    assert "clusters/c1.yaml:21:23: error: nodePools[0].driver.version: driver 535.274.02 (R535) does not run H200-141GB" in err
+    assert (
+        "clusters/c1.yaml:21:23: error: nodePools[0].driver.version: driver 535.274.02 (R535) does not run H200-141GB"
+        in err
+    )
 
 
 def test_preinstalled_version_is_checked_against_the_gpu(tmp_path: Path) -> None:
@@ -132,7 +141,10 @@ def test_preinstalled_driver_is_not_held_to_the_operator_branches(tmp_path: Path
 def test_managed_pool_without_a_version_is_an_error(tmp_path: Path) -> None:
     code, err, _ = _render(tmp_path, driver="")
     assert code == 1
-    assert "clusters/c1.yaml:14:11: error: nodePools[0].name: pool 'train' (ubuntu on onprem) gets its driver from the GPU Operator" in err
+    assert (
+        "clusters/c1.yaml:14:11: error: nodePools[0].name: pool 'train' (ubuntu on onprem) gets its driver from the GPU Operator"
+        in err
+    )
 
 
 @pytest.mark.parametrize("bad", ['"580"', '"latest"', "580.82", '" 580.82.07"'])
@@ -165,7 +177,9 @@ def test_branch_of_a_version() -> None:
         ("onprem", "dgx-os", "preinstalled", True),
     ],
 )
-def test_default_mode_per_provider_and_os(provider: str, os: str, mode: str, toolkit_shipped: bool) -> None:
+def test_default_mode_per_provider_and_os(
+    provider: str, os: str, mode: str, toolkit_shipped: bool
+) -> None:
     assert default_mode(provider, os) == mode
     assert ships_toolkit(provider, os) is toolkit_shipped
 
@@ -221,7 +235,10 @@ def test_pools_with_different_drivers_get_nvidia_drivers(tmp_path: Path) -> None
     assert _policy(out)["driver"]["useNvidiaDriverCRD"] is True
     folder = out / "c1" / "gpu-operator"
     names = sorted(p.name for p in folder.glob("nvidiadriver-*.yaml"))
-    assert names == ["nvidiadriver-gpuplan-b200.yaml", "nvidiadriver-gpuplan-train.yaml"]  # none for the DGX pool
+    assert names == [
+        "nvidiadriver-gpuplan-b200.yaml",
+        "nvidiadriver-gpuplan-train.yaml",
+    ]  # none for the DGX pool
     b200 = yaml.safe_load((folder / "nvidiadriver-gpuplan-b200.yaml").read_text())["spec"]
     assert b200["version"] == "595.91.07" and b200["nodeSelector"] == {"gpuplan.io/pool": "b200"}
     assert b200["default"] is False  # required by the v26.7.0 CRD
@@ -234,7 +251,10 @@ def test_pools_with_different_drivers_get_nvidia_drivers(tmp_path: Path) -> None
 
 def test_gpudirect_storage_needs_a_managed_driver(tmp_path: Path) -> None:
     code, err, _ = _render(tmp_path, provider="aws", driver="    gpuDirectStorage: true")
-    assert code == 1 and "components.gpuOperator.gpuDirectStorage: GPUDirect Storage runs nvidia-fs" in err
+    assert (
+        code == 1
+        and "components.gpuOperator.gpuDirectStorage: GPUDirect Storage runs nvidia-fs" in err
+    )
 
 
 def test_service_monitor_needs_the_exporter(tmp_path: Path) -> None:
@@ -246,4 +266,7 @@ def test_service_monitor_needs_the_exporter(tmp_path: Path) -> None:
 def test_mixed_toolkit_needs_is_a_warning(tmp_path: Path) -> None:
     code, err, _ = _render(tmp_path, extra=SECOND_POOL)
     assert code == 0
-    assert "the operator's container toolkit runs on every GPU node, also on pools whose image ships one (dgx)" in err
+    assert (
+        "the operator's container toolkit runs on every GPU node, also on pools whose image ships one (dgx)"
+        in err
+    )

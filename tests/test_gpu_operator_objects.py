@@ -548,7 +548,9 @@ EVERYTHING_ON = Settings(
     use_driver_crd=True,
     rdma=True,
     use_host_mofed=True,
-    upgrade=Upgrade(max_parallel_upgrades=2, max_unavailable="10%", drain=True, drain_timeout_seconds=600),
+    upgrade=Upgrade(
+        max_parallel_upgrades=2, max_unavailable="10%", drain=True, drain_timeout_seconds=600
+    ),
     gds=True,
     service_monitor={"interval": "30s", "additionalLabels": {"release": "prometheus"}},
     node_status_exporter=True,
@@ -560,8 +562,12 @@ EVERYTHING_ON = Settings(
 
 def _shipped_validator(version: str, plural: str) -> jsonschema.Draft7Validator:
     """Return a strict validator for the CRD gpuplan ships for one GPU Operator release."""
-    crd = json.loads(gzip.decompress((SHIPPED / version / f"{plural}.nvidia.com.json.gz").read_bytes()))
-    return jsonschema.Draft7Validator(_strict(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]))
+    crd = json.loads(
+        gzip.decompress((SHIPPED / version / f"{plural}.nvidia.com.json.gz").read_bytes())
+    )
+    return jsonschema.Draft7Validator(
+        _strict(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    )
 
 
 def test_registry_covers_the_last_18_months() -> None:
@@ -584,8 +590,12 @@ def test_every_release_validates_against_its_own_crds(version: str, settings: Se
 
 def test_newest_fields_are_refused_by_an_older_crd() -> None:
     """The gating matters: v26.7.0's ClusterPolicy does not validate against v25.3.1's CRD."""
-    errors = _errors(_shipped_validator("v25.3.1", "clusterpolicies"), _policy(operator_version="v26.7.0"))
-    assert any("nriPluginEnabled" in e for e in errors) and any("kubeletRootDir" in e for e in errors)
+    errors = _errors(
+        _shipped_validator("v25.3.1", "clusterpolicies"), _policy(operator_version="v26.7.0")
+    )
+    assert any("nriPluginEnabled" in e for e in errors) and any(
+        "kubeletRootDir" in e for e in errors
+    )
 
 
 def test_older_release_renders_its_own_operands_and_fields() -> None:
@@ -596,7 +606,9 @@ def test_older_release_renders_its_own_operands_and_fields() -> None:
 
     assert ref(spec["devicePlugin"]) == "nvcr.io/nvidia/k8s-device-plugin:v0.17.2"
     assert ref(spec["toolkit"]) == "nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04"
-    assert ref(spec["migManager"]) == "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.12.1-ubuntu20.04"
+    assert (
+        ref(spec["migManager"]) == "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.12.1-ubuntu20.04"
+    )
     assert ref(spec["validator"]) == "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v25.3.1"
     assert ref(spec["driver"]["manager"]) == "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.8.0"
     assert spec["cdi"] == {"default": False, "enabled": False}  # chart default then; no NRI field
@@ -616,8 +628,21 @@ def test_private_registry_rewrites_every_operand() -> None:
     spec = _policy(settings=EVERYTHING_ON)["spec"]
     assert spec["driver"]["repository"] == "registry.example.com/drivers"
     assert spec["toolkit"]["repository"] == "registry.example.com:5000/mirror/nvidia/k8s"
-    assert spec["driver"]["manager"]["repository"] == "registry.example.com:5000/mirror/nvidia/cloud-native"
-    for name in ("driver", "toolkit", "devicePlugin", "gfd", "dcgm", "dcgmExporter", "migManager", "validator", "gds"):
+    assert (
+        spec["driver"]["manager"]["repository"]
+        == "registry.example.com:5000/mirror/nvidia/cloud-native"
+    )
+    for name in (
+        "driver",
+        "toolkit",
+        "devicePlugin",
+        "gfd",
+        "dcgm",
+        "dcgmExporter",
+        "migManager",
+        "validator",
+        "gds",
+    ):
         assert spec[name]["imagePullSecrets"] == ["nvcr-pull"], name
         assert not spec[name]["repository"].startswith("nvcr.io"), name
 
@@ -630,7 +655,12 @@ def test_settings_land_in_their_fields() -> None:
     assert spec["gds"]["enabled"] is True and spec["gds"]["image"] == "nvidia-fs"
     policy = spec["driver"]["upgradePolicy"]
     assert policy["maxParallelUpgrades"] == 2 and policy["maxUnavailable"] == "10%"
-    assert policy["drain"] == {"deleteEmptyDir": False, "enable": True, "force": False, "timeoutSeconds": 600}
+    assert policy["drain"] == {
+        "deleteEmptyDir": False,
+        "enable": True,
+        "force": False,
+        "timeoutSeconds": 600,
+    }
     monitor = spec["dcgmExporter"]["serviceMonitor"]
     assert monitor["enabled"] is True and monitor["interval"] == "30s"
     assert monitor["additionalLabels"] == {"release": "prometheus"}
@@ -638,7 +668,9 @@ def test_settings_land_in_their_fields() -> None:
 
 
 def test_preinstalled_driver_and_toolkit() -> None:
-    spec = _policy(driver_version=None, settings=Settings(driver_enabled=False, toolkit=False))["spec"]
+    spec = _policy(driver_version=None, settings=Settings(driver_enabled=False, toolkit=False))[
+        "spec"
+    ]
     assert spec["driver"]["enabled"] is False and spec["toolkit"]["enabled"] is False
     assert spec["driver"]["version"] == "595.91.07"  # unused; the chart's default
 
@@ -653,4 +685,10 @@ def test_nvidia_driver_fields_follow_the_release() -> None:
     assert driver("v26.7.0")["default"] is False and "upgradePolicy" in driver("v26.7.0")
     assert "default" not in driver("v26.3.3") and "upgradePolicy" not in driver("v26.3.3")
     with pytest.raises(ValueError, match="node selector"):
-        nvidia_driver(operator_version="v26.7.0", name="x", driver_version="580.82.07", node_selector={}, settings=Settings())
+        nvidia_driver(
+            operator_version="v26.7.0",
+            name="x",
+            driver_version="580.82.07",
+            node_selector={},
+            settings=Settings(),
+        )

@@ -35,7 +35,9 @@ def check_driver_version_required(fleet: Fleet) -> Iterator[Diagnostic]:
                     "set components.gpuOperator.driverVersion, or this pool's driver.version, "
                     "or driver.mode: preinstalled if its image ships one"
                 )
-                yield cluster.located.source.diagnostic(("nodePools", driver.index, "name"), message)
+                yield cluster.located.source.diagnostic(
+                    ("nodePools", driver.index, "name"), message
+                )
 
 
 @check

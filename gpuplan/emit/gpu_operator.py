@@ -98,15 +98,19 @@ def settings(operator: GpuOperator, drivers: DriverLayout) -> policy.Settings:
             drain_delete_empty_dir=upgrade.drain.delete_empty_dir,
         ),
         gds=operator.gpu_direct_storage,
-        service_monitor=None if monitor is None else {"interval": monitor.interval, "additionalLabels": monitor.additional_labels},
+        service_monitor=None
+        if monitor is None
+        else {"interval": monitor.interval, "additionalLabels": monitor.additional_labels},
         node_status_exporter=operator.node_status_exporter,
         mirror=operator.registry.mirror,
-        repositories={component: repo for component, repo in operator.registry.repositories.items()},
+        repositories=dict(operator.registry.repositories),
         pull_secrets=tuple(operator.registry.image_pull_secrets),
     )
 
 
-def _nvidia_drivers(cluster: ClusterPlan, drivers: DriverLayout, chosen: policy.Settings) -> list[dict[str, Any]]:
+def _nvidia_drivers(
+    cluster: ClusterPlan, drivers: DriverLayout, chosen: policy.Settings
+) -> list[dict[str, Any]]:
     """Return an NVIDIADriver per pool when pools need different drivers (useNvidiaDriverCRD)."""
     operator = cluster.spec.components.gpu_operator
     assert operator is not None
@@ -162,5 +166,8 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
         settings=chosen,
     )
     out.append(manifest(cluster.name, FOLDER, cluster_policy, source))
-    out.extend(manifest(cluster.name, FOLDER, cr, source) for cr in _nvidia_drivers(cluster, drivers, chosen))
+    out.extend(
+        manifest(cluster.name, FOLDER, cr, source)
+        for cr in _nvidia_drivers(cluster, drivers, chosen)
+    )
     return out

@@ -256,7 +256,12 @@ def check_bool(value: Any, what: str) -> None:
 
 def check_label_value(value: str, what: str) -> None:
     """Raise ValueError unless ``value`` is a valid, non-empty Kubernetes label value."""
-    if not isinstance(value, str) or not value or len(value) > 63 or not LABEL_VALUE.fullmatch(value):
+    if (
+        not isinstance(value, str)
+        or not value
+        or len(value) > 63
+        or not LABEL_VALUE.fullmatch(value)
+    ):
         raise ValueError(f"{what} {value!r} is not a valid label value")
 
 

@@ -116,14 +116,21 @@ def cluster_policy(
         "cdi": _cdi(facts),
         "daemonsets": _daemonsets(tolerations),
         "dcgm": {"enabled": False, **image("dcgm")},
-        "dcgmExporter": _dcgm_exporter(facts, image("dcgmExporter"), dcgm_exporter, settings.service_monitor),
-        "devicePlugin": _device_plugin(image("devicePlugin"), device_plugin_config_map, device_plugin_default),
+        "dcgmExporter": _dcgm_exporter(
+            facts, image("dcgmExporter"), dcgm_exporter, settings.service_monitor
+        ),
+        "devicePlugin": _device_plugin(
+            image("devicePlugin"), device_plugin_config_map, device_plugin_default
+        ),
         "driver": _driver(facts, image, driver_version or facts.default_driver, settings),
         "gfd": {"enabled": True, **image("gfd")},
         "hostPaths": _host_paths(facts, settings.cos),
         "mig": {"strategy": mig_strategy},
         "migManager": _mig_manager(image("migManager"), mig_config_map, mig_default),
-        "nodeStatusExporter": {"enabled": settings.node_status_exporter, **image("nodeStatusExporter")},
+        "nodeStatusExporter": {
+            "enabled": settings.node_status_exporter,
+            **image("nodeStatusExporter"),
+        },
         "operator": _operator(facts),
         "psa": {"enabled": False},
         "toolkit": {
@@ -135,11 +142,21 @@ def cluster_policy(
     }
     if settings.gds:
         spec["gds"] = {"enabled": True, **image("gds")}
-    return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"}, "spec": spec}
+    return {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy"},
+        "spec": spec,
+    }
 
 
 def nvidia_driver(
-    *, operator_version: str, name: str, driver_version: str, node_selector: Mapping[str, str], settings: Settings
+    *,
+    operator_version: str,
+    name: str,
+    driver_version: str,
+    node_selector: Mapping[str, str],
+    settings: Settings,
 ) -> dict:
     """Return the NVIDIADriver that installs ``driver_version`` on the nodes ``node_selector`` picks."""
     facts = operator_release(operator_version)
@@ -172,7 +189,12 @@ def nvidia_driver(
         spec["default"] = False  # required from v26.7.0; only the fallback CR is default
     if facts.has(DRIVER_CR_UPGRADE_POLICY):
         spec["upgradePolicy"] = _upgrade_policy(settings.upgrade)
-    return {"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "NVIDIADriver",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 class _Images:
@@ -221,7 +243,10 @@ def _operator(facts: GpuOperatorRelease) -> dict:
 
 def _host_paths(facts: GpuOperatorRelease, cos: bool) -> dict:
     """Return hostPaths; GKE COS keeps the driver under /home/kubernetes/bin/nvidia (google-gke.rst)."""
-    paths = {"driverInstallDir": "/home/kubernetes/bin/nvidia" if cos else DRIVER_INSTALL_DIR, "rootFS": "/"}
+    paths = {
+        "driverInstallDir": "/home/kubernetes/bin/nvidia" if cos else DRIVER_INSTALL_DIR,
+        "rootFS": "/",
+    }
     if facts.has(KUBELET_ROOT_DIR):
         paths["kubeletRootDir"] = "/var/lib/kubelet"  # CRD default
     return paths
@@ -307,7 +332,12 @@ def _driver(facts: GpuOperatorRelease, image: _Images, version: str, settings: S
         "kernelModuleType": "open" if settings.gds else "auto",
         "manager": image("driverManager"),
         "rdma": {"enabled": settings.rdma, "useHostMofed": settings.use_host_mofed},
-        "startupProbe": {"failureThreshold": 120, "initialDelaySeconds": 60, "periodSeconds": 10, "timeoutSeconds": 60},
+        "startupProbe": {
+            "failureThreshold": 120,
+            "initialDelaySeconds": 60,
+            "periodSeconds": 10,
+            "timeoutSeconds": 60,
+        },
         "upgradePolicy": _upgrade_policy(settings.upgrade),
         "useNvidiaDriverCRD": settings.use_driver_crd,
         "usePrecompiled": False,

@@ -39,10 +39,12 @@ def branch(version: str) -> int:
 
 def _driver_version(value: Any) -> Any:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        raise ValueError(f"{value!r} reads as a number: quote the driver version, such as \"580.82.07\"")
+        raise ValueError(
+            f'{value!r} reads as a number: quote the driver version, such as "580.82.07"'
+        )
     if isinstance(value, str) and not DRIVER_VERSION.fullmatch(value):
         raise ValueError(
-            f"{value[:40]!r} is not an NVIDIA driver version: <branch>.<minor>.<patch>, such as \"580.82.07\""
+            f'{value[:40]!r} is not an NVIDIA driver version: <branch>.<minor>.<patch>, such as "580.82.07"'
         )
     return value
 
@@ -121,15 +123,29 @@ class ServiceMonitor(Model):
 
 
 Operand = Literal[
-    "driver", "driverManager", "toolkit", "devicePlugin", "gfd", "dcgm", "dcgmExporter",
-    "migManager", "gds", "validator", "nodeStatusExporter",
+    "driver",
+    "driverManager",
+    "toolkit",
+    "devicePlugin",
+    "gfd",
+    "dcgm",
+    "dcgmExporter",
+    "migManager",
+    "gds",
+    "validator",
+    "nodeStatusExporter",
 ]
 
 
 class Registry(Model):
     """A private or air-gapped registry that mirrors nvcr.io."""
 
-    mirror: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9._/-]+)?$")] | None = None
+    mirror: (
+        Annotated[
+            str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9._/-]+)?$")
+        ]
+        | None
+    ) = None
     """Registry host (and optional path) that replaces nvcr.io in every operand's repository, keeping
     the path: registry.example.com gives registry.example.com/nvidia/k8s for nvcr.io/nvidia/k8s."""
     repositories: dict[Operand, Annotated[str, Field(min_length=1, max_length=255)]] = {}
