@@ -283,3 +283,37 @@ def test_the_schema_offers_the_supported_versions() -> None:
     ):
         offered = defs[model]["properties"]["version"]["enum"]
         assert offered == list(dict.fromkeys(REGISTRY[component].versions)), model
+
+
+@pytest.mark.parametrize(
+    ("version", "code", "phrase"),
+    [
+        (
+            "v1.2.8",
+            1,
+            "error: nodePools[0].karpenter.capacityTypes[1]: Karpenter v1.2.8 (core v1.2.5) has no reserved capacity type",
+        ),
+        (
+            "v1.5.8",
+            0,
+            "warning: nodePools[0].karpenter.capacityTypes[1]: Karpenter v1.5.8 (core v1.5.5) launches reserved capacity only with the ReservedCapacity feature gate on",
+        ),
+        ("v1.6.8", 0, None),
+    ],
+)
+def test_reserved_capacity_follows_the_karpenter_release(
+    tmp_path: Path, version: str, code: int, phrase: str | None
+) -> None:
+    karpenter = KARPENTER.format(version=version)
+    text = CLUSTER.format(provider="aws", kueue="v0.19.2", karpenter=karpenter).replace(
+        '    nodes: {count: 2}\n    hostnames: ["train-[0-9]+"]\n',
+        "    nodes: {min: 0, max: 2}\n    karpenter: {instanceTypes: [p5.48xlarge], capacityTypes: [on-demand, reserved]}\n",
+    )
+    root = write_repo(tmp_path, {"clusters/c1.yaml": text, "tenants/alpha.yaml": TENANT})
+    result = run("check", "--root", str(root))
+    assert result.code == code, result.stderr
+    reserved = [line for line in result.stderr.splitlines() if "capacityTypes" in line]
+    if phrase is None:
+        assert not reserved, reserved
+    else:
+        assert len(reserved) == 1 and phrase in reserved[0], reserved
