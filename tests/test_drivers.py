@@ -270,3 +270,12 @@ def test_mixed_toolkit_needs_is_a_warning(tmp_path: Path) -> None:
         "the operator's container toolkit runs on every GPU node, also on pools whose image ships one (dgx)"
         in err
     )
+
+
+def test_bottlerocket_pool_warns_about_its_own_device_plugin(tmp_path: Path) -> None:
+    code, err, _ = _render(tmp_path, provider="aws", driver="", extra="    os: bottlerocket\n")
+    assert code == 0
+    assert (
+        "clusters/c1.yaml:21:9: warning: nodePools[0].os: pool 'train': Bottlerocket's NVIDIA variant runs its own device plugin"
+        in err
+    )

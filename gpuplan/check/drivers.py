@@ -121,3 +121,20 @@ def check_toolkit_mixed(fleet: Fleet) -> Iterator[Diagnostic]:
                 f"({', '.join(shipped)}); set components.gpuOperator.toolkit to decide"
             )
             yield _warning(cluster.located.source, (*_OPERATOR, "version"), message)
+
+
+@check
+def check_bottlerocket_device_plugin(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn on Bottlerocket pools: the image runs its own NVIDIA device plugin beside the operator's."""
+    # bottlerocket-os/bottlerocket variants/aws-k8s-1.33-nvidia/Cargo.toml includes the
+    # nvidia-k8s-device-plugin package: the host registers nvidia.com/gpu itself.
+    for cluster in clusters_with(fleet, "gpu-operator"):
+        for driver in pool_drivers(cluster.spec):
+            if driver.os != "bottlerocket":
+                continue
+            message = (
+                f"pool {driver.pool!r}: Bottlerocket's NVIDIA variant runs its own device plugin, so the GPU "
+                "Operator's device plugin (and the sharing and MIG settings gpuplan gives it) competes with it "
+                "for nvidia.com/gpu; use os: al2023 for pools the operator configures"
+            )
+            yield _warning(cluster.located.source, ("nodePools", driver.index, "os"), message)
