@@ -346,8 +346,8 @@ class NodePool(Model):
     gpu: str = Field(min_length=1)
     """GPU model: a catalog name, PCI device id (0x2330) or GFD product label."""
     gpus_per_node: int | None = Field(default=None, ge=1, le=64)
-    """GPUs in each node (1 to 64); default: the GPU count of the pool's Karpenter instance types
-    (then required for static pools and unknown instance types)."""
+    """GPUs in each node (1 to 64); required unless gpuplan knows the GPU count of the pool's
+    Karpenter instance types."""
     cpu: Quantity
     """Allocatable cpu per node."""
     memory: Quantity
