@@ -35,7 +35,9 @@ def git_identity() -> Iterator[None]:
 
 
 def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(root), *args], check=True, capture_output=True, text=True
+    ).stdout
 
 
 def committed_example(root: Path) -> Path:
@@ -87,7 +89,15 @@ def change_fleet(root: Path) -> tuple[int, int]:
 
 def call(capsys: pytest.CaptureFixture[str], **options: Any) -> tuple[int, str, str]:
     """Run `gpuplan diff` in-process; return the exit code, stdout and stderr."""
-    defaults: dict[str, Any] = {"root": Path("."), "base": None, "old_dir": None, "new_dir": None, "fmt": "text", "exit_code": False, "crds": None}
+    defaults: dict[str, Any] = {
+        "root": Path("."),
+        "base": None,
+        "old_dir": None,
+        "new_dir": None,
+        "fmt": "text",
+        "exit_code": False,
+        "crds": None,
+    }
     code = diff(**(defaults | options))
     out = capsys.readouterr()
     return code, out.out, out.err
@@ -100,13 +110,18 @@ def changed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, int]:
     return root, old, new
 
 
-def test_markdown_shows_old_and_new_values_and_names_every_disruption(changed: tuple[Path, int, int], capsys: pytest.CaptureFixture[str]) -> None:
+def test_markdown_shows_old_and_new_values_and_names_every_disruption(
+    changed: tuple[Path, int, int], capsys: pytest.CaptureFixture[str]
+) -> None:
     root, old, new = changed
     code, out, err = call(capsys, root=root, base="HEAD", fmt="markdown")
     assert code == 0, err
     marker, first = out.splitlines()[:2]
     assert marker == "<!-- gpuplan-diff: . -->"
-    assert re.fullmatch(r"\*\*gpuplan\*\*: \d+ objects changed, \d+ added, \d+ removed in 2 clusters; \d+ disruptive, \d+ risks?", first), first
+    assert re.fullmatch(
+        r"\*\*gpuplan\*\*: \d+ objects changed, \d+ added, \d+ removed in 2 clusters; \d+ disruptive, \d+ risks?",
+        first,
+    ), first
     assert f'.nominalQuota: "{old}" -> "{new}"' in out  # old and new on one line
     assert RESET in out
     assert "namespace ml-research of tenant ml-research is removed" in out and "Prune=false" in out
@@ -115,7 +130,9 @@ def test_markdown_shows_old_and_new_values_and_names_every_disruption(changed: t
     assert "### dgx-onprem" in out and "### h100-prod" in out and "<details>" in out
 
 
-def test_markdown_field_changes_are_one_line_each(changed: tuple[Path, int, int], capsys: pytest.CaptureFixture[str]) -> None:
+def test_markdown_field_changes_are_one_line_each(
+    changed: tuple[Path, int, int], capsys: pytest.CaptureFixture[str]
+) -> None:
     root, _, _ = changed
     _, out, _ = call(capsys, root=root, base="HEAD", fmt="markdown")
     blocks = re.findall(r"```text\n(.*?)\n```", out, re.DOTALL)
@@ -124,7 +141,9 @@ def test_markdown_field_changes_are_one_line_each(changed: tuple[Path, int, int]
         assert re.fullmatch(r"\S+: .+ -> .+", line), line
 
 
-def test_base_leaves_the_working_tree_and_the_repository_untouched(changed: tuple[Path, int, int], capsys: pytest.CaptureFixture[str]) -> None:
+def test_base_leaves_the_working_tree_and_the_repository_untouched(
+    changed: tuple[Path, int, int], capsys: pytest.CaptureFixture[str]
+) -> None:
     root, _, _ = changed
     before, status = snapshot(root), git(root, "status", "--porcelain")
     code, _, _ = call(capsys, root=root, base="HEAD", fmt="json")
@@ -134,27 +153,48 @@ def test_base_leaves_the_working_tree_and_the_repository_untouched(changed: tupl
     assert not (root / "output").exists()
 
 
-def test_text_has_one_line_per_field_and_json_has_paths_and_disruptions(changed: tuple[Path, int, int], capsys: pytest.CaptureFixture[str]) -> None:
+def test_text_has_one_line_per_field_and_json_has_paths_and_disruptions(
+    changed: tuple[Path, int, int], capsys: pytest.CaptureFixture[str]
+) -> None:
     root, old, new = changed
     _, text, _ = call(capsys, root=root, base="HEAD", fmt="text")
-    assert re.search(rf'^~ h100-prod ClusterQueue/team-a spec\.resourceGroups\[\d+\]\.flavors\[\d+\]\.resources\[\d+\]\.nominalQuota: "{old}" -> "{new}"$', text, re.MULTILINE)
-    assert "- dgx-onprem Namespace/ml-research\n" in text and "- dgx-onprem ClusterQueue/ml-research\n" in text
+    assert re.search(
+        rf'^~ h100-prod ClusterQueue/team-a spec\.resourceGroups\[\d+\]\.flavors\[\d+\]\.resources\[\d+\]\.nominalQuota: "{old}" -> "{new}"$',
+        text,
+        re.MULTILINE,
+    )
+    assert (
+        "- dgx-onprem Namespace/ml-research\n" in text
+        and "- dgx-onprem ClusterQueue/ml-research\n" in text
+    )
     _, out, _ = call(capsys, root=root, base="HEAD", fmt="json")
     document = json.loads(out)
-    assert document["summary"]["removed"] == sum(1 for o in document["objects"] if o["change"] == "removed") > 0
-    queue = next(o for o in document["objects"] if o["kind"] == "ClusterQueue" and o["name"] == "team-a")
-    assert {"old": str(old), "new": str(new)}.items() <= next(f for f in queue["fields"] if f["path"].endswith("nominalQuota") and f["old"] == str(old)).items()
+    assert (
+        document["summary"]["removed"]
+        == sum(1 for o in document["objects"] if o["change"] == "removed")
+        > 0
+    )
+    queue = next(
+        o for o in document["objects"] if o["kind"] == "ClusterQueue" and o["name"] == "team-a"
+    )
+    assert {"old": str(old), "new": str(new)}.items() <= next(
+        f for f in queue["fields"] if f["path"].endswith("nominalQuota") and f["old"] == str(old)
+    ).items()
     codes = {d["code"] for d in document["disruptions"]}
     assert {"mig-relayout", "namespace-removed", "tenant-removed"} <= codes
     assert {d["severity"] for d in document["disruptions"]} == {"disruptive"}
 
 
-def test_exit_code_is_1_with_differences(changed: tuple[Path, int, int], capsys: pytest.CaptureFixture[str]) -> None:
+def test_exit_code_is_1_with_differences(
+    changed: tuple[Path, int, int], capsys: pytest.CaptureFixture[str]
+) -> None:
     root, _, _ = changed
     assert call(capsys, root=root, base="HEAD", exit_code=True)[0] == 1
 
 
-def test_identical_inputs_give_no_changes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_identical_inputs_give_no_changes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = committed_example(tmp_path / "repo")
     assert call(capsys, root=root, base="HEAD", exit_code=True)[:2] == (0, "no changes\n")
     code, out, _ = call(capsys, root=root, base="HEAD", fmt="markdown", exit_code=True)
@@ -166,15 +206,28 @@ def test_a_quota_cut_is_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[
     git(root, "tag", "before")
     old, new = raise_team_a_quota(root)
     git(root, "commit", "-q", "-am", "more GPUs for team-a")
-    code, out, _ = call(capsys, root=root, base="before", fmt="markdown")  # base: a tag; working tree = HEAD
+    code, out, _ = call(
+        capsys, root=root, base="before", fmt="markdown"
+    )  # base: a tag; working tree = HEAD
     assert code == 0 and "Warnings" not in out
     (root / "tenants/team-a.yaml").write_text(git(root, "show", "before:tenants/team-a.yaml"))
     _, out, _ = call(capsys, root=root, base="HEAD", fmt="text")
-    warning = next(line for line in out.splitlines() if line.startswith("! [quota-cut] h100-prod: quota cut for tenant team-a (ClusterQueue/team-a): "))
-    assert f"nvidia.com/gpu on pool h100-train {new} -> {old} (cause: tenant team-a's own quota)" in warning
+    warning = next(
+        line
+        for line in out.splitlines()
+        if line.startswith(
+            "! [quota-cut] h100-prod: quota cut for tenant team-a (ClusterQueue/team-a): "
+        )
+    )
+    assert (
+        f"nvidia.com/gpu on pool h100-train {new} -> {old} (cause: tenant team-a's own quota)"
+        in warning
+    )
 
 
-def test_a_bad_ref_or_no_repository_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_ref_or_no_repository_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = committed_example(tmp_path / "repo")
     code, out, err = call(capsys, root=root, base="no-such-ref")
     assert (code, out) == (2, "") and "no-such-ref: no such commit" in err
@@ -184,8 +237,13 @@ def test_a_bad_ref_or_no_repository_is_a_usage_error(tmp_path: Path, capsys: pyt
     assert code == 2 and "not inside" in err
 
 
-@pytest.mark.parametrize("options", [{}, {"base": "HEAD", "old_dir": Path("a"), "new_dir": Path("b")}, {"old_dir": Path("a")}])
-def test_neither_or_both_modes_is_a_usage_error(options: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"base": "HEAD", "old_dir": Path("a"), "new_dir": Path("b")}, {"old_dir": Path("a")}],
+)
+def test_neither_or_both_modes_is_a_usage_error(
+    options: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = call(capsys, **options)
     assert (code, out) == (2, "") and "--base REF" in err
 
@@ -193,45 +251,74 @@ def test_neither_or_both_modes_is_a_usage_error(options: dict[str, Any], capsys:
 def test_input_errors_say_which_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = committed_example(tmp_path / "repo")
     good = (root / "tenants/team-a.yaml").read_text()
-    (root / "tenants/team-a.yaml").write_text(good.replace("name: team-a", "name: team-a\nbogus: 1", 1))
+    (root / "tenants/team-a.yaml").write_text(
+        good.replace("name: team-a", "name: team-a\nbogus: 1", 1)
+    )
     code, out, err = call(capsys, root=root, base="HEAD")
-    assert (code, out) == (1, "") and "the fleet in the working tree has errors" in err and "bogus" in err
+    assert (
+        (code, out) == (1, "")
+        and "the fleet in the working tree has errors" in err
+        and "bogus" in err
+    )
     git(root, "commit", "-q", "-am", "broken")
     (root / "tenants/team-a.yaml").write_text(good)
     code, _, err = call(capsys, root=root, base="HEAD")
     assert code == 1 and "the fleet at HEAD" in err and "working tree" not in err
 
 
-def test_two_folders_compare_rendered_outputs_like_base_mode(changed: tuple[Path, int, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_two_folders_compare_rendered_outputs_like_base_mode(
+    changed: tuple[Path, int, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root, old, new = changed
     before = committed_example(tmp_path / "before")
     assert run("render", "--root", str(before), "--out", str(tmp_path / "old")).code == 0
     assert run("render", "--root", str(root), "--out", str(tmp_path / "new")).code == 0
-    code, out, _ = call(capsys, old_dir=tmp_path / "old", new_dir=tmp_path / "new", fmt="json", exit_code=True)
+    code, out, _ = call(
+        capsys, old_dir=tmp_path / "old", new_dir=tmp_path / "new", fmt="json", exit_code=True
+    )
     folders = json.loads(out)
     _, out, _ = call(capsys, root=root, base="HEAD", fmt="json")
     base = json.loads(out)
     assert code == 1
-    assert [(o["cluster"], o["kind"], o["name"], o["change"], o["fields"]) for o in folders["objects"]] == [(o["cluster"], o["kind"], o["name"], o["change"], o["fields"]) for o in base["objects"]]
+    assert [
+        (o["cluster"], o["kind"], o["name"], o["change"], o["fields"]) for o in folders["objects"]
+    ] == [(o["cluster"], o["kind"], o["name"], o["change"], o["fields"]) for o in base["objects"]]
     same = ("code", "severity", "cluster", "subject", "message")
-    assert [{k: d[k] for k in same} for d in folders["disruptions"]] == [{k: d[k] for k in same} for d in base["disruptions"]]
+    assert [{k: d[k] for k in same} for d in folders["disruptions"]] == [
+        {k: d[k] for k in same} for d in base["disruptions"]
+    ]
     h100 = next(d for d in base["disruptions"] if d["code"] == "mig-relayout")
-    assert h100["blastRadius"]["nodes"] == 2 and h100["blastRadius"]["gpus"] == 16  # from the fleet: 2 nodes x 8 GPUs
+    assert (
+        h100["blastRadius"]["nodes"] == 2 and h100["blastRadius"]["gpus"] == 16
+    )  # from the fleet: 2 nodes x 8 GPUs
     _, out, _ = call(capsys, old_dir=tmp_path / "old", new_dir=tmp_path / "new", fmt="markdown")
-    assert f"| h100-prod | h100-train | `nvidia.com/gpu` | tenant team-a | {old} | {new} |" in out  # from the ClusterQueues
+    assert (
+        f"| h100-prod | h100-train | `nvidia.com/gpu` | tenant team-a | {old} | {new} |" in out
+    )  # from the ClusterQueues
 
 
-def test_two_folders_ignore_comments_and_file_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_two_folders_ignore_comments_and_file_layout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old, new = tmp_path / "old", tmp_path / "new"
     (old / "x").mkdir(parents=True)
     new.mkdir()
-    (old / "x/a.yaml").write_text("# Generated by gpuplan\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: n}\ndata: {k: v}\n")
-    (new / "all.yml").write_text("---\n# another header\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: n\n  name: a\ndata:\n  k: v\n--- just text\n")
+    (old / "x/a.yaml").write_text(
+        "# Generated by gpuplan\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: n}\ndata: {k: v}\n"
+    )
+    (new / "all.yml").write_text(
+        "---\n# another header\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: n\n  name: a\ndata:\n  k: v\n--- just text\n"
+    )
     assert call(capsys, old_dir=old, new_dir=new, exit_code=True)[:2] == (0, "no changes\n")
 
 
 def secret(data: dict[str, str], string_data: dict[str, str] | None = None) -> str:
-    body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "namespace": "team-a"}, "data": data}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "creds", "namespace": "team-a"},
+        "data": data,
+    }
     return yaml.safe_dump(body | ({"stringData": string_data} if string_data else {}))
 
 
@@ -240,34 +327,71 @@ def test_secret_values_never_appear(tmp_path: Path, capsys: pytest.CaptureFixtur
     for folder in (old, new):
         folder.mkdir()
     (old / "secret.yaml").write_text(secret({"password": "aHVudGVyMg=="}))
-    (new / "secret.yaml").write_text(secret({"password": "c3dvcmRmaXNo", "extra": "ZXh0cmEtdmFsdWU="}, {"token": "plain-token-value"}))
-    (old / "other.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "gone"}, "stringData": {"k": "old-gone-value"}}))
+    (new / "secret.yaml").write_text(
+        secret(
+            {"password": "c3dvcmRmaXNo", "extra": "ZXh0cmEtdmFsdWU="},
+            {"token": "plain-token-value"},
+        )
+    )
+    (old / "other.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "gone"},
+                "stringData": {"k": "old-gone-value"},
+            }
+        )
+    )
     for fmt in ("text", "json", "markdown"):
         code, out, _ = call(capsys, old_dir=old, new_dir=new, fmt=fmt)
         assert code == 0 and "<redacted>" in out, fmt
-        for value in ("aHVudGVyMg", "c3dvcmRmaXNo", "ZXh0cmEtdmFsdWU", "plain-token-value", "old-gone-value", "hunter2", "swordfish"):
+        for value in (
+            "aHVudGVyMg",
+            "c3dvcmRmaXNo",
+            "ZXh0cmEtdmFsdWU",
+            "plain-token-value",
+            "old-gone-value",
+            "hunter2",
+            "swordfish",
+        ):
             assert value not in out, (fmt, value)
     _, out, _ = call(capsys, old_dir=old, new_dir=new, fmt="text")
-    assert "~ Secret/team-a/creds data.password: \"<redacted>\" -> \"<redacted>\"" in out
-    assert "~ Secret/team-a/creds stringData: (absent) -> {\"token\": \"<redacted>\"}" in out
+    assert '~ Secret/team-a/creds data.password: "<redacted>" -> "<redacted>"' in out
+    assert '~ Secret/team-a/creds stringData: (absent) -> {"token": "<redacted>"}' in out
 
 
 def config_maps(folder: Path, count: int, fields: int, value: str) -> None:
     folder.mkdir()
     for index in range(count):
-        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{index:03}", "namespace": "n"}, "data": {f"k{i:02}": value for i in range(fields)}}
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"cm-{index:03}", "namespace": "n"},
+            "data": {f"k{i:02}": value for i in range(fields)},
+        }
         (folder / f"cm-{index:03}.yaml").write_text(yaml.safe_dump(body))
 
 
-def test_long_diffs_are_truncated_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_long_diffs_are_truncated_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config_maps(tmp_path / "old", 150, 30, "a")
     config_maps(tmp_path / "new", 150, 30, "b")
     code, out, _ = call(capsys, old_dir=tmp_path / "old", new_dir=tmp_path / "new", fmt="markdown")
-    assert code == 0 and out.startswith("<!-- gpuplan-diff: . -->\n**gpuplan**: 150 objects changed, 0 added, 0 removed\n")
+    assert code == 0 and out.startswith(
+        "<!-- gpuplan-diff: . -->\n**gpuplan**: 150 objects changed, 0 added, 0 removed\n"
+    )
     assert "_10 more field changes not shown._" in out  # 30 fields, 20 shown
     assert out.count("<details>") == 50 and "_100 objects left out of this comment in all" in out
-    small = as_markdown(from_folders(tmp_path / "old", tmp_path / "new"), Limits(objects=2, fields=3))
-    assert small.count("<details>") == 2 and "_27 more field changes not shown._" in small and "_148 objects left out" in small
+    small = as_markdown(
+        from_folders(tmp_path / "old", tmp_path / "new"), Limits(objects=2, fields=3)
+    )
+    assert (
+        small.count("<details>") == 2
+        and "_27 more field changes not shown._" in small
+        and "_148 objects left out" in small
+    )
     _, text, _ = call(capsys, old_dir=tmp_path / "old", new_dir=tmp_path / "new", fmt="text")
     assert text.count("\n~ ") + 1 == 150 * 30  # text is complete
 
@@ -283,7 +407,9 @@ def test_a_huge_diff_still_fits_in_one_comment(tmp_path: Path) -> None:
 
 
 def side(*objects: dict[str, Any], scope: str = "c1") -> Side:
-    return {key_of(o, scope, "f.yaml"): Entry(key_of(o, scope, "f.yaml"), o, "f.yaml") for o in objects}
+    return {
+        key_of(o, scope, "f.yaml"): Entry(key_of(o, scope, "f.yaml"), o, "f.yaml") for o in objects
+    }
 
 
 def disruptions(old: Side, new: Side) -> list[tuple[str, str, str]]:
@@ -292,19 +418,37 @@ def disruptions(old: Side, new: Side) -> list[tuple[str, str, str]]:
 
 def node_pool(pool: str, mig: str | None) -> dict[str, Any]:
     labels = {"gpuplan.io/pool": pool} | ({"nvidia.com/mig.config": mig} if mig else {})
-    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": pool}, "spec": {"template": {"metadata": {"labels": labels}}}}
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": pool},
+        "spec": {"template": {"metadata": {"labels": labels}}},
+    }
 
 
 def mig_parted(configs: dict[str, Any]) -> dict[str, Any]:
     text = yaml.safe_dump({"version": "v1", "mig-configs": configs})
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mig", "namespace": "gpu-operator"}, "data": {"config.yaml": text}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "mig", "namespace": "gpu-operator"},
+        "data": {"config.yaml": text},
+    }
 
 
 def test_a_mig_config_whose_content_changes_resets_the_pool_using_it() -> None:
     layout = [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}]
     other = [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}]
-    old = side(node_pool("p1", "custom"), node_pool("p2", "other"), mig_parted({"custom": layout, "other": other}))
-    new = side(node_pool("p1", "custom"), node_pool("p2", "other"), mig_parted({"custom": other, "other": other}))
+    old = side(
+        node_pool("p1", "custom"),
+        node_pool("p2", "other"),
+        mig_parted({"custom": layout, "other": other}),
+    )
+    new = side(
+        node_pool("p1", "custom"),
+        node_pool("p2", "other"),
+        mig_parted({"custom": other, "other": other}),
+    )
     found = disruptions(old, new)
     assert [(k, s) for k, s, _ in found] == [("mig-relayout", "p1")]
     assert "MIG manager will reset the GPUs of pool p1's nodes" in found[0][2]
@@ -312,45 +456,96 @@ def test_a_mig_config_whose_content_changes_resets_the_pool_using_it() -> None:
 
 def test_a_label_change_on_a_node_pool_is_a_mig_layout_change() -> None:
     found = disruptions(side(node_pool("p1", None)), side(node_pool("p1", "gpuplan-7x1g.10gb")))
-    assert found[0][:2] == ("mig-relayout", "p1") and "no MIG configuration -> gpuplan-7x1g.10gb (not defined in the mig-parted ConfigMap)" in found[0][2]
+    assert (
+        found[0][:2] == ("mig-relayout", "p1")
+        and "no MIG configuration -> gpuplan-7x1g.10gb (not defined in the mig-parted ConfigMap)"
+        in found[0][2]
+    )
 
 
 def test_a_pool_removed_is_one_warning_naming_its_objects() -> None:
-    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "p1"}, "spec": {"nodeLabels": {"gpuplan.io/pool": "p1"}}}
+    flavor = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "p1"},
+        "spec": {"nodeLabels": {"gpuplan.io/pool": "p1"}},
+    }
     found = disruptions(side(flavor, node_pool("p1", None)), side())
     assert [(k, s) for k, s, _ in found] == [("pool-removed", "p1")]
-    assert "ResourceFlavor/p1" in found[0][2] and "NodePool/p1" in found[0][2] and "Karpenter" in found[0][2]
+    assert (
+        "ResourceFlavor/p1" in found[0][2]
+        and "NodePool/p1" in found[0][2]
+        and "Karpenter" in found[0][2]
+    )
 
 
 def test_quota_cuts_and_lowered_priorities() -> None:
     def quota(hard: dict[str, str]) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "t", "namespace": "ns"}, "spec": {"hard": hard}}
+        return {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "t", "namespace": "ns"},
+            "spec": {"hard": hard},
+        }
 
     def priority(value: int) -> dict[str, Any]:
-        return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "prod"}, "value": value}
+        return {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "prod"},
+            "value": value,
+        }
 
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "labels": {"gpuplan.io/tenant": "team-a"}}}
-    old = side(namespace, quota({"requests.nvidia.com/gpu": "8", "requests.cpu": "2", "requests.memory": "1Gi"}), priority(1000))
-    new = side(namespace, quota({"requests.nvidia.com/gpu": "4", "requests.cpu": "2000m"}), priority(100))
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "ns", "labels": {"gpuplan.io/tenant": "team-a"}},
+    }
+    old = side(
+        namespace,
+        quota({"requests.nvidia.com/gpu": "8", "requests.cpu": "2", "requests.memory": "1Gi"}),
+        priority(1000),
+    )
+    new = side(
+        namespace, quota({"requests.nvidia.com/gpu": "4", "requests.cpu": "2000m"}), priority(100)
+    )
     found = disruptions(old, new)
     assert [k for k, _, _ in found] == ["quota-cut", "priority-lowered"]
-    assert "namespace ns of tenant team-a" in found[0][2] and "requests.nvidia.com/gpu 8 -> 4" in found[0][2]
-    assert "cpu" not in found[0][2] and "memory" not in found[0][2]  # 2 == 2000m; a limit lifted is no cut
+    assert (
+        "namespace ns of tenant team-a" in found[0][2]
+        and "requests.nvidia.com/gpu 8 -> 4" in found[0][2]
+    )
+    assert (
+        "cpu" not in found[0][2] and "memory" not in found[0][2]
+    )  # 2 == 2000m; a limit lifted is no cut
     assert "1000 -> 100" in found[1][2]
 
 
 def test_an_api_version_upgrade_is_a_change_of_the_same_object() -> None:
     queue = {"kind": "ClusterQueue", "metadata": {"name": "team-a"}, "spec": {"cohort": "c"}}
-    changes = compare(side({"apiVersion": "kueue.x-k8s.io/v1beta1"} | queue), side({"apiVersion": "kueue.x-k8s.io/v1beta2"} | queue))
-    assert [(c.status, [(f.path, f.old, f.new) for f in c.fields]) for c in changes] == [("changed", [("apiVersion", "kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")])]
+    changes = compare(
+        side({"apiVersion": "kueue.x-k8s.io/v1beta1"} | queue),
+        side({"apiVersion": "kueue.x-k8s.io/v1beta2"} | queue),
+    )
+    assert [(c.status, [(f.path, f.old, f.new) for f in c.fields]) for c in changes] == [
+        ("changed", [("apiVersion", "kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2")])
+    ]
 
 
 def test_field_paths_are_written_the_kubernetes_way() -> None:
-    assert format_path(["spec", "resourceGroups", 0, "flavors", 1, "resources", 2, "nominalQuota"]) == "spec.resourceGroups[0].flavors[1].resources[2].nominalQuota"
-    assert format_path(["metadata", "labels", "nvidia.com/mig.config"]) == "metadata.labels['nvidia.com/mig.config']"
+    assert (
+        format_path(["spec", "resourceGroups", 0, "flavors", 1, "resources", 2, "nominalQuota"])
+        == "spec.resourceGroups[0].flavors[1].resources[2].nominalQuota"
+    )
+    assert (
+        format_path(["metadata", "labels", "nvidia.com/mig.config"])
+        == "metadata.labels['nvidia.com/mig.config']"
+    )
 
 
-def test_a_base_without_inputs_is_an_empty_fleet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_base_without_inputs_is_an_empty_fleet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = tmp_path / "repo"
     root.mkdir()
     git(root, "init", "-q")

@@ -5,18 +5,37 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gpuplan.diff.command import FORMATS, InputErrors, UsageError, from_folders, from_git, repository_path
+from gpuplan.diff.command import (
+    FORMATS,
+    InputErrors,
+    UsageError,
+    from_folders,
+    from_git,
+    repository_path,
+)
 from gpuplan.diff.gate import matching, parse_fail_on, usage_hint
 from gpuplan.diff.markdown import marker
 from gpuplan.exitcode import ExitCode
 
 
-def diff(*, root: Path, base: str | None, old_dir: Path | None, new_dir: Path | None, fmt: str, exit_code: bool, crds: Path | None, fail_on: tuple[str, ...] = ()) -> int:
+def diff(
+    *,
+    root: Path,
+    base: str | None,
+    old_dir: Path | None,
+    new_dir: Path | None,
+    fmt: str,
+    exit_code: bool,
+    crds: Path | None,
+    fail_on: tuple[str, ...] = (),
+) -> int:
     """Print what changes between two rendered fleets; return the exit code."""
     wanted, unknown = parse_fail_on(fail_on)
     try:
         if unknown:
-            raise UsageError(f"--fail-on {', '.join(unknown)}: not a code or severity; choose from {usage_hint()}")
+            raise UsageError(
+                f"--fail-on {', '.join(unknown)}: not a code or severity; choose from {usage_hint()}"
+            )
         _check_usage(base, old_dir, new_dir, fmt)
         if base is not None:
             result = from_git(root, base, crds)
@@ -33,7 +52,9 @@ def diff(*, root: Path, base: str | None, old_dir: Path | None, new_dir: Path | 
     gated = matching(result.disruptions, wanted)
     if gated:
         codes = ", ".join(dict.fromkeys(d.code for d in gated))
-        sys.stderr.write(f"gpuplan diff: {len(gated)} finding{'' if len(gated) == 1 else 's'} match --fail-on ({codes})\n")
+        sys.stderr.write(
+            f"gpuplan diff: {len(gated)} finding{'' if len(gated) == 1 else 's'} match --fail-on ({codes})\n"
+        )
         return ExitCode.FAILED
     return ExitCode.FAILED if exit_code and result.changes else ExitCode.OK
 
@@ -46,4 +67,6 @@ def _check_usage(base: str | None, old_dir: Path | None, new_dir: Path | None, f
     if base is not None and folders:
         raise UsageError("give either --base REF or two folders OLD_DIR NEW_DIR, not both")
     if base is None and len(folders) != 2:
-        raise UsageError("give --base REF (compare with a git revision) or two folders OLD_DIR NEW_DIR")
+        raise UsageError(
+            "give --base REF (compare with a git revision) or two folders OLD_DIR NEW_DIR"
+        )

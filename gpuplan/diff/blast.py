@@ -44,7 +44,12 @@ class Facts:
         facts = self.pools.get((scope, pool))
         if facts is None:
             return Blast(tenants=tenants or ())
-        return Blast(facts.nodes, facts.gpus, facts.tenants if tenants is None else tenants, _figures([facts]))
+        return Blast(
+            facts.nodes,
+            facts.gpus,
+            facts.tenants if tenants is None else tenants,
+            _figures([facts]),
+        )
 
     def cluster(self, scope: str) -> Blast:
         """Return the blast radius of a change that reaches every GPU node of a cluster."""
@@ -65,7 +70,11 @@ class Facts:
 
 def _total(values: list[int | None]) -> int | None:
     """Return the sum, or None when any part is unknown."""
-    return None if not values or any(v is None for v in values) else sum(v for v in values if v is not None)
+    return (
+        None
+        if not values or any(v is None for v in values)
+        else sum(v for v in values if v is not None)
+    )
 
 
 def _figures(pools: list[PoolFacts]) -> str:
@@ -91,11 +100,19 @@ def from_fleet(fleet: Fleet | None) -> dict[PoolKey, PoolFacts]:
         return out
     tenants: dict[PoolKey, set[str]] = {}
     for row in capacity_rows(fleet):
-        tenants.setdefault((row.cluster, row.pool), set()).update(s.tenant for s in row.tenants if s.nominal > 0)
+        tenants.setdefault((row.cluster, row.pool), set()).update(
+            s.tenant for s in row.tenants if s.nominal > 0
+        )
     for name, plan in fleet.clusters.items():
         for pool in plan.pools.values():
             key = (name, pool.name)
-            out[key] = PoolFacts(pool.nodes_most, pool.nodes_least, pool.nodes_most * pool.gpus_per_node, pool.model.name, tuple(sorted(tenants.get(key, ()))))
+            out[key] = PoolFacts(
+                pool.nodes_most,
+                pool.nodes_least,
+                pool.nodes_most * pool.gpus_per_node,
+                pool.model.name,
+                tuple(sorted(tenants.get(key, ()))),
+            )
     return out
 
 
@@ -117,16 +134,34 @@ def from_objects(side: Side) -> dict[PoolKey, PoolFacts]:
             pool = str(mapping(dig(entry.obj, "spec", "nodeLabels")).get(POOL_LABEL) or key.name)
             pools.setdefault((key.scope, pool), (None, None))
         elif is_kind(key, KARPENTER, "NodePool"):
-            pool = str(mapping(dig(entry.obj, "spec", "template", "metadata", "labels")).get(POOL_LABEL) or key.name)
+            pool = str(
+                mapping(dig(entry.obj, "spec", "template", "metadata", "labels")).get(POOL_LABEL)
+                or key.name
+            )
             limits = mapping(dig(entry.obj, "spec", "limits"))
             pools[(key.scope, pool)] = (_count(limits.get("nodes")), _count(limits.get(GPU)))
         elif is_kind(key, KUEUE, "ClusterQueue"):
             for group in listing(dig(entry.obj, "spec", "resourceGroups")):
                 for flavor in listing(dig(group, "flavors")):
-                    if any(_count(dig(r, "nominalQuota")) for r in listing(dig(flavor, "resources")) if str(dig(r, "name")) not in ("cpu", "memory")):
-                        tenants.setdefault((key.scope, str(dig(flavor, "name"))), set()).add(key.name)
+                    if any(
+                        _count(dig(r, "nominalQuota"))
+                        for r in listing(dig(flavor, "resources"))
+                        if str(dig(r, "name")) not in ("cpu", "memory")
+                    ):
+                        tenants.setdefault((key.scope, str(dig(flavor, "name"))), set()).add(
+                            key.name
+                        )
     keys = pools.keys() | tenants.keys()
-    return {k: PoolFacts(pools.get(k, (None, None))[0], None, pools.get(k, (None, None))[1], None, tuple(sorted(tenants.get(k, ())))) for k in keys}
+    return {
+        k: PoolFacts(
+            pools.get(k, (None, None))[0],
+            None,
+            pools.get(k, (None, None))[1],
+            None,
+            tuple(sorted(tenants.get(k, ()))),
+        )
+        for k in keys
+    }
 
 
 def merged(old: dict[PoolKey, PoolFacts], new: dict[PoolKey, PoolFacts]) -> Facts:

@@ -76,7 +76,9 @@ def from_folders(old_dir: Path, new_dir: Path) -> DiffResult:
     if any(has_errors(problems) for _, problems in sides):
         raise InputErrors
     old, new = sides[0][0], sides[1][0]
-    return _result(str(old_dir), str(new_dir), (old, _queue_quotas(old)), (new, _queue_quotas(new)), None)
+    return _result(
+        str(old_dir), str(new_dir), (old, _queue_quotas(old)), (new, _queue_quotas(new)), None
+    )
 
 
 def _queue_quotas(side: Side) -> dict[CapacityKey, str]:
@@ -96,7 +98,9 @@ def _queue_quotas(side: Side) -> dict[CapacityKey, str]:
 def _git(root: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     """Run git in the repository at root."""
     try:
-        return subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True, check=False)
+        return subprocess.run(
+            ["git", "-C", str(root), *args], input=stdin, capture_output=True, check=False
+        )
     except FileNotFoundError as exc:
         raise UsageError("--base needs git, which is not installed") from exc
 
@@ -107,7 +111,9 @@ def repository_path(folder: Path) -> str:
         found = _git(folder, "rev-parse", "--show-prefix")
     except UsageError:
         return "."
-    prefix = found.stdout.decode(errors="replace").strip().rstrip("/") if found.returncode == 0 else ""
+    prefix = (
+        found.stdout.decode(errors="replace").strip().rstrip("/") if found.returncode == 0 else ""
+    )
     return prefix or "."
 
 
@@ -207,7 +213,9 @@ def from_git(root: Path, ref: str, crds: Path | None) -> DiffResult:
     commit = resolve(root, ref)
     label = f"{ref} ({commit[:12]})" if ref != commit else commit[:12]
     old_where, new_where = f"the fleet at {label}", "the fleet in the working tree"
-    base, current = _in_parallel(partial(_base_side, root, commit, crds, old_where), partial(_side, root, crds, new_where))
+    base, current = _in_parallel(
+        partial(_base_side, root, commit, crds, old_where), partial(_side, root, crds, new_where)
+    )
     if base is None:
         sys.stderr.write(f"note: no clusters/ at {label}: comparing with an empty fleet\n")
         base = EMPTY
@@ -218,7 +226,9 @@ def from_git(root: Path, ref: str, crds: Path | None) -> DiffResult:
         raise InputErrors
     for note in dict.fromkeys(notes + more):
         sys.stderr.write(f"note: {note}\n")
-    return _result(label, WORKING_TREE, (old, old_capacity), (new, new_capacity), merged(old_facts, new_facts))
+    return _result(
+        label, WORKING_TREE, (old, old_capacity), (new, new_capacity), merged(old_facts, new_facts)
+    )
 
 
 def _fleet_capacity(fleet: Fleet | None) -> dict[CapacityKey, str]:
@@ -248,16 +258,29 @@ def _amount(value: str | None) -> Fraction | str | None:
 def _deltas(before: dict[CapacityKey, str], after: dict[CapacityKey, str]) -> list[CapacityChange]:
     """Return the capacity rows that differ between two sides."""
     keys = sorted(before.keys() | after.keys())
-    return [CapacityChange(*key, before.get(key), after.get(key)) for key in keys if _amount(before.get(key)) != _amount(after.get(key))]
+    return [
+        CapacityChange(*key, before.get(key), after.get(key))
+        for key in keys
+        if _amount(before.get(key)) != _amount(after.get(key))
+    ]
 
 
-def _result(old_label: str, new_label: str, old: tuple[Side, dict[CapacityKey, str]], new: tuple[Side, dict[CapacityKey, str]], facts: Facts | None) -> DiffResult:
+def _result(
+    old_label: str,
+    new_label: str,
+    old: tuple[Side, dict[CapacityKey, str]],
+    new: tuple[Side, dict[CapacityKey, str]],
+    facts: Facts | None,
+) -> DiffResult:
     """Return the diff of two sides; the old capacity rows follow the renames found."""
     result = analyse(old_label, new_label, old[0], new[0], [], facts)
     names: dict[str, dict[str, str]] = {}
     for rename in result.renames:
         names.setdefault(rename.scope, {})[rename.old] = rename.new
-    before = {(c, names.get(c, {}).get(p, p), r, names.get(c, {}).get(t, t)): v for (c, p, r, t), v in old[1].items()}
+    before = {
+        (c, names.get(c, {}).get(p, p), r, names.get(c, {}).get(t, t)): v
+        for (c, p, r, t), v in old[1].items()
+    }
     result.capacity = _deltas(before, new[1])
     return result
 

@@ -58,14 +58,20 @@ def tenants_removed(ctx: Context) -> Iterator[Disruption]:
             gone.setdefault((key.scope, key.name), []).append(key)
     for (scope, tenant), keys in sorted(gone.items()):
         what = f"tenant {tenant} is removed from the cluster ({', '.join(k.label() for k in keys)} deleted): its queued workloads are no longer admitted"
-        gpus = _gpu_total(nominal_quotas(ctx.old[keys[0]].obj)) if keys[0].kind == "ClusterQueue" else None
+        gpus = (
+            _gpu_total(nominal_quotas(ctx.old[keys[0]].obj))
+            if keys[0].kind == "ClusterQueue"
+            else None
+        )
         text = f"{gpus} GPU units of quota" if gpus else ""
         yield Disruption(scope, "tenant-removed", tenant, what, Blast(None, None, (tenant,), text))
 
 
 def _gpu_total(quotas: dict[tuple[str, str], Any]) -> int:
     """Return the sum of a queue's GPU-resource quotas (whole units)."""
-    return int(sum(_value(v) or 0 for (_, resource), v in quotas.items() if resource not in NOT_GPU))
+    return int(
+        sum(_value(v) or 0 for (_, resource), v in quotas.items() if resource not in NOT_GPU)
+    )
 
 
 def namespaces_removed(ctx: Context) -> Iterator[Disruption]:
@@ -75,14 +81,22 @@ def namespaces_removed(ctx: Context) -> Iterator[Disruption]:
         if not is_kind(key, "", "Namespace"):
             continue
         inside = sum(1 for k in removed if k.scope == key.scope and k.namespace == key.name)
-        options = str(mapping(dig(ctx.old[key].obj, "metadata", "annotations")).get(SYNC_OPTIONS, ""))
+        options = str(
+            mapping(dig(ctx.old[key].obj, "metadata", "annotations")).get(SYNC_OPTIONS, "")
+        )
         if "Prune=false" in options:
             fate = f"Argo CD keeps the namespace and its data (Prune=false), but deletes the {inside} gpuplan objects in it (quotas, queues, policies)"
         else:
             fate = "Argo CD prunes the namespace and everything in it"
         tenant = security.tenant_of(key.scope, key.name, ctx.old)
         message = f"{security.namespace_text(key.scope, key.name, ctx.old)} is removed: {fate}"
-        yield Disruption(key.scope, "namespace-removed", key.name, message, Blast(tenants=(tenant,) if tenant else ()))
+        yield Disruption(
+            key.scope,
+            "namespace-removed",
+            key.name,
+            message,
+            Blast(tenants=(tenant,) if tenant else ()),
+        )
 
 
 # Quotas
@@ -114,7 +128,9 @@ def _lower(old: Any, new: Any) -> bool:
     return was is not None and now is not None and now < was
 
 
-def _cuts(before: dict[Any, Any], after: dict[Any, Any], missing: Any) -> list[tuple[Any, Any, Any]]:
+def _cuts(
+    before: dict[Any, Any], after: dict[Any, Any], missing: Any
+) -> list[tuple[Any, Any, Any]]:
     """Return (what, old, new) for every value that decreased; `missing` stands for a value gone."""
     out = []
     for what, was in before.items():
@@ -141,11 +157,20 @@ def _lenders(ctx: Context, key: ObjectKey, flavor: str, resource: str) -> list[s
     cohort = _cohort(ctx.old[key].obj)
     out = []
     for other, entry in ctx.old.items():
-        if other == key or other.scope != key.scope or not is_kind(other, KUEUE, "ClusterQueue") or _cohort(entry.obj) != cohort:
+        if (
+            other == key
+            or other.scope != key.scope
+            or not is_kind(other, KUEUE, "ClusterQueue")
+            or _cohort(entry.obj) != cohort
+        ):
             continue
         was = _lent(entry.obj).get((flavor, resource))
         after = ctx.new.get(other)
-        now = _lent(after.obj).get((flavor, resource), "0") if after and _cohort(after.obj) == cohort else "0"
+        now = (
+            _lent(after.obj).get((flavor, resource), "0")
+            if after and _cohort(after.obj) == cohort
+            else "0"
+        )
         if was is not None and _lower(was, now):
             out.append(f"{other.name} lends {was} -> {now}")
     return out
@@ -180,10 +205,16 @@ def _queue_cuts(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
     old, new = ctx.old[key].obj, ctx.new[key].obj
     parts = []
     for (flavor, resource), was, now in _cuts(nominal_quotas(old), nominal_quotas(new), "0"):
-        parts.append(f"{resource} on pool {flavor} {was} -> {now} ({_cause(ctx, key, flavor, resource, own=True)})")
-    for (flavor, resource), was, now in _cuts(nominal_quotas(old, "borrowingLimit"), nominal_quotas(new, "borrowingLimit"), None):
+        parts.append(
+            f"{resource} on pool {flavor} {was} -> {now} ({_cause(ctx, key, flavor, resource, own=True)})"
+        )
+    for (flavor, resource), was, now in _cuts(
+        nominal_quotas(old, "borrowingLimit"), nominal_quotas(new, "borrowingLimit"), None
+    ):
         if resource not in NOT_GPU:
-            parts.append(f"may borrow {resource} on pool {flavor} {was} -> {now} ({_cause(ctx, key, flavor, resource, own=False)})")
+            parts.append(
+                f"may borrow {resource} on pool {flavor} {was} -> {now} ({_cause(ctx, key, flavor, resource, own=False)})"
+            )
     if parts:
         message = f"quota cut for tenant {key.name} ({key.label()}): {', '.join(parts)}"
         yield Disruption(key.scope, "quota-cut", key.name, message, Blast(tenants=(key.name,)))
@@ -197,7 +228,9 @@ def _namespace_cause(ctx: Context, scope: str, tenant: str | None) -> str:
     old, new = ctx.old[key].obj, ctx.new[key].obj
     if _cuts(nominal_quotas(old), nominal_quotas(new), "0"):
         return f"cause: tenant {tenant}'s own quota"
-    for (flavor, resource), _, _ in _cuts(nominal_quotas(old, "borrowingLimit"), nominal_quotas(new, "borrowingLimit"), None):
+    for (flavor, resource), _, _ in _cuts(
+        nominal_quotas(old, "borrowingLimit"), nominal_quotas(new, "borrowingLimit"), None
+    ):
         return _cause(ctx, key, flavor, resource, own=False)
     lenders: list[str] = []
     for flavor, resource in nominal_quotas(old):
@@ -205,12 +238,23 @@ def _namespace_cause(ctx: Context, scope: str, tenant: str | None) -> str:
             lenders += [f"{text} on pool {flavor}" for text in _lenders(ctx, key, flavor, resource)]
     if lenders and _cohort(old):
         return f"cause: a lender's change ({'; '.join(lenders)})"
-    return f"cause: a capacity change ({capacity})" if (capacity := _any_capacity_cut(ctx, scope, old)) else ""
+    return (
+        f"cause: a capacity change ({capacity})"
+        if (capacity := _any_capacity_cut(ctx, scope, old))
+        else ""
+    )
 
 
 def _any_capacity_cut(ctx: Context, scope: str, queue: dict[str, Any]) -> str | None:
     """Return the first capacity cut of a pool the queue has quota on."""
-    return next((c for flavor in sorted({f for f, _ in nominal_quotas(queue)}) if (c := _capacity_cut(ctx, scope, flavor))), None)
+    return next(
+        (
+            c
+            for flavor in sorted({f for f, _ in nominal_quotas(queue)})
+            if (c := _capacity_cut(ctx, scope, flavor))
+        ),
+        None,
+    )
 
 
 def _hard_cuts(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
@@ -223,8 +267,12 @@ def _hard_cuts(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
     cause = _namespace_cause(ctx, key.scope, tenant)
     parts = [f"{resource} {was} -> {now}" for resource, was, now in cuts]
     where = security.namespace_text(key.scope, key.namespace, ctx.new, ctx.old)
-    message = f"quota cut in {where} ({key.label()}): {', '.join(parts)}" + (f" ({cause})" if cause else "")
-    yield Disruption(key.scope, "quota-cut", key.label(), message, Blast(tenants=(tenant,) if tenant else ()))
+    message = f"quota cut in {where} ({key.label()}): {', '.join(parts)}" + (
+        f" ({cause})" if cause else ""
+    )
+    yield Disruption(
+        key.scope, "quota-cut", key.label(), message, Blast(tenants=(tenant,) if tenant else ())
+    )
 
 
 def quota_cuts(ctx: Context) -> Iterator[Disruption]:
@@ -242,7 +290,10 @@ def quota_cuts(ctx: Context) -> Iterator[Disruption]:
 def priority_changes(ctx: Context) -> Iterator[Disruption]:
     """Yield every PriorityClass or WorkloadPriorityClass whose value changes."""
     for key in ctx.changed():
-        if not (is_kind(key, "scheduling.k8s.io", "PriorityClass") or is_kind(key, KUEUE, "WorkloadPriorityClass")):
+        if not (
+            is_kind(key, "scheduling.k8s.io", "PriorityClass")
+            or is_kind(key, KUEUE, "WorkloadPriorityClass")
+        ):
             continue
         was, now = ctx.old[key].obj.get("value"), ctx.new[key].obj.get("value")
         if not (isinstance(was, int) and isinstance(now, int)) or was == now:
@@ -275,7 +326,9 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def find(old: Side, new: Side, changes: list[ObjectChange], facts: Facts | None = None) -> list[Disruption]:
+def find(
+    old: Side, new: Side, changes: list[ObjectChange], facts: Facts | None = None
+) -> list[Disruption]:
     """Return every disruption, disruptive codes first, then by rule, cluster and subject."""
     ctx = Context(old, new, changes, facts if facts is not None else Facts({}))
     found = [d for rule in RULES for d in sorted(set(rule(ctx)))]

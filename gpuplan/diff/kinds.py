@@ -57,7 +57,9 @@ class Blast:
         """Return `16 nodes, 128 GPUs; tenants a, b` (what is known)."""
         parts = [self.text] if self.text else []
         if self.tenants:
-            parts.append(("tenant " if len(self.tenants) == 1 else "tenants ") + ", ".join(self.tenants))
+            parts.append(
+                ("tenant " if len(self.tenants) == 1 else "tenants ") + ", ".join(self.tenants)
+            )
         return "; ".join(parts)
 
 

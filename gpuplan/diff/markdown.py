@@ -107,7 +107,10 @@ def _grouped(items: list[Disruption]) -> list[str]:
     groups: dict[tuple[str, str], list[str]] = {}
     for item in items:
         groups.setdefault((item.scope, item.code), []).append(item.subject)
-    return [f"{_code(code)} **{_prose(scope)}**: {_prose(', '.join(subjects))}" for (scope, code), subjects in groups.items()]
+    return [
+        f"{_code(code)} **{_prose(scope)}**: {_prose(', '.join(subjects))}"
+        for (scope, code), subjects in groups.items()
+    ]
 
 
 def _findings(result: DiffResult, level: str) -> list[dict[str, Any]]:
@@ -134,7 +137,11 @@ def _mig(result: DiffResult, drawings: bool) -> list[dict[str, Any]]:
         if drawings and model is not None and model.mig is not None:
             slices = list(range(model.mig.memory_slices))
             table = _slice_rows(model, change)
-        item = {"title": _prose(title), "before": _prose(migview.per_gpu(change.old, change.old_name)), "after": _prose(migview.per_gpu(change.new, change.new_name))}
+        item = {
+            "title": _prose(title),
+            "before": _prose(migview.per_gpu(change.old, change.old_name)),
+            "after": _prose(migview.per_gpu(change.new, change.new_name)),
+        }
         out.append(item | {"table": table, "slices": slices})
     return out
 
@@ -147,7 +154,13 @@ def _slice_rows(model: Any, change: Any) -> list[dict[str, Any]]:
             cells = migview.slice_cells(model, group)
             if cells is None:
                 return []
-            rows.append({"side": side, "gpus": _cell(group.where()), "cells": [_cell_code(c) if c and c != migview.CONTINUED else c for c in cells]})
+            rows.append(
+                {
+                    "side": side,
+                    "gpus": _cell(group.where()),
+                    "cells": [_cell_code(c) if c and c != migview.CONTINUED else c for c in cells],
+                }
+            )
     return rows
 
 
@@ -160,9 +173,15 @@ def _renames(result: DiffResult) -> list[str]:
     lines = []
     for rename in result.renames:
         real = sum(len(changed[new].real_fields) for _, new in rename.objects if new in changed)
-        also = f"; {real} real field change{'' if real == 1 else 's'} listed below" if real else "; nothing else changes in them"
+        also = (
+            f"; {real} real field change{'' if real == 1 else 's'} listed below"
+            if real
+            else "; nothing else changes in them"
+        )
         count = len(rename.objects)
-        lines.append(f"**{_prose(rename.scope)}**: {rename.entity} {_code(rename.old)} → {_code(rename.new)} ({count} object{'' if count == 1 else 's'} renamed{also})")
+        lines.append(
+            f"**{_prose(rename.scope)}**: {rename.entity} {_code(rename.old)} → {_code(rename.new)} ({count} object{'' if count == 1 else 's'} renamed{also})"
+        )
     return lines
 
 
@@ -182,7 +201,9 @@ def _fields_cell(change: ObjectChange) -> str:
     names = ", ".join(_cell_code(n) for n in leaves[:3]) + (", …" if len(leaves) > 3 else "")
     text = f"{len(real)} ({names})" if names else str(len(real))
     references = len(change.fields) - len(real)
-    return text + (f" + {references} renamed reference{'' if references == 1 else 's'}" if references else "")
+    return text + (
+        f" + {references} renamed reference{'' if references == 1 else 's'}" if references else ""
+    )
 
 
 def _object(change: ObjectChange) -> str:
@@ -196,10 +217,17 @@ def _details(change: ObjectChange, limits: Limits) -> dict[str, Any]:
     """Return one collapsible block: the object and its real field changes, one per line."""
     real = change.real_fields
     lines = [field_line(f, limits.value) for f in real[: limits.fields]]
-    fence = "`" * max(3, max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0) + 1)
+    fence = "`" * max(
+        3, max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0) + 1
+    )
     count = len(real)
     title = f"<code>{html.escape(change.key.label())}</code>: {count} field {'change' if count == 1 else 'changes'}"
-    return {"title": title, "lines": lines, "fence": fence, "omitted": max(count - limits.fields, 0)}
+    return {
+        "title": title,
+        "lines": lines,
+        "fence": fence,
+        "omitted": max(count - limits.fields, 0),
+    }
 
 
 def _clusters(result: DiffResult, limits: Limits) -> tuple[list[dict[str, Any]], int]:
@@ -210,13 +238,18 @@ def _clusters(result: DiffResult, limits: Limits) -> tuple[list[dict[str, Any]],
         if limits.objects == 0:
             omitted += 1
             continue
-        section = sections.setdefault(change.key.scope, {"title": _scope_title(change.key.scope), "rows": [], "details": [], "omitted": 0})
+        section = sections.setdefault(
+            change.key.scope,
+            {"title": _scope_title(change.key.scope), "rows": [], "details": [], "omitted": 0},
+        )
         if budget <= 0:
             section["omitted"] += 1
             omitted += 1
             continue
         budget -= 1
-        section["rows"].append({"object": _object(change), "change": change.status, "fields": _fields_cell(change)})
+        section["rows"].append(
+            {"object": _object(change), "change": change.status, "fields": _fields_cell(change)}
+        )
         if change.real_fields:
             section["details"].append(_details(change, limits))
     return list(sections.values()), omitted
@@ -228,11 +261,25 @@ def _counts(result: DiffResult, limits: Limits) -> list[dict[str, Any]]:
     if len(rows) > limits.counts:
         merged: dict[str, dict[str, Any]] = {}
         for scope, _, counter in rows:
-            row = merged.setdefault(scope, {"cluster": _cell(_scope_title(scope)), "kind": "all kinds", "changed": 0, "added": 0, "removed": 0, "renamed": 0})
+            row = merged.setdefault(
+                scope,
+                {
+                    "cluster": _cell(_scope_title(scope)),
+                    "kind": "all kinds",
+                    "changed": 0,
+                    "added": 0,
+                    "removed": 0,
+                    "renamed": 0,
+                },
+            )
             for status in ("changed", "added", "removed", "renamed"):
                 row[status] += counter[status]
         return list(merged.values())
-    return [{"cluster": _cell(_scope_title(s)), "kind": _cell(k)} | {status: c[status] for status in ("changed", "added", "removed", "renamed")} for s, k, c in rows]
+    return [
+        {"cluster": _cell(_scope_title(s)), "kind": _cell(k)}
+        | {status: c[status] for status in ("changed", "added", "removed", "renamed")}
+        for s, k, c in rows
+    ]
 
 
 def _capacity(result: DiffResult, limits: Limits) -> list[dict[str, str]]:
@@ -240,8 +287,20 @@ def _capacity(result: DiffResult, limits: Limits) -> list[dict[str, str]]:
     rows = []
     for item in result.capacity[: limits.capacity]:
         what = f"tenant {item.tenant}" if item.tenant else "capacity"
-        old, new = item.old if item.old is not None else "—", item.new if item.new is not None else "—"
-        rows.append({"cluster": _cell(item.scope), "pool": _cell(item.pool), "resource": _cell_code(item.resource), "what": _cell(what), "old": _cell(old), "new": _cell(new)})
+        old, new = (
+            item.old if item.old is not None else "—",
+            item.new if item.new is not None else "—",
+        )
+        rows.append(
+            {
+                "cluster": _cell(item.scope),
+                "pool": _cell(item.pool),
+                "resource": _cell_code(item.resource),
+                "what": _cell(what),
+                "old": _cell(old),
+                "new": _cell(new),
+            }
+        )
     return rows
 
 
@@ -282,7 +341,12 @@ def as_markdown(result: DiffResult, limits: Limits = LIMITS) -> str:
     cut: list[str] = []
     text = _render(result, limits, cut)
     while len(text) > MAX_COMMENT and limits.objects > 1:  # first only fewer details
-        limits = replace(limits, objects=max(limits.objects // 2, 1), fields=max(limits.fields // 2, 1), capacity=max(limits.capacity // 2, 1))
+        limits = replace(
+            limits,
+            objects=max(limits.objects // 2, 1),
+            fields=max(limits.fields // 2, 1),
+            capacity=max(limits.capacity // 2, 1),
+        )
         text = _render(result, limits, cut)
     for what, step in STEPS:
         if len(text) <= MAX_COMMENT:

@@ -58,7 +58,9 @@ def _ranges(numbers: tuple[int, ...]) -> str:
 def _group(entry: Any) -> Group:
     """Return one mig-parted entry as a Group."""
     devices = dig(entry, "devices")
-    gpus = tuple(int(d) for d in devices if isinstance(d, int)) if isinstance(devices, list) else None
+    gpus = (
+        tuple(int(d) for d in devices if isinstance(d, int)) if isinstance(devices, list) else None
+    )
     counts = mapping(dig(entry, "mig-devices")) if dig(entry, "mig-enabled") else {}
     layout = tuple((str(p), int(c)) for p, c in counts.items() if isinstance(c, int) and c > 0)
     return Group(gpus, layout)
@@ -110,7 +112,12 @@ def model_for(config: Config, known: str | None) -> GpuModel | None:
     layouts = [dict(g.layout) for g in config if g.layout]
     for name in catalog.names():
         model = catalog.lookup(name)
-        if model is not None and model.mig is not None and layouts and all(place(model, lay).ok for lay in layouts):
+        if (
+            model is not None
+            and model.mig is not None
+            and layouts
+            and all(place(model, lay).ok for lay in layouts)
+        ):
             return model
     return None
 

@@ -17,10 +17,21 @@ KARPENTER = "karpenter.sh"
 NFD = "nfd.k8s-sigs.io"
 GPU_OPERATOR = "nvidia.com"
 ARGOCD = "argoproj.io"
-RESET = "MIG manager will reset the GPUs of pool {pool}'s nodes (workloads running on them are stopped)"
+RESET = (
+    "MIG manager will reset the GPUs of pool {pool}'s nodes (workloads running on them are stopped)"
+)
 # ClusterPolicy parts whose image the GPU Operator runs as a DaemonSet on every GPU node; a new
 # version rolls that DaemonSet (NVIDIA/gpu-operator v26.7.0 api/nvidia/v1/clusterpolicy_types.go).
-DAEMONSETS = ("toolkit", "devicePlugin", "gfd", "migManager", "dcgm", "dcgmExporter", "validator", "nodeStatusExporter")
+DAEMONSETS = (
+    "toolkit",
+    "devicePlugin",
+    "gfd",
+    "migManager",
+    "dcgm",
+    "dcgmExporter",
+    "validator",
+    "nodeStatusExporter",
+)
 
 
 # MIG layouts
@@ -77,7 +88,9 @@ def mig_changes(ctx: Context) -> list[MigChange]:
         was, now = before[(scope, pool)], after[(scope, pool)]
         old = configs_before.get((scope, was)) if was else None
         new = configs_after.get((scope, now)) if now else None
-        same_content = old is not None and new is not None and migview.canonical(old) == migview.canonical(new)
+        same_content = (
+            old is not None and new is not None and migview.canonical(old) == migview.canonical(new)
+        )
         if was == now and (old is None or new is None or same_content):
             continue
         if was != now and same_content:
@@ -93,7 +106,9 @@ def mig_relayouts(ctx: Context) -> Iterator[Disruption]:
     for change in mig_changes(ctx):
         pool = change.pool
         message = f"pool {pool}: MIG layout {change.text()}: " + RESET.format(pool=pool)
-        yield Disruption(change.scope, "mig-relayout", pool, message, ctx.facts.pool(change.scope, pool))
+        yield Disruption(
+            change.scope, "mig-relayout", pool, message, ctx.facts.pool(change.scope, pool)
+        )
 
 
 # The GPU Operator
@@ -116,6 +131,8 @@ def driver_upgrades(ctx: Context) -> Iterator[Disruption]:
     """Yield a driver change: the GPU Operator reinstalls the driver on every GPU node."""
     for key, old, new in _policies(ctx):
         was, now = dig(old, "spec", "driver"), dig(new, "spec", "driver")
+        if dig(was, "useNvidiaDriverCRD") and dig(now, "useNvidiaDriverCRD"):
+            continue  # NVIDIADriver objects deploy the drivers (clusterpolicy_types.go DriverSpec.UseNvidiaDriverCRD)
         if _image(was) == _image(now) and bool(dig(was, "enabled")) == bool(dig(now, "enabled")):
             continue
         what = f"GPU driver {dig(was, 'version') or 'none'} -> {dig(now, 'version') or 'none'}"
@@ -128,7 +145,9 @@ def driver_upgrades(ctx: Context) -> Iterator[Disruption]:
             how = f"with autoUpgrade the GPU Operator rolls every GPU node ({parallel} at a time, maxUnavailable {policy.get('maxUnavailable', '25%')}): each is cordoned and its GPU pods evicted"
         else:
             how = "autoUpgrade is off: each node keeps its driver until its driver pod is deleted, which stops the GPU workloads there"
-        yield Disruption(key.scope, "driver-upgrade", key.label(), f"{what}: {how}", ctx.facts.cluster(key.scope))
+        yield Disruption(
+            key.scope, "driver-upgrade", key.label(), f"{what}: {how}", ctx.facts.cluster(key.scope)
+        )
 
 
 def _driver_pools(ctx: Context, key: ObjectKey) -> str | None:
@@ -151,8 +170,14 @@ def nvidia_driver_upgrades(ctx: Context) -> Iterator[Disruption]:
         # api/nvidia/v1alpha1/nvidiadriver_types.go GetUpgradePolicyWithDefaults).
         policy = dig(now, "upgradePolicy")
         auto = True if policy is None else bool(mapping(policy).get("autoUpgrade"))
-        how = "the GPU Operator rolls the pool's nodes one by one, cordoning each and evicting its GPU pods" if auto else "autoUpgrade is off: each node keeps its driver until its driver pod is deleted"
-        what = f"GPU driver {dig(was, 'version') or 'none'} -> {dig(now, 'version') or 'none'}" + (f" on pool {pool}" if pool else "")
+        how = (
+            "the GPU Operator rolls the pool's nodes one by one, cordoning each and evicting its GPU pods"
+            if auto
+            else "autoUpgrade is off: each node keeps its driver until its driver pod is deleted"
+        )
+        what = f"GPU driver {dig(was, 'version') or 'none'} -> {dig(now, 'version') or 'none'}" + (
+            f" on pool {pool}" if pool else ""
+        )
         blast = ctx.facts.pool(key.scope, pool) if pool else ctx.facts.cluster(key.scope)
         yield Disruption(key.scope, "driver-upgrade", key.label(), f"{what}: {how}", blast)
 
@@ -164,11 +189,23 @@ def gpu_operator_upgrades(ctx: Context) -> Iterator[Disruption]:
         for part in DAEMONSETS:
             was, now = dig(old, "spec", part), dig(new, "spec", part)
             if (was or now) and _image(was) != _image(now):
-                rolled.append(f"{part} {dig(was, 'version') or 'none'} -> {dig(now, 'version') or 'none'}")
+                rolled.append(
+                    f"{part} {dig(was, 'version') or 'none'} -> {dig(now, 'version') or 'none'}"
+                )
         if rolled:
-            note = "; the toolkit restarts the container runtime on each node" if any(r.startswith("toolkit ") for r in rolled) else ""
+            note = (
+                "; the toolkit restarts the container runtime on each node"
+                if any(r.startswith("toolkit ") for r in rolled)
+                else ""
+            )
             message = f"GPU Operator DaemonSets roll on every GPU node ({', '.join(rolled)}){note}"
-            yield Disruption(key.scope, "gpu-operator-upgrade", key.label(), message, ctx.facts.cluster(key.scope))
+            yield Disruption(
+                key.scope,
+                "gpu-operator-upgrade",
+                key.label(),
+                message,
+                ctx.facts.cluster(key.scope),
+            )
 
 
 # Karpenter
@@ -189,7 +226,11 @@ def _drift_held(obj: dict[str, Any]) -> bool:
     """Tell whether a budget of 0 nodes covers Drifted (no reasons: every reason)."""
     for budget in listing(dig(obj, "spec", "disruption", "budgets")):
         reasons = listing(dig(budget, "reasons"))
-        if str(dig(budget, "nodes")) == "0" and not dig(budget, "schedule") and (not reasons or "Drifted" in reasons):
+        if (
+            str(dig(budget, "nodes")) == "0"
+            and not dig(budget, "schedule")
+            and (not reasons or "Drifted" in reasons)
+        ):
             return True
     return False
 
@@ -222,7 +263,9 @@ def nodes_replaced(ctx: Context) -> Iterator[Disruption]:
         else:
             fate = "Karpenter drains and replaces them within its disruption budgets"
         message = f"pool {pool}: node template changes ({', '.join(parts)}): Karpenter marks the pool's nodes Drifted; {fate}"
-        yield Disruption(key.scope, "nodes-replaced", pool, message, ctx.facts.pool(key.scope, pool))
+        yield Disruption(
+            key.scope, "nodes-replaced", pool, message, ctx.facts.pool(key.scope, pool)
+        )
 
 
 # Operator charts and CRDs
@@ -231,7 +274,10 @@ def nodes_replaced(ctx: Context) -> Iterator[Disruption]:
 def _sources(obj: dict[str, Any]) -> list[dict[str, Any]]:
     """Return an Argo CD Application's sources (`source` or `sources`)."""
     spec = mapping(obj.get("spec"))
-    return [mapping(s) for s in ([spec.get("source")] if spec.get("source") else listing(spec.get("sources")))]
+    return [
+        mapping(s)
+        for s in ([spec.get("source")] if spec.get("source") else listing(spec.get("sources")))
+    ]
 
 
 def _charts(obj: dict[str, Any]) -> dict[str, str]:
@@ -250,25 +296,40 @@ def chart_upgrades(ctx: Context) -> Iterator[Disruption]:
         if not is_kind(key, ARGOCD, "Application"):
             continue
         before, after = _charts(ctx.old[key].obj), _charts(ctx.new[key].obj)
-        moved = [f"{c} {before[c]} -> {after[c]}" for c in sorted(before.keys() & after.keys()) if before[c] != after[c]]
-        values = [s for s in _sources(ctx.new[key].obj) if s.get("chart")] != [s for s in _sources(ctx.old[key].obj) if s.get("chart")]
+        moved = [
+            f"{c} {before[c]} -> {after[c]}"
+            for c in sorted(before.keys() & after.keys())
+            if before[c] != after[c]
+        ]
+        values = [s for s in _sources(ctx.new[key].obj) if s.get("chart")] != [
+            s for s in _sources(ctx.old[key].obj) if s.get("chart")
+        ]
         if moved:
             message = f"operator chart upgrade ({', '.join(moved)}): Argo CD upgrades the release, its CRDs and its controllers"
         elif values:
             message = "operator chart values change: Argo CD re-renders the release and restarts what changed"
         else:
             continue
-        yield Disruption(key.scope, "chart-upgrade", key.label(), message, ctx.facts.cluster(key.scope))
+        yield Disruption(
+            key.scope, "chart-upgrade", key.label(), message, ctx.facts.cluster(key.scope)
+        )
 
 
 def crd_changes(ctx: Context) -> Iterator[Disruption]:
     """Yield every CustomResourceDefinition changed or removed (removing one deletes its objects)."""
     for change in ctx.changes:
         key = change.key
-        if is_kind(key, "apiextensions.k8s.io", "CustomResourceDefinition") and change.status != "added":
+        if (
+            is_kind(key, "apiextensions.k8s.io", "CustomResourceDefinition")
+            and change.status != "added"
+        ):
             if change.status == "removed":
-                message = f"{key.label()} is removed: the API server deletes every {key.name} object"
+                message = (
+                    f"{key.label()} is removed: the API server deletes every {key.name} object"
+                )
             else:
-                paths = sorted({f.path.split(".")[1] if "." in f.path else f.path for f in change.fields})
+                paths = sorted(
+                    {f.path.split(".")[1] if "." in f.path else f.path for f in change.fields}
+                )
                 message = f"{key.label()} changes ({', '.join(paths)}): served versions and validation of its objects may change"
             yield Disruption(key.scope, "crd-changed", key.name, message)

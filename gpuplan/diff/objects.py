@@ -53,7 +53,11 @@ class ObjectKey:
 
     def label(self) -> str:
         """Return `Kind/name`, or `Kind/namespace/name` for a namespaced object."""
-        return f"{self.kind}/{self.namespace}/{self.name}" if self.namespace else f"{self.kind}/{self.name}"
+        return (
+            f"{self.kind}/{self.namespace}/{self.name}"
+            if self.namespace
+            else f"{self.kind}/{self.name}"
+        )
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,9 @@ def key_of(obj: dict[str, Any], scope: str, path: str) -> ObjectKey:
     metadata: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     name = str(metadata.get("name") or path)
     namespace = str(metadata.get("namespace") or "")
-    return ObjectKey(scope, group_of(str(obj.get("apiVersion", ""))), str(obj.get("kind", "")), namespace, name)
+    return ObjectKey(
+        scope, group_of(str(obj.get("apiVersion", ""))), str(obj.get("kind", "")), namespace, name
+    )
 
 
 def _add(side: Side, entry: Entry, problems: list[Diagnostic]) -> None:
@@ -136,14 +142,25 @@ def yaml_files(folder: Path) -> list[PurePosixPath]:
         base = Path(dirpath)
         for name in filenames:
             full = base / name
-            if name.endswith((".yaml", ".yml")) and not name.startswith(".") and full.is_file() and not full.is_symlink():
+            if (
+                name.endswith((".yaml", ".yml"))
+                and not name.startswith(".")
+                and full.is_file()
+                and not full.is_symlink()
+            ):
                 found.append(PurePosixPath(full.relative_to(folder).as_posix()))
     return sorted(found)
 
 
 def cluster_folders(*folders: Path) -> set[str]:
     """Return the top-level subfolders holding a kustomization.yaml: the clusters of an output."""
-    return {p.name for folder in folders if folder.is_dir() for p in folder.iterdir() if (p / "kustomization.yaml").is_file()}
+    return {
+        p.name
+        for folder in folders
+        if folder.is_dir()
+        for p in folder.iterdir()
+        if (p / "kustomization.yaml").is_file()
+    }
 
 
 def from_folder(folder: Path, clusters: set[str]) -> tuple[Side, list[Diagnostic]]:
@@ -152,7 +169,9 @@ def from_folder(folder: Path, clusters: set[str]) -> tuple[Side, list[Diagnostic
     problems: list[Diagnostic] = []
     for relative in yaml_files(folder):
         shown = f"{folder.as_posix().rstrip('/')}/{relative}"
-        scope = relative.parts[0] if len(relative.parts) > 1 and relative.parts[0] in clusters else ""
+        scope = (
+            relative.parts[0] if len(relative.parts) > 1 and relative.parts[0] in clusters else ""
+        )
         try:
             documents = list(yaml.load_all((folder / relative).read_bytes(), Loader=_LOADER))
         except (yaml.YAMLError, OSError, UnicodeDecodeError) as exc:
@@ -160,7 +179,11 @@ def from_folder(folder: Path, clusters: set[str]) -> tuple[Side, list[Diagnostic
             continue
         for doc in documents:
             if isinstance(doc, dict):
-                _add(side, Entry(key_of(doc, scope, relative.as_posix()), doc, relative.as_posix()), problems)
+                _add(
+                    side,
+                    Entry(key_of(doc, scope, relative.as_posix()), doc, relative.as_posix()),
+                    problems,
+                )
     return side, problems
 
 
@@ -184,16 +207,26 @@ def _fingerprint(obj: dict[str, Any]) -> str:
 def compare(old: Side, new: Side) -> list[ObjectChange]:
     """Return every object added, removed or changed, by cluster, kind, namespace and name."""
     changes = []
-    for key in sorted(old.keys() | new.keys(), key=lambda k: (k.scope, k.kind, k.namespace, k.name, k.group)):
+    for key in sorted(
+        old.keys() | new.keys(), key=lambda k: (k.scope, k.kind, k.namespace, k.name, k.group)
+    ):
         before, after = old.get(key), new.get(key)
         if before is None:
             assert after is not None
-            changes.append(ObjectChange(key, "added", str(after.obj.get("apiVersion", "")), after.path))
+            changes.append(
+                ObjectChange(key, "added", str(after.obj.get("apiVersion", "")), after.path)
+            )
         elif after is None:
-            changes.append(ObjectChange(key, "removed", str(before.obj.get("apiVersion", "")), before.path))
+            changes.append(
+                ObjectChange(key, "removed", str(before.obj.get("apiVersion", "")), before.path)
+            )
         elif _fingerprint(before.obj) != _fingerprint(after.obj):
             fields = field_changes(before.obj, after.obj, secret=key.kind == "Secret")
-            changes.append(ObjectChange(key, "changed", str(after.obj.get("apiVersion", "")), after.path, fields))
+            changes.append(
+                ObjectChange(
+                    key, "changed", str(after.obj.get("apiVersion", "")), after.path, fields
+                )
+            )
     return changes
 
 
@@ -201,10 +234,15 @@ def field_changes(old: Any, new: Any, secret: bool = False) -> list[FieldChange]
     """Return the fields that differ between two objects, in document order."""
     raw = _raw_changes(old, new, (), expand=not secret)
     raw.sort(key=lambda item: _order(item[0], old, new))
-    return [FieldChange(format_path(path), *_redacted(path, before, after, secret)) for path, before, after in raw]
+    return [
+        FieldChange(format_path(path), *_redacted(path, before, after, secret))
+        for path, before, after in raw
+    ]
 
 
-def _raw_changes(old: Any, new: Any, prefix: tuple[Any, ...], expand: bool) -> list[tuple[tuple[Any, ...], Any, Any]]:
+def _raw_changes(
+    old: Any, new: Any, prefix: tuple[Any, ...], expand: bool
+) -> list[tuple[tuple[Any, ...], Any, Any]]:
     """Return (path, old, new) for every leaf deepdiff reports, expanding embedded YAML documents."""
     out = []
     tree = DeepDiff(old, new, ignore_order=False, verbose_level=2, view="tree")
@@ -284,5 +322,5 @@ def redact_values(value: Any, whole: bool) -> Any:
     if isinstance(value, _Absent):
         return value
     if whole and isinstance(value, dict):
-        return {k: REDACTED for k in value}
+        return dict.fromkeys(value, REDACTED)
     return REDACTED

@@ -50,9 +50,13 @@ def _defines(key: ObjectKey, obj: dict[str, Any]) -> tuple[str, str] | None:
     if is_kind(key, KUEUE, "ResourceFlavor"):
         return "pool", str(mapping(dig(obj, "spec", "nodeLabels")).get(POOL_LABEL) or key.name)
     if is_kind(key, "karpenter.sh", "NodePool"):
-        return "pool", str(mapping(dig(obj, "spec", "template", "metadata", "labels")).get(POOL_LABEL) or key.name)
+        return "pool", str(
+            mapping(dig(obj, "spec", "template", "metadata", "labels")).get(POOL_LABEL) or key.name
+        )
     if is_kind(key, "nfd.k8s-sigs.io", "NodeFeatureRule"):
-        rules = [mapping(dig(r, "labels")).get(POOL_LABEL) for r in listing(dig(obj, "spec", "rules"))]
+        rules = [
+            mapping(dig(r, "labels")).get(POOL_LABEL) for r in listing(dig(obj, "spec", "rules"))
+        ]
         pools = [str(p) for p in rules if p]
         return ("pool", pools[0]) if len(pools) == 1 else None
     if is_kind(key, KUEUE, "ClusterQueue") or is_kind(key, "scheduling.volcano.sh", "Queue"):
@@ -76,7 +80,11 @@ def substitute(value: Any, names: dict[str, str]) -> Any:
     """Return a value with every old name replaced by its new one (whole words of strings, keys too)."""
     if isinstance(value, str):
         for old, new in names.items():
-            value = new if value == old else re.sub(rf"(?<![A-Za-z0-9]){re.escape(old)}(?![A-Za-z0-9])", new, value)
+            value = (
+                new
+                if value == old
+                else re.sub(rf"(?<![A-Za-z0-9]){re.escape(old)}(?![A-Za-z0-9])", new, value)
+            )
         return value
     if isinstance(value, dict):
         return {substitute(k, names): substitute(v, names) for k, v in value.items()}
@@ -85,9 +93,33 @@ def substitute(value: Any, names: dict[str, str]) -> Any:
     return value
 
 
+def _renamable(old: str, new: str, names: dict[str, str]) -> bool:
+    """Tell whether renaming some of the whole-word occurrences of old names in a string gives new.
+
+    `ns/ml-research-sweeps/quota-ml-research.yaml` becomes `.../quota-ml-science.yaml` by renaming
+    only its second occurrence: the namespace kept its name, the object took the tenant's.
+    """
+    for before, after in names.items():
+        spots = [
+            m.span()
+            for m in re.finditer(rf"(?<![A-Za-z0-9]){re.escape(before)}(?![A-Za-z0-9])", old)
+        ][:8]
+        for chosen in range(1, 2 ** len(spots)):
+            text, shift = old, 0
+            for index, (start, end) in enumerate(spots):
+                if chosen >> index & 1:
+                    text = text[: start + shift] + after + text[end + shift :]
+                    shift += len(after) - (end - start)
+            if text == new:
+                return True
+    return False
+
+
 def align(old: Any, new: Any, names: dict[str, str]) -> Any:
     """Return old with each part that becomes equal to new's by the renames replaced by new's."""
-    if substitute(old, names) == new:
+    if substitute(old, names) == new or (
+        isinstance(old, str) and isinstance(new, str) and _renamable(old, new, names)
+    ):
         return new
     if isinstance(old, dict) and isinstance(new, dict):
         out = {}
@@ -110,7 +142,9 @@ def _leaves(value: Any) -> int:
     return 1
 
 
-def _unlikeness(old: Side, new: Side, before: list[ObjectKey], after: list[ObjectKey], names: dict[str, str]) -> float:
+def _unlikeness(
+    old: Side, new: Side, before: list[ObjectKey], after: list[ObjectKey], names: dict[str, str]
+) -> float:
     """Return the share of fields that differ between two entities' defining objects, once renamed."""
     pairs = [(a, b) for a in before for b in after if (a.group, a.kind) == (b.group, b.kind)]
     if not pairs:
@@ -118,7 +152,10 @@ def _unlikeness(old: Side, new: Side, before: list[ObjectKey], after: list[Objec
     differ = total = 0
     for a, b in pairs:
         aligned = align(old[a].obj, new[b].obj, names)
-        differ += len(field_changes(aligned, new[b].obj))
+        fields = field_changes(aligned, new[b].obj)  # embedded documents (a CNI config) expanded
+        differ += sum(
+            1 for f in fields if not (isinstance(f.old, str) and substitute(f.old, names) == f.new)
+        )
         total += _leaves(new[b].obj)
     return differ / total
 
@@ -133,7 +170,9 @@ def find_renames(old: Side, new: Side) -> list[Rename]:
     for scope, entity, name in gone:
         options = []
         for candidate in sorted(c for c in came if c[:2] == (scope, entity) and c not in taken):
-            score = _unlikeness(old, new, before[(scope, entity, name)], after[candidate], {name: candidate[2]})
+            score = _unlikeness(
+                old, new, before[(scope, entity, name)], after[candidate], {name: candidate[2]}
+            )
             if score <= LIKENESS:
                 options.append((score, candidate))
         if options:
@@ -146,7 +185,11 @@ def find_renames(old: Side, new: Side) -> list[Rename]:
 def _variants(key: ObjectKey, names: dict[str, str]) -> list[ObjectKey]:
     """Return the keys an object may have after the renames (name, namespace or both renamed)."""
     name, namespace = substitute(key.name, names), substitute(key.namespace, names)
-    options = [replace(key, name=name), replace(key, namespace=namespace), replace(key, name=name, namespace=namespace)]
+    options = [
+        replace(key, name=name),
+        replace(key, namespace=namespace),
+        replace(key, name=name, namespace=namespace),
+    ]
     return [k for k in dict.fromkeys(options) if k != key]
 
 
@@ -164,7 +207,14 @@ def aligned_side(old: Side, new: Side) -> Aligned:
         names = per_scope.get(key.scope)
         target = key
         if names and key not in new:
-            target = next((k for k in _variants(key, names) if k in new and k not in old and k not in rekeyed), key)
+            target = next(
+                (
+                    k
+                    for k in _variants(key, names)
+                    if k in new and k not in old and k not in rekeyed
+                ),
+                key,
+            )
         if target != key:
             rekeyed[target] = key
         obj = align(entry.obj, new[target].obj, names) if names and target in new else entry.obj
@@ -175,5 +225,11 @@ def aligned_side(old: Side, new: Side) -> Aligned:
 def _with_objects(rename: Rename, rekeyed: dict[ObjectKey, ObjectKey]) -> Rename:
     """Return a rename with the objects whose key it changed."""
     names = {rename.old: rename.new}
-    pairs = tuple(sorted((old, new) for new, old in rekeyed.items() if new.scope == rename.scope and _variants(old, names) and new in _variants(old, names)))
+    pairs = tuple(
+        sorted(
+            (old, new)
+            for new, old in rekeyed.items()
+            if new.scope == rename.scope and _variants(old, names) and new in _variants(old, names)
+        )
+    )
     return replace(rename, objects=pairs)

@@ -98,7 +98,9 @@ def show(value: Any, limit: int = 0) -> str:
 
 def field_line(change: FieldChange, limit: int = 0) -> str:
     """Return `path: old -> new` (with `(rename)` for a reference that only follows a rename)."""
-    return f"{change.path}: {show(change.old, limit)}{ARROW}{show(change.new, limit)}" + (" (rename)" if change.reference else "")
+    return f"{change.path}: {show(change.old, limit)}{ARROW}{show(change.new, limit)}" + (
+        " (rename)" if change.reference else ""
+    )
 
 
 def who(change: ObjectChange) -> str:
@@ -146,41 +148,107 @@ def _change_json(change: ObjectChange) -> dict[str, Any]:
         row |= {} if item.new is ABSENT else {"new": item.new}
         row |= {"reference": True} if item.reference else {}
         fields.append(row)
-    out: dict[str, Any] = {"cluster": key.scope, "apiVersion": change.api_version, "kind": key.kind, "namespace": key.namespace or None, "name": key.name}
+    out: dict[str, Any] = {
+        "cluster": key.scope,
+        "apiVersion": change.api_version,
+        "kind": key.kind,
+        "namespace": key.namespace or None,
+        "name": key.name,
+    }
     out |= {"file": change.path, "change": change.status, "fields": fields}
     if change.renamed_from is not None:
-        out["renamedFrom"] = {"namespace": change.renamed_from.namespace or None, "name": change.renamed_from.name}
+        out["renamedFrom"] = {
+            "namespace": change.renamed_from.namespace or None,
+            "name": change.renamed_from.name,
+        }
     return out
 
 
 def disruption_json(item: Disruption) -> dict[str, Any]:
     """Return one finding as JSON: its code and severity first, for tools to gate on."""
-    blast = {"nodes": item.blast.nodes, "gpus": item.blast.gpus, "tenants": list(item.blast.tenants), "text": item.blast.describe()}
-    return {"code": item.code, "severity": item.severity, "cluster": item.scope, "kind": item.code, "subject": item.subject, "message": item.message, "blastRadius": blast}
+    blast = {
+        "nodes": item.blast.nodes,
+        "gpus": item.blast.gpus,
+        "tenants": list(item.blast.tenants),
+        "text": item.blast.describe(),
+    }
+    return {
+        "code": item.code,
+        "severity": item.severity,
+        "cluster": item.scope,
+        "kind": item.code,
+        "subject": item.subject,
+        "message": item.message,
+        "blastRadius": blast,
+    }
 
 
 def _layout_json(config: Any, name: str | None) -> dict[str, Any] | None:
     """Return one side of a MIG change: the config name and its groups."""
     if name is None:
         return None
-    groups = [{"gpus": list(g.gpus) if g.gpus is not None else None, "profiles": dict(g.layout)} for g in config or ()]
+    groups = [
+        {"gpus": list(g.gpus) if g.gpus is not None else None, "profiles": dict(g.layout)}
+        for g in config or ()
+    ]
     return {"config": name, "layout": groups if config is not None else None}
 
 
 def as_json(result: DiffResult) -> str:
     """Return the whole diff as one JSON document."""
-    counts = [{"cluster": s, "kind": k} | {status: c[status] for status in STATUSES} for s, k, c in result.counts()]
-    head = {"text": summary(result), "changed": result.count("changed"), "added": result.count("added"), "removed": result.count("removed"), "renamed": result.count("renamed")}
-    head |= {"clusters": result.scopes(), "disruptive": len(result.severe(DISRUPTIVE)), "risk": len(result.severe(RISK)), "counts": counts}
+    counts = [
+        {"cluster": s, "kind": k} | {status: c[status] for status in STATUSES}
+        for s, k, c in result.counts()
+    ]
+    head = {
+        "text": summary(result),
+        "changed": result.count("changed"),
+        "added": result.count("added"),
+        "removed": result.count("removed"),
+        "renamed": result.count("renamed"),
+    }
+    head |= {
+        "clusters": result.scopes(),
+        "disruptive": len(result.severe(DISRUPTIVE)),
+        "risk": len(result.severe(RISK)),
+        "counts": counts,
+    }
     document = {
         "old": result.old_label,
         "new": result.new_label,
         "summary": head,
         "disruptions": [disruption_json(d) for d in result.disruptions],
-        "renames": [{"cluster": r.scope, "entity": r.entity, "old": r.old, "new": r.new, "objects": len(r.objects)} for r in result.renames],
-        "migLayouts": [{"cluster": m.scope, "pool": m.pool, "old": _layout_json(m.old, m.old_name), "new": _layout_json(m.new, m.new_name)} for m in result.mig],
+        "renames": [
+            {
+                "cluster": r.scope,
+                "entity": r.entity,
+                "old": r.old,
+                "new": r.new,
+                "objects": len(r.objects),
+            }
+            for r in result.renames
+        ],
+        "migLayouts": [
+            {
+                "cluster": m.scope,
+                "pool": m.pool,
+                "old": _layout_json(m.old, m.old_name),
+                "new": _layout_json(m.new, m.new_name),
+            }
+            for m in result.mig
+        ],
         "objects": [_change_json(c) for c in result.changes],
-        "capacity": [{"cluster": c.scope, "pool": c.pool, "resource": c.resource, "tenant": c.tenant or None, "old": c.old, "new": c.new} for c in result.capacity],
+        "capacity": [
+            {
+                "cluster": c.scope,
+                "pool": c.pool,
+                "resource": c.resource,
+                "tenant": c.tenant or None,
+                "old": c.old,
+                "new": c.new,
+            }
+            for c in result.capacity
+        ],
     }
     return json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n"
 

@@ -60,7 +60,13 @@ def psa_loosened(ctx: Context) -> Iterator[Disruption]:
         now = mapping(dig(ctx.new[key].obj, "metadata", "labels")).get(label)
         if _rank(LEVELS, now, "privileged") > _rank(LEVELS, was, "privileged"):
             message = f"{namespace_text(key.scope, key.name, ctx.new, ctx.old)}: Pod Security enforce {was or 'unset'} -> {now or 'unset (privileged by default)'}: pods there may now run with more host access"
-            yield Disruption(key.scope, "psa-loosened", key.name, message, _tenants(key.scope, key.name, ctx.new, ctx.old))
+            yield Disruption(
+                key.scope,
+                "psa-loosened",
+                key.name,
+                message,
+                _tenants(key.scope, key.name, ctx.new, ctx.old),
+            )
 
 
 def _subject(item: Any) -> str:
@@ -79,18 +85,39 @@ def rbac_widened(ctx: Context) -> Iterator[Disruption]:
     """Yield every RoleBinding or ClusterRoleBinding that gains subjects or a more powerful role."""
     for change in ctx.changes:
         key = change.key
-        if key.group != RBAC or key.kind not in ("RoleBinding", "ClusterRoleBinding") or change.status == "removed":
+        if (
+            key.group != RBAC
+            or key.kind not in ("RoleBinding", "ClusterRoleBinding")
+            or change.status == "removed"
+        ):
             continue
         old, new = both(ctx.old, ctx.new, key)
-        gained = sorted({_subject(s) for s in listing(new.get("subjects"))} - {_subject(s) for s in listing(old.get("subjects"))})
+        gained = sorted(
+            {_subject(s) for s in listing(new.get("subjects"))}
+            - {_subject(s) for s in listing(old.get("subjects"))}
+        )
         stronger = bool(old) and _rank(ROLES, _role(new), "") > _rank(ROLES, _role(old), "")
         if not gained and not stronger:
             continue
-        parts = [f"{', '.join(gained)} gain{'s' if len(gained) == 1 else ''} {_role(new)}"] if gained else []
+        parts = (
+            [f"{', '.join(gained)} gain{'s' if len(gained) == 1 else ''} {_role(new)}"]
+            if gained
+            else []
+        )
         if stronger:
             parts.append(f"the role grows {_role(old)} -> {_role(new)}")
-        where = namespace_text(key.scope, key.namespace, ctx.new, ctx.old) if key.namespace else "the whole cluster"
-        yield Disruption(key.scope, "rbac-widened", key.label(), f"{key.label()} in {where}: {'; '.join(parts)}", _tenants(key.scope, key.namespace, ctx.new, ctx.old))
+        where = (
+            namespace_text(key.scope, key.namespace, ctx.new, ctx.old)
+            if key.namespace
+            else "the whole cluster"
+        )
+        yield Disruption(
+            key.scope,
+            "rbac-widened",
+            key.label(),
+            f"{key.label()} in {where}: {'; '.join(parts)}",
+            _tenants(key.scope, key.namespace, ctx.new, ctx.old),
+        )
 
 
 def isolation_off(ctx: Context) -> Iterator[Disruption]:
@@ -106,16 +133,34 @@ def isolation_off(ctx: Context) -> Iterator[Disruption]:
             why = "admits more ingress than before"
         else:
             continue
-        message = f"{key.label()} in {namespace_text(key.scope, key.namespace, ctx.new, ctx.old)} {why}"
-        yield Disruption(key.scope, "isolation-off", key.label(), message, _tenants(key.scope, key.namespace, ctx.new, ctx.old))
+        message = (
+            f"{key.label()} in {namespace_text(key.scope, key.namespace, ctx.new, ctx.old)} {why}"
+        )
+        yield Disruption(
+            key.scope,
+            "isolation-off",
+            key.label(),
+            message,
+            _tenants(key.scope, key.namespace, ctx.new, ctx.old),
+        )
 
 
 def _ingress_wider(old: dict[str, Any], new: dict[str, Any]) -> bool:
     """Tell whether a policy admits a source it did not (a rule or peer added, or Ingress dropped)."""
-    if "Ingress" in listing(dig(old, "spec", "policyTypes")) and "Ingress" not in listing(dig(new, "spec", "policyTypes")):
+    if "Ingress" in listing(dig(old, "spec", "policyTypes")) and "Ingress" not in listing(
+        dig(new, "spec", "policyTypes")
+    ):
         return True
-    before = {json.dumps(p, sort_keys=True) for rule in listing(dig(old, "spec", "ingress")) for p in listing(dig(rule, "from")) or [{}]}
-    after = {json.dumps(p, sort_keys=True) for rule in listing(dig(new, "spec", "ingress")) for p in listing(dig(rule, "from")) or [{}]}
+    before = {
+        json.dumps(p, sort_keys=True)
+        for rule in listing(dig(old, "spec", "ingress"))
+        for p in listing(dig(rule, "from")) or [{}]
+    }
+    after = {
+        json.dumps(p, sort_keys=True)
+        for rule in listing(dig(new, "spec", "ingress"))
+        for p in listing(dig(rule, "from")) or [{}]
+    }
     return bool(after - before)
 
 
@@ -123,7 +168,12 @@ def _ceiling(obj: dict[str, Any]) -> set[str] | None:
     """Return the priority classes a priority-ceiling ResourceQuota forbids (None: not one)."""
     hard = mapping(dig(obj, "spec", "hard"))
     selectors = listing(dig(obj, "spec", "scopeSelector", "matchExpressions"))
-    classes = {str(v) for s in selectors if dig(s, "scopeName") == "PriorityClass" and dig(s, "operator") == "In" for v in listing(dig(s, "values"))}
+    classes = {
+        str(v)
+        for s in selectors
+        if dig(s, "scopeName") == "PriorityClass" and dig(s, "operator") == "In"
+        for v in listing(dig(s, "values"))
+    }
     return classes if classes and str(hard.get("pods")) == "0" else None
 
 
@@ -139,8 +189,17 @@ def ceilings_raised(ctx: Context) -> Iterator[Disruption]:
             continue
         now = _ceiling(new) or set()
         freed = sorted(was - now)
-        if not freed or (change.status == "removed" and ObjectKey(key.scope, "", "Namespace", "", key.namespace) not in ctx.new):
+        if not freed or (
+            change.status == "removed"
+            and ObjectKey(key.scope, "", "Namespace", "", key.namespace) not in ctx.new
+        ):
             continue
         where = namespace_text(key.scope, key.namespace, ctx.new, ctx.old)
         message = f"priority ceiling raised in {where}: pods may now use priority class {', '.join(freed)} and preempt other tenants"
-        yield Disruption(key.scope, "priority-ceiling-raised", key.label(), message, _tenants(key.scope, key.namespace, ctx.new, ctx.old))
+        yield Disruption(
+            key.scope,
+            "priority-ceiling-raised",
+            key.label(),
+            message,
+            _tenants(key.scope, key.namespace, ctx.new, ctx.old),
+        )

@@ -1,0 +1,549 @@
+"""Each disruption and risk code of `gpuplan diff`: found from the objects, with its blast radius."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpuplan.diff.analyse import analyse
+from gpuplan.diff.blast import Facts, PoolFacts
+from gpuplan.diff.kinds import CODES, Disruption
+from gpuplan.diff.objects import Entry, Side, key_of
+from tests.conftest import run
+
+
+def side(*objects: dict[str, Any], scope: str = "c1") -> Side:
+    return {
+        key_of(o, scope, "f.yaml"): Entry(key_of(o, scope, "f.yaml"), o, "f.yaml") for o in objects
+    }
+
+
+FACTS = Facts({
+    ("c1", "p1"): PoolFacts(4, 4, 32, "H100-SXM5-80GB", ("team-a",)),
+    ("c1", "p2"): PoolFacts(16, 2, 128, "H100-SXM5-80GB", ("team-a", "team-b")),
+})  # fmt: skip
+
+
+def found(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[Disruption]:
+    return analyse("old", "new", side(*old), side(*new), [], FACTS).disruptions
+
+
+def codes(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[str]:
+    return [d.code for d in found(old, new)]
+
+
+def changed(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """Return a copy of obj with the dotted path set (None deletes it)."""
+    out = copy.deepcopy(obj)
+    *head, last = path.split(".")
+    node = out
+    for part in head:
+        node = node.setdefault(part, {})
+    if value is None:
+        node.pop(last, None)
+    else:
+        node[last] = value
+    return out
+
+
+def k(api: str, kind: str, name: str, namespace: str | None = None, **body: Any) -> dict[str, Any]:
+    metadata = {"name": name} | ({"namespace": namespace} if namespace else {})
+    return {"apiVersion": api, "kind": kind, "metadata": metadata, **body}
+
+
+# nodes
+
+
+def node_pool(pool: str, mig: str | None = None, **spec: Any) -> dict[str, Any]:
+    labels = {"gpuplan.io/pool": pool} | ({"nvidia.com/mig.config": mig} if mig else {})
+    template = {
+        "metadata": {"labels": labels},
+        "spec": {
+            "requirements": [
+                {
+                    "key": "node.kubernetes.io/instance-type",
+                    "operator": "In",
+                    "values": ["p5.48xlarge"],
+                }
+            ],
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
+        },
+    }
+    return k(
+        "karpenter.sh/v1",
+        "NodePool",
+        pool,
+        spec={"template": template, "limits": {"nodes": "16", "nvidia.com/gpu": "128"}} | spec,
+    )
+
+
+def nfd_rule(pool: str, mig: str) -> dict[str, Any]:
+    rule = {
+        "name": f"gpuplan pool {pool}",
+        "labels": {"gpuplan.io/pool": pool, "nvidia.com/mig.config": mig},
+    }
+    return k(
+        "nfd.k8s-sigs.io/v1alpha1", "NodeFeatureRule", f"gpuplan-{pool}", spec={"rules": [rule]}
+    )
+
+
+def mig_parted(configs: dict[str, Any]) -> dict[str, Any]:
+    return k(
+        "v1",
+        "ConfigMap",
+        "gpuplan-mig-parted-config",
+        "gpu-operator",
+        data={"config.yaml": yaml.safe_dump({"version": "v1", "mig-configs": configs})},
+    )
+
+
+PER_GPU_OLD = [
+    {"devices": [0, 1, 2, 3], "mig-enabled": True, "mig-devices": {"3g.40gb": 2}},
+    {
+        "devices": [4, 5, 6, 7],
+        "mig-enabled": True,
+        "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
+    },
+]
+PER_GPU_NEW = [
+    {"devices": [0, 1], "mig-enabled": True, "mig-devices": {"3g.40gb": 2}},
+    {"devices": [2, 3, 4, 5, 6, 7], "mig-enabled": True, "mig-devices": {"7g.80gb": 1}},
+]
+
+
+def test_mig_relayout_shows_profile_counts_per_gpu_and_the_pools_nodes() -> None:
+    old = [
+        nfd_rule("p1", "gpuplan-per-gpu-aaaa"),
+        mig_parted({"gpuplan-per-gpu-aaaa": PER_GPU_OLD}),
+    ]
+    new = [
+        nfd_rule("p1", "gpuplan-per-gpu-bbbb"),
+        mig_parted({"gpuplan-per-gpu-bbbb": PER_GPU_NEW}),
+    ]
+    [relayout] = found(old, new)
+    assert relayout.code == "mig-relayout" and relayout.severity == "disruptive"
+    assert (
+        "GPUs 0–3: 2x3g.40gb; GPUs 4–7: 2x1g.10gb + 1x2g.20gb + 1x3g.40gb -> GPUs 0–1: 2x3g.40gb; GPUs 2–7: 1x7g.80gb"
+        in relayout.message
+    )
+    assert "gpuplan-per-gpu" not in relayout.message  # layouts, not config-name hashes
+    assert (relayout.blast.nodes, relayout.blast.gpus, relayout.blast.tenants) == (
+        4,
+        32,
+        ("team-a",),
+    )
+    assert relayout.blast.describe() == "4 nodes, 32 GPUs; tenant team-a"
+
+
+def test_a_renamed_mig_config_with_the_same_layout_is_no_relayout() -> None:
+    old = [nfd_rule("p1", "a"), mig_parted({"a": PER_GPU_OLD})]
+    new = [nfd_rule("p1", "b"), mig_parted({"b": PER_GPU_OLD})]
+    assert "mig-relayout" not in codes(old, new)
+
+
+def cluster_policy(
+    driver: str = "580.82.07", auto: bool = True, toolkit: str = "v1.17.8"
+) -> dict[str, Any]:
+    upgrade = {"autoUpgrade": auto, "maxParallelUpgrades": 1, "maxUnavailable": "25%"}
+    spec = {
+        "driver": {
+            "enabled": True,
+            "repository": "nvcr.io/nvidia",
+            "image": "driver",
+            "version": driver,
+            "upgradePolicy": upgrade,
+        },
+        "toolkit": {
+            "enabled": True,
+            "repository": "nvcr.io/nvidia/k8s",
+            "image": "container-toolkit",
+            "version": toolkit,
+        },
+    }
+    return k("nvidia.com/v1", "ClusterPolicy", "cluster-policy", spec=spec)
+
+
+def test_a_driver_bump_rolls_every_gpu_node_of_the_cluster() -> None:
+    [bump] = found([cluster_policy()], [cluster_policy("580.95.05")])
+    assert (bump.code, bump.severity) == ("driver-upgrade", "disruptive")
+    assert (
+        "GPU driver 580.82.07 -> 580.95.05" in bump.message
+        and "rolls every GPU node (1 at a time" in bump.message
+        and "evicted" in bump.message
+    )
+    assert (bump.blast.nodes, bump.blast.gpus, bump.blast.tenants) == (
+        20,
+        160,
+        ("team-a", "team-b"),
+    )
+    assert bump.blast.text == "up to 20 nodes (6 always on), up to 160 GPUs in 2 pools"
+    [held] = found([cluster_policy(auto=False)], [cluster_policy("580.95.05", auto=False)])
+    assert "autoUpgrade is off" in held.message
+
+
+def test_an_nvidia_driver_bump_reaches_its_pool() -> None:
+    def driver(version: str) -> dict[str, Any]:
+        return k(
+            "nvidia.com/v1alpha1",
+            "NVIDIADriver",
+            "gpuplan-p1",
+            spec={
+                "repository": "nvcr.io/nvidia",
+                "image": "driver",
+                "version": version,
+                "nodeSelector": {"gpuplan.io/pool": "p1"},
+            },
+        )
+
+    [bump] = found([driver("570.1")], [driver("580.2")])
+    assert (
+        bump.code == "driver-upgrade"
+        and "on pool p1" in bump.message
+        and "rolls the pool's nodes" in bump.message
+    )
+    assert (bump.blast.nodes, bump.blast.gpus) == (4, 32)
+
+
+def test_a_toolkit_change_rolls_the_gpu_operator_daemonsets() -> None:
+    [roll] = found([cluster_policy()], [cluster_policy(toolkit="v1.18.0")])
+    assert (roll.code, roll.severity) == ("gpu-operator-upgrade", "risk")
+    assert (
+        "toolkit v1.17.8 -> v1.18.0" in roll.message
+        and "container runtime" in roll.message
+        and roll.blast.nodes == 20
+    )
+
+
+def application(revision: str, values: str = "a: 1") -> dict[str, Any]:
+    source = {
+        "repoURL": "https://helm.ngc.nvidia.com/nvidia",
+        "chart": "gpu-operator",
+        "targetRevision": revision,
+        "helm": {"values": values},
+    }
+    return k(
+        "argoproj.io/v1alpha1", "Application", "gpu-operator", "argocd", spec={"source": source}
+    )
+
+
+def test_an_operator_chart_upgrade_and_a_values_change() -> None:
+    [upgrade] = found([application("v26.3.0")], [application("v26.7.0")])
+    assert (
+        upgrade.code == "chart-upgrade"
+        and "gpu-operator v26.3.0 -> v26.7.0" in upgrade.message
+        and "CRDs" in upgrade.message
+    )
+    [values] = found([application("v26.7.0")], [application("v26.7.0", "a: 2")])
+    assert values.code == "chart-upgrade" and "values change" in values.message
+
+
+def test_a_crd_change_or_removal() -> None:
+    crd = k(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "widgets.example.com",
+        spec={"versions": [{"name": "v1"}]},
+    )
+    assert codes([crd], [changed(crd, "spec.versions", [{"name": "v2"}])]) == ["crd-changed"]
+    [gone] = found([crd], [])
+    assert gone.code == "crd-changed" and "deletes every widgets.example.com object" in gone.message
+
+
+def test_a_node_template_change_replaces_a_karpenter_pools_nodes() -> None:
+    old = node_pool("p2")
+    new = changed(
+        old,
+        "spec.template.spec.nodeClassRef",
+        {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu-v2"},
+    )
+    [drift] = found([old], [new])
+    assert (drift.code, drift.severity, drift.subject) == ("nodes-replaced", "disruptive", "p2")
+    assert "nodeClassRef" in drift.message and "drains and replaces them" in drift.message
+    assert drift.blast.text == "up to 16 nodes (2 always on), up to 128 GPUs"
+    held = {"budgets": [{"nodes": "0", "reasons": ["Drifted"]}]}
+    [drift] = found(
+        [changed(old, "spec.disruption", held)], [changed(new, "spec.disruption", held)]
+    )
+    assert "allows 0 Drifted nodes" in drift.message
+    assert (
+        codes([old], [changed(old, "spec.limits", {"nodes": "8"})]) == []
+    )  # limits are not hashed: no drift
+
+
+def flavor(pool: str) -> dict[str, Any]:
+    return k(
+        "kueue.x-k8s.io/v1beta2",
+        "ResourceFlavor",
+        pool,
+        spec={"nodeLabels": {"gpuplan.io/pool": pool}},
+    )
+
+
+def queue(
+    name: str, quotas: dict[str, tuple[str, str | None, str | None]], cohort: str = "shared"
+) -> dict[str, Any]:
+    """A ClusterQueue with nvidia.com/gpu (nominal, borrowingLimit, lendingLimit) per flavor."""
+    flavors = []
+    for pool, (nominal, borrow, lend) in quotas.items():
+        resource = (
+            {"name": "nvidia.com/gpu", "nominalQuota": nominal}
+            | ({"borrowingLimit": borrow} if borrow else {})
+            | ({"lendingLimit": lend} if lend else {})
+        )
+        flavors.append({"name": pool, "resources": [resource]})
+    return k(
+        "kueue.x-k8s.io/v1beta2",
+        "ClusterQueue",
+        name,
+        spec={
+            "cohortName": cohort,
+            "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": flavors}],
+        },
+    )
+
+
+def namespace(name: str, tenant: str, level: str = "restricted") -> dict[str, Any]:
+    labels = {"gpuplan.io/tenant": tenant, "pod-security.kubernetes.io/enforce": level}
+    return k("v1", "Namespace", name) | {
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"},
+        }
+    }
+
+
+def quota(namespace_name: str, gpus: str) -> dict[str, Any]:
+    return k(
+        "v1",
+        "ResourceQuota",
+        namespace_name,
+        namespace_name,
+        spec={"hard": {"requests.nvidia.com/gpu": gpus}},
+    )
+
+
+def test_removing_a_pool_a_tenant_and_a_namespace() -> None:
+    old = [
+        flavor("p1"),
+        node_pool("p1"),
+        queue("team-a", {"p1": ("8", None, None)}),
+        namespace("team-a", "team-a"),
+        quota("team-a", "8"),
+    ]
+    new = [namespace("team-a", "team-a")]
+    by_code = {d.code: d for d in found(old, new)}
+    assert {"pool-removed", "tenant-removed"} - set(by_code) == set()
+    assert (
+        by_code["pool-removed"].blast.nodes == 4
+        and "Karpenter drains and deletes" in by_code["pool-removed"].message
+    )
+    assert (
+        by_code["tenant-removed"].blast.tenants == ("team-a",)
+        and "8 GPU units" in by_code["tenant-removed"].blast.text
+    )
+    [gone] = found([namespace("team-a", "team-a"), quota("team-a", "8")], [])
+    assert (
+        gone.code == "namespace-removed"
+        and "Argo CD keeps the namespace" in gone.message
+        and gone.blast.tenants == ("team-a",)
+    )
+
+
+def test_a_quota_cut_names_its_cause_the_tenants_own_change() -> None:
+    old = [
+        queue("team-a", {"p1": ("8", None, None)}),
+        namespace("team-a", "team-a"),
+        quota("team-a", "8"),
+    ]
+    new = [
+        queue("team-a", {"p1": ("4", None, None)}),
+        namespace("team-a", "team-a"),
+        quota("team-a", "4"),
+    ]
+    messages = [d.message for d in found(old, new)]
+    assert any(
+        "nvidia.com/gpu on pool p1 8 -> 4 (cause: tenant team-a's own quota)" in m for m in messages
+    )
+    assert any(
+        "quota cut in namespace team-a of tenant team-a" in m
+        and "(cause: tenant team-a's own quota)" in m
+        for m in messages
+    )
+
+
+def test_a_quota_cut_on_an_untouched_tenant_names_the_lender() -> None:
+    lender_before = queue("team-b", {"p1": ("16", None, "8")})
+    lender_after = queue("team-b", {"p1": ("16", None, "0")})
+    borrower = queue("team-a", {"p1": ("8", None, None)})
+    old = [borrower, lender_before, namespace("team-a", "team-a"), quota("team-a", "16")]
+    new = [borrower, lender_after, namespace("team-a", "team-a"), quota("team-a", "8")]
+    [cut] = found(old, new)
+    assert (cut.code, cut.blast.tenants) == ("quota-cut", ("team-a",))
+    assert "cause: a lender's change (team-b lends 8 -> 0 on pool p1)" in cut.message
+
+
+def test_a_quota_cut_from_a_capacity_change() -> None:
+    borrower = queue("team-a", {"p1": ("8", None, None)})
+    old = [borrower, node_pool("p1"), namespace("team-a", "team-a"), quota("team-a", "16")]
+    new = [
+        borrower,
+        changed(node_pool("p1"), "spec.limits", {"nodes": "8", "nvidia.com/gpu": "64"}),
+        namespace("team-a", "team-a"),
+        quota("team-a", "8"),
+    ]
+    [cut] = found(old, new)
+    assert "cause: a capacity change (pool p1's capacity 128 -> 64 GPUs)" in cut.message
+
+
+def test_priority_lowered_is_disruptive_and_raised_is_a_risk() -> None:
+    def priority(value: int) -> dict[str, Any]:
+        return k("scheduling.k8s.io/v1", "PriorityClass", "prod") | {"value": value}
+
+    [lowered] = found([priority(1000)], [priority(100)])
+    [raised] = found([priority(100)], [priority(1000)])
+    assert (lowered.code, lowered.severity) == ("priority-lowered", "disruptive")
+    assert (raised.code, raised.severity) == (
+        "priority-raised",
+        "risk",
+    ) and "100 -> 1000" in raised.message
+
+
+def test_pod_security_loosened_only_towards_privileged() -> None:
+    [loose] = found([namespace("ns", "team-a")], [namespace("ns", "team-a", "privileged")])
+    assert (loose.code, loose.severity, loose.blast.tenants) == (
+        "psa-loosened",
+        "risk",
+        ("team-a",),
+    )
+    assert "restricted -> privileged" in loose.message
+    assert (
+        codes([namespace("ns", "team-a", "baseline")], [namespace("ns", "team-a", "restricted")])
+        == []
+    )
+
+
+def binding(role: str, *subjects: str) -> dict[str, Any]:
+    subject = [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": s} for s in subjects
+    ]
+    return k(
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        "tenant-owners",
+        "ns",
+        roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        subjects=subject,
+    )
+
+
+def test_owners_added_or_a_stronger_role_widen_rbac() -> None:
+    ns = namespace("ns", "team-a")
+    [more] = found([ns, binding("admin", "a")], [ns, binding("admin", "a", "b")])
+    assert (
+        more.code == "rbac-widened"
+        and "Group/b gains admin" in more.message
+        and more.blast.tenants == ("team-a",)
+    )
+    [stronger] = found([ns, binding("view", "a")], [ns, binding("admin", "a")])
+    assert "the role grows view -> admin" in stronger.message
+    assert (
+        codes([ns, binding("admin", "a", "b")], [ns, binding("admin", "a")]) == []
+    )  # fewer owners: tighter
+
+
+def isolation(extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    peers = [{"namespaceSelector": {"matchLabels": {"a": "b"}}}] + (extra or [])
+    return k(
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        "tenant-isolation",
+        "ns",
+        spec={"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"from": peers}]},
+    )
+
+
+def test_network_isolation_off_or_widened() -> None:
+    ns = namespace("ns", "team-a")
+    [off] = found([ns, isolation()], [ns])
+    assert (off.code, off.severity) == (
+        "isolation-off",
+        "risk",
+    ) and "every pod of the cluster can reach" in off.message
+    [wider] = found([ns, isolation()], [ns, isolation([{"namespaceSelector": {}}])])
+    assert "admits more ingress" in wider.message
+    assert "isolation-off" not in codes(
+        [ns, isolation()], []
+    )  # the namespace goes too: a removal, not a loosening
+
+
+def test_the_priority_ceiling_raised() -> None:
+    def ceiling(*classes: str) -> dict[str, Any]:
+        scope = {
+            "matchExpressions": [
+                {"scopeName": "PriorityClass", "operator": "In", "values": list(classes)}
+            ]
+        }
+        return k(
+            "v1",
+            "ResourceQuota",
+            "priority-ceiling",
+            "ns",
+            spec={"hard": {"pods": "0"}, "scopeSelector": scope},
+        )
+
+    ns = namespace("ns", "team-a")
+    [gone] = found([ns, ceiling("production")], [ns])
+    assert gone.code == "priority-ceiling-raised" and "priority class production" in gone.message
+    [narrower] = found([ns, ceiling("production", "critical")], [ns, ceiling("critical")])
+    assert "production" in narrower.message and "critical" not in narrower.message
+
+
+def test_a_pool_rename_is_a_rename_not_a_removal_and_its_nodepool_is_replaced() -> None:
+    old = [flavor("p2"), node_pool("p2"), queue("team-a", {"p2": ("8", None, None)})]
+    new = [flavor("p9"), node_pool("p9"), queue("team-a", {"p9": ("8", None, None)})]
+    result = analyse("old", "new", side(*old), side(*new), [], FACTS)
+    assert [(d.code, d.subject) for d in result.disruptions] == [
+        ("nodes-replaced", "p9"),
+        ("renamed", "pool p2"),
+    ]
+    assert result.disruptions[0].blast.nodes == 16  # the old pool's nodes are the ones replaced
+    assert [(r.entity, r.old, r.new) for r in result.renames] == [("pool", "p2", "p9")]
+
+
+def test_every_code_has_a_test_here() -> None:
+    text = Path(__file__).read_text()
+    assert [code for code in CODES if f'"{code}"' not in text] == []
+
+
+def test_fail_on_a_code_or_severity_exits_1(tmp_path: Path) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir(), new.mkdir()
+    (old / "ns.yaml").write_text(yaml.safe_dump(namespace("ns", "team-a")))
+    (new / "ns.yaml").write_text(yaml.safe_dump(namespace("ns", "team-a", "privileged")))
+    base = ["diff", str(old), str(new), "--format", "json"]
+    assert run(*base).code == 0
+    assert run(*base, "--fail-on", "disruptive").code == 0
+    for gate in (
+        ("--fail-on", "risk"),
+        ("--fail-on", "psa-loosened"),
+        ("--fail-on", "quota-cut,psa-loosened"),
+        ("--fail-on", "quota-cut", "--fail-on", "risk"),
+    ):
+        result = run(*base, *gate)
+        assert result.code == 1, gate
+        assert "1 finding match --fail-on (psa-loosened)" in result.stderr
+        assert (
+            yaml.safe_load(result.stdout)["disruptions"][0]["code"] == "psa-loosened"
+        )  # the report is still printed
+    bad = run(*base, "--fail-on", "psa-loose")
+    assert bad.code == 2 and "psa-loose: not a code or severity" in bad.stderr and bad.stdout == ""
+
+
+@pytest.mark.parametrize("code", sorted(CODES))
+def test_every_code_has_a_known_severity(code: str) -> None:
+    assert CODES[code][0] in ("disruptive", "risk")
