@@ -359,7 +359,8 @@ class NodePool(Model):
     hostnames: list[Annotated[str, BeforeValidator(_regex)]] = []
     """Static pools: regular expressions that match the pool's node names."""
     labels: dict[LabelKey, LabelValue] = {}
-    """Extra labels of the pool's nodes; a pool without hostnames is selected by them."""
+    """Labels of the pool's nodes: set through NFD on nodes named by hostnames; a pool without
+    hostnames is selected by them (its nodes must carry them already)."""
     taints: list[Taint] | None = None
     """Default: nvidia.com/gpu=present:NoSchedule."""
     sharing: Annotated[Sharing, BeforeValidator(_sharing)] = Sharing()
