@@ -41,11 +41,11 @@ class Diagnostic:
         return f"{where}: {self.severity.value}: {what}{f' [{self.code}]' if self.code else ''}"
 
     def github(self) -> str:
-        """Return the finding as a GitHub Actions workflow command (the code as its title)."""
+        """Return the finding as a GitHub Actions workflow command, its code after the message."""
         what = f"{self.path}: {self.message}" if self.path else self.message
+        what += f" [{self.code}]" if self.code else ""
         what = what.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        title = f",title={self.code}" if self.code else ""
-        return f"::{self.severity.value} file={self.file},line={self.line},col={self.col}{title}::{what}"
+        return f"::{self.severity.value} file={self.file},line={self.line},col={self.col}::{what}"
 
 
 def error(file: str, line: int, col: int, path: str, message: str) -> Diagnostic:

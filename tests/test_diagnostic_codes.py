@@ -52,7 +52,7 @@ def _finding(**changes: object) -> Diagnostic:
 def test_every_format_shows_the_code() -> None:
     found = [_finding()]
     assert render(found, "text").splitlines()[0] == "tenants/a.yaml:3:5: warning: allocations[0].quotas: message [cpu-only-work]"
-    assert render(found, "github") == "::warning file=tenants/a.yaml,line=3,col=5,title=cpu-only-work::allocations[0].quotas: message\n"
+    assert render(found, "github") == "::warning file=tenants/a.yaml,line=3,col=5::allocations[0].quotas: message [cpu-only-work]\n"
     assert json.loads(render(found, "json"))[0]["code"] == "cpu-only-work"
 
 

@@ -300,3 +300,15 @@ def test_borrow_preemption_without_a_cohort_and_repeated_local_queues_fail(tmp_p
     assert code == 1
     assert "allocations[0].kueue.preemption.borrowWithinCohort.policy: borrowWithinCohort needs a cohort to borrow from: set the allocation's cohort [local-queues]" in err
     assert "allocations[0].kueue.localQueues[1].name: LocalQueue q is listed already [local-queues]" in err
+
+
+@pytest.mark.parametrize("version", ["v0.12.10", "v0.14.8", "v0.19.2"])
+def test_kueue_settings_validate_against_the_crds_of_every_supported_line(tmp_path: Path, version: str) -> None:
+    components = COMPONENTS.replace("kueue: {version: v0.19.2}", f"kueue: {{version: {version}}}")
+    files = {"clusters/c1.yaml": CLUSTER.format(components=components, sharing=MIG) + CPU_POOL}
+    files["tenants/a.yaml"] = "namespaces: [a, a-batch]\n" + _tenant("a", "    cohort: shared\n" + QUOTA + KUEUE)
+    root = write_repo(tmp_path / "repo", files)
+    result = run("render", "--root", str(root), "--out", str(tmp_path / "out"))
+    assert result.code == 0, result.stderr
+    queue = _load(tmp_path / "out/c1/kueue/clusterqueue-a.yaml")
+    assert queue["spec"]["queueingStrategy"] == "StrictFIFO" and queue["spec"]["stopPolicy"] == "Hold"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from fractions import Fraction
+from typing import Any
 
 from gpuplan.check import check
 from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
@@ -110,16 +111,23 @@ def check_namespace_shares(fleet: Fleet) -> Iterator[Diagnostic]:
 def check_container_defaults_fit(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error when a default container request is above a namespace's cpu or memory quota (every such pod is rejected)."""
     for alloc in _allocations(fleet):
-        defaults = alloc.tenant.model.container_defaults
-        owner = alloc.tenant if defaults is not None else alloc.cluster.located
-        loc: Key = ("containerDefaults", "requests")
-        defaults = defaults or alloc.cluster.spec.container_defaults
+        owner, loc = _defaults_at(alloc)
+        defaults = alloc.tenant.model.container_defaults or alloc.cluster.spec.container_defaults
         for namespace, quota in namespace_quotas(alloc).items():
             for what in (CPU, MEMORY):
                 request = getattr(defaults.requests, what)
-                if request > quota.get(what, Fraction(0)):
+                if 0 < quota.get(what, Fraction(0)) < request:  # a zero quota admits no pod anyway
                     message = f"the default {what} request {_show(what, request)} is above the {what} quota {_show(what, quota.get(what, Fraction(0)))} of namespace {namespace} (tenant {alloc.name}): every pod without its own request would be rejected"
-                    yield owner.source.diagnostic(loc + (what,), message)
+                    yield owner.source.diagnostic(loc + ((what,) if loc[0] == "containerDefaults" else ()), message)
+
+
+def _defaults_at(alloc: AllocationPlan) -> tuple[Located[Any], Key]:
+    """Return where the allocation's container defaults are written: tenant, cluster, or (built in) its quotas."""
+    if alloc.tenant.model.container_defaults is not None:
+        return alloc.tenant, ("containerDefaults", "requests")
+    if "containerDefaults" in alloc.cluster.located.source.data:
+        return alloc.cluster.located, ("containerDefaults", "requests")
+    return alloc.tenant, alloc.loc("quotas")
 
 
 @check
