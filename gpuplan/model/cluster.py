@@ -10,6 +10,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 
 from gpuplan.components import REGISTRY
 from gpuplan.model.common import (
+    DNS1123_SUBDOMAIN,
     ContainerDefaults,
     Ignore,
     LabelKey,
@@ -19,7 +20,14 @@ from gpuplan.model.common import (
     Quantity,
     Version,
 )
-from gpuplan.model.drivers import Driver, DriverVersion, NodeOs, PoolDriver, Registry, ServiceMonitor
+from gpuplan.model.drivers import (
+    Driver,
+    DriverVersion,
+    NodeOs,
+    PoolDriver,
+    Registry,
+    ServiceMonitor,
+)
 from gpuplan.model.tenant import Subject
 
 Provider = Literal["aws", "azure", "gcp", "onprem"]
@@ -111,14 +119,30 @@ class Volcano(Model):
     """Namespace Volcano runs in; default volcano-system."""
 
 
+def _matching(pattern: re.Pattern[str], what: str) -> Any:
+    """Return a validator that refuses a string unless it is wholly `pattern` (strings reach YAML and JSON)."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, str) and not pattern.fullmatch(value):
+            raise ValueError(f"{value[:80]!r} is not {what}")
+        return value
+
+    return BeforeValidator(check)
+
+
+# Kubernetes object names (DNS-1123 subdomain, at most 253) and kinds (an upper-case identifier).
+Subdomain = Annotated[str, Field(max_length=253), _matching(DNS1123_SUBDOMAIN, "a DNS-1123 subdomain such as karpenter.k8s.aws")]
+Kind = Annotated[str, _matching(re.compile(r"[A-Z][A-Za-z0-9]{0,62}"), "a kind such as EC2NodeClass")]
+
+
 class NodeClassRef(Model):
     """The Karpenter provider's node class every NodePool of this cluster uses."""
 
-    group: str = Field(min_length=1)
+    group: Subdomain
     """API group of the node class, such as karpenter.k8s.aws or karpenter.azure.com."""
-    kind: str = Field(min_length=1)
+    kind: Kind
     """Kind of the node class, such as EC2NodeClass or AKSNodeClass."""
-    name: str = Field(min_length=1)
+    name: Subdomain
     """Name of the node class object the NodePools point at."""
 
 
@@ -209,11 +233,11 @@ class Nodes(Model):
 class KarpenterPool(Model):
     """How Karpenter provisions an autoscaled pool's nodes."""
 
-    instance_types: list[str] = Field(min_length=1)
+    instance_types: list[Annotated[LabelValue, Field(min_length=1)]] = Field(min_length=1)
     """Cloud instance types the pool's nodes may be, such as [p5.48xlarge]."""
     capacity_types: list[Literal["on-demand", "spot", "reserved"]] = ["on-demand"]
     """Purchase options: on-demand (default), spot or reserved."""
-    zones: list[str] = []
+    zones: list[Annotated[LabelValue, Field(min_length=1)]] = []
     """Zones nodes may come up in, such as [us-east-1a]; default: any zone."""
     architecture: Literal["amd64", "arm64"] = "amd64"
     """CPU architecture of the nodes: amd64 (default) or arm64."""
@@ -403,6 +427,22 @@ def _cidr(value: Any) -> Any:
     return value
 
 
+def _address(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            raise ValueError(f"{value[:60]!r} is not an IP address") from None
+    return value
+
+
+# Linux net/core/dev.c dev_valid_name(): 1-15 bytes (IFNAMSIZ 16 with the NUL), not "." or "..",
+# no '/', ':' or white space; gpuplan keeps to printable ASCII, as CNI plugins look names up verbatim.
+INTERFACE = re.compile(r"(?!\.{1,2}$)[\x21-\x2e\x30-\x39\x3b-\x7e]{1,15}")
+# An extended resource name: a DNS prefix, '/', then a name (as nvidia.com/rdma).
+RESOURCE = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+
+
 class Ipam(Model):
     """IP address management for a network's attachments."""
 
@@ -410,7 +450,7 @@ class Ipam(Model):
     """whereabouts (addresses unique across the cluster) or host-local (unique per node only)."""
     range: Annotated[str, BeforeValidator(_cidr)]
     """CIDR addresses are given from, such as 192.168.20.0/24."""
-    gateway: str | None = None
+    gateway: Annotated[str, BeforeValidator(_address)] | None = None
     """Gateway address of the range; default none."""
     exclude: list[Annotated[str, BeforeValidator(_cidr)]] = []
     """CIDRs inside the range never given out."""
@@ -423,9 +463,9 @@ class Network(Model):
     """Name of the NetworkAttachmentDefinition; tenants' allocations list it in networks."""
     type: Literal["sriov", "ipoib", "macvlan", "host-device"]
     """CNI plugin: sriov, ipoib, macvlan or host-device."""
-    resource_name: str | None = None
+    resource_name: Annotated[str, _matching(RESOURCE, "an extended resource name such as nvidia.com/rdma")] | None = None
     """Device-plugin resource backing the network (required for sriov and ipoib)."""
-    master: str | None = None
+    master: Annotated[str, _matching(INTERFACE, "a network interface name (1-15 characters, no '/', ':' or spaces)")] | None = None
     """Parent interface for ipoib / macvlan, or the device for host-device."""
     ipam: Ipam
     """How attachments get their addresses."""
