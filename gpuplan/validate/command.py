@@ -168,10 +168,14 @@ class Run:
     roots: frozenset[Path]
     strict: bool = False
     _kustomized: dict[Path, bool] = field(default_factory=dict)
+    _units: dict[str, str] = field(default_factory=dict)
 
     def unit(self, file: str) -> str:
         """Return the folder a file is checked with (its cluster folder)."""
-        return _unit(Path(file).absolute(), self.roots, self._kustomized)
+        found = self._units.get(file)
+        if found is None:
+            found = self._units[file] = _unit(Path(file).absolute(), self.roots, self._kustomized)
+        return found
 
     def validator(self, file: str) -> Validator:
         """Return the Validator with the CRDs of the component versions of a file's folder."""
