@@ -16,7 +16,21 @@ from gpuplan.exitcode import ExitCode
 
 # Each command imports its module when it runs, so `gpuplan --help` stays quick.
 
-_root = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, help="Repository holding clusters/ and tenants/.")
+
+def _find_root(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path:
+    """Return --root, or the nearest folder up from here that holds clusters/ (as git finds .git)."""
+    if value is not None:
+        return value
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / "clusters").is_dir():
+            return Path(os.path.relpath(folder))
+        if (folder / ".git").exists():  # never look past the repository we are in
+            break
+    return Path(".")
+
+
+_root = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None, callback=_find_root, help="Repository holding clusters/ and tenants/ (default: the nearest folder up from here that has clusters/, as git finds its repository).")
 _strict = click.option("--strict", is_flag=True, help="Fail on warnings too.")
 _format = click.option("--format", "fmt", type=click.Choice(["text", "github", "json"]), default="text", show_default=True, help="How diagnostics are printed.")
 _crds = click.option("--crds", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None, help="Folder of CRD YAML to validate custom resources (default: $GPUPLAN_CRDS).")

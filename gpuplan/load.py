@@ -24,6 +24,24 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 200_000
 MAX_DEPTH = 64
 
+class SourceFloat(float):
+    """A float that remembers how the YAML source wrote it: `1.30` reads as 1.3, but a field that
+    is text (kubernetesVersion) must see 1.30, or refuse it, never take 1.3."""
+
+    text: str
+
+    @classmethod
+    def of(cls, node: float) -> SourceFloat:
+        """Return a ruamel float with its source text (ruamel keeps the width and the dot's place)."""
+        out = cls(node)
+        width, dot = getattr(node, "_width", None), getattr(node, "_prec", None)
+        plain = getattr(node, "_exp", None) is None and not getattr(node, "_underscore", None)
+        known = plain and isinstance(width, int) and isinstance(dot, int)
+        digits = width - dot - 1 if known else -1
+        out.text = f"{float(node):.{digits}f}" if digits >= 0 else repr(float(node))
+        return out
+
+
 class _Refused(Exception):
     """Input refused before any model sees it, with where it was found."""
 
@@ -88,7 +106,7 @@ def _convert(node: Any, loc: Key, source: SourceFile, budget: list[int], where: 
     if isinstance(node, int):
         return int(node)
     if isinstance(node, float):
-        return float(node)
+        return SourceFloat.of(node)
     if isinstance(node, (list, dict, set)):
         raise _Refused("this YAML construct is not supported: write plain mappings and lists", where)
     return str(node)  # timestamps reach the models as text

@@ -3,6 +3,10 @@ workflows gpuplan ships (pre-commit hooks, the repository's own CI) are what the
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -85,9 +89,12 @@ def test_init_workflow_checks_drift_and_comments_the_diff(fresh: Path) -> None:
     assert f"pip install gpuplan=={__version__}" in runs
     assert "gpuplan render --check" in runs
     assert 'gpuplan diff --base "origin/${{ github.base_ref }}" --format markdown' in runs
-    assert "gh pr comment" in runs
-    comment = next(s for s in steps if "gh pr comment" in s.get("run", ""))
+    comment = next(s for s in steps if "gh api" in s.get("run", ""))
     assert comment["env"]["GH_TOKEN"] == "${{ github.token }}"
+    assert "--edit-last" not in runs  # it could edit another workflow's comment
+    assert not [
+        s["uses"] for s in steps if "uses" in s and not s["uses"].startswith("actions/")
+    ]  # no third-party action
 
 
 def test_init_pre_commit_config_uses_this_repositorys_hook(fresh: Path) -> None:
@@ -190,3 +197,146 @@ def test_project_ci_runs_ci_run_on_push_and_pull_request() -> None:
     ]
     assert ci["working-directory"] == "main" and checkouts == ["main", "shared/crds"]
     assert "../shared/crds" in (PROJECT / ".ci/run").read_text()
+
+
+# The workflow's sticky comment, run against a fake GitHub (a `gh` that serves comments from a file)
+
+FAKE_GH = r"""#!/usr/bin/env python3
+import json, os, subprocess, sys
+state_file = os.environ["FAKE_GH_STATE"]
+state = json.load(open(state_file))
+args = sys.argv[1:]
+assert args.pop(0) == "api"
+method, jq, fields, paginate, endpoint = "GET", None, {}, False, None
+while args:
+    arg = args.pop(0)
+    if arg == "--method":
+        method = args.pop(0)
+    elif arg == "--jq":
+        jq = args.pop(0)
+    elif arg == "-F":
+        name, value = args.pop(0).split("=", 1)
+        fields[name] = open(value[1:]).read() if value.startswith("@") else value
+    elif arg == "--paginate":
+        paginate = True
+    else:
+        endpoint = arg
+state["calls"].append([method, endpoint])
+parts = endpoint.split("/")
+if method == "GET":
+    comments = state["comments"]
+    pages = [comments[i:i + 2] for i in range(0, len(comments), 2)] or [[]]  # 2 per page
+    for page in pages if paginate else pages[:1]:
+        out = json.dumps(page)
+        if jq:
+            out = subprocess.run(["jq", "-r", jq], input=out, capture_output=True, text=True, check=True).stdout
+        sys.stdout.write(out)
+elif method == "PATCH":
+    found = next(c for c in state["comments"] if str(c["id"]) == parts[-1])
+    found["body"] = fields["body"]
+elif method == "POST":
+    state["comments"].append({"id": 100 + len(state["comments"]), "user": {"login": "github-actions[bot]", "type": "Bot"}, "body": fields["body"]})
+json.dump(state, open(state_file, "w"))
+"""
+MARKER = "<!-- gpuplan-diff: . -->"
+
+
+def _comment_step(fresh: Path) -> tuple[str, dict[str, str]]:
+    """Return the run script of the comment step (as GitHub expands it) and its env."""
+    step = next(s for s in _steps(_workflow(fresh)) if "gh api" in s.get("run", ""))
+    script = step["run"].replace("${{ github.base_ref }}", "main")
+    env = {"GH_TOKEN": "t", "PR": "7", "REPO": "acme/fleet"}
+    return script, env
+
+
+def _run_comment_step(fresh: Path, tmp: Path, comments: list[dict], body: str) -> dict:
+    """Run the comment step with fake `gpuplan` and `gh` on PATH; return the fake GitHub's state."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "gh").write_text(FAKE_GH)
+    (bin_dir / "gpuplan.md").write_text(body)
+    (bin_dir / "gpuplan").write_text(f"#!/bin/sh\ncat '{bin_dir / 'gpuplan.md'}'\n")
+    for tool in ("gh", "gpuplan"):
+        (bin_dir / tool).chmod(0o755)
+    state = tmp / "state.json"
+    state.write_text(json.dumps({"comments": comments, "calls": []}))
+    script, env = _comment_step(fresh)
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    done = subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=tmp,
+        env=env | {"PATH": path, "FAKE_GH_STATE": str(state)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(state.read_text())
+
+
+def _comment(number: int, login: str, body: str) -> dict:
+    return {
+        "id": number,
+        "user": {"login": login, "type": "Bot" if login.endswith("[bot]") else "User"},
+        "body": body,
+    }
+
+
+needs_tools = pytest.mark.skipif(
+    not (shutil.which("bash") and shutil.which("jq")),
+    reason="needs bash and jq to run the workflow's comment step against a fake gh",
+)
+
+
+@needs_tools
+def test_the_workflow_posts_one_comment_then_updates_it_in_place(
+    fresh: Path, tmp_path: Path
+) -> None:
+    first = _run_comment_step(fresh, tmp_path, [], f"{MARKER}\n**gpuplan**: 1 object changed\n")
+    assert [c["body"] for c in first["comments"]] == [f"{MARKER}\n**gpuplan**: 1 object changed\n"]
+    second = _run_comment_step(
+        fresh, tmp_path, first["comments"], f"{MARKER}\n**gpuplan**: 2 objects changed\n"
+    )
+    assert [c["body"] for c in second["comments"]] == [
+        f"{MARKER}\n**gpuplan**: 2 objects changed\n"
+    ]
+    assert second["calls"][-1] == [
+        "PATCH",
+        f"repos/acme/fleet/issues/comments/{first['comments'][0]['id']}",
+    ]
+
+
+@needs_tools
+def test_the_workflow_never_edits_another_tools_or_a_persons_comment(
+    fresh: Path, tmp_path: Path
+) -> None:
+    others = [
+        _comment(1, "github-actions[bot]", "**coverage**: 93%"),  # another workflow's last comment
+        _comment(2, "alice", f"{MARKER}\nquoting the bot"),  # a person quoting the marker
+        _comment(
+            3,
+            "github-actions[bot]",
+            "<!-- gpuplan-diff: fleets/other -->\n**gpuplan**: another path",
+        ),
+        _comment(4, "renovate[bot]", "update deps"),
+        _comment(
+            5, "github-actions[bot]", f"{MARKER}\n**gpuplan**: old"
+        ),  # gpuplan's own, on page 3
+    ]
+    state = _run_comment_step(
+        fresh, tmp_path, [dict(c) for c in others], f"{MARKER}\n**gpuplan**: new\n"
+    )
+    bodies = {c["id"]: c["body"] for c in state["comments"]}
+    assert bodies == {c["id"]: c["body"] for c in others[:4]} | {5: f"{MARKER}\n**gpuplan**: new\n"}
+    assert ["GET", "repos/acme/fleet/issues/7/comments"] in state["calls"]
+
+
+@needs_tools
+def test_the_workflow_keeps_one_comment_per_repository_path(fresh: Path, tmp_path: Path) -> None:
+    other = _comment(
+        3, "github-actions[bot]", "<!-- gpuplan-diff: fleets/other -->\n**gpuplan**: another path"
+    )
+    state = _run_comment_step(fresh, tmp_path, [dict(other)], f"{MARKER}\n**gpuplan**: this path\n")
+    assert [c["body"] for c in state["comments"]] == [
+        other["body"],
+        f"{MARKER}\n**gpuplan**: this path\n",
+    ]

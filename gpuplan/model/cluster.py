@@ -34,6 +34,16 @@ Provider = Literal["aws", "azure", "gcp", "onprem"]
 KUBERNETES_VERSION = r"^1\.[0-9]{1,2}$"
 
 
+def _kubernetes_version(value: Any) -> Any:
+    """Return an unquoted version as the YAML source wrote it (1.30, not the number 1.3), or refuse it."""
+    if isinstance(value, float) and not isinstance(value, bool):
+        text = getattr(value, "text", None)  # gpuplan.load.SourceFloat
+        if isinstance(text, str) and re.fullmatch(KUBERNETES_VERSION, text):
+            return text
+        raise ValueError(f'{text or value} is a number in YAML, which drops trailing zeros: quote it, kubernetesVersion: "{text or value}"')
+    return value
+
+
 class Destination(Model):
     """Where Argo CD applies the cluster's manifests: an API server URL or a registered name."""
 
@@ -496,7 +506,7 @@ class Cluster(Model):
 
     name: Name
     """Cluster name, equal to the file's stem; tenants' allocations refer to it."""
-    kubernetes_version: Annotated[str, Field(pattern=KUBERNETES_VERSION)]
+    kubernetes_version: Annotated[str, BeforeValidator(_kubernetes_version), Field(pattern=KUBERNETES_VERSION)]
     """Kubernetes minor version, such as "1.33" (quote it in YAML)."""
     provider: Provider
     """Where the cluster runs: aws, azure, gcp or onprem."""
