@@ -66,7 +66,8 @@ def _each(component: str, repo: str, tags: str, paths: tuple[str, ...]) -> list[
     return [Entry(component, tag, repo, tag, paths) for tag in tags.split()]
 
 
-# Kueue: the kinds gpuplan emits or reads (not Workload or MultiKueue objects).
+# Kueue: the kinds gpuplan emits or reads, and the admission-check and MultiKueue configuration
+# users keep beside them (not Workload: Kueue creates those).
 _KUEUE_PATHS = tuple(
     f"config/components/crd/bases/kueue.x-k8s.io_{name}.yaml"
     for name in (
@@ -74,6 +75,9 @@ _KUEUE_PATHS = tuple(
         "clusterqueues",
         "cohorts",
         "localqueues",
+        "multikueueclusters",
+        "multikueueconfigs",
+        "provisioningrequestconfigs",
         "resourceflavors",
         "topologies",
         "workloadpriorityclasses",

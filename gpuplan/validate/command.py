@@ -132,8 +132,11 @@ class Locator:
 
 
 def _name(obj: Any) -> str:
+    """Kind/name of an object; Kind/prefix* for one with generateName."""
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     name = meta.get("name", "?") if isinstance(meta, dict) else "?"
+    if name == "?" and isinstance(meta, dict) and isinstance(meta.get("generateName"), str):
+        name = f"{meta['generateName']}*"
     return f"{obj.get('kind', '?') if isinstance(obj, dict) else '?'}/{name}"
 
 
