@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.pools import PoolPlan
 
-BAR = 20
+BAR = 10
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,19 @@ class TenantShare:
     nominal: int
     borrowing_limit: int | None  # None: unlimited within the cohort (or no cohort)
     cohort: str | None
+    lending_limit: int | None = None  # None: lends all its idle nominal quota to the cohort
+
+    def borrowing(self) -> str:
+        """Return what the tenant may borrow, in words: `up to 16`, `unlimited`, `none (no cohort)`."""
+        if self.cohort is None:
+            return "none (no cohort)"
+        return "unlimited" if self.borrowing_limit is None else f"up to {self.borrowing_limit}"
+
+    def lending(self) -> str:
+        """Return what the tenant lends to its cohort: `up to 8`, `all idle`, or `-` without a cohort."""
+        if self.cohort is None:
+            return "-"
+        return "all idle" if self.lending_limit is None else f"up to {self.lending_limit}"
 
 
 @dataclass
@@ -58,14 +71,31 @@ class ResourceRow:
 
 
 def _rows_of(cluster: ClusterPlan, pool: PoolPlan) -> list[ResourceRow]:
-    nodes = str(pool.nodes_most) if not pool.spec.nodes.autoscaled else f"{pool.nodes_least}-{pool.nodes_most}"
+    nodes = (
+        str(pool.nodes_most)
+        if not pool.spec.nodes.autoscaled
+        else f"{pool.nodes_least}-{pool.nodes_most}"
+    )
     rows = []
     for resource in pool.resources:
-        row = ResourceRow(cluster.name, pool.name, pool.model.name, pool.mode, nodes, pool.nodes_most * pool.gpus_per_node, resource, pool.capacity(resource), pool.capacity(resource, at_least=True))
+        row = ResourceRow(
+            cluster.name,
+            pool.name,
+            pool.model.name,
+            pool.mode,
+            nodes,
+            pool.nodes_most * pool.gpus_per_node,
+            resource,
+            pool.capacity(resource),
+            pool.capacity(resource, at_least=True),
+        )
         for alloc in cluster.allocations:
             for grant in alloc.grants:
                 if grant.pool is pool and grant.resource == resource:
-                    row.tenants.append(TenantShare(alloc.name, grant.nominal, grant.borrowing, alloc.spec.cohort))
+                    share = TenantShare(
+                        alloc.name, grant.nominal, grant.borrowing, alloc.spec.cohort, grant.lending
+                    )
+                    row.tenants.append(share)
         rows.append(row)
     return rows
 
@@ -83,36 +113,143 @@ def capacity_rows(fleet: Fleet, cluster: str | None = None) -> list[ResourceRow]
 
 def _bar(fraction: float) -> str:
     filled = min(BAR, round(fraction * BAR))
-    return "[" + "#" * filled + "." * (BAR - filled) + "]" + (" !" if fraction > 1 else "")
+    return "[" + "#" * filled + "." * (BAR - filled) + "]" + ("!" if fraction > 1 else " ")
 
 
 def _tenants_text(row: ResourceRow) -> str:
+    """Return `team-a 16 (borrows up to 16, lends up to 8), team-b 32 (borrows unlimited, ...)`."""
     parts = []
     for share in row.tenants:
-        limit = "" if share.borrowing_limit is None else f" (+{share.borrowing_limit})"
-        parts.append(f"{share.tenant} {share.nominal}{limit}")
+        parts.append(
+            f"{share.tenant} {share.nominal} (borrows {share.borrowing()}, lends {share.lending()})"
+        )
     return ", ".join(parts) or "-"
 
 
-HEAD = ("cluster", "pool", "gpu", "sharing", "nodes", "gpus", "resource", "capacity", "granted", "headroom", "over", "use", "tenants (nominal (+borrowing limit))")
+WIDTH = 120  # the text form fits a 120-column terminal
+HEAD = (
+    "resource / tenant",
+    "capacity",
+    "granted",
+    "headroom",
+    "over",
+    "use",
+    "may borrow",
+    "lends",
+)
+NUMBERS = {1, 2, 3, 4}
 
 
-def _cells(row: ResourceRow) -> tuple[str, ...]:
+def _clip(line: str) -> str:
+    """Return a line cut to WIDTH columns (an ellipsis says it was cut)."""
+    return line if len(line) <= WIDTH else line[: WIDTH - 1] + "…"
+
+
+def _pool_line(row: ResourceRow) -> str:
+    """Return `  h100-train: H100-SXM5-80GB, exclusive, 2-16 nodes, 128 GPUs`."""
+    nodes = f"{row.nodes} node{'' if row.nodes == '1' else 's'}"
+    return _clip(f"  {row.pool}: {row.gpu}, {row.mode}, {nodes}, {row.physical_gpus} GPUs")
+
+
+def _table_rows(row: ResourceRow) -> list[tuple[str, ...]]:
+    """Return the resource's figures, then one row per tenant: its nominal quota, borrowing and lending."""
     use = f"{_bar(row.utilisation)} {row.utilisation:4.0%}"
-    return (row.cluster, row.pool, row.gpu, row.mode, row.nodes, str(row.physical_gpus), row.resource, str(row.capacity), str(row.granted), str(row.headroom), str(row.overcommit), use, _tenants_text(row))
+    out = [
+        (
+            row.resource,
+            str(row.capacity),
+            str(row.granted),
+            str(row.headroom),
+            str(row.overcommit),
+            use,
+            "",
+            "",
+        )
+    ]
+    for share in row.tenants:
+        out.append(
+            (
+                "  " + share.tenant,
+                "",
+                str(share.nominal),
+                "",
+                "",
+                "",
+                share.borrowing(),
+                share.lending(),
+            )
+        )
+    return out
+
+
+def _aligned(table: list[tuple[str, ...]]) -> list[str]:
+    """Return the rows of one cluster aligned: text columns left, numbers right."""
+    widths = [max(len(line[i]) for line in table) for i in range(len(HEAD))]
+    out = []
+    for line in table:
+        cells = [
+            c.rjust(widths[i]) if i in NUMBERS else c.ljust(widths[i]) for i, c in enumerate(line)
+        ]
+        out.append(_clip(("    " + "  ".join(cells)).rstrip()))
+    return out
 
 
 def as_text(rows: list[ResourceRow]) -> str:
-    """Return an aligned table a person reads at a glance."""
-    table = [HEAD] + [_cells(r) for r in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(HEAD))]
-    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(line)).rstrip() for line in table]
+    """Return per cluster and pool each resource's figures and each tenant's share, in 120 columns."""
+    lines: list[str] = []
+    for cluster in dict.fromkeys(r.cluster for r in rows):
+        mine = [r for r in rows if r.cluster == cluster]
+        table = [HEAD] + [line for r in mine for line in _table_rows(r)]
+        aligned = iter(_aligned(table))
+        lines += ([""] if lines else []) + [f"cluster {cluster}", next(aligned)]
+        pool = None
+        for row in mine:
+            if row.pool != pool:
+                lines.append(_pool_line(row))
+                pool = row.pool
+            lines += [next(aligned) for _ in range(1 + len(row.tenants))]
     return "\n".join(lines) + "\n"
+
+
+MARKDOWN_HEAD = (
+    "cluster",
+    "pool",
+    "gpu",
+    "sharing",
+    "nodes",
+    "gpus",
+    "resource",
+    "capacity",
+    "granted",
+    "headroom",
+    "over",
+    "use",
+    "tenants: nominal (may borrow, lends)",
+)
+
+
+def _cells(row: ResourceRow) -> tuple[str, ...]:
+    use = f"{_bar(row.utilisation).strip()} {row.utilisation:4.0%}"
+    return (
+        row.cluster,
+        row.pool,
+        row.gpu,
+        row.mode,
+        row.nodes,
+        str(row.physical_gpus),
+        row.resource,
+        str(row.capacity),
+        str(row.granted),
+        str(row.headroom),
+        str(row.overcommit),
+        use,
+        _tenants_text(row),
+    )
 
 
 def as_markdown(rows: list[ResourceRow]) -> str:
     """Return a markdown table (pull requests, wikis)."""
-    lines = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    lines = ["| " + " | ".join(MARKDOWN_HEAD) + " |", "|" + "---|" * len(MARKDOWN_HEAD)]
     for row in rows:
         cells = [c.replace("|", "\\|") for c in _cells(row)]
         cells[11] = f"`{cells[11]}`"
@@ -125,6 +262,13 @@ def as_json(rows: list[ResourceRow]) -> str:
     out = []
     for row in rows:
         item = asdict(row)
-        item |= {"granted": row.granted, "headroom": row.headroom, "overcommit": row.overcommit, "utilisation": round(row.utilisation, 4)}
+        item |= {
+            "granted": row.granted,
+            "headroom": row.headroom,
+            "overcommit": row.overcommit,
+            "utilisation": round(row.utilisation, 4),
+        }
+        for tenant, share in zip(item["tenants"], row.tenants):
+            tenant["borrowing"] = share.borrowing()  # "unlimited" said in words, not only a null
         out.append(item)
     return json.dumps(out, indent=2, sort_keys=True) + "\n"

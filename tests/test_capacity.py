@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from pathlib import Path
 
 import yaml
 
-from tests.conftest import PROJECT, run
+from tests.conftest import PROJECT, copy_example, run
 
 
 def _mig_name(profile: str, strategy: str, shared: bool) -> str:
@@ -30,7 +31,11 @@ def _expected_capacity() -> dict[tuple[str, str, str], int]:
             shared = replicas > 1
             if "mig" in sharing:
                 mig = sharing["mig"]
-                blocks = [(len(d["gpus"]), d["layout"]) for d in mig["devices"]] if "devices" in mig else [(gpus, mig["layout"])]
+                blocks = (
+                    [(len(d["gpus"]), d["layout"]) for d in mig["devices"]]
+                    if "devices" in mig
+                    else [(gpus, mig["layout"])]
+                )
                 for count, layout in blocks:
                     for profile, per_gpu in layout.items():
                         key = (cluster["name"], pool["name"], _mig_name(profile, strategy, shared))
@@ -48,13 +53,19 @@ def _expected_grants() -> dict[tuple[str, str, str], int]:
         tenant = yaml.safe_load(path.read_text())
         for alloc in tenant.get("allocations", []):
             for quota in alloc["quotas"]:
-                matches = [k for k in capacity if k[0] == alloc["cluster"] and k[1] == quota["pool"]]
+                matches = [
+                    k for k in capacity if k[0] == alloc["cluster"] and k[1] == quota["pool"]
+                ]
                 if "gpus" in quota:
                     (key,) = matches
                     out[key] += quota["gpus"]
                 else:
                     for profile, count in quota["mig"].items():
-                        (key,) = [k for k in matches if k[2].startswith(f"nvidia.com/mig-{profile}") or len(matches) == 1]
+                        (key,) = [
+                            k
+                            for k in matches
+                            if k[2].startswith(f"nvidia.com/mig-{profile}") or len(matches) == 1
+                        ]
                         out[key] += count
     return dict(out)
 
@@ -73,15 +84,73 @@ def test_capacity_json_matches_an_independent_computation() -> None:
         assert row["overcommit"] == max(row["granted"] - row["capacity"], 0)
 
 
-def test_capacity_text_is_an_aligned_table_with_bars() -> None:
+def test_capacity_text_is_aligned_per_cluster_with_bars() -> None:
     result = run("capacity", "--root", str(PROJECT), "--cluster", "h100-prod")
     assert result.code == 0
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("cluster") and "headroom" in lines[0]
-    assert all(line.startswith("h100-prod") for line in lines[1:])
-    train = next(line for line in lines if " h100-train " in line)
-    assert "128" in train and "48" in train and "[########............]" in train
-    assert len({line.index("nvidia.com") for line in lines[1:]}) == 1  # aligned column
+    assert lines[0] == "cluster h100-prod" and lines[1].split() == [
+        "resource",
+        "/",
+        "tenant",
+        "capacity",
+        "granted",
+        "headroom",
+        "over",
+        "use",
+        "may",
+        "borrow",
+        "lends",
+    ]
+    assert lines[2] == "  h100-train: H100-SXM5-80GB, exclusive, 2-16 nodes, 128 GPUs"
+    assert lines[3].split() == ["nvidia.com/gpu", "128", "48", "80", "0", "[####......]", "38%"]
+    resources = [line for line in lines if line.startswith("    nvidia.com/")]
+    assert len({line.index("]") for line in resources}) == 1  # aligned columns
+
+
+def test_capacity_says_unlimited_borrowing_in_words() -> None:
+    lines = run("capacity", "--root", str(PROJECT), "--cluster", "h100-prod").stdout.splitlines()
+    train = lines.index("  h100-train: H100-SXM5-80GB, exclusive, 2-16 nodes, 128 GPUs")
+    team_a, team_b = lines[train + 2].split(), lines[train + 3].split()
+    assert team_a == [
+        "team-a",
+        "16",
+        "up",
+        "to",
+        "16",
+        "up",
+        "to",
+        "8",
+    ]  # tenants/team-a.yaml: borrowingLimit 16
+    assert team_b == [
+        "team-b",
+        "32",
+        "unlimited",
+        "up",
+        "to",
+        "16",
+    ]  # no borrowingLimit: Kueue lets it borrow all the cohort lends
+    rows = json.loads(run("capacity", "--root", str(PROJECT), "--format", "json").stdout)
+    shares = {(r["pool"], t["tenant"]): t for r in rows for t in r["tenants"]}
+    assert (
+        shares[("h100-train", "team-b")]["borrowing"] == "unlimited"
+        and shares[("h100-train", "team-b")]["borrowing_limit"] is None
+    )
+    assert shares[("h100-train", "team-a")]["borrowing"] == "up to 16"
+
+
+def test_capacity_text_fits_in_120_columns(tmp_path: Path) -> None:
+    assert (
+        max(len(line) for line in run("capacity", "--root", str(PROJECT)).stdout.splitlines())
+        <= 120
+    )
+    root = copy_example(tmp_path)
+    long = "a-pool-with-a-long-name-that-keeps-going-and-going-to-63-chars"
+    for path in (root / "clusters/h100-prod.yaml", *root.glob("tenants/*.yaml")):
+        path.write_text(path.read_text().replace("h100-train", long))
+    result = run("capacity", "--root", str(root))
+    assert result.code == 0, result.stderr
+    assert max(len(line) for line in result.stdout.splitlines()) <= 120
+    assert f"  {long}: H100-SXM5-80GB" in result.stdout
 
 
 def test_capacity_markdown() -> None:
