@@ -462,8 +462,9 @@ def test_the_base_repository_is_valid(tmp_path: Path) -> None:
     result = run("render", "--root", str(repo))
     assert result.code == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if ": warning: " in line]
-    # Its tenant has no CPU pool quota and attaches an RDMA network under PSA restricted (tests/test_tenant_policy.py).
-    assert all(line.endswith(("[cpu-only-work]", "[rdma-pod-security]")) for line in warnings), result.stderr
+    # Its tenant has no CPU pool quota and attaches an RDMA network under PSA restricted (tests/test_tenant_policy.py);
+    # its aws static pools are found by hostnames (tests/test_node_groups.py has the node-group form).
+    assert all(line.endswith(("[cpu-only-work]", "[rdma-pod-security]", "[cloud-hostnames]")) for line in warnings), result.stderr
     assert ": error: " not in result.stderr
 
 
@@ -575,7 +576,7 @@ def test_errors_in_three_files_are_all_reported(tmp_path: Path) -> None:
     assert f"{TENANT_FILE}:14:16: error: allocations[0].networks[0]: " in result.stderr
     assert "tenants/team-b.yaml:7:25: error: allocations[0].quotas[0].borrowingLimit: " in result.stderr
     assert "clusters/c1.yaml:25:18: warning: nodePools[0].nodes.min: tenants' 16 GPUs of pool train (team-a 8 + team-b 8) exceed its always-on 8" in result.stderr
-    assert result.stderr.splitlines()[-1] == "3 errors, 3 warnings in 3 files", result.stderr
+    assert result.stderr.splitlines()[-1] == "3 errors, 5 warnings in 3 files", result.stderr  # 2 cloud-hostnames
     assert not (repo / "output").exists()
 
 

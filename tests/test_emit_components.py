@@ -383,14 +383,14 @@ def test_static_pool_selected_by_labels_only_gets_no_rule_and_a_warning(tmp_path
     lines = texts(tmp_path)
     assert any(
         "warning: nodePools[3].labels: pool shared selects its nodes by labels only, so gpuplan labels none of them: "
-        "they must already carry gpuplan.io/pool=shared, nvidia.com/device-plugin.config=shared" in x
+        "they must already carry nvidia.com/device-plugin.config=shared" in x
         for x in lines
     ), lines
     assert not (tmp_path / "output").exists()
     found = objects(tmp_path / "again", clusters=[cluster(nodePools=pools)])
     assert ("NodeFeatureRule", None, "gpuplan-shared") not in found
     # Declaring the labels the nodes carry silences it.
-    pools[3]["labels"] |= {"gpuplan.io/pool": "shared", "nvidia.com/device-plugin.config": "shared"}
+    pools[3]["labels"] |= {"nvidia.com/device-plugin.config": "shared"}
     repo(tmp_path / "declared", [cluster(nodePools=pools)], [ALPHA, BETA])
     assert not any("nodePools[3]" in x for x in texts(tmp_path / "declared"))
 

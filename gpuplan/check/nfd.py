@@ -12,6 +12,7 @@ from gpuplan.check import check
 from gpuplan.check.karpenter import _domain, _in_domain, _pools, _warning
 from gpuplan.diagnostics import Diagnostic
 from gpuplan.fleet import Fleet
+from gpuplan.pools import POOL_LABEL
 
 _KUBERNETES_IO = "kubernetes.io"
 _NFD_ALLOWED = ("feature.node.kubernetes.io", "profile.node.kubernetes.io")
@@ -101,12 +102,49 @@ def check_unlabelled_static_pools(fleet: Fleet) -> Iterator[Diagnostic]:
         components = cluster.spec.components
         if pool.spec.hostnames or (components.gpu_operator is None and components.kueue is None):
             continue
-        missing = {k: v for k, v in pool.node_labels.items() if pool.spec.labels.get(k) != v}
+        # The pool label only serves selectors of pools gpuplan labels; these are selected by their own labels.
+        needed = {k: v for k, v in pool.node_labels.items() if k != POOL_LABEL}
+        missing = {k: v for k, v in needed.items() if pool.spec.labels.get(k) != v}
         if not missing:
             continue
         wanted = ", ".join(f"{k}={v}" for k, v in missing.items())
+        fix = "list the nodes' names in hostnames"
+        if cluster.spec.provider in NODE_GROUP_LABELS:
+            fix = (
+                "set them as Kubernetes labels of the node group (node names are no use on a cloud)"
+            )
         message = (
             f"pool {pool.name} selects its nodes by labels only, so gpuplan labels none of them: "
-            f"they must already carry {wanted}; say so by adding these to labels, or list the nodes' names in hostnames"
+            f"they must already carry {wanted}; say so by adding these to labels, or {fix}"
         )
         yield _warning(cluster.located.source, ("nodePools", pool.index, "labels"), message)
+
+
+# The label each cloud puts on a node with its node group (../shared/facts/upstream-components.md).
+NODE_GROUP_LABELS = {
+    "aws": "eks.amazonaws.com/nodegroup",
+    "azure": "kubernetes.azure.com/agentpool",
+    "gcp": "cloud.google.com/gke-nodepool",
+}
+# Node names those clouds give (same facts file): EKS ip-10-...ec2.internal or i-..., AKS
+# aks-<pool>-<id>-vmss...: chosen at launch, so a regex written ahead rarely names a pool's nodes.
+_CLOUD_NODE_NAMES = {
+    "aws": "ip-10-0-1-2.ec2.internal or i-0123...",
+    "azure": "aks-<pool>-<id>-vmss000000",
+}
+
+
+@check
+def check_cloud_hostnames(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn on hostnames regexes on aws and azure: select a static pool by its node-group label."""
+    for cluster, pool in _pools(fleet, autoscaled=False):
+        provider = cluster.spec.provider
+        if provider not in _CLOUD_NODE_NAMES or not pool.spec.hostnames:
+            continue
+        label = NODE_GROUP_LABELS[provider]
+        message = (
+            f"{provider} names nodes at launch ({_CLOUD_NODE_NAMES[provider]}), so a hostname regex rarely "
+            f"selects pool {pool.name}: select its nodes by node group instead, labels: {{{label}: <group>}} "
+            "(and drop hostnames)"
+        )
+        yield _warning(cluster.located.source, ("nodePools", pool.index, "hostnames"), message)

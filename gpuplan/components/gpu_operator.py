@@ -49,6 +49,9 @@ KUBELET_ROOT_DIR = "ClusterPolicy.spec.hostPaths.kubeletRootDir"  # v26.7.0
 SCRAPE_TIMEOUT = "ClusterPolicy.spec.dcgmExporter.serviceMonitor.scrapeTimeout"  # v26.7.0
 DRIVER_CR_DEFAULT = "NVIDIADriver.spec.default"  # v26.7.0 (and required from then on)
 DRIVER_CR_UPGRADE_POLICY = "NVIDIADriver.spec.upgradePolicy"  # v26.7.0
+# The chart renders its own ClusterPolicy "cluster-policy" unless clusterPolicy.deployCR=false;
+# before v26.7.0 it always does (deployments/gpu-operator/templates/clusterpolicy.yaml at each tag).
+CHART_DEPLOY_CR = "chart values clusterPolicy.deployCR"  # v26.7.0
 # Required, with default "docker", up to v26.3.0, which dropped the default and the enum.
 DEFAULT_RUNTIME = "ClusterPolicy.spec.operator.defaultRuntime"  # up to v25.10.1
 
@@ -140,7 +143,13 @@ def _release(
 
 _V25 = frozenset({DEFAULT_RUNTIME})
 _V26_3 = frozenset({CDI_NRI})
-_V26_7 = _V26_3 | {KUBELET_ROOT_DIR, SCRAPE_TIMEOUT, DRIVER_CR_DEFAULT, DRIVER_CR_UPGRADE_POLICY}
+_V26_7 = _V26_3 | {
+    KUBELET_ROOT_DIR,
+    SCRAPE_TIMEOUT,
+    DRIVER_CR_DEFAULT,
+    DRIVER_CR_UPGRADE_POLICY,
+    CHART_DEPLOY_CR,
+}
 # Driver branches. v25.3.1: docs 638a2ea6 (570.148.08 default, 575.57.08, 550.163.01, 535.247.01).
 # v25.3.2: docs 738f8227 (adds 580.65.06). v25.3.3/v25.3.4: docs 7185608a (580.82.07 default ...
 # 535.247.01). v25.10.0: docs 3e11d275. v25.10.1: docs 0f2f019e (adds 590.48.01). v26.3.x: docs
