@@ -279,3 +279,29 @@ def test_bottlerocket_pool_warns_about_its_own_device_plugin(tmp_path: Path) -> 
         "clusters/c1.yaml:21:9: warning: nodePools[0].os: pool 'train': Bottlerocket's NVIDIA variant runs its own device plugin"
         in err
     )
+
+
+def test_managed_on_an_image_with_a_driver_warns(tmp_path: Path) -> None:
+    driver = '    driverVersion: "580.82.07"\n    driver: {mode: managed}'
+    code, err, _ = _render(tmp_path, provider="aws", driver=driver)
+    assert code == 0
+    assert (
+        "warning: nodePools[0].name: pool 'train' runs al2023 on aws, whose image ships the driver"
+        in err
+    )
+
+
+def test_upgrade_policy_counts_and_percentages(tmp_path: Path) -> None:
+    policy = '    driverVersion: "580.82.07"\n    driver: {upgradePolicy: {maxUnavailable: 2}}'
+    code, err, out = _render(tmp_path, driver=policy)
+    assert code == 0, err
+    assert _policy(out)["driver"]["upgradePolicy"]["maxUnavailable"] == 2  # an int, not "2"
+    bad = '    driverVersion: "580.82.07"\n    driver: {upgradePolicy: {maxUnavailable: "2"}}'
+    code, err, _ = _render(tmp_path / "bad", driver=bad)
+    assert code == 1 and "components.gpuOperator.driver.upgradePolicy.maxUnavailable" in err
+
+
+def test_host_mofed_needs_rdma(tmp_path: Path) -> None:
+    rdma = '    driverVersion: "580.82.07"\n    driver: {rdma: {useHostMofed: true}}'
+    code, err, _ = _render(tmp_path, driver=rdma)
+    assert code == 1 and "useHostMofed only matters with GPUDirect RDMA" in err

@@ -8,7 +8,7 @@ from gpuplan.check import check, clusters_with
 from gpuplan.components.base import UnknownVersion
 from gpuplan.components.gpu_operator import release
 from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
-from gpuplan.drivers import pool_drivers
+from gpuplan.drivers import default_mode, pool_drivers
 from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.model.drivers import branch
 
@@ -138,3 +138,24 @@ def check_bottlerocket_device_plugin(fleet: Fleet) -> Iterator[Diagnostic]:
                 "for nvidia.com/gpu; use os: al2023 for pools the operator configures"
             )
             yield _warning(cluster.located.source, ("nodePools", driver.index, "os"), message)
+
+
+@check
+def check_managed_on_driver_image(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn when a pool is forced to managed on a node image that already ships the driver."""
+    # "If ... nodes in the cluster have a pre-installed GPU driver, the init container in the driver
+    # pod detects that the driver is preinstalled and labels the node so that the driver pod is
+    # terminated" (NVIDIA/cloud-native-docs gpu-operator/getting-started.rst): the version is not installed.
+    for cluster in clusters_with(fleet, "gpu-operator"):
+        for driver in pool_drivers(cluster.spec):
+            if (
+                driver.mode != "managed"
+                or default_mode(cluster.spec.provider, driver.os) != "preinstalled"
+            ):
+                continue
+            message = (
+                f"pool {driver.pool!r} runs {driver.os} on {cluster.spec.provider}, whose image ships the driver: the "
+                "operator's driver pod finds it and stands down, so this driver version is never installed; "
+                "use an image without a driver (os: ubuntu) or driver.mode: preinstalled"
+            )
+            yield _warning(cluster.located.source, ("nodePools", driver.index, "name"), message)

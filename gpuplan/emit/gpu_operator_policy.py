@@ -51,7 +51,7 @@ class Upgrade:
 
     auto_upgrade: bool = True
     max_parallel_upgrades: int = 1
-    max_unavailable: str = "25%"
+    max_unavailable: int | str = "25%"  # a count, or a percentage string (intstr)
     drain: bool = False
     drain_force: bool = False
     drain_timeout_seconds: int = 300

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, WithJsonSchema
+from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 
 from gpuplan.model.common import LabelKey, LabelValue, Model, Name
 
@@ -76,8 +76,10 @@ class UpgradePolicy(Model):
     """Let the operator's upgrade controller roll driver changes; false: pods restart on node reboot."""
     max_parallel_upgrades: int = Field(default=1, ge=0, le=10_000)
     """Nodes upgraded at once (0: all at once); CRD default 1."""
-    max_unavailable: Annotated[str, Field(pattern=r"^([0-9]+|[0-9]{1,3}%)$")] = "25%"
-    """Most GPU nodes unavailable during the upgrade: a count ("2") or a percentage ("25%")."""
+    max_unavailable: (
+        Annotated[int, Field(ge=0)] | Annotated[str, Field(pattern=r"^[0-9]{1,3}%$")]
+    ) = "25%"
+    """Most GPU nodes unavailable during the upgrade: a count (2) or a percentage ("25%"); CRD default 25%."""
     drain: Drain = Drain()
     """Drain settings."""
 
@@ -89,6 +91,12 @@ class Rdma(Model):
     """Load nvidia-peermem so NICs read and write GPU memory directly."""
     use_host_mofed: bool = False
     """The host has MLNX_OFED installed (instead of the Network Operator's driver container)."""
+
+    @model_validator(mode="after")
+    def _mofed_needs_rdma(self) -> Rdma:
+        if self.use_host_mofed and not self.enabled:
+            raise ValueError("useHostMofed only matters with GPUDirect RDMA: set enabled: true")
+        return self
 
 
 class Driver(Model):
