@@ -248,3 +248,17 @@ def test_component_pairs_parse() -> None:
     }
     with pytest.raises(ValueError, match="COMPONENT=VERSION"):
         parse_components(["kueue"])
+
+
+def test_every_cel_rule_of_every_shipped_crd_is_evaluated() -> None:
+    from gpuplan.validate.cel import CelRules
+
+    counted = 0
+    for component, versions in shipped_sets().items():
+        for version in versions:
+            for crd in crd_set(component, version):
+                for crd_version in crd.versions.values():
+                    rules = CelRules(crd_version)
+                    assert rules.skipped == [], (component, version, crd.kind, rules.skipped[:1])
+                    counted += rules.count
+    assert counted > 1000  # Kueue, Karpenter and the GPU Operator carry many rules
