@@ -226,7 +226,7 @@ def _clean_stale_at(parent_fd: int, out_name: str) -> None:
     retired folder holds the old output: it is put back first.
     """
     names = sorted(n for n in os.listdir(parent_fd) if _ours(n, out_name))
-    retired = [n for n in names if n.startswith(f".{out_name}{RETIRED}")]
+    retired = [n for n in names if n.startswith(f".{out_name}{RETIRED}") and _is_dir_at(parent_fd, n)]
     try:
         os.stat(out_name, dir_fd=parent_fd, follow_symlinks=False)
     except FileNotFoundError:
@@ -238,6 +238,14 @@ def _clean_stale_at(parent_fd: int, out_name: str) -> None:
         if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
             continue  # another render is running beside us
         safefs.remove_tree(parent_fd, name)
+
+
+def _is_dir_at(dir_fd: int, name: str) -> bool:
+    """Tell whether an entry is a real folder (a link named like ours is never followed or moved)."""
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def clean_stale(out: Path) -> None:

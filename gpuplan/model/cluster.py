@@ -34,6 +34,33 @@ Provider = Literal["aws", "azure", "gcp", "onprem"]
 KUBERNETES_VERSION = r"^1\.[0-9]{1,2}$"
 
 
+def _matching(pattern: re.Pattern[str], what: str) -> Any:
+    """Return a validator that refuses a string unless it is wholly `pattern` (strings reach YAML and JSON)."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, str) and not pattern.fullmatch(value):
+            raise ValueError(f"{value[:80]!r} is not {what}")
+        return value
+
+    return BeforeValidator(check)
+
+
+# Kubernetes object names (DNS-1123 subdomain, at most 253) and kinds (an upper-case identifier).
+Subdomain = Annotated[str, Field(max_length=253), _matching(DNS1123_SUBDOMAIN, "a DNS-1123 subdomain such as karpenter.k8s.aws")]
+Kind = Annotated[str, _matching(re.compile(r"[A-Z][A-Za-z0-9]{0,62}"), "a kind such as EC2NodeClass")]
+
+
+# A URL or git revision Argo CD reads verbatim: no white space or control characters (a line break
+# in one would still round-trip through YAML, but no git server or API server has such a name).
+Url = Annotated[str, _matching(re.compile(r"[^\s\x00-\x1f\x7f]+"), "a URL without spaces or control characters")]
+# git check-ref-format: no space, control characters, ~ ^ : ? * [ \ or "..", not ending in "." or "/".
+Revision = Annotated[str, _matching(re.compile(r"(?!.*\.\.)[^\s\x00-\x1f\x7f~^:?*\[\\]+(?<![./])"), "a git branch, tag or commit")]
+# A name shown by Argo CD: any printable text on one line.
+OneLine = Annotated[str, _matching(re.compile(r"[^\x00-\x1f\x7f\x85\u2028\u2029]+"), "text on one line")]
+
+
+
+
 def _kubernetes_version(value: Any) -> Any:
     """Return an unquoted version as the YAML source wrote it (1.30, not the number 1.3), or refuse it."""
     if isinstance(value, float) and not isinstance(value, bool):
@@ -47,9 +74,9 @@ def _kubernetes_version(value: Any) -> Any:
 class Destination(Model):
     """Where Argo CD applies the cluster's manifests: an API server URL or a registered name."""
 
-    server: str | None = None
+    server: Url | None = None
     """API server URL, such as https://kubernetes.default.svc."""
-    name: str | None = None
+    name: OneLine | None = None
     """Cluster name as registered in Argo CD."""
 
     @model_validator(mode="after")
@@ -62,9 +89,9 @@ class Destination(Model):
 class GitOps(Model):
     """The Argo CD Application that syncs this cluster's rendered folder."""
 
-    repo_url: str = Field(alias="repoURL", min_length=1)
+    repo_url: Url = Field(alias="repoURL", min_length=1)
     """Git repository Argo CD reads (this repository)."""
-    target_revision: str = "HEAD"
+    target_revision: Revision = "HEAD"
     """Branch, tag or commit Argo CD syncs."""
     destination: Destination = Destination(server="https://kubernetes.default.svc")
     """Target cluster."""
@@ -127,22 +154,6 @@ class Volcano(Model):
     """Volcano release, such as v1.15.1; before v1.14 Queues get no dequeueStrategy."""
     namespace: Name = "volcano-system"
     """Namespace Volcano runs in; default volcano-system."""
-
-
-def _matching(pattern: re.Pattern[str], what: str) -> Any:
-    """Return a validator that refuses a string unless it is wholly `pattern` (strings reach YAML and JSON)."""
-
-    def check(value: Any) -> Any:
-        if isinstance(value, str) and not pattern.fullmatch(value):
-            raise ValueError(f"{value[:80]!r} is not {what}")
-        return value
-
-    return BeforeValidator(check)
-
-
-# Kubernetes object names (DNS-1123 subdomain, at most 253) and kinds (an upper-case identifier).
-Subdomain = Annotated[str, Field(max_length=253), _matching(DNS1123_SUBDOMAIN, "a DNS-1123 subdomain such as karpenter.k8s.aws")]
-Kind = Annotated[str, _matching(re.compile(r"[A-Z][A-Za-z0-9]{0,62}"), "a kind such as EC2NodeClass")]
 
 
 class NodeClassRef(Model):
