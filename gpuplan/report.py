@@ -23,7 +23,8 @@ from gpuplan.pools import PoolPlan
 DEFAULT_NAME = "gpuplan-report.html"
 TEMPLATE = "report.html.j2"
 
-# Tenant colours (Tableau 10 without its red and grey, which mean overcommit and headroom).
+# Tenant colours: saturated hues (Tableau 10 without its red, pink and grey, which would read as
+# overcommit, near-overcommit and headroom), plus a dark navy for an eighth tenant.
 TENANT_COLOURS = (
     "#4e79a7",
     "#f28e2b",
@@ -31,13 +32,14 @@ TENANT_COLOURS = (
     "#59a14f",
     "#edc948",
     "#b07aa1",
-    "#ff9da7",
     "#9c755f",
+    "#1f3a5f",
 )
 HEADROOM = "#d5d5d5"
 OVERCOMMIT = "#d62728"
-# MIG instance fill by compute slices, so equal-sized instances look alike across GPU models.
-PROFILE_COLOURS = {1: "#a6cee3", 2: "#b2df8a", 3: "#fdbf6f", 4: "#fb9a99", 7: "#cab2d6"}
+# MIG instance fill by compute slices, so equal-sized instances look alike across GPU models: a
+# blue-grey ramp, so an instance is never taken for a tenant (saturated) or for overcommit (red).
+PROFILE_COLOURS = {1: "#f1f3f5", 2: "#e1e5e9", 3: "#d0d6db", 4: "#c3cad0", 7: "#b6bec5"}
 
 CELL = 96  # px per memory slice: instances are drawn to scale
 PAD = 8
@@ -106,6 +108,11 @@ class CapacityBar:
     label_y: float
     width: int = BAR_WIDTH
     height: int = BAR_HEIGHT
+
+    @property
+    def unlabelled(self) -> list[Segment]:
+        """Return the segments too narrow for their label: the key under the bar names them."""
+        return [s for s in self.segments if not s.show_label]
 
 
 @dataclass

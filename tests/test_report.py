@@ -3,6 +3,9 @@ slots, capacity bars split by tenant, everything user-written escaped; and it re
 
 from __future__ import annotations
 
+import html as html_module
+import json
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -23,6 +26,8 @@ from gpuplan.report import (
     HEADROOM,
     OVERCOMMIT,
     PAD,
+    PROFILE_COLOURS,
+    TENANT_COLOURS,
     ClusterView,
     PoolView,
     capacity_bar,
@@ -312,6 +317,114 @@ def test_report_bytes_are_deterministic(example_repo: Path, tmp_path: Path) -> N
     assert first.read_bytes() == second.read_bytes()
 
 
+def _lab(colour: str) -> tuple[float, float, float]:
+    """Return a #rrggbb colour in CIE L*a*b* (D65), to measure how different two colours look."""
+    rgb = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    x = (0.4124 * linear[0] + 0.3576 * linear[1] + 0.1805 * linear[2]) / 0.95047
+    y = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    z = (0.0193 * linear[0] + 0.1192 * linear[1] + 0.9505 * linear[2]) / 1.08883
+    f = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z)]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def _delta(a: str, b: str) -> float:
+    return (
+        sum((p - q) ** 2 for p, q in zip(_lab(a), _lab(b))) ** 0.5
+    )  # CIE76: about 2.3 is just noticeable
+
+
+def test_profile_tenant_and_overcommit_colours_are_told_apart() -> None:
+    profiles, tenants = list(PROFILE_COLOURS.values()), list(TENANT_COLOURS)
+    assert min(_delta(p, t) for p in profiles for t in tenants) > 20
+    assert min(_delta(OVERCOMMIT, c) for c in profiles + tenants + [HEADROOM]) > 40
+    assert min(_delta(a, b) for i, a in enumerate(tenants) for b in tenants[i + 1 :]) > 15
+    chroma = [(_lab(c)[1] ** 2 + _lab(c)[2] ** 2) ** 0.5 for c in profiles]
+    assert max(chroma) < 12  # instances are near-neutral: never mistaken for a tenant's share
+
+
+def test_borrowing_and_lending_are_shown_per_tenant(example_report: tuple[Path, str]) -> None:
+    _, html = example_report
+    section = html[html.index('id="pool-h100-prod-h100-train"') :]
+    section = section[: section.index("</article>")]
+    rows = re.findall(
+        r"<tr><td>([^<]+)</td><td class=\"num\">(\d+)</td><td class=\"borrow\">([^<]+)</td><td class=\"lend\">([^<]+)</td></tr>",
+        section,
+    )
+    assert rows == [
+        ("team-a", "16", "up to 16", "up to 8"),
+        ("team-b", "32", "unlimited", "up to 16"),
+    ]
+
+
+def test_small_segments_keep_their_label_in_a_key_and_a_tooltip() -> None:
+    row = ResourceRow(
+        "c", "p", "H100-SXM5-80GB", "exclusive", "16", 128, "nvidia.com/gpu", 128, 128
+    )
+    row.tenants = [
+        TenantShare("big-tenant", 120, None, "shared"),
+        TenantShare("tiny-tenant", 1, 2, "shared"),
+    ]
+    bar = capacity_bar(row, {"big-tenant": "#4e79a7", "tiny-tenant": "#f28e2b"})
+    big, tiny, headroom = bar.segments
+    assert big.show_label and not tiny.show_label and not headroom.show_label
+    view = ClusterView(
+        "c",
+        "onprem",
+        "1.33",
+        [],
+        [],
+        [("big-tenant", "#4e79a7"), ("tiny-tenant", "#f28e2b")],
+        [PoolView("p", "H100", "exclusive", "", "", [], [bar])],
+    )
+    html = render_html([view])
+    parse(html)
+    key = html[html.index('<p class="key">') :]
+    key = key[: key.index("</p>")]
+    assert 'title="tiny-tenant: 1 nvidia.com/gpu"' in key and ">tiny-tenant 1</span>" in key
+    assert ">headroom 7</span>" in key and "big-tenant" not in key
+    assert "<title>tiny-tenant: 1 nvidia.com/gpu</title>" in html
+
+
+CHROMIUM = shutil.which("chromium")
+BROWSER = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+]  # fmt: skip
+PROBE = """<script>
+const sizes = [...document.querySelectorAll("svg text")].map(t => t.getBoundingClientRect().height).filter(h => h > 0);
+document.title = JSON.stringify({scroll: document.documentElement.scrollWidth, text: Math.min(...sizes), count: sizes.length});
+</script></body>"""
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed (apt-get install chromium): the 760 px layout is not checked in a browser",
+)
+def test_report_is_readable_at_760_px_in_headless_chromium(
+    example_report: tuple[Path, str], tmp_path: Path
+) -> None:
+    _, html = example_report
+    probe = tmp_path / "probe.html"
+    probe.write_text(
+        html.replace("</body>", PROBE)
+    )  # the shipped page has no script; only this copy
+    command = [
+        str(CHROMIUM),
+        *BROWSER,
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=760,1000",
+        "--dump-dom",
+        probe.as_uri(),
+    ]
+    dom = subprocess.run(command, check=True, capture_output=True, text=True, timeout=120).stdout
+    found = json.loads(html_module.unescape(re.search(r"<title>(\{.*?\})</title>", dom).group(1)))
+    assert found["scroll"] <= 760  # no horizontal scrolling at 760 px
+    assert (
+        found["count"] > 50 and found["text"] >= 10
+    )  # every label in the drawings at least 10 px tall
+
+
 CHROMIUM = shutil.which("chromium")
 
 
@@ -328,12 +441,12 @@ def test_report_renders_in_headless_chromium(
     command = [
         str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", f"--screenshot={shot}", "--window-size=1400,2000",
+        f"--user-data-dir={profile}", f"--screenshot={shot}", "--window-size=760,2000",
         (root / "gpuplan-report.html").resolve().as_uri(),
     ]  # fmt: skip
     subprocess.run(command, check=True, capture_output=True, timeout=120)
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
-    assert (width, height) == (1400, 2000)
-    assert len(data) > 50_000  # a blank 1400x2000 page compresses to a few kB
+    assert (width, height) == (760, 2000)
+    assert len(data) > 50_000  # a blank 760x2000 page compresses to a few kB
