@@ -149,6 +149,31 @@ def scaling(clusters: int, pools: int, tenants: int) -> list[str]:
     return [f"- 4x the tenants ({tenants // 4} -> {tenants}) costs {ratio:.2f}x the render time (target <= 4.4x): {'met' if ratio <= 4.4 else 'NOT met'}"]
 
 
+FAIL_FAST_TENANTS = 10_000
+FAIL_FAST_TARGET = 5.0  # seconds to the first diagnostic, on 2 cores
+
+
+def fail_fast(tenants: int = FAIL_FAST_TENANTS) -> list[str]:
+    """Time from start to the first diagnostic of `check` on a large repository with one syntax error."""
+    work = Path(tempfile.mkdtemp(prefix="gpuplan-failfast-"))
+    root = write_fleet(work / "fleet", 1, 3, tenants)
+    broken = root / "tenants" / f"t{tenants // 2:03d}.yaml"
+    broken.write_text(broken.read_text().replace("cohort: all", "cohort: all: x"))
+    env = dict(os.environ, GPUPLAN_CRDS=CRDS)
+    start = time.perf_counter()
+    child = subprocess.Popen([*GPUPLAN, "check", "--root", str(root)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    first = child.stderr.readline().decode().rstrip()
+    seconds = time.perf_counter() - start
+    child.stderr.read()
+    child.wait()
+    shutil.rmtree(work)
+    if child.returncode != 1 or broken.name not in first:
+        sys.exit(f"fail-fast run: expected exit 1 at {broken.name}, got {child.returncode}: {first}")
+    met = "met" if seconds <= FAIL_FAST_TARGET else "NOT met"
+    return [f"- {tenants} tenant files, one syntax error: first diagnostic after {seconds:.2f}s (target <= {FAIL_FAST_TARGET:.0f}s): {met}"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clusters", type=int, default=10)
@@ -156,10 +181,15 @@ def main() -> None:
     parser.add_argument("--tenants", type=int, default=200)
     parser.add_argument("--sample", type=int, default=1000, help="core objects given to kubernetes-validate")
     parser.add_argument("--no-scaling", action="store_true", help="skip the T/4 vs T scaling run")
+    parser.add_argument("--fail-fast-only", action="store_true", help="only the large-repository fail-fast figure")
     args = parser.parse_args()
+    if args.fail_fast_only:
+        print("\n".join(fail_fast()))
+        return
     lines = run(args.clusters, args.pools, args.tenants, args.sample)
     if not args.no_scaling:
         lines += scaling(args.clusters, args.pools, args.tenants)
+    lines += fail_fast()
     print("\n".join(lines))
 
 
