@@ -554,3 +554,50 @@ def test_a_base_without_inputs_is_an_empty_fleet(
     code, out, err = call(capsys, root=root, base="HEAD", fmt="json")
     assert code == 0 and "empty fleet" in err
     assert {o["change"] for o in json.loads(out)["objects"]} == {"added"}
+
+
+def test_own_manifests_and_patches_at_the_base_are_compared_not_added(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = committed_example(tmp_path / "repo")
+    own = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "site-notes", "namespace": "team-a"},
+        "data": {"owner": "platform"},
+    }
+    (root / "extra/h100-prod").mkdir(parents=True)
+    (root / "extra/h100-prod/notes.yaml").write_text(yaml.safe_dump(own))
+    patch = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "h100-train"},
+        "spec": {"template": {"spec": {"expireAfter": "720h"}}},
+    }
+    (root / "patches/h100-prod").mkdir(parents=True)
+    (root / "patches/h100-prod/expire.yaml").write_text(yaml.safe_dump(patch))
+    git(root, "add", "extra", "patches")
+    git(root, "commit", "-q", "-m", "own manifest and a patch")
+    assert call(capsys, root=root, base="HEAD", exit_code=True)[:2] == (0, "no changes\n")
+    (root / "extra/h100-prod/notes.yaml").write_text(
+        yaml.safe_dump(own | {"data": {"owner": "ml-platform"}})
+    )
+    (root / "patches/h100-prod/expire.yaml").write_text(
+        yaml.safe_dump(patch | {"spec": {"template": {"spec": {"expireAfter": "336h"}}}})
+    )
+    code, out, err = call(capsys, root=root, base="HEAD", fmt="json")
+    assert code == 0, err
+    document = json.loads(out)
+    changed = {
+        (o["kind"], o["name"]): [(f["path"], f["old"], f["new"]) for f in o["fields"]]
+        for o in document["objects"]
+    }
+    assert changed == {
+        ("ConfigMap", "site-notes"): [("data.owner", "platform", "ml-platform")],
+        ("NodePool", "h100-train"): [("spec.template.spec.expireAfter", "720h", "336h")],
+    }
+    [drift] = document["disruptions"]
+    assert (drift["code"], drift["subject"]) == (
+        "nodes-replaced",
+        "h100-train",
+    ) and "expireAfter" in drift["message"]
