@@ -340,3 +340,28 @@ def test_the_workflow_keeps_one_comment_per_repository_path(fresh: Path, tmp_pat
         other["body"],
         f"{MARKER}\n**gpuplan**: this path\n",
     ]
+
+
+def test_init_pins_the_installed_version_and_says_when_it_is_no_release(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.metadata
+
+    from gpuplan.commands import init as command
+
+    assert __version__ == importlib.metadata.version(
+        "gpuplan"
+    )  # the installed one, from the package metadata
+    assert init_repo(tmp_path / "a") == 0
+    assert (
+        f"pip install gpuplan=={__version__}"
+        in (tmp_path / "a/.github/workflows/gpuplan.yml").read_text()
+    )
+    assert "is not a release" not in capsys.readouterr().err
+    monkeypatch.setattr(command, "__version__", "0.1.1.dev3+g1234abc")
+    assert init_repo(tmp_path / "b") == 0
+    assert (
+        "pip install gpuplan==0.1.1.dev3+g1234abc"
+        in (tmp_path / "b/.github/workflows/gpuplan.yml").read_text()
+    )
+    assert "note: gpuplan 0.1.1.dev3+g1234abc is not a release" in capsys.readouterr().err

@@ -68,6 +68,9 @@ def init_repo(target: Path) -> int:
     for relative in kept:
         sys.stderr.write(f"kept your {relative} (gpuplan init never overwrites a file)\n")
     sys.stderr.write(f"created a gpuplan repository in {target}\n")
+    if "+" in __version__ or "dev" in __version__:  # a source build: pip cannot fetch it
+        pins = ".github/workflows/gpuplan.yml and .pre-commit-config.yaml"
+        sys.stderr.write(f"note: gpuplan {__version__} is not a release: pin a release in {pins}\n")
     code = render_fleet(Options(root=target))
     if code != ExitCode.OK:
         return code
