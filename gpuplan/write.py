@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from gpuplan import safefs
+from gpuplan import __version__
 from gpuplan.emit.meta import Manifest
 from gpuplan.yamlout import dump
 
@@ -36,7 +37,7 @@ class WriteError(Exception):
 
 def header(item: Manifest) -> str:
     """Return the comment every written file starts with."""
-    lines = [f"{OWNED_MARK}. Do not edit: change the inputs and run `gpuplan render`."]
+    lines = [f"{OWNED_MARK} {__version__}. Do not edit: change the inputs and run `gpuplan render`."]
     lines += [f"# Source: {source}" for source in item.sources]
     lines += [f"# {comment}" for comment in item.comments]
     return "\n".join(lines) + "\n"
