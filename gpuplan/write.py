@@ -21,8 +21,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from gpuplan import safefs
-from gpuplan import __version__
+from gpuplan import __version__, safefs
 from gpuplan.emit.meta import Manifest
 from gpuplan.yamlout import dump
 
