@@ -8,6 +8,7 @@ from gpuplan.overlay.jsonpatch import PatchError, apply_json_patch
 from gpuplan.overlay.owned import owned_changes
 from gpuplan.overlay.strategic import MergeError, strategic_merge
 from gpuplan.overlay.values import merge_values
+from gpuplan.validate.references import check_references
 
 # --- RFC 6902 ---------------------------------------------------------------------------------
 
@@ -199,3 +200,36 @@ def test_values_merge_like_helm_values_files() -> None:
         "extra": 1,
     }
     assert derived["driver"]["args"] == ["a"], "the derived values are not changed"
+
+
+# --- NodePool -> node class reference -------------------------------------------------------------
+
+
+def _pool(node_class: str) -> dict:
+    ref = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": node_class}
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "p5"},
+        "spec": {"template": {"spec": {"nodeClassRef": ref}}},
+    }
+
+
+def _node_class(name: str) -> dict:
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+    }
+
+
+def test_a_node_pool_resolves_its_node_class_once_the_set_has_that_kind() -> None:
+    assert check_references([_pool("gpu")]).problems == []  # node classes kept outside gpuplan
+    assert check_references([_pool("gpu"), _node_class("gpu")]).problems == []
+    [problem] = check_references([_pool("gpu"), _node_class("gpu-v2")]).problems
+    assert (problem.kind, problem.path, problem.severity) == (
+        "NodePool",
+        "spec.template.spec.nodeClassRef.name",
+        "error",
+    )
+    assert 'EC2NodeClass "gpu" does not exist (has: gpu-v2)' in problem.message
