@@ -154,7 +154,7 @@ def _pool_line(row: ResourceRow) -> str:
 def _table_rows(row: ResourceRow) -> list[tuple[str, ...]]:
     """Return the resource's figures, then one row per tenant: its nominal quota, borrowing and lending."""
     use = f"{_bar(row.utilisation)} {row.utilisation:4.0%}"
-    out = [
+    out: list[tuple[str, ...]] = [
         (
             row.resource,
             str(row.capacity),

@@ -24,6 +24,7 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 200_000
 MAX_DEPTH = 64
 
+
 class SourceFloat(float):
     """A float that remembers how the YAML source wrote it: `1.30` reads as 1.3, but a field that
     is text (kubernetesVersion) must see 1.30, or refuse it, never take 1.3."""
@@ -36,8 +37,7 @@ class SourceFloat(float):
         out = cls(node)
         width, dot = getattr(node, "_width", None), getattr(node, "_prec", None)
         plain = getattr(node, "_exp", None) is None and not getattr(node, "_underscore", None)
-        known = plain and isinstance(width, int) and isinstance(dot, int)
-        digits = width - dot - 1 if known else -1
+        digits = width - dot - 1 if plain and isinstance(width, int) and isinstance(dot, int) else -1
         out.text = f"{float(node):.{digits}f}" if digits >= 0 else repr(float(node))
         return out
 
@@ -58,7 +58,9 @@ def _origin(node: Any, fallback: Position) -> Position:
     return fallback
 
 
-_CORE_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")}
+_CORE_TAGS = {
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")
+}
 
 
 def _tag(node: Any) -> str | None:
@@ -78,11 +80,15 @@ def _lc(getter: Any, key: Any, fallback: Position) -> Position:
         return fallback  # keys merged in with <<: or tagged nodes carry no position of their own
 
 
-def _convert(node: Any, loc: Key, source: SourceFile, budget: list[int], where: Position = (1, 1)) -> Any:
+def _convert(
+    node: Any, loc: Key, source: SourceFile, budget: list[int], where: Position = (1, 1)
+) -> Any:
     """Turn ruamel nodes into plain dicts/lists, recording positions, within the bounds."""
     budget[0] -= 1
     if budget[0] < 0:
-        raise _Refused(f"refused: the document has more than {MAX_NODES} nodes (alias expansion?)", where)
+        raise _Refused(
+            f"refused: the document has more than {MAX_NODES} nodes (alias expansion?)", where
+        )
     if len(loc) > MAX_DEPTH:
         raise _Refused(f"refused: the document is nested deeper than {MAX_DEPTH} levels", where)
     tag = _tag(node)
@@ -108,11 +114,15 @@ def _convert(node: Any, loc: Key, source: SourceFile, budget: list[int], where: 
     if isinstance(node, float):
         return SourceFloat.of(node)
     if isinstance(node, (list, dict, set)):
-        raise _Refused("this YAML construct is not supported: write plain mappings and lists", where)
+        raise _Refused(
+            "this YAML construct is not supported: write plain mappings and lists", where
+        )
     return str(node)  # timestamps reach the models as text
 
 
-def _mapping(node: CommentedMap, loc: Key, source: SourceFile, budget: list[int], start: Position) -> dict[str, Any]:
+def _mapping(
+    node: CommentedMap, loc: Key, source: SourceFile, budget: list[int], start: Position
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in node.items():
         if isinstance(key, (list, dict)) or _tag(key) is not None:
@@ -129,7 +139,9 @@ def _mapping(node: CommentedMap, loc: Key, source: SourceFile, budget: list[int]
 
 def _decode(path: str, raw: bytes) -> tuple[str | None, Diagnostic | None]:
     if len(raw) > MAX_FILE_BYTES:
-        return None, error(path, 1, 1, "", f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+        return None, error(
+            path, 1, 1, "", f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -144,7 +156,14 @@ _HUGE_NUMBER = re.compile(r"(?<![\w.])[-+]?\d{100,}")
 def _second_document(text: str) -> int:
     """Return the line of the marker that starts the second document."""
     starts = [n for n, line in enumerate(text.splitlines(), 1) if line.startswith("---")]
-    body_first = next((n for n, line in enumerate(text.splitlines(), 1) if line.strip() and not line.startswith(("#", "---", "%"))), 1)
+    body_first = next(
+        (
+            n
+            for n, line in enumerate(text.splitlines(), 1)
+            if line.strip() and not line.startswith(("#", "---", "%"))
+        ),
+        1,
+    )
     later = [n for n in starts if n > body_first]
     return later[0] if later else 1
 
@@ -174,7 +193,13 @@ def _unprintable(path: str, text: str) -> Diagnostic | None:
     if match is None:
         return None
     line, col = _at(text, match.start())
-    return error(path, line, col, "", f"control character U+{ord(match.group()):04X} is not allowed in YAML: remove it")
+    return error(
+        path,
+        line,
+        col,
+        "",
+        f"control character U+{ord(match.group()):04X} is not allowed in YAML: remove it",
+    )
 
 
 _FAST_LOADER = getattr(libyaml, "CSafeLoader", None)  # libyaml, when PyYAML was built with it
@@ -192,7 +217,8 @@ def _shape(path: str, text: str) -> tuple[Diagnostic | None, bool]:
     """
     if _FAST_LOADER is None:
         return None, True
-    open_: list[str] = []  # per open collection: "seq", or "key"/"value" (what a mapping expects next)
+    # per open collection: "seq", or "key"/"value" (what a mapping expects next)
+    open_: list[str] = []
     try:
         for event in libyaml.parse(text, Loader=_FAST_LOADER):
             if isinstance(event, _CLOSING):
@@ -203,9 +229,16 @@ def _shape(path: str, text: str) -> tuple[Diagnostic | None, bool]:
             is_key = bool(open_) and open_[-1] == "key"
             if open_ and open_[-1] != "seq":
                 open_[-1] = "value" if is_key else "key"
-            if not is_key and len(open_) > MAX_DEPTH:  # a node's depth is the length of its field path
+            # a node's depth is the length of its field path
+            if not is_key and len(open_) > MAX_DEPTH:
                 mark = event.start_mark
-                return error(path, mark.line + 1, mark.column + 1, "", f"refused: the document is nested deeper than {MAX_DEPTH} levels"), False
+                return error(
+                    path,
+                    mark.line + 1,
+                    mark.column + 1,
+                    "",
+                    f"refused: the document is nested deeper than {MAX_DEPTH} levels",
+                ), False
             if isinstance(event, _OPENING):
                 open_.append("key" if isinstance(event, libyaml.MappingStartEvent) else "seq")
     except libyaml.YAMLError:
@@ -254,7 +287,15 @@ def parse(path: str, raw: bytes) -> tuple[SourceFile | None, list[Diagnostic]]:
     if not documents:
         return None, [error(path, 1, 1, "", "file is empty: expected one mapping")]
     if len(documents) > 1:
-        return None, [error(path, _second_document(text), 1, "", "file holds more than one YAML document: expected one")]
+        return None, [
+            error(
+                path,
+                _second_document(text),
+                1,
+                "",
+                "file holds more than one YAML document: expected one",
+            )
+        ]
     source = SourceFile(path, None)
     try:
         source.data = _convert(documents[0], (), source, [MAX_NODES])
@@ -287,7 +328,8 @@ def _die_with(parent: int) -> None:
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
-    with contextlib.suppress(OSError, AttributeError):  # not Linux: the parent still kills and reaps it
+    # Not Linux: the parent still kills and reaps the worker on its way out.
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
@@ -368,7 +410,9 @@ def gather(root: Path, folder: str) -> tuple[list[tuple[str, bytes]], list[Diagn
             continue
         shown = f"{folder}/{entry.name}"
         if entry.is_symlink() or not entry.is_file():
-            problems.append(error(shown, 1, 1, "", "not a regular file (symlinks are not followed)"))
+            problems.append(
+                error(shown, 1, 1, "", "not a regular file (symlinks are not followed)")
+            )
             continue
         items.append((shown, entry.read_bytes()))
     return items, problems
