@@ -68,6 +68,8 @@ def test_kueue_facts_match_the_crds(release: KueueRelease) -> None:
     assert (schema(queues, release.api, f"{group}.coveredResources") or {})[
         "maxItems"
     ] == release.max_covered_resources
+    mode = schema(queues, release.api, "spec.admissionScope.admissionMode") or {}
+    assert tuple(mode.get("enum", ())) == release.admission_modes
     cohorts = crd("kueue", release, "cohorts.kueue.x-k8s.io")
     assert release.cohort_version in served(cohorts)
     assert (

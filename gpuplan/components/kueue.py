@@ -15,6 +15,9 @@ What changes between the releases gpuplan supports:
   MayStopSearch|TryNextFlavor (v1beta1 also keeps Borrow, "old name for MayStopSearch":
   apis/kueue/v1beta1/clusterqueue_types.go@v0.15.0).
 - v0.16: v1beta2 is the storage version; v1beta1 deprecated.
+Feature gates on by default (pkg/features/kube_features.go): HierarchicalCohorts (beta since v0.11),
+TopologyAwareScheduling from v0.14, AdmissionFairSharing from v0.15 (when admissionScope's modes
+are enumerated in v1beta2). The Configuration (config.kueue.x-k8s.io) has v1beta2 from v0.15 (apis/config/).
 """
 
 from __future__ import annotations
@@ -45,6 +48,15 @@ class KueueRelease(Release):
     max_flavors: int  # spec.resourceGroups[].flavors maxItems
     max_covered_resources: int  # spec.resourceGroups[].coveredResources maxItems
     max_group_entries: int | None  # flavors x resources per group (webhook), None: no such rule
+    admission_modes: tuple[
+        str, ...
+    ]  # enum of spec.admissionScope.admissionMode (emitted apiVersion); () none
+    config_versions: tuple[
+        str, ...
+    ]  # config.kueue.x-k8s.io versions of the Configuration (apis/config/)
+    gates_on: frozenset[
+        str
+    ]  # feature gates gpuplan relies on that are on by default (pkg/features)
 
     @property
     def api(self) -> str:
@@ -83,6 +95,7 @@ def _sources(tag: str) -> tuple[str, ...]:
     crds = tuple(f"{REPO}@{tag}:{CRD_DIR}/{GROUP}_{kind}.yaml" for kind in kinds)
     return crds + (
         f"{REPO}@{tag}:pkg/webhooks/clusterqueue_webhook.go",
+        f"{REPO}@{tag}:pkg/features/kube_features.go",
         f"{REPO}@{tag}:charts/kueue/README.md",
     )
 
@@ -96,12 +109,19 @@ _V012 = dict(
     served=("v1beta1",), cohort_version="v1alpha1", cohort_parent_field="parent",
     when_can_borrow=("Borrow", "TryNextFlavor"), when_can_preempt=("Preempt", "TryNextFlavor"),
     max_flavors=16, max_covered_resources=16, max_group_entries=None,
+    admission_modes=(), config_versions=("v1beta1",), gates_on=frozenset({"HierarchicalCohorts"}),
 )  # fmt: skip
 _V013 = _V012 | dict(cohort_version="v1beta1", cohort_parent_field="parentName")
-_V014 = _V013 | dict(max_flavors=64, max_covered_resources=64, max_group_entries=512)
+_V014 = _V013 | dict(
+    max_flavors=64, max_covered_resources=64, max_group_entries=512,
+    gates_on=frozenset({"HierarchicalCohorts", "TopologyAwareScheduling"}),
+)  # fmt: skip
 _V015 = _V014 | dict(
     served=("v1beta1", "v1beta2"), cohort_version="v1beta2",
     when_can_borrow=("MayStopSearch", "TryNextFlavor"), when_can_preempt=("MayStopSearch", "TryNextFlavor"),
+    admission_modes=("UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"),
+    config_versions=("v1beta1", "v1beta2"),
+    gates_on=frozenset({"HierarchicalCohorts", "TopologyAwareScheduling", "AdmissionFairSharing"}),
 )  # fmt: skip
 
 RELEASES: tuple[KueueRelease, ...] = (
