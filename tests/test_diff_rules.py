@@ -547,3 +547,10 @@ def test_fail_on_a_code_or_severity_exits_1(tmp_path: Path) -> None:
 @pytest.mark.parametrize("code", sorted(CODES))
 def test_every_code_has_a_known_severity(code: str) -> None:
     assert CODES[code][0] in ("disruptive", "risk")
+
+
+def test_the_readme_lists_every_code_with_its_severity() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert [
+        code for code, (severity, _) in CODES.items() if f"| `{code}` | {severity} |" not in readme
+    ] == []
