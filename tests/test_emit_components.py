@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from gpuplan.check.nfd import re2_problem
-from gpuplan.emit import karpenter, multus, nfd, volcano
+from gpuplan.emit import multus, nfd, volcano
 from gpuplan.pipeline import compile_fleet
 from gpuplan.validate import CrdIndex, Validator
 from tests.conftest import run, write_repo

@@ -137,7 +137,7 @@ def test_a_default_request_above_a_namespace_quota_fails(tmp_path: Path) -> None
 
 
 def _limit_ranges(folder: Path) -> list[dict[str, Any]]:
-    return [o for o in map(_load, folder.glob("limitrange-*.yaml"))]
+    return list(map(_load, folder.glob("limitrange-*.yaml")))
 
 
 def _admit_pod_without_requests(folder: Path) -> list[str]:

@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from gpuplan.check import check
-from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
+from gpuplan.diagnostics import Diagnostic, Key, Located, Severity, SourceFile, format_path
 from gpuplan.entitlements import CPU, MEMORY, namespace_quotas
 from gpuplan.fleet import AllocationPlan, ClusterPlan, Fleet
 from gpuplan.model.cluster import Network
