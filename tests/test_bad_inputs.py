@@ -252,9 +252,10 @@ CASES: list[Bad] = [
     # `quotas:` with nothing after it is null, on line 7 (the next line holds networks).
     Bad("wrong-type-null-list", f"{T}:7", r"valid list",
         edits=((T, "    quotas:\n" + TENANT.split("    quotas:\n")[1].split("    networks")[0], "    quotas:\n"),)),
-    # `kubernetesVersion: 1.30` is the float 1.3: it must be refused, not read as "1.3".
-    Bad("unquoted-kubernetes-version", f"{C}:2:20", r"string",
-        edits=((C, 'kubernetesVersion: "1.33"', "kubernetesVersion: 1.30"),)),
+    # An unquoted `kubernetesVersion: 1.30` is read as written (tests/test_new_users.py); a number
+    # that is no version text (1.3e1) is refused with a hint to quote it, never read as 13.0.
+    Bad("unquoted-kubernetes-version", f"{C}:2:20", r"is a number in YAML.*quote it",
+        edits=((C, 'kubernetesVersion: "1.33"', "kubernetesVersion: 1.3e1"),)),
     Bad("bad-provider", f"{C}:3:11", r"'aws'.*'onprem'",
         edits=((C, "provider: aws\n", "provider: aws2\n"),)),
     Bad("huge-integer", f"{T}:9:15", r"less than or equal to 10000000",
