@@ -305,9 +305,16 @@ def check_cluster_policy(cluster: ClusterObjects) -> list[ReferenceProblem]:
 
 
 def check_node_label_values(cluster: ClusterObjects) -> list[ReferenceProblem]:
-    """mig.config and device-plugin.config labels that pools set name existing configs."""
+    """mig.config and device-plugin.config labels that pools set (or flavors select) name existing configs."""
     found = [(obj, path, key, value) for obj, path, key, value in _label_settings(cluster)
              if key in (MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL)]
+    # A static pool selected by labels its node group sets (no NodePool or NFD rule sets them):
+    # the flavor that selects it names the config those nodes must carry.
+    for flavor in cluster.of(KUEUE, "ResourceFlavor"):
+        labels = _get(flavor, "spec", "nodeLabels")
+        for key, value in (labels.items() if isinstance(labels, dict) else []):
+            if key in (MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL):
+                found.append((flavor, f"spec.nodeLabels[{key}]", key, value))
     if not found:
         return []
     gpu = cluster.gpu
