@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpuplan.check import check, clusters_with
-from gpuplan.components.base import UnknownVersion
-from gpuplan.components.gpu_operator import release
+from gpuplan.components.gpu_operator import GpuOperatorRelease
 from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
 from gpuplan.drivers import default_mode, pool_drivers
 from gpuplan.fleet import ClusterPlan, Fleet
@@ -58,22 +57,19 @@ def check_driver_branch_gpu(fleet: Fleet) -> Iterator[Diagnostic]:
                 yield cluster.located.source.diagnostic(driver.path, message)
 
 
-def _supported(cluster: ClusterPlan) -> tuple[int, ...] | None:
-    operator = cluster.spec.components.gpu_operator
-    try:
-        return release(operator.version).driver_branches if operator else None
-    except UnknownVersion:
-        return None  # reported by resolve.py (unknown version)
+def _release(cluster: ClusterPlan) -> GpuOperatorRelease | None:
+    found = cluster.release("gpu-operator")  # None for an unknown version, which resolve.py reports
+    return found if isinstance(found, GpuOperatorRelease) else None
 
 
 @check
 def check_driver_branch_operator(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error when a managed driver's branch is not one the GPU Operator release supports."""
     for cluster in clusters_with(fleet, "gpu-operator"):
-        branches = _supported(cluster)
-        if branches is None:
+        facts = _release(cluster)
+        if facts is None:
             continue
-        version = cluster.spec.components.gpu_operator.version  # type: ignore[union-attr]
+        branches, version = facts.driver_branches, facts.version
         reported: set[tuple[str | int, ...]] = set()
         for driver in pool_drivers(cluster.spec):
             if driver.mode != "managed" or driver.version is None or driver.path is None:

@@ -1,5 +1,5 @@
-"""NVIDIA GPU Operator objects as plain dicts: mig-parted config, device-plugin config,
-their ConfigMaps, and the ClusterPolicy that wires them in.
+"""NVIDIA GPU Operator objects as plain dicts: mig-parted config, device-plugin config and
+their ConfigMaps (the ClusterPolicy that wires them in: gpu_operator_policy.py).
 
 Pure functions: no I/O, no YAML files. The caller adds labels and annotations.
 
