@@ -692,3 +692,9 @@ def test_nvidia_driver_fields_follow_the_release() -> None:
             node_selector={},
             settings=Settings(),
         )
+
+
+def test_validator_workload_follows_the_chart_values() -> None:
+    env = [{"name": "WITH_WORKLOAD", "value": "false"}]
+    assert _policy(operator_version="v25.3.2")["spec"]["validator"]["plugin"] == {"env": env}
+    assert "plugin" not in _policy(operator_version="v25.3.3")["spec"]["validator"]

@@ -65,6 +65,9 @@ class GpuOperatorRelease(Release):
     driver_branches: tuple[int, ...] = ()  # branches the component matrix lists (R535 -> 535)
     fields: frozenset[str] = frozenset()  # gated ClusterPolicy / NVIDIADriver fields it has
     cdi_enabled: bool = True  # values.yaml cdi.enabled (the chart's default)
+    # values.yaml validator.plugin.env: WITH_WORKLOAD=false up to v25.3.2 (the plugin validation
+    # then runs no GPU pod); empty from v25.3.3.
+    validator_workload: bool = True
 
     def has(self, gated_field: str) -> bool:
         """Tell whether this release's CRDs have a gated field."""
@@ -120,6 +123,7 @@ def _release(
     docs: str,
     fields: frozenset[str] = frozenset(),
     cdi_enabled: bool = True,
+    validator_workload: bool = True,
     **images: str,
 ) -> GpuOperatorRelease:
     """Return one release's facts with the sources they were read from."""
@@ -138,6 +142,7 @@ def _release(
         driver_branches=branches,
         fields=fields,
         cdi_enabled=cdi_enabled,
+        validator_workload=validator_workload,
     )
 
 
@@ -170,6 +175,7 @@ RELEASES: tuple[GpuOperatorRelease, ...] = (
         branches=_R25_3_1,
         docs="638a2ea6",
         cdi_enabled=False,
+        validator_workload=False,
         fields=_V25,
         toolkit=_OLD_TOOLKIT,
         device_plugin="v0.17.2",
@@ -185,6 +191,7 @@ RELEASES: tuple[GpuOperatorRelease, ...] = (
         branches=_R25_3,
         docs="738f8227",
         cdi_enabled=False,
+        validator_workload=False,
         fields=_V25,
         toolkit=_OLD_TOOLKIT,
         device_plugin="v0.17.3",

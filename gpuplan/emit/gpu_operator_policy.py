@@ -138,7 +138,7 @@ def cluster_policy(
             **image("toolkit"),
             "installDir": "/home/kubernetes/bin/nvidia" if settings.cos else TOOLKIT_INSTALL_DIR,
         },
-        "validator": image("validator"),
+        "validator": _validator(facts, image("validator")),
     }
     if settings.gds:
         spec["gds"] = {"enabled": True, **image("gds")}
@@ -230,6 +230,13 @@ def _cdi(facts: GpuOperatorRelease) -> dict:
     if facts.has(CDI_NRI):
         cdi["nriPluginEnabled"] = False
     return cdi
+
+
+def _validator(facts: GpuOperatorRelease, image: dict) -> dict:
+    """Return the validator section, with the chart's WITH_WORKLOAD=false where its values set it."""
+    if facts.validator_workload:
+        return image
+    return {**image, "plugin": {"env": [{"name": "WITH_WORKLOAD", "value": "false"}]}}
 
 
 def _operator(facts: GpuOperatorRelease) -> dict:
