@@ -481,3 +481,21 @@ def test_rendered_folders_name_their_component_versions_and_validate_reads_them(
     assert result.code == 1
     [error] = lines(result.stderr, "error:")
     assert error.startswith(str(queue)) and "must be one of: Borrow, TryNextFlavor" in error
+
+
+def test_a_file_given_alone_gets_its_cluster_folder_s_versions(tmp_path: Path) -> None:
+    kustomization = (
+        "# Components: kueue=v0.14.4\n"
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "resources: [kueue/queue.yaml]\n"
+    )
+    folder = write(
+        tmp_path,
+        {
+            "dgx/kueue/queue.yaml": QUEUE.format(flavor="gpu"),
+            "dgx/kustomization.yaml": kustomization,
+        },
+    )
+    result = run("validate", str(folder / "dgx" / "kueue" / "queue.yaml"), env=NO_ENV)
+    assert result.code == 1
+    assert lines(result.stderr, "whenCanBorrow: must be one of: Borrow, TryNextFlavor")

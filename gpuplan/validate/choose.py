@@ -71,6 +71,17 @@ def header_sets(kustomization: Path) -> tuple[dict[str, str], list[Diagnostic]]:
     return {k: v for k, v in found.items() if k in shipped_sets()}, problems
 
 
+def nearest_kustomization(folder: Path) -> Path | None:
+    """Return the kustomization.yaml of a folder or of the nearest folder above it that has one.
+
+    A file given on its own (output/dgx-onprem/kueue/x.yaml) still gets its cluster's versions.
+    """
+    for candidate in (folder, *folder.absolute().parents):
+        if (candidate / "kustomization.yaml").is_file():
+            return candidate / "kustomization.yaml"
+    return None
+
+
 def combined(header: Mapping[str, str], flags: Mapping[str, str]) -> dict[str, str]:
     """Newest shipped sets, replaced by the header's, replaced by the flags'."""
     named = {**header, **flags}
@@ -98,7 +109,8 @@ class Validators:
         """Return the Validator of a folder (a cluster folder or a path given on the command line)."""
         found = self._by_unit.get(unit)
         if found is None:
-            header, problems = header_sets(Path(unit) / "kustomization.yaml")
+            kustomization = nearest_kustomization(Path(unit))
+            header, problems = header_sets(kustomization) if kustomization else ({}, [])
             self.problems += problems
             found = self._validator(combined(header, self.flags), named={**header, **self.flags})
             self._by_unit[unit] = found
