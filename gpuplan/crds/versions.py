@@ -131,7 +131,8 @@ def cluster_components(spec: Any, known_only: bool = False) -> dict[str, str]:
         if field in covered or settings is None:
             continue
         if component == "karpenter":
-            component = _KARPENTER_PROVIDERS.get(settings.node_class.group, component)
+            group = getattr(getattr(settings, "node_class", None), "group", "")
+            component = _KARPENTER_PROVIDERS.get(group, component)
         chosen = _shipped_set(component, settings.version, known_only)
         if chosen is not None:
             found[component] = chosen
