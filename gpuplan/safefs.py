@@ -34,7 +34,12 @@ class Listing:
 
     def kind(self, relative: str) -> str | None:
         """Return 'file', 'dir', 'link' or 'other' for an entry, or None if there is none."""
-        for name, entries in (("file", self.files), ("dir", self.dirs), ("link", self.links), ("other", self.other)):
+        for name, entries in (
+            ("file", self.files),
+            ("dir", self.dirs),
+            ("link", self.links),
+            ("other", self.other),
+        ):
             if relative in entries:
                 return name
         return None
@@ -122,7 +127,9 @@ def carry_over(src_fd: int, dst_fd: int, name: str) -> None:
         return
     source = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=src_fd)
     with os.fdopen(source, "rb") as reader:
-        target = os.open(name, os.O_WRONLY | os.O_CREAT | NEW_FILE_FLAGS, stat.S_IMODE(st.st_mode), dir_fd=dst_fd)
+        target = os.open(
+            name, os.O_WRONLY | os.O_CREAT | NEW_FILE_FLAGS, stat.S_IMODE(st.st_mode), dir_fd=dst_fd
+        )
         with os.fdopen(target, "wb") as writer:
             shutil.copyfileobj(reader, writer)
 

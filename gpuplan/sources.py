@@ -70,14 +70,22 @@ def _message(err: ErrorDetails, model: type[BaseModel], loc: Key) -> str:
     if kind == "extra_forbidden":
         known = _field_names(model, loc[:-1])
         guess = difflib.get_close_matches(str(loc[-1]), known, n=1)
-        hint = f" (did you mean {guess[0]!r}?)" if guess else (f"; expected one of: {', '.join(known)}" if known else "")
+        hint = (
+            f" (did you mean {guess[0]!r}?)"
+            if guess
+            else (f"; expected one of: {', '.join(known)}" if known else "")
+        )
         return f"unknown field {loc[-1]!r}{hint}"
     if kind == "missing":
         return f"missing required field {loc[-1]!r}"
     message = str(err["msg"])
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)
-    if kind.endswith("_type") or kind == "literal_error" or kind.startswith(("greater", "less", "too_")):
+    if (
+        kind.endswith("_type")
+        or kind == "literal_error"
+        or kind.startswith(("greater", "less", "too_"))
+    ):
         value = err.get("input")
         if isinstance(value, (str, int, float, bool)) and len(repr(value)) <= 60:
             message += f" (got {value!r})"
@@ -102,7 +110,11 @@ def _stem_check(located: Located[Any]) -> list[Diagnostic]:
     stem = PurePosixPath(located.source.path).stem
     name = located.model.name
     if stem != name:
-        return [located.at("name", message=f"name {name!r} differs from the file name {stem!r}: rename one")]
+        return [
+            located.at(
+                "name", message=f"name {name!r} differs from the file name {stem!r}: rename one"
+            )
+        ]
     return []
 
 
@@ -112,7 +124,9 @@ def _unique(items: list[Located[Any]], what: str) -> list[Diagnostic]:
     for item in items:
         name = item.model.name
         if name in seen:
-            problems.append(item.at("name", message=f"duplicate {what} {name!r} (also in {seen[name]})"))
+            problems.append(
+                item.at("name", message=f"duplicate {what} {name!r} (also in {seen[name]})")
+            )
         else:
             seen[name] = item.source.path
     return problems
@@ -129,8 +143,16 @@ def read_inputs(root: Path) -> tuple[Inputs, list[Diagnostic]]:
     stop = unreadable([item for items, _ in gathered.values() for item in items])
     if stop:  # fail fast: a file that is not YAML stops the run before any file is parsed in full
         found = [d for _, listed in gathered.values() for d in listed] + stop
-        paths = sorted({d.file for d in found} | {shown for items, _ in gathered.values() for shown, _ in items})
-        return Inputs([], [], paths, {PurePosixPath(d.file).stem for d in found if d.file.startswith("clusters/")}), found
+        paths = sorted(
+            {d.file for d in found}
+            | {shown for items, _ in gathered.values() for shown, _ in items}
+        )
+        return Inputs(
+            [],
+            [],
+            paths,
+            {PurePosixPath(d.file).stem for d in found if d.file.startswith("clusters/")},
+        ), found
     for folder, model, out in (("clusters", Cluster, clusters), ("tenants", Tenant, tenants)):
         items, found = gathered[folder]
         sources, parsed_found = parse_items(items)
@@ -154,5 +176,7 @@ def read_inputs(root: Path) -> tuple[Inputs, list[Diagnostic]]:
     if not (root / "clusters").is_dir():
         from gpuplan.diagnostics import error
 
-        problems.append(error("clusters", 0, 0, "", f"no clusters/ folder under {root}: is --root right?"))
+        problems.append(
+            error("clusters", 0, 0, "", f"no clusters/ folder under {root}: is --root right?")
+        )
     return Inputs(clusters, tenants, sorted(set(files)), broken), problems

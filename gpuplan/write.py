@@ -73,7 +73,11 @@ class OutputTree:
     def foreign(self) -> list[str]:
         """Return every file, link and special entry gpuplan did not write."""
         mine = set(self.owned)
-        return sorted([p for p in self.listing.files if p not in mine] + self.listing.links + self.listing.other)
+        return sorted(
+            [p for p in self.listing.files if p not in mine]
+            + self.listing.links
+            + self.listing.other
+        )
 
 
 def _state(out: Path) -> os.stat_result | None:
@@ -87,7 +91,9 @@ def _state(out: Path) -> os.stat_result | None:
     if stat.S_ISLNK(st.st_mode):
         raise WriteError(f"{out} is a symbolic link: refusing to write through it")
     if not stat.S_ISDIR(st.st_mode):
-        raise WriteError(f"{out} exists and is not a folder: move it away or choose another --out; it was left as it is")
+        raise WriteError(
+            f"{out} exists and is not a folder: move it away or choose another --out; it was left as it is"
+        )
     return st
 
 
@@ -134,19 +140,30 @@ def in_scope(relative: str, scope: tuple[str, ...]) -> bool:
 def refuse_unsafe(out: Path, tree: OutputTree, files: dict[str, bytes]) -> None:
     """Refuse links, files and foreign entries that stand where a generated file or folder goes."""
     listing, owned = tree.listing, set(tree.owned)
-    folders = sorted({str(parent) for p in files for parent in PurePosixPath(p).parents if str(parent) != "."}, key=len)
+    folders = sorted(
+        {str(parent) for p in files for parent in PurePosixPath(p).parents if str(parent) != "."},
+        key=len,
+    )
     for folder in folders:
         kind = listing.kind(folder)
         if kind == "link":
-            raise WriteError(f"{out / folder} is a symbolic link: gpuplan never writes through links inside the output folder; remove it")
+            raise WriteError(
+                f"{out / folder} is a symbolic link: gpuplan never writes through links inside the output folder; remove it"
+            )
         if kind not in (None, "dir"):
-            raise WriteError(f"{out / folder} is not a folder but gpuplan writes files into it: move it away")
+            raise WriteError(
+                f"{out / folder} is not a folder but gpuplan writes files into it: move it away"
+            )
     for relative in sorted(files):
         kind = listing.kind(relative)
         if kind == "link":
-            raise WriteError(f"{out / relative} is a symbolic link named like a generated file: remove it (gpuplan never writes through links)")
+            raise WriteError(
+                f"{out / relative} is a symbolic link named like a generated file: remove it (gpuplan never writes through links)"
+            )
         if kind is not None and relative not in owned:
-            raise WriteError(f"{out / relative} exists and was not written by gpuplan: move it away")
+            raise WriteError(
+                f"{out / relative} exists and was not written by gpuplan: move it away"
+            )
 
 
 @dataclass(frozen=True)
@@ -205,7 +222,13 @@ def _exchange(parent_fd: int, a: str, b: str) -> bool:
         renameat2 = libc.renameat2
     except (OSError, AttributeError):
         return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    renameat2.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
     rename_exchange = 2
     if renameat2(parent_fd, os.fsencode(a), parent_fd, os.fsencode(b), rename_exchange) == 0:
         return True
@@ -226,7 +249,9 @@ def _clean_stale_at(parent_fd: int, out_name: str) -> None:
     retired folder holds the old output: it is put back first.
     """
     names = sorted(n for n in os.listdir(parent_fd) if _ours(n, out_name))
-    retired = [n for n in names if n.startswith(f".{out_name}{RETIRED}") and _is_dir_at(parent_fd, n)]
+    retired = [
+        n for n in names if n.startswith(f".{out_name}{RETIRED}") and _is_dir_at(parent_fd, n)
+    ]
     try:
         os.stat(out_name, dir_fd=parent_fd, follow_symlinks=False)
     except FileNotFoundError:
@@ -280,7 +305,13 @@ def _by_folder(paths: list[str]) -> dict[str, list[str]]:
     return groups
 
 
-def _stage(out_fd: int | None, staging_fd: int, tree: OutputTree, files: dict[str, bytes], scope: tuple[str, ...]) -> None:
+def _stage(
+    out_fd: int | None,
+    staging_fd: int,
+    tree: OutputTree,
+    files: dict[str, bytes],
+    scope: tuple[str, ...],
+) -> None:
     """Fill the staging folder: the new files, plus every entry of the old output that stays."""
     for folder in tree.listing.dirs:
         os.close(safefs.open_dir(staging_fd, folder, create=True))
@@ -352,10 +383,14 @@ def _swap(parent_fd: int, staging: str, name: str, existed: bool) -> None:
 
 def _refuse_read_only(out: Path, st: os.stat_result | None, tree: OutputTree) -> None:
     if st is not None and not safefs.writable(st):
-        raise WriteError(f"{out} is read-only: make it writable to render into it; the old output is unchanged")
+        raise WriteError(
+            f"{out} is read-only: make it writable to render into it; the old output is unchanged"
+        )
     if tree.listing.read_only:
         where = out / tree.listing.read_only[0]
-        raise WriteError(f"{where} is read-only: make it writable to render into {out}; the old output is unchanged")
+        raise WriteError(
+            f"{where} is read-only: make it writable to render into {out}; the old output is unchanged"
+        )
 
 
 def _open_parent(out: Path) -> int:
@@ -374,14 +409,22 @@ def write_tree(out: Path, files: dict[str, bytes], scope: tuple[str, ...] = ()) 
     try:
         parent_fd = _open_parent(out)
     except OSError as exc:
-        raise WriteError(f"cannot write {out}: {exc.strerror or exc}; the old output is unchanged") from None
+        raise WriteError(
+            f"cannot write {out}: {exc.strerror or exc}; the old output is unchanged"
+        ) from None
     try:
         _write_at(parent_fd, out, st, files, scope)
     finally:
         os.close(parent_fd)
 
 
-def _write_at(parent_fd: int, out: Path, st: os.stat_result | None, files: dict[str, bytes], scope: tuple[str, ...]) -> None:
+def _write_at(
+    parent_fd: int,
+    out: Path,
+    st: os.stat_result | None,
+    files: dict[str, bytes],
+    scope: tuple[str, ...],
+) -> None:
     name, staging = out.name, f".{out.name}{STAGING}{os.getpid()}"
     out_fd = None
     try:
@@ -399,13 +442,16 @@ def _write_at(parent_fd: int, out: Path, st: os.stat_result | None, files: dict[
             os.close(staging_fd)
         _swap(parent_fd, staging, name, st is not None)
         safefs.remove_tree(parent_fd, staging)  # the old output, now under the staging name
-        with contextlib.suppress(OSError):  # the swap is done: a failed flush changes nothing on disk
+        # The swap is done: a failed flush changes nothing on disk.
+        with contextlib.suppress(OSError):
             os.fsync(parent_fd)
     except BaseException as exc:
         with safefs.signals_held():  # a second ^C must not leave the staging folder behind
             safefs.remove_tree(parent_fd, staging)
         if isinstance(exc, OSError):
-            raise WriteError(f"cannot write {out}: {exc.strerror or exc}; the old output is unchanged") from None
+            raise WriteError(
+                f"cannot write {out}: {exc.strerror or exc}; the old output is unchanged"
+            ) from None
         raise
     finally:
         if out_fd is not None:

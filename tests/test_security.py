@@ -47,7 +47,11 @@ def rendered(tmp_path: Path) -> Path:
     """A rendered repository whose inputs then change (so the next render has work to do)."""
     root = _repo(tmp_path / "repo")
     assert run("render", "--root", str(root)).code == 0
-    (root / T).write_text(TENANT.replace("        gpus: 8\n      - pool: infer", "        gpus: 6\n      - pool: infer"))
+    (root / T).write_text(
+        TENANT.replace(
+            "        gpus: 8\n      - pool: infer", "        gpus: 6\n      - pool: infer"
+        )
+    )
     return root
 
 
@@ -64,7 +68,9 @@ def _render(root: Path) -> tuple[int, str]:
 # --- links inside and around output/ --------------------------------------------------------------
 
 
-def test_a_folder_link_inside_output_is_refused_and_its_target_untouched(rendered: Path, tmp_path: Path) -> None:
+def test_a_folder_link_inside_output_is_refused_and_its_target_untouched(
+    rendered: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "elsewhere"
     (rendered / "output" / "c1").rename(outside)
     os.symlink(outside, rendered / "output" / "c1")
@@ -75,7 +81,9 @@ def test_a_folder_link_inside_output_is_refused_and_its_target_untouched(rendere
     assert _beside(rendered) == []
 
 
-def test_a_dangling_link_named_like_a_generated_file_is_never_written_through(rendered: Path, tmp_path: Path) -> None:
+def test_a_dangling_link_named_like_a_generated_file_is_never_written_through(
+    rendered: Path, tmp_path: Path
+) -> None:
     victim = tmp_path / "victim.yaml"
     generated = sorted((rendered / "output" / "c1" / "kueue").iterdir())[0]
     generated.unlink()
@@ -96,7 +104,9 @@ def test_a_link_at_the_output_itself_is_refused(tmp_path: Path) -> None:
     assert list(real.iterdir()) == []
 
 
-def test_links_named_like_staging_beside_output_are_never_followed_or_moved(rendered: Path, tmp_path: Path) -> None:
+def test_links_named_like_staging_beside_output_are_never_followed_or_moved(
+    rendered: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "keep"
     outside.mkdir()
     (outside / "precious").write_text("mine\n")
@@ -105,10 +115,14 @@ def test_links_named_like_staging_beside_output_are_never_followed_or_moved(rend
     code, stderr = _render(rendered)
     assert code == 0, stderr
     assert (outside / "precious").read_text() == "mine\n"
-    assert all((rendered / f".output{p}999999999").is_symlink() for p in (write.STAGING, write.RETIRED))
+    assert all(
+        (rendered / f".output{p}999999999").is_symlink() for p in (write.STAGING, write.RETIRED)
+    )
 
 
-def test_a_foreign_link_elsewhere_in_output_is_kept_as_a_link(rendered: Path, tmp_path: Path) -> None:
+def test_a_foreign_link_elsewhere_in_output_is_kept_as_a_link(
+    rendered: Path, tmp_path: Path
+) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("secret\n")
     os.symlink(secret, rendered / "output" / "NOTES.md")
@@ -142,11 +156,15 @@ def test_a_read_only_output_exits_1_with_the_old_output_intact(rendered: Path, f
         where.chmod(0o755)
     assert code == 1 and "is read-only" in stderr and "old output is unchanged" in stderr, stderr
     assert tree(rendered / "output") == before and _beside(rendered) == []
-    assert checked.code == 1 and "is stale" in checked.stderr  # --check only reads: it still answers
+    assert (
+        checked.code == 1 and "is stale" in checked.stderr
+    )  # --check only reads: it still answers
 
 
 @pytest.mark.parametrize("nth", [1, 3, 20])
-def test_permission_denied_while_staging_exits_1_with_the_old_output_intact(rendered: Path, monkeypatch: pytest.MonkeyPatch, nth: int) -> None:
+def test_permission_denied_while_staging_exits_1_with_the_old_output_intact(
+    rendered: Path, monkeypatch: pytest.MonkeyPatch, nth: int
+) -> None:
     before = tree(rendered / "output")
     calls = {"n": 0}
     real = write._write_new
@@ -160,14 +178,18 @@ def test_permission_denied_while_staging_exits_1_with_the_old_output_intact(rend
     monkeypatch.setattr(write, "_write_new", denied)
     code, stderr = _render(rendered)
     assert calls["n"] >= nth
-    assert code == 1 and "Permission denied" in stderr and "old output is unchanged" in stderr, stderr
+    assert code == 1 and "Permission denied" in stderr and "old output is unchanged" in stderr, (
+        stderr
+    )
     assert tree(rendered / "output") == before and _beside(rendered) == []
 
 
 # --- interrupted in-process at each step of the write ---------------------------------------------
 
 
-def _interrupt_at(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, nth: int, after: bool = False) -> dict[str, int]:
+def _interrupt_at(
+    monkeypatch: pytest.MonkeyPatch, module: Any, name: str, nth: int, after: bool = False
+) -> dict[str, int]:
     calls = {"n": 0}
     real = getattr(module, name)
 
@@ -194,11 +216,14 @@ def _interrupt_at(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, nth: 
         (write, "_swap", 1, True),  # just after it: the old output is under the staging name
     ],
 )
-def test_an_interrupted_write_leaves_old_or_new_and_no_staging(rendered: Path, monkeypatch: pytest.MonkeyPatch, module: Any, name: str, nth: int, after: bool) -> None:
+def test_an_interrupted_write_leaves_old_or_new_and_no_staging(
+    rendered: Path, monkeypatch: pytest.MonkeyPatch, module: Any, name: str, nth: int, after: bool
+) -> None:
     (rendered / "output" / "NOTES.md").write_text("mine\n")
     old = tree(rendered / "output")
     calls = _interrupt_at(monkeypatch, module, name, nth, after)
-    with pytest.raises(KeyboardInterrupt):  # the command itself: click would turn ^C into "Aborted!"
+    # The command itself: click would turn ^C into "Aborted!".
+    with pytest.raises(KeyboardInterrupt):
         render_fleet(Options(rendered))
     monkeypatch.undo()
     assert calls["n"] >= nth
@@ -215,7 +240,12 @@ def test_an_interrupted_write_leaves_old_or_new_and_no_staging(rendered: Path, m
 
 def _start(root: Path, command: str = "render") -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONPATH=str(PROJECT))
-    return subprocess.Popen([sys.executable, "-m", "gpuplan", command, "--root", str(root)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "gpuplan", command, "--root", str(root)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _children(pid: int) -> list[int]:
@@ -246,7 +276,9 @@ def _wait_for(proc: subprocess.Popen[bytes], ready: Any) -> Any:
         if value:
             return value
         time.sleep(0.0005)
-    pytest.fail(f"gpuplan ended before the moment to signal it: {proc.stderr.read().decode() if proc.stderr else ''}")
+    pytest.fail(
+        f"gpuplan ended before the moment to signal it: {proc.stderr.read().decode() if proc.stderr else ''}"
+    )
 
 
 EXPECTED = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -254,7 +286,9 @@ EXPECTED = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc to find the worker")
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_while_parsing_on_two_cores_exits_promptly_and_leaves_no_worker(tmp_path: Path, number: int) -> None:
+def test_a_signal_while_parsing_on_two_cores_exits_promptly_and_leaves_no_worker(
+    tmp_path: Path, number: int
+) -> None:
     root = write_fleet(tmp_path / "fleet", 1, 3, 600)
     proc = _start(root, "check")
     workers = _wait_for(proc, lambda: _children(proc.pid))
@@ -267,7 +301,9 @@ def test_a_signal_while_parsing_on_two_cores_exits_promptly_and_leaves_no_worker
 
 
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_during_the_write_leaves_old_or_new_and_no_staging(tmp_path: Path, number: int) -> None:
+def test_a_signal_during_the_write_leaves_old_or_new_and_no_staging(
+    tmp_path: Path, number: int
+) -> None:
     root = write_fleet(tmp_path / "fleet", 3, 6, 10)
     assert run("render", "--root", str(root)).code == 0
     old = tree(root / "output")
@@ -279,7 +315,9 @@ def test_a_signal_during_the_write_leaves_old_or_new_and_no_staging(tmp_path: Pa
     _, err = proc.communicate(timeout=HANG)
     stderr = err.decode()
     assert "Traceback" not in stderr, stderr
-    assert proc.returncode in (EXPECTED[number], 0), stderr  # 0: the signal came after the last step
+    assert proc.returncode in (EXPECTED[number], 0), (
+        stderr
+    )  # 0: the signal came after the last step
     assert _beside(root) == []
     now = tree(root / "output")
     assert run("render", "--root", str(root)).code == 0
@@ -293,7 +331,9 @@ def _loaded(pid: int, library: str) -> bool:
         return False
 
 
-@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc to see what is loaded")
+@pytest.mark.skipif(
+    not Path("/proc/self/maps").exists(), reason="reads /proc to see what is loaded"
+)
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_while_the_commands_load_exits_quietly(tmp_path: Path, number: int) -> None:
     root = _repo(tmp_path / "repo")
@@ -323,22 +363,35 @@ def test_a_signal_while_the_commands_load_exits_quietly(tmp_path: Path, number: 
         ("serviceaccount:team-b:ci", "service account of namespace team-b"),
     ],
 )
-def test_a_privileged_or_foreign_owner_is_refused_at_its_line(tmp_path: Path, owner: str, phrase: str) -> None:
-    root = _repo(tmp_path / "repo", tenant=TENANT.replace("[group:team-a-admins]", f"[group:team-a-admins, {owner}]"))
+def test_a_privileged_or_foreign_owner_is_refused_at_its_line(
+    tmp_path: Path, owner: str, phrase: str
+) -> None:
+    root = _repo(
+        tmp_path / "repo",
+        tenant=TENANT.replace("[group:team-a-admins]", f"[group:team-a-admins, {owner}]"),
+    )
     code, stderr = _render(root)
     assert code == 1, stderr
     line = next(x for x in stderr.splitlines() if ": error: " in x)
-    assert line.startswith(f"{T}:2:31: error: owners[1]: {owner} ") and phrase in line and "rbac.allowedSubjects in clusters/c1.yaml" in line, stderr
+    assert (
+        line.startswith(f"{T}:2:31: error: owners[1]: {owner} ")
+        and phrase in line
+        and "rbac.allowedSubjects in clusters/c1.yaml" in line
+    ), stderr
     assert not (root / "output").exists()
 
 
 def test_an_owner_the_cluster_allows_is_bound(tmp_path: Path) -> None:
     owners = "[group:team-a-admins, serviceaccount:ci:deployer, serviceaccount:team-a:bot]"
     cluster = CLUSTER + "rbac:\n  allowedSubjects: [serviceaccount:ci:deployer]\n"
-    root = _repo(tmp_path / "repo", cluster=cluster, tenant=TENANT.replace("[group:team-a-admins]", owners))
+    root = _repo(
+        tmp_path / "repo", cluster=cluster, tenant=TENANT.replace("[group:team-a-admins]", owners)
+    )
     code, stderr = _render(root)
     assert code == 0, stderr
-    binding = yaml.safe_load((root / "output/c1/namespaces/team-a/rolebinding-tenant-owners.yaml").read_text())
+    binding = yaml.safe_load(
+        (root / "output/c1/namespaces/team-a/rolebinding-tenant-owners.yaml").read_text()
+    )
     assert {(s["kind"], s["name"], s.get("namespace")) for s in binding["subjects"]} == {
         ("Group", "team-a-admins", None), ("ServiceAccount", "deployer", "ci"), ("ServiceAccount", "bot", "team-a")
     }  # fmt: skip
@@ -348,7 +401,9 @@ def test_an_owner_the_cluster_allows_is_bound(tmp_path: Path) -> None:
 
 
 def _ceiling(root: Path, namespace: str) -> list[str]:
-    quota = yaml.safe_load((root / f"output/c1/namespaces/{namespace}/resourcequota-priority-ceiling.yaml").read_text())
+    quota = yaml.safe_load(
+        (root / f"output/c1/namespaces/{namespace}/resourcequota-priority-ceiling.yaml").read_text()
+    )
     assert quota["spec"]["hard"] == {"pods": "0"}
     (expression,) = quota["spec"]["scopeSelector"]["matchExpressions"]
     assert (expression["scopeName"], expression["operator"]) == ("PriorityClass", "In")
@@ -362,11 +417,19 @@ CLASSES = "priorityClasses:\n  - {name: research, value: 100}\n  - {name: low, v
     ("own", "forbidden"),
     [
         ("research", ["system-cluster-critical", "system-node-critical", "urgent"]),
-        ("urgent", ["system-cluster-critical", "system-node-critical"]),  # the top class still may not go system
-        (None, ["research", "system-cluster-critical", "system-node-critical", "urgent"]),  # default priority 0
+        (
+            "urgent",
+            ["system-cluster-critical", "system-node-critical"],
+        ),  # the top class still may not go system
+        (
+            None,
+            ["research", "system-cluster-critical", "system-node-critical", "urgent"],
+        ),  # default priority 0
     ],
 )
-def test_every_tenant_gets_a_ceiling_covering_every_class_above_its_own(tmp_path: Path, own: str | None, forbidden: list[str]) -> None:
+def test_every_tenant_gets_a_ceiling_covering_every_class_above_its_own(
+    tmp_path: Path, own: str | None, forbidden: list[str]
+) -> None:
     cluster = CLUSTER.replace("priorityClasses:\n  - {name: research, value: 100}\n", CLASSES)
     tenant = TENANT.replace("priorityClass: research\n", f"priorityClass: {own}\n" if own else "")
     root = _repo(tmp_path / "repo", cluster=cluster, tenant=tenant)
@@ -378,20 +441,40 @@ def test_every_tenant_gets_a_ceiling_covering_every_class_above_its_own(tmp_path
 # --- diagnostics at the cause ---------------------------------------------------------------------
 
 
-def test_mig_on_an_exclusive_pool_is_reported_at_mig_not_at_its_scalar_limit(tmp_path: Path) -> None:
-    tenant = TENANT.replace("      - pool: train\n        gpus: 8\n", "      - pool: train\n        mig: {1g.10gb: 8}\n        borrowingLimit: 4\n")
+def test_mig_on_an_exclusive_pool_is_reported_at_mig_not_at_its_scalar_limit(
+    tmp_path: Path,
+) -> None:
+    tenant = TENANT.replace(
+        "      - pool: train\n        gpus: 8\n",
+        "      - pool: train\n        mig: {1g.10gb: 8}\n        borrowingLimit: 4\n",
+    )
     code, stderr = _render(_repo(tmp_path / "repo", tenant=tenant))
     errors = [x for x in stderr.splitlines() if ": error: " in x]
     assert code == 1 and len(errors) == 1, stderr
-    assert errors[0].startswith(f"{T}:9:14: error: allocations[0].quotas[0].mig: pool train is not a MIG pool"), stderr
+    assert errors[0].startswith(
+        f"{T}:9:14: error: allocations[0].quotas[0].mig: pool train is not a MIG pool"
+    ), stderr
 
 
 def _git(root: Path, *args: str) -> None:
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
-    subprocess.run(["git", "-C", str(root), *args], check=True, env=env, capture_output=True, timeout=HANG)
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
+    )
+    subprocess.run(
+        ["git", "-C", str(root), *args], check=True, env=env, capture_output=True, timeout=HANG
+    )
 
 
 NEWCOMER = "tenants/team-0.yaml"
+
+
+def _blamed(stderr: str) -> list[str]:
+    """Return the files an error about namespace team-a points at."""
+    return sorted({x.split(":")[0] for x in stderr.splitlines() if "namespace 'team-a'" in x})
 
 
 def test_a_namespace_clash_is_blamed_on_the_new_file_when_the_base_is_known(tmp_path: Path) -> None:
@@ -403,16 +486,20 @@ def test_a_namespace_clash_is_blamed_on_the_new_file_when_the_base_is_known(tmp_
     (root / NEWCOMER).write_text("name: team-0\nnamespaces: [team-a]\n")
     with_base = run("check", "--root", str(root), "--base", "HEAD")
     without = run("check", "--root", str(root))
-    blamed = lambda text: sorted({x.split(":")[0] for x in text.splitlines() if "namespace 'team-a'" in x})  # noqa: E731
-    assert with_base.code == 1 and blamed(with_base.stderr) == [NEWCOMER], with_base.stderr
-    assert f"{NEWCOMER}:2:14: error: namespaces[0]: namespace 'team-a' belongs to tenant team-a already" in with_base.stderr
-    assert without.code == 1 and blamed(without.stderr) == [NEWCOMER, T], without.stderr
+    assert with_base.code == 1 and _blamed(with_base.stderr) == [NEWCOMER], with_base.stderr
+    assert (
+        f"{NEWCOMER}:2:14: error: namespaces[0]: namespace 'team-a' belongs to tenant team-a already"
+        in with_base.stderr
+    )
+    assert without.code == 1 and _blamed(without.stderr) == [NEWCOMER, T], without.stderr
 
 
 # --- bounded work on hostile YAML -----------------------------------------------------------------
 
 
-def test_deep_nesting_is_refused_after_a_bounded_number_of_events(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_deep_nesting_is_refused_after_a_bounded_number_of_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     seen = {"events": 0}
     real = load.libyaml.parse
 
@@ -423,12 +510,18 @@ def test_deep_nesting_is_refused_after_a_bounded_number_of_events(monkeypatch: p
 
     monkeypatch.setattr(load.libyaml, "parse", counted)
     depth = 200_000
-    source, problems = load.parse(T, (TENANT + "deep: " + "[" * depth + "]" * depth + "\n").encode())
-    assert source is None and problems[0].line == 15 and "nested deeper than 64" in problems[0].message
+    source, problems = load.parse(
+        T, (TENANT + "deep: " + "[" * depth + "]" * depth + "\n").encode()
+    )
+    assert (
+        source is None and problems[0].line == 15 and "nested deeper than 64" in problems[0].message
+    )
     assert seen["events"] < 200  # the refusal comes at the 65th level, whatever the file holds
 
 
-def test_one_broken_file_among_many_stops_before_the_others_are_parsed_in_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_broken_file_among_many_stops_before_the_others_are_parsed_in_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = write_fleet(tmp_path / "fleet", 1, 3, 300)
     broken = root / "tenants" / "t150.yaml"
     broken.write_text(broken.read_text().replace("cohort: all", "cohort: all: x"))
@@ -441,7 +534,9 @@ def test_one_broken_file_among_many_stops_before_the_others_are_parsed_in_full(t
 
     monkeypatch.setattr(load, "YAML", counting)
     result = compile_fleet(root)
-    assert [d.text() for d in result.diagnostics] == ["tenants/t150.yaml:6:16: error: YAML syntax: mapping values are not allowed here [input]"]
+    assert [d.text() for d in result.diagnostics] == [
+        "tenants/t150.yaml:6:16: error: YAML syntax: mapping values are not allowed here [input]"
+    ]
     assert full["n"] == 1  # ruamel ran on the broken file alone
 
 
@@ -473,8 +568,14 @@ def _free_text_fields(value: str) -> dict[str, str]:
     url = _yaml_string(_or(Url, f"https://git.example.com/{value}", "https://git.example.com/x"))
     revision = _yaml_string(_or(Revision, f"v1{value}", "v1"))
     owner = _yaml_string(_or(Subject, f"user:{value}x", "user:plain"))
-    cluster = CLUSTER.replace("  - {name: research, value: 100}\n", f"  - {{name: research, value: 100, description: {description}}}\n")
-    cluster = cluster.replace("  repoURL: https://git.example.com/fleet.git\n", f"  repoURL: {url}\n  targetRevision: {revision}\n")
+    cluster = CLUSTER.replace(
+        "  - {name: research, value: 100}\n",
+        f"  - {{name: research, value: 100, description: {description}}}\n",
+    )
+    cluster = cluster.replace(
+        "  repoURL: https://git.example.com/fleet.git\n",
+        f"  repoURL: {url}\n  targetRevision: {revision}\n",
+    )
     return {C: cluster, T: TENANT.replace("[group:team-a-admins]", f"[{owner}]")}
 
 
@@ -483,7 +584,9 @@ def _load_both(data: bytes) -> list[Any]:
 
 
 @pytest.mark.parametrize("value", HOSTILE, ids=[repr(v)[1:-1][:20] or "empty" for v in HOSTILE])
-def test_free_text_reaches_yaml_quoted_and_round_trips(tmp_path: Path, value: str, crds_dir: Path) -> None:
+def test_free_text_reaches_yaml_quoted_and_round_trips(
+    tmp_path: Path, value: str, crds_dir: Path
+) -> None:
     root = write_repo(tmp_path / "repo", _free_text_fields(value))
     result = compile_fleet(root, crds=crds_dir)
     assert not [d.text() for d in result.diagnostics if d.severity.value == "error"]
@@ -496,16 +599,48 @@ def test_free_text_reaches_yaml_quoted_and_round_trips(tmp_path: Path, value: st
 @pytest.mark.parametrize(
     ("field", "old", "new", "where"),
     [
-        ("master", "resourceName: nvidia.com/rdma\n", 'resourceName: nvidia.com/rdma\n    master: "ib0/../x"\n', f"{C}:52:13"),
-        ("resourceName", "resourceName: nvidia.com/rdma", 'resourceName: "nvidia.com/rdma\\", \\"x"', f"{C}:51:19"),
-        ("gateway", "range: 192.168.20.0/24}", 'range: 192.168.20.0/24, gateway: "192.168.20.1\\n"}', f"{C}:52:64"),
-        ("instanceTypes", "instanceTypes: [p5.48xlarge]", 'instanceTypes: ["p5.48xlarge: {x: y}"]', f"{C}:27:23"),
+        (
+            "master",
+            "resourceName: nvidia.com/rdma\n",
+            'resourceName: nvidia.com/rdma\n    master: "ib0/../x"\n',
+            f"{C}:52:13",
+        ),
+        (
+            "resourceName",
+            "resourceName: nvidia.com/rdma",
+            'resourceName: "nvidia.com/rdma\\", \\"x"',
+            f"{C}:51:19",
+        ),
+        (
+            "gateway",
+            "range: 192.168.20.0/24}",
+            'range: 192.168.20.0/24, gateway: "192.168.20.1\\n"}',
+            f"{C}:52:64",
+        ),
+        (
+            "instanceTypes",
+            "instanceTypes: [p5.48xlarge]",
+            'instanceTypes: ["p5.48xlarge: {x: y}"]',
+            f"{C}:27:23",
+        ),
         ("nodeClass", "name: gpu}", 'name: "gpu\\n  x: y"}', f"{C}:14:"),
-        ("repoURL", "  repoURL: https://git.example.com/fleet.git\n", '  repoURL: "https://git.example.com/a b"\n', f"{C}:5:12"),
-        ("targetRevision", "  repoURL: https://git.example.com/fleet.git\n", '  repoURL: https://git.example.com/fleet.git\n  targetRevision: "main\\n"\n', f"{C}:6:19"),
+        (
+            "repoURL",
+            "  repoURL: https://git.example.com/fleet.git\n",
+            '  repoURL: "https://git.example.com/a b"\n',
+            f"{C}:5:12",
+        ),
+        (
+            "targetRevision",
+            "  repoURL: https://git.example.com/fleet.git\n",
+            '  repoURL: https://git.example.com/fleet.git\n  targetRevision: "main\\n"\n',
+            f"{C}:6:19",
+        ),
     ],
 )
-def test_strings_that_reach_cni_json_or_selectors_are_validated_at_their_line(tmp_path: Path, field: str, old: str, new: str, where: str) -> None:
+def test_strings_that_reach_cni_json_or_selectors_are_validated_at_their_line(
+    tmp_path: Path, field: str, old: str, new: str, where: str
+) -> None:
     assert CLUSTER.count(old) == 1, "test bug"
     code, stderr = _render(_repo(tmp_path / "repo", cluster=CLUSTER.replace(old, new)))
     assert code == 1, stderr
@@ -513,12 +648,19 @@ def test_strings_that_reach_cni_json_or_selectors_are_validated_at_their_line(tm
 
 
 def test_the_cni_config_round_trips_through_json_and_yaml(tmp_path: Path, crds_dir: Path) -> None:
-    cluster = CLUSTER.replace("type: sriov\n    resourceName: nvidia.com/rdma\n", 'type: macvlan\n    master: "i\\"b\\\\0"\n')
+    cluster = CLUSTER.replace(
+        "type: sriov\n    resourceName: nvidia.com/rdma\n",
+        'type: macvlan\n    master: "i\\"b\\\\0"\n',
+    )
     root = _repo(tmp_path / "repo", cluster=cluster)
     result = compile_fleet(root, crds=crds_dir)
-    assert not [d for d in result.diagnostics if d.severity.value == "error"], [d.text() for d in result.diagnostics]
+    assert not [d for d in result.diagnostics if d.severity.value == "error"], [
+        d.text() for d in result.diagnostics
+    ]
     files = write.render_files(result.manifests)
-    attachments = [m for m in result.manifests if m.obj.get("kind") == "NetworkAttachmentDefinition"]
+    attachments = [
+        m for m in result.manifests if m.obj.get("kind") == "NetworkAttachmentDefinition"
+    ]
     assert attachments
     for item in attachments:
         config = json.loads(yaml.safe_load(files[item.path])["spec"]["config"])

@@ -30,7 +30,9 @@ def why_refused(owner: str, namespaces: list[str]) -> str | None:
     """Return why an owner may not be given admin by default, or None when it may."""
     kind, _, name = owner.partition(":")
     if kind in ("user", "group") and name.startswith("system:"):
-        meaning = _MEANING.get(name) or ("service accounts" if name.startswith("system:serviceaccount") else "")
+        meaning = _MEANING.get(name) or (
+            "service accounts" if name.startswith("system:serviceaccount") else ""
+        )
         what = f" ({meaning})" if meaning else ""
         return f"{owner} is a Kubernetes system identity{what}, not a team"
     if kind == "serviceaccount":
