@@ -262,3 +262,22 @@ def test_every_cel_rule_of_every_shipped_crd_is_evaluated() -> None:
                     assert rules.skipped == [], (component, version, crd.kind, rules.skipped[:1])
                     counted += rules.count
     assert counted > 1000  # Kueue, Karpenter and the GPU Operator carry many rules
+
+
+def test_each_example_cluster_gets_its_own_sets_with_or_without_the_registry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gpuplan.components
+    from gpuplan.crds import cluster_components
+    from gpuplan.resolve import build_fleet
+    from gpuplan.sources import read_inputs
+
+    inputs, _ = read_inputs(PROJECT)
+    fleet, _ = build_fleet(inputs)
+    chosen = {name: cluster_components(c.spec) for name, c in fleet.clusters.items()}
+    assert chosen["dgx-onprem"]["kueue"] == "v0.14.4"
+    assert chosen["h100-prod"]["karpenter-provider-aws"] == "v1.14.1"
+    assert chosen["edge-inference"]["karpenter-provider-azure"] == "v1.6.2"
+    assert all(sets["nfd"] and sets["multus"] for sets in chosen.values())
+    monkeypatch.setattr(gpuplan.components, "REGISTRY", {})  # the spec's own version fields
+    assert {name: cluster_components(c.spec) for name, c in fleet.clusters.items()} == chosen
