@@ -16,18 +16,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 import yaml
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BeforeValidator, TypeAdapter, ValidationError
 from ruamel.yaml import YAML
 
 from benchmarks.synth import write_fleet
 from gpuplan import load, safefs, write
 from gpuplan.commands.common import Options
 from gpuplan.commands.render import render_fleet
-from gpuplan.model.cluster import Revision, Url
+from gpuplan.model.cluster import Revision, Url, _regex
 from gpuplan.model.tenant import Subject
 from gpuplan.pipeline import compile_fleet
 from tests.conftest import PROJECT, run, write_repo
@@ -562,8 +562,11 @@ def _or(kind: Any, text: str, fallback: str) -> str:
     return text
 
 
+Hostname = Annotated[str, BeforeValidator(_regex)]
+
+
 def _free_text_fields(value: str) -> dict[str, str]:
-    """Put a hostile string into every free-text field (description, repoURL, targetRevision, owner)."""
+    """Put a hostile string into every free-text field: description, repoURL, targetRevision, owner, hostname."""
     description = _yaml_string(value)
     url = _yaml_string(_or(Url, f"https://git.example.com/{value}", "https://git.example.com/x"))
     revision = _yaml_string(_or(Revision, f"v1{value}", "v1"))
@@ -576,6 +579,8 @@ def _free_text_fields(value: str) -> dict[str, str]:
         "  repoURL: https://git.example.com/fleet.git\n",
         f"  repoURL: {url}\n  targetRevision: {revision}\n",
     )
+    hostname = _yaml_string(_or(Hostname, f"infer-{value}", "infer-x"))
+    cluster = cluster.replace('hostnames: ["infer-[0-9]+"]', f"hostnames: [{hostname}]")
     return {C: cluster, T: TENANT.replace("[group:team-a-admins]", f"[{owner}]")}
 
 
