@@ -49,6 +49,7 @@ NFD = "kubernetes-sigs/node-feature-discovery"
 NAD = "k8snetworkplumbingwg/network-attachment-definition-client"
 ARGO_CD = "argoproj/argo-cd"
 KAI = "kai-scheduler/KAI-Scheduler"
+PROMETHEUS_OPERATOR = "prometheus-operator/prometheus-operator"
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,16 @@ TABLE: tuple[Entry, ...] = (
         KAI,
         "v0.17.0",
         ("deployments/kai-scheduler/crds/scheduling.run.ai_queues.yaml",),
+    ),
+    # The monitoring component emits ServiceMonitors and PrometheusRules (PodMonitor kept for users).
+    *_each(
+        "prometheus-operator",
+        PROMETHEUS_OPERATOR,
+        "v0.93.0",
+        tuple(
+            f"example/prometheus-operator-crd/monitoring.coreos.com_{name}.yaml"
+            for name in ("podmonitors", "prometheusrules", "servicemonitors")
+        ),
     ),
 )
 
