@@ -14,6 +14,7 @@ from gpuplan.emit.meta import Manifest
 from gpuplan.fleet import Fleet
 from gpuplan.ignores import accept, unknown_codes, unused
 from gpuplan.ignores import rules as ignore_rules
+from gpuplan.emit.bootstrap.fleet import complete_projects
 from gpuplan.overlay import Overlay, apply_overlay
 from gpuplan.resolve import build_fleet
 from gpuplan.sources import read_inputs
@@ -99,6 +100,7 @@ def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None 
     where = output_path(root, out)
     result.manifests = emit(fleet, clusters, where)
     result.manifests, result.overlay, more = apply_overlay(root, fleet, result.manifests, where)
+    result.manifests = complete_projects(fleet, result.manifests)  # own manifests' kinds too
     result.diagnostics += with_code(more, "input")
     if has_errors(more):
         return result

@@ -75,11 +75,17 @@ def schema_problems(manifests: Iterable[Manifest], fleet: Fleet, index: CrdIndex
 def _node_labels(cluster: ClusterPlan) -> list[dict[str, str]]:
     """Return label sets static pools without hostnames carry (the user labels their nodes)."""
     cpu = [dict(p.labels) for p in cluster.spec.cpu_pools]  # CPU pools select nodes by labels they carry already
-    return [p.selector_labels for p in cluster.pools.values() if not p.spec.nodes.autoscaled and not p.spec.hostnames] + cpu
+    return [p.selector_labels for p in cluster.pools.values() if p.label_selected] + cpu
 
 
 def _external_namespaces(cluster: ClusterPlan) -> list[str]:
     return namespaces_of(cluster.spec)  # the components' own namespaces (component registry)
+
+
+def _in_repos(obj: dict, repos: set[str]) -> bool:
+    """Tell whether an object is no Application, or one whose path-bearing source is in these repositories."""
+    source = (obj.get("spec") or {}).get("source") or {}
+    return obj.get("kind") != "Application" or "path" not in source or source.get("repoURL") in repos
 
 
 def reference_problems(manifests: list[Manifest], fleet: Fleet, output_path: str, place: Place | None = None) -> list[Diagnostic]:
@@ -95,8 +101,10 @@ def reference_problems(manifests: list[Manifest], fleet: Fleet, output_path: str
             operator = cluster.spec.components.gpu_operator
             report = check_references([m.obj for m in items], operator_namespace=operator.namespace if operator else None, node_labels=_node_labels(cluster), external_namespaces=_external_namespaces(cluster))
         else:
-            paths = {posixpath.join(output_path, c) for c in fleet.clusters}
-            report = check_references([m.obj for m in items], paths=paths)
+            paths = {posixpath.join(output_path, c) for c in fleet.clusters} | {posixpath.join(output_path, "argocd")}
+            # Paths are checked in the fleet's own repositories; upstream ones (Multus' manifests at a tag) are pinned facts.
+            repos = {c.spec.gitops.repo_url for c in fleet.clusters.values()}
+            report = check_references([m.obj for m in items if _in_repos(m.obj, repos)], paths=paths)
         index = {(m.kind, m.namespace or "", m.name): m for m in items}
         for problem in report.problems:
             found = index.get((problem.kind, problem.namespace, problem.name))

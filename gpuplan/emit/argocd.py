@@ -6,6 +6,8 @@ import posixpath
 from typing import Any
 
 from gpuplan.crds.versions import cluster_components, fleet_components, header_line
+from gpuplan.emit.bootstrap import fleet as bootstrap
+from gpuplan.emit.bootstrap.app import CLUSTER_LABEL, RETRY
 from gpuplan.emit.meta import Manifest, finalize, k8s
 from gpuplan.fleet import ClusterPlan, Fleet
 
@@ -29,9 +31,12 @@ def application(cluster: ClusterPlan, output_path: str = OUTPUT_PATH) -> dict[st
         "syncPolicy": {
             "automated": {"prune": True, "selfHeal": True},
             "syncOptions": ["ApplyOutOfSyncOnly=true"],
+            "retry": RETRY,  # an automated sync of the same commit is not retried otherwise
         },
     }
-    return k8s("argoproj.io/v1alpha1", "Application", cluster.name, gitops.namespace, spec=spec)
+    obj = k8s("argoproj.io/v1alpha1", "Application", cluster.name, gitops.namespace, spec=spec)
+    obj["metadata"]["labels"] = {CLUSTER_LABEL: cluster.name}
+    return obj
 
 
 def applications(fleet: Fleet, output_path: str = OUTPUT_PATH) -> list[Manifest]:
@@ -55,13 +60,19 @@ def kustomization(cluster: ClusterPlan, manifests: list[Manifest]) -> Manifest:
     return Manifest(f"{prefix}kustomization.yaml", _kustomization(files), (cluster.located.source.path,), cluster.name, comments)
 
 
-def app_of_apps(fleet: Fleet) -> Manifest:
-    """Return the kustomization of argocd/, listing every cluster's Application."""
-    files = [f"{name}.yaml" for name in sorted(fleet.clusters)]
+def app_of_apps(fleet: Fleet, listed: list[Manifest] | None = None) -> Manifest:
+    """Return the kustomization of argocd/ (what the root syncs): projects and every Application."""
+    files = sorted(m.path.removeprefix(f"{APPS}/") for m in listed) if listed else [f"{name}.yaml" for name in sorted(fleet.clusters)]
     sources = tuple(sorted(c.located.source.path for c in fleet.clusters.values()))
     return Manifest(f"{APPS}/kustomization.yaml", _kustomization(files), sources, None, (header_line(fleet_components()),))
 
 
 def emit_fleet(fleet: Fleet, output_path: str = OUTPUT_PATH) -> list[Manifest]:
-    """Return the fleet-level objects: every cluster's Application and the app of apps."""
-    return [finalize(m) for m in applications(fleet, output_path)] + [app_of_apps(fleet)]
+    """Return the fleet-level objects: projects, operator and cluster Applications, app of apps, root."""
+    listed = bootstrap.projects(fleet) + bootstrap.operator_manifests(fleet)
+    listed += [finalize(m) for m in applications(fleet, output_path)]
+    if not fleet.clusters:
+        return listed + [app_of_apps(fleet, listed)]
+    root = bootstrap.root(fleet, output_path)
+    kustomize_root = Manifest(f"{bootstrap.ROOT_FOLDER}/kustomization.yaml", _kustomization(["root.yaml"]), root.sources)
+    return listed + [app_of_apps(fleet, listed), root, kustomize_root]

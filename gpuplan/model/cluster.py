@@ -136,6 +136,9 @@ class GpuOperator(Model):
     """Run the node-status exporter (operand validation metrics per node)."""
     registry: Registry = Registry()
     """A private or air-gapped registry for every operand image, with pull secrets."""
+    nfd: Literal["bundled", "standalone"] = "bundled"
+    """Node Feature Discovery: installed by the GPU Operator chart (bundled) or by its own Application
+    (standalone, for clusters where NFD serves more than the GPU Operator)."""
 
 
 class Kueue(Model):
@@ -145,6 +148,11 @@ class Kueue(Model):
     """Kueue release, such as v0.19.2; it decides which ClusterQueue fields and values are emitted."""
     namespace: Name = "kueue-system"
     """Namespace Kueue runs in; default kueue-system."""
+    frameworks: list[Annotated[str, Field(min_length=1, max_length=253)]] = [
+        "batch/job", "pod", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "ray.io/rayjob", "ray.io/raycluster",
+    ]  # fmt: skip
+    """Job kinds Kueue manages (its Configuration's integrations.frameworks); "pod" gates bare pods too,
+    in tenant namespaces only."""
 
 
 class Volcano(Model):
@@ -167,8 +175,45 @@ class NodeClassRef(Model):
     """Name of the node class object the NodePools point at."""
 
 
+Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+# A Karpenter budget's node count: kubernetes-sigs/karpenter v1.14.1 pkg/apis/crds/karpenter.sh_nodepools.yaml
+# (spec.disruption.budgets[].nodes pattern).
+BUDGET_NODES = re.compile(r"((100|[0-9]{1,2})%|[0-9]+)")
+
+
+class MaintenanceWindow(Model):
+    """When Karpenter may drain drifted nodes (a new AMI, security patches, a changed NodePool).
+
+    Outside the window drifted nodes are not drained; an empty one still goes (consolidation).
+    """
+
+    days: list[Weekday] = Field(default=["sunday"], min_length=1)
+    """Days the window opens on (UTC); default [sunday]."""
+    start: Annotated[str, _matching(re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]"), "a time of day such as 02:00")] = "02:00"
+    """Time of day the window opens, HH:MM in UTC (Karpenter's budget schedules have no time zone); default 02:00."""
+    duration: Annotated[str, _matching(re.compile(r"([1-9][0-9]?h)?([1-9][0-9]?m)?(?<=[hm])"), "a duration such as 4h or 1h30m")] = "4h"
+    """How long the window stays open, in hours and minutes such as 4h or 1h30m (at most 24h); default 4h."""
+    nodes: Annotated[str, _matching(BUDGET_NODES, 'a node count or percentage such as "1" or "10%"')] = "1"
+    """Drifted nodes of each NodePool drained at once inside the window: a count or a percentage
+    ("10%", rounded up by Karpenter); "0" never drains a drifted node. Default "1" (quote it)."""
+
+    @property
+    def minutes(self) -> int:
+        """Return the window's length in minutes."""
+        hours, _, rest = self.duration.partition("h") if "h" in self.duration else ("0", "", self.duration)
+        return int(hours) * 60 + int(rest.removesuffix("m") or 0)
+
+    @model_validator(mode="after")
+    def _at_most_a_day(self) -> MaintenanceWindow:
+        if self.minutes > 24 * 60:
+            raise ValueError(f"duration {self.duration} is longer than a day: list more days instead")
+        if len(set(self.days)) != len(self.days):
+            raise ValueError("days lists a day twice")
+        return self
+
+
 class Karpenter(Model):
-    """Karpenter: a NodePool per autoscaled pool."""
+    """Karpenter: a NodePool per pool it provisions (autoscaled, or static with a karpenter section)."""
 
     version: Annotated[Version, _releases("karpenter")]
     """Release of the cluster provider's Karpenter, such as v1.14.1 (aws/karpenter-provider-aws) or v1.6.2
@@ -177,6 +222,15 @@ class Karpenter(Model):
     """The provider's node class every NodePool of this cluster uses."""
     namespace: Name = "kube-system"
     """Namespace Karpenter runs in; default kube-system."""
+    cluster_name: OneLine | None = None
+    """The cloud's name of the cluster (Karpenter's settings.clusterName); default: the cluster's name."""
+    interruption_queue: OneLine | None = None
+    """SQS queue of spot interruption and rebalance events (AWS settings.interruptionQueue); none: not watched."""
+    self_hosted: bool = False
+    """Azure: install Karpenter with its chart; default: AKS Node Auto Provisioning runs it (nothing installed)."""
+    maintenance: MaintenanceWindow = MaintenanceWindow()
+    """When drifted nodes (new AMI, security updates) are drained and replaced; default Sundays
+    02:00-06:00 UTC, one node of each NodePool at a time."""
 
 
 class Components(Model):
@@ -190,6 +244,9 @@ class Components(Model):
     """Volcano: a Queue per tenant allocation, weighted by its weight."""
     karpenter: Karpenter | None = None
     """Karpenter: needed by autoscaled pools (nodes: {min, max})."""
+    quota_authority: Literal["kueue", "volcano"] | None = None
+    """Which scheduler enforces the tenants' quotas when both Kueue and Volcano run (one must: a pod
+    admitted by one and held by the other strands GPUs); the other only queues or gang-schedules."""
 
 
 class PriorityClass(Model):
@@ -220,7 +277,9 @@ class Nodes(Model):
     count: int | None = Field(default=None, ge=0, le=100_000)
     """Static pool: the number of nodes (0 to 100000)."""
     min: int | None = Field(default=None, ge=0, le=100_000)
-    """Autoscaled pool: nodes always there; quotas above this depend on autoscaling (a warning)."""
+    """Autoscaled pool: the fewest nodes you expect. Karpenter keeps no minimum (it launches nodes
+    only for pending pods), so gpuplan counts none of them as always-on capacity; for nodes that
+    must stay up, use a static pool ({count: N})."""
     max: int | None = Field(default=None, ge=0, le=100_000)
     """Autoscaled pool: most nodes the pool scales to (the NodePool's limits); quotas must fit it."""
 
@@ -247,12 +306,12 @@ class Nodes(Model):
 
     @property
     def least(self) -> int:
-        """Return the always-on node count (count, or min)."""
+        """Return the stated lower bound (count, or min; Karpenter keeps no minimum)."""
         return self.count if self.count is not None else int(self.min or 0)
 
 
 class KarpenterPool(Model):
-    """How Karpenter provisions an autoscaled pool's nodes."""
+    """How Karpenter provisions a pool's nodes: an autoscaled NodePool, or a static one ({count: N})."""
 
     instance_types: list[Annotated[LabelValue, Field(min_length=1)]] = Field(min_length=1)
     """Cloud instance types the pool's nodes may be, such as [p5.48xlarge]."""
@@ -400,12 +459,18 @@ class NodePool(Model):
     nodes: Nodes
     """{count: N} for a static pool, {min: A, max: B} for one Karpenter scales."""
     karpenter: KarpenterPool | None = None
-    """How Karpenter provisions the nodes (autoscaled pools only)."""
+    """How Karpenter provisions the nodes: required for autoscaled pools; on a static pool
+    ({count: N}) it makes a static NodePool of exactly count nodes (Karpenter core v1.8 and later)."""
     hostnames: list[Annotated[str, BeforeValidator(_regex)]] = []
-    """Static pools: regular expressions that match the pool's node names."""
+    """Static pools on premises: regular expressions that match the pool's node names (NFD labels
+    those nodes). Clouds name nodes at launch: use nodeGroup there."""
+    node_group: Annotated[LabelValue, Field(min_length=1)] | None = None
+    """Static pools on aws, azure or gcp: the cloud node group the pool is (EKS managed node group,
+    AKS agent pool, GKE node pool), selected by the provider's node-group label
+    (eks.amazonaws.com/nodegroup, kubernetes.azure.com/agentpool, cloud.google.com/gke-nodepool)."""
     labels: dict[LabelKey, LabelValue] = {}
-    """Labels of the pool's nodes: set through NFD on nodes named by hostnames; a pool without
-    hostnames is selected by them (its nodes must carry them already)."""
+    """Labels of the pool's nodes: set through NFD on nodes named by hostnames, or by Karpenter; a
+    pool selected by nodeGroup or labels alone is selected by them (its nodes must carry them already)."""
     taints: list[Taint] | None = None
     """Default: nvidia.com/gpu=present:NoSchedule."""
     sharing: Annotated[Sharing, BeforeValidator(_sharing)] = Sharing()
@@ -477,29 +542,51 @@ class Ipam(Model):
     """CIDRs inside the range never given out."""
 
 
+# The resource the AWS EFA device plugin advertises (aws/karpenter-provider-aws pkg/apis/v1/labels.go,
+# ResourceEFA; ../shared/facts/upstream-components.md "Multus networks").
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+
+
 class Network(Model):
-    """A secondary network (Multus NetworkAttachmentDefinition) on some pools."""
+    """A secondary network on some pools: a Multus NetworkAttachmentDefinition, or AWS EFA."""
 
     name: Name
-    """Name of the NetworkAttachmentDefinition; tenants' allocations list it in networks."""
-    type: Literal["sriov", "ipoib", "macvlan", "host-device"]
-    """CNI plugin: sriov, ipoib, macvlan or host-device."""
+    """Name of the network; tenants' allocations list it in networks (the NetworkAttachmentDefinition's name)."""
+    type: Literal["sriov", "ib-sriov", "ipoib", "macvlan", "host-device", "efa"]
+    """sriov (Ethernet SR-IOV VFs, sriov-cni), ib-sriov (InfiniBand SR-IOV VFs, ib-sriov-cni),
+    ipoib or macvlan (over a parent interface, RDMA through the RDMA shared device plugin),
+    host-device, or efa (AWS Elastic Fabric Adapter: no NetworkAttachmentDefinition, pods ask for
+    vpc.amazonaws.com/efa)."""
     resource_name: Annotated[str, _matching(RESOURCE, "an extended resource name such as nvidia.com/rdma")] | None = None
-    """Device-plugin resource backing the network (required for sriov and ipoib)."""
+    """Device-plugin resource backing the network: SR-IOV VFs for sriov and ib-sriov (required),
+    an RDMA shared device for ipoib and macvlan (such as rdma/rdma_shared_device_a), the EFA
+    device plugin's vpc.amazonaws.com/efa for efa (the default there)."""
     master: Annotated[str, _matching(INTERFACE, "a network interface name (1-15 characters, no '/', ':' or spaces)")] | None = None
     """Parent interface for ipoib / macvlan, or the device for host-device."""
-    ipam: Ipam
-    """How attachments get their addresses."""
+    ipam: Ipam | None = None
+    """How attachments get their addresses (required for every type but efa, which has none)."""
     pools: list[Name] = Field(min_length=1)
     """GPU pools whose nodes carry this network."""
 
     @model_validator(mode="after")
     def _device_backed(self) -> Network:
-        if self.type in ("sriov", "ipoib") and not self.resource_name:
-            raise ValueError(f"a {self.type} network needs resourceName (the device-plugin resource)")
+        if self.type in ("sriov", "ib-sriov") and not self.resource_name:
+            raise ValueError(f"a {self.type} network needs resourceName (the SR-IOV device plugin's VF resource)")
         if self.type in ("ipoib", "macvlan") and not self.master:
             raise ValueError(f"a {self.type} network needs master (the parent interface)")
+        if self.type == "efa":
+            if self.ipam is not None or self.master is not None:
+                raise ValueError("an efa network has no ipam or master: EFA devices come from the EFA device plugin, with no CNI")
+            if self.resource_name not in (None, EFA_RESOURCE):
+                raise ValueError(f"an efa network's resource is {EFA_RESOURCE} (the EFA device plugin's)")
+        elif self.ipam is None:
+            raise ValueError(f"a {self.type} network needs ipam (how attachments get their addresses)")
         return self
+
+    @property
+    def attaches(self) -> bool:
+        """Tell whether the network is a NetworkAttachmentDefinition (every type but efa)."""
+        return self.type != "efa"
 
 
 class Rbac(Model):

@@ -183,8 +183,10 @@ def apply_values(
     used: set[tuple[str, str]] = set()
     result = []
     for item in manifests:
+        # Operator Applications are fleet-level files (argocd/<cluster>/) labelled with their cluster.
+        owner = item.cluster or ((item.obj.get("metadata") or {}).get("labels") or {}).get("gpuplan.io/cluster")
         wanted = [
-            o for o in overrides.values() if o.cluster == item.cluster and not owned_problems(o)
+            o for o in overrides.values() if o.cluster == owner and not owned_problems(o)
         ]
         if item.kind != "Application" or not wanted:
             result.append(item)
@@ -207,7 +209,7 @@ def apply_values(
             1,
             1,
             "",
-            f"no Argo CD Application of cluster {o.cluster!r} installs the {o.chart} chart, so these values have no effect (gpuplan does not emit the operator Applications yet)",
+            f"no Argo CD Application of cluster {o.cluster!r} installs the {o.chart} chart, so these values have no effect",
         )
         for key, o in sorted(overrides.items())
         if key not in used and not owned_problems(o)

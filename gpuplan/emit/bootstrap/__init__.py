@@ -1,0 +1,51 @@
+"""Bootstrap: the Argo CD Applications that install each cluster's operators, and the fleet's root.
+
+Per cluster and enabled component, one Application (output/argocd/<cluster>/<component>.yaml) installs
+the component's chart at the registry's pinned version with values derived from the model. Each
+component module below returns its `Operator`s; another module adds one with `register()`:
+
+    from gpuplan.emit.bootstrap import Operator, register
+    register(lambda cluster: [Operator("sriov-device-plugin", "kube-system", chart=...)] if ... else [])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpuplan.emit.bootstrap.app import (
+    CLUSTER_LABEL,
+    COMPONENT_LABEL,
+    CRD_WAVE,
+    OPERATOR_WAVE,
+    Operator,
+    operator_application,
+)
+from gpuplan.emit.bootstrap.gpu_operator import operators as gpu_operator
+from gpuplan.emit.bootstrap.karpenter import operators as karpenter
+from gpuplan.emit.bootstrap.kueue import operators as kueue
+from gpuplan.emit.bootstrap.multus import operators as multus
+from gpuplan.emit.bootstrap.nfd import operators as nfd
+from gpuplan.emit.bootstrap.volcano import operators as volcano
+from gpuplan.fleet import ClusterPlan
+
+__all__ = [
+    "CLUSTER_LABEL", "COMPONENT_LABEL", "CRD_WAVE", "OPERATOR_WAVE", "Operator",
+    "operator_application", "operators", "register",
+]  # fmt: skip
+
+OperatorSource = Callable[[ClusterPlan], list[Operator]]
+
+_SOURCES: list[OperatorSource] = [gpu_operator, nfd, kueue, volcano, karpenter, multus]
+
+
+def register(source: OperatorSource) -> OperatorSource:
+    """Add a function returning the operators a cluster needs (a component outside the registry)."""
+    if source not in _SOURCES:
+        _SOURCES.append(source)
+    return source
+
+
+def operators(cluster: ClusterPlan) -> list[Operator]:
+    """Return every operator a cluster installs, sorted by Application name."""
+    found = [o for source in _SOURCES for o in source(cluster)]
+    return sorted(found, key=lambda o: o.name)

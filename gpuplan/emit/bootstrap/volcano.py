@@ -1,0 +1,69 @@
+"""Volcano's Application: the chart with a scheduler configuration for the Queues gpuplan emits.
+
+The chart writes `custom.scheduler_config_override` verbatim as volcano-scheduler.conf, else its
+config/volcano-scheduler.conf (volcano-sh/volcano installer/helm/chart/volcano at every supported
+tag: templates/scheduler.yaml, values.yaml). That default uses the proportion plugin, which shares
+by weight and ignores `deserved`; the capacity plugin shares by `deserved`, needs the reclaim action
+and must replace proportion (docs/user-guide/how_to_use_capacity_plugin.md at v1.15.1); hierarchical
+queues need `enableHierarchy` on it (pkg/scheduler/conf/scheduler_conf.go).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuplan.components import REGISTRY
+from gpuplan.emit import volcano as volcano_emitter
+from gpuplan.emit.bootstrap.app import WEBHOOKS, Operator
+from gpuplan.fleet import ClusterPlan
+
+NAME = "volcano"
+
+
+def queue_plugin(cluster: ClusterPlan) -> dict[str, Any] | None:
+    """Return the queue-sharing plugin the emitted Queues need; None when Volcano is not the quota authority."""
+    if cluster.spec.components.quota_authority == "kueue":
+        return None  # Kueue admits: Volcano only gang-schedules, it enforces no queue quota
+    queues = [m.obj.get("spec") or {} for m in volcano_emitter.emit(cluster) if m.kind == "Queue"]
+    if any(q.get("parent") for q in queues):
+        return {"name": "capacity", "enableHierarchy": True}
+    if any(q.get("deserved") for q in queues):
+        return {"name": "capacity"}
+    return {"name": "proportion"}
+
+
+def scheduler_config(cluster: ClusterPlan) -> str:
+    """Return volcano-scheduler.conf: the chart's tiers with the queue plugin the Queues need."""
+    plugin = queue_plugin(cluster)
+    capacity = plugin is not None and plugin["name"] == "capacity"
+    # The capacity guide's configuration drops overcommit along with proportion.
+    second = [] if capacity else ["  - name: overcommit"]
+    second += [
+        "  - name: drf",
+        "    enablePreemptable: false",
+        "  - name: predicates",
+    ]
+    if plugin is not None:
+        second.append(f"  - name: {plugin['name']}")
+        second += [f"    {k}: {str(v).lower()}" for k, v in plugin.items() if k != "name"]
+    second += ["  - name: nodeorder", "  - name: binpack"]
+    actions = "enqueue, allocate, backfill" + (", reclaim" if capacity else "")
+    first = ["- plugins:", "  - name: priority", "  - name: gang", "    enablePreemptable: false", "  - name: conformance"]
+    lines = [f'actions: "{actions}"', "tiers:", *first, "- plugins:", *second]
+    return "\n".join(lines) + "\n"
+
+
+def operators(cluster: ClusterPlan) -> list[Operator]:
+    """Return Volcano's Application, if the cluster runs Volcano."""
+    volcano = cluster.spec.components.volcano
+    release = cluster.release(NAME)
+    if volcano is None or release is None or release.chart is None:
+        return []
+    values = {"custom": {"scheduler_config_override": scheduler_config(cluster)}}
+    crds = REGISTRY[NAME].crd_set(release)
+    return [
+        Operator(
+            NAME, volcano.namespace, chart=release.chart, values=values, server_side=True, crds=(crds,) if crds else (),
+            cluster_kinds=Operator.cluster_kinds + WEBHOOKS,  # installer/helm/chart/volcano/templates
+        )
+    ]  # fmt: skip
