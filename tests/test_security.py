@@ -141,6 +141,15 @@ def test_a_non_folder_output_is_an_error_that_leaves_it_untouched(tmp_path: Path
     assert _beside(root) == []
 
 
+@pytest.mark.parametrize("out", [".", "..", "clusters/.."])
+def test_an_output_folder_that_holds_the_inputs_is_refused(tmp_path: Path, out: str) -> None:
+    root = _repo(tmp_path / "repo")
+    before = tree(tmp_path)
+    result = run("render", "--root", str(root), "--out", str(root / out))
+    assert result.code == 1 and "holds the repository's inputs" in result.stderr, result.stderr
+    assert tree(tmp_path) == before
+
+
 # --- permissions ----------------------------------------------------------------------------------
 
 

@@ -8,7 +8,7 @@ from gpuplan.commands.common import Options, print_findings
 from gpuplan.exitcode import ExitCode
 from gpuplan.overlay.unmanaged import unmanaged_files
 from gpuplan.pipeline import compile_fleet
-from gpuplan.write import WriteError, clean_stale, compare, render_files, write_tree
+from gpuplan.write import WriteError, clean_stale, compare, refuse_holding, render_files, write_tree
 
 
 def _scope(options: Options) -> tuple[str, ...]:
@@ -25,6 +25,7 @@ def render_fleet(options: Options, check_only: bool = False) -> int:
     if print_findings(result, options):
         return ExitCode.FAILED
     try:
+        refuse_holding(options.output, options.root)
         files = render_files(result.manifests)
         changes = compare(options.output, files, _scope(options))
         if check_only:
