@@ -33,7 +33,7 @@ def _find_root(ctx: click.Context, param: click.Parameter, value: Path | None) -
 _root = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None, callback=_find_root, help="Repository holding clusters/ and tenants/ (default: the nearest folder up from here that has clusters/, as git finds its repository).")
 _strict = click.option("--strict", is_flag=True, help="Fail on warnings too.")
 _format = click.option("--format", "fmt", type=click.Choice(["text", "github", "json"]), default="text", show_default=True, help="How diagnostics are printed.")
-_crds = click.option("--crds", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None, help="Folder of CRD YAML to validate custom resources (default: $GPUPLAN_CRDS).")
+_crds = click.option("--crds", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None, help="Folder of CRDs (YAML or JSON) added to the shipped ones; a kind it defines replaces the shipped CRD (default: $GPUPLAN_CRDS).")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
