@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import os
-import pickle
 import re
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +11,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from gpuplan import twocores
 from gpuplan.diagnostics import Diagnostic, Key, Position, SourceFile, error
 from gpuplan.diagnostics import format_path as format_path  # its old import path
 
@@ -37,7 +33,9 @@ class SourceFloat(float):
         out = cls(node)
         width, dot = getattr(node, "_width", None), getattr(node, "_prec", None)
         plain = getattr(node, "_exp", None) is None and not getattr(node, "_underscore", None)
-        digits = width - dot - 1 if plain and isinstance(width, int) and isinstance(dot, int) else -1
+        digits = (
+            width - dot - 1 if plain and isinstance(width, int) and isinstance(dot, int) else -1
+        )
         out.text = f"{float(node):.{digits}f}" if digits >= 0 else repr(float(node))
         return out
 
@@ -316,86 +314,21 @@ def _duplicate_name(text: str) -> str:
 
 
 PARALLEL_FROM = 24  # files; below this a second process costs more than it saves
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 def _parse_all(items: list[tuple[str, bytes]]) -> list[tuple[SourceFile | None, list[Diagnostic]]]:
     return [parse(shown, raw) for shown, raw in items]
 
 
-def _die_with(parent: int) -> None:
-    """In a forked worker: be killed with the parent, and leave ^C and SIGTERM to it."""
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, set())
-    # Not Linux: the parent still kills and reaps the worker on its way out.
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-def _worker(items: list[tuple[str, bytes]], write_fd: int, parent: int) -> None:
-    """Parse in a forked child and send the results back; never return, never print."""
-    try:
-        _die_with(parent)
-        data = pickle.dumps(_parse_all(items), protocol=pickle.HIGHEST_PROTOCOL)
-        with os.fdopen(write_fd, "wb") as pipe:
-            pipe.write(data)
-        os._exit(0)
-    except BaseException:  # noqa: BLE001 - a forked child must never unwind into the parent's code
-        os._exit(1)
-
-
-def _collect(pid: int, read_fd: int) -> list[tuple[SourceFile | None, list[Diagnostic]]] | None:
-    """Read a worker's results; None when it failed (the caller parses its share itself)."""
-    with os.fdopen(read_fd, "rb") as pipe:
-        data = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        return None
-    try:
-        return pickle.loads(data)  # our own child's bytes, over a private pipe
-    except (pickle.UnpicklingError, EOFError):
-        return None
-
-
 def parse_many(items: list[tuple[str, bytes]]) -> list[tuple[SourceFile | None, list[Diagnostic]]]:
-    """Parse files, half of them in a forked worker when there are many (ruamel is pure Python).
-
-    The worker dies with gpuplan (PR_SET_PDEATHSIG), ignores nothing the parent handles, and is
-    killed and reaped whenever the parent stops early (^C, SIGTERM, a bug): no orphan is left
-    holding a pipe or the terminal.
-    """
-    if len(items) < PARALLEL_FROM or not hasattr(os, "fork"):
+    """Parse files, half of them in a forked worker when there are many (ruamel is pure Python)."""
+    if len(items) < PARALLEL_FROM or not twocores.available():
         return _parse_all(items)
     half = len(items) // 2
-    read_fd, write_fd = os.pipe()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_fd)
-        _worker(items[half:], write_fd, parent)
-    os.close(write_fd)
-    reaped = False
-    try:
-        first = _parse_all(items[:half])
-        second = _collect(pid, read_fd)
-        reaped = True
-        return first + (second if second is not None else _parse_all(items[half:]))
-    finally:
-        if not reaped:
-            _stop(pid, read_fd)
-
-
-def _stop(pid: int, read_fd: int) -> None:
-    """Kill and reap a worker the parent no longer waits for."""
-    with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        os.waitpid(pid, 0)
-    with contextlib.suppress(OSError):
-        os.close(read_fd)
+    first, second = twocores.both(
+        lambda: _parse_all(items[:half]), lambda: _parse_all(items[half:])
+    )
+    return first + second
 
 
 def gather(root: Path, folder: str) -> tuple[list[tuple[str, bytes]], list[Diagnostic]]:

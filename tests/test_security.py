@@ -24,7 +24,7 @@ from pydantic import BeforeValidator, TypeAdapter, ValidationError
 from ruamel.yaml import YAML
 
 from benchmarks.synth import write_fleet
-from gpuplan import load, safefs, write
+from gpuplan import load, safefs, twocores, write
 from gpuplan.commands.common import Options
 from gpuplan.commands.render import render_fleet
 from gpuplan.model.cluster import Revision, Url, _regex
@@ -291,6 +291,19 @@ def _wait_for(proc: subprocess.Popen[bytes], ready: Any) -> Any:
 
 
 EXPECTED = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+@pytest.mark.skipif(not twocores.available(), reason="needs fork")
+def test_a_failing_worker_is_not_trusted_its_half_is_computed_again() -> None:
+    parent = os.getpid()
+
+    def half() -> int:
+        if os.getpid() != parent:
+            os._exit(7)  # the worker dies without a result
+        return 2
+
+    assert twocores.both(lambda: 1, half) == (1, 2)
+    assert _children(parent) == []  # reaped
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc to find the worker")

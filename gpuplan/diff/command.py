@@ -7,18 +7,17 @@ nothing is written.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from fractions import Fraction
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from gpuplan import twocores
 from gpuplan.capacity import capacity_rows
 from gpuplan.diagnostics import Diagnostic, has_errors, ordered, render
 from gpuplan.diff.analyse import analyse
@@ -200,12 +199,8 @@ def _base_side(root: Path, commit: str, crds: Path | None, where: str) -> SideRe
 
 def _in_parallel(base: Callable[[], Any], current: Callable[[], Any]) -> tuple[Any, Any]:
     """Compile the two sides on two cores when fork is available (each side is a whole compile)."""
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return base(), current()
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
-        pending = pool.submit(base)
-        mine = current()
-        return pending.result(), mine
+    mine, theirs = twocores.both(current, base)  # the worker dies with gpuplan (twocores.py)
+    return theirs, mine
 
 
 def from_git(root: Path, ref: str, crds: Path | None) -> DiffResult:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import re
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ except ImportError:  # pragma: no cover
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from gpuplan import twocores
 from gpuplan.diagnostics import Diagnostic, Severity, error, ordered
 from gpuplan.locate import problem_path, split_path
 from gpuplan.validate.choose import Validators
@@ -320,13 +319,11 @@ def _read_and_check_all(
     _RUN = run
     for path in files:  # choose every folder's versions before forking, so no worker re-reads them
         run.validator(str(path))
-    if len(files) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
+    if len(files) < PARALLEL_FROM or not twocores.available():
         return _read_and_check(files)
     half = len(files) // 2
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
-        pending = pool.submit(_read_and_check, files[half:])
-        docs, found, skipped = _read_and_check(files[:half])
-        more_docs, more_found, more_skipped = pending.result()
+    mine, theirs = twocores.both(lambda: _read_and_check(files[:half]), lambda: _read_and_check(files[half:]))
+    (docs, found, skipped), (more_docs, more_found, more_skipped) = mine, theirs
     return docs + more_docs, found + more_found, skipped | more_skipped
 
 

@@ -1,0 +1,98 @@
+"""Run a job's two halves on two cores: one in gpuplan's process, one in a forked worker.
+
+The worker dies with gpuplan (PR_SET_PDEATHSIG), leaves ^C and SIGTERM to the default action
+(gpuplan handles them), never prints a traceback, and is killed and reaped whenever gpuplan stops
+early (^C, SIGTERM, a bug), so no orphan is left holding a pipe or the terminal. A worker that
+fails for any reason is not trusted: gpuplan computes that half itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import pickle
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any, BinaryIO, TypeVar
+
+A = TypeVar("A")
+B = TypeVar("B")
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
+
+
+def available() -> bool:
+    """Tell whether a worker can be forked here."""
+    return hasattr(os, "fork")
+
+
+def both(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+    """Return (first(), second()), with second() computed in a forked worker when possible."""
+    if not available():
+        return first(), second()
+    for stream in (sys.stdout, sys.stderr):  # or the worker would print the parent's buffer again
+        stream.flush()
+    read_fd, write_fd = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        _worker(second, write_fd, parent)
+    os.close(write_fd)
+    reaped = False
+    with os.fdopen(read_fd, "rb") as pipe:
+        try:
+            mine = first()
+            theirs, ok = _collect(pid, pipe)
+            reaped = True
+        finally:
+            if not reaped:
+                _stop(pid)
+    return mine, (theirs if ok else second())
+
+
+def _die_with(parent: int) -> None:
+    """In the worker: be killed with the parent, and take ^C and SIGTERM's default action."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    # Not Linux: the parent still kills and reaps the worker on its way out.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _worker(job: Callable[[], Any], write_fd: int, parent: int) -> None:
+    """Compute in the forked worker and send the result back; never return to the parent's code."""
+    try:
+        _die_with(parent)
+        data = pickle.dumps(job(), protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(write_fd, "wb") as pipe:
+            pipe.write(data)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(0)
+    except BaseException:  # noqa: BLE001 - a forked child must never unwind into the parent's code
+        os._exit(1)
+
+
+def _collect(pid: int, pipe: BinaryIO) -> tuple[Any, bool]:
+    """Read the worker's result and reap it; (None, False) when it failed."""
+    data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        return None, False
+    try:
+        return pickle.loads(data), True  # our own child's bytes, over a private pipe
+    except (pickle.UnpicklingError, EOFError):
+        return None, False
+
+
+def _stop(pid: int) -> None:
+    """Kill and reap a worker the parent no longer waits for."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.waitpid(pid, 0)
