@@ -797,7 +797,7 @@ def _defect_system_namespace(draw: Callable, case: Case) -> Defect | None:
 def _defect_version(draw: Callable, case: Case) -> Defect | None:
     stem = draw(st.sampled_from(sorted(case.clusters)))
     data = case.clusters[stem]
-    key, bad = draw(st.sampled_from([("kubernetesVersion", "1.99"), ("kubernetesVersion", 1.33), ("provider", "ibm")]))
+    key, bad = draw(st.sampled_from([("kubernetesVersion", "1.99"), ("kubernetesVersion", 13.0), ("provider", "ibm")]))
     data[key] = bad
     return Defect(f"clusters/{stem}.yaml", f"{key}: {bad!r}")
 
