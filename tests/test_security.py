@@ -326,10 +326,15 @@ def test_a_signal_while_parsing_on_two_cores_exits_promptly_and_leaves_no_worker
 def test_a_signal_during_the_write_leaves_old_or_new_and_no_staging(
     tmp_path: Path, number: int
 ) -> None:
-    root = write_fleet(tmp_path / "fleet", 3, 6, 10)
-    assert run("render", "--root", str(root)).code == 0
+    many = "name: team-a\nnamespaces: [" + ", ".join(f"team-a-{i}" for i in range(60)) + "]\n"
+    root = _repo(tmp_path / "repo", tenant=TENANT.replace("name: team-a\n", many))
+    assert run("render", "--root", str(root)).code == 0  # some 400 files: a write phase to land in
     old = tree(root / "output")
-    write_fleet(root, 3, 6, 10, changed_tenant=0)
+    (root / T).write_text(
+        (root / T)
+        .read_text()
+        .replace("gpus: 8\n      - pool: infer", "gpus: 6\n      - pool: infer")
+    )
     proc = _start(root)
     staging = root / f".output{write.STAGING}{proc.pid}"
     _wait_for(proc, staging.exists)
