@@ -31,18 +31,21 @@ class Listing:
     links: list[str] = field(default_factory=list)  # symbolic links, dangling or not
     other: list[str] = field(default_factory=list)  # fifos, sockets, devices
     read_only: list[str] = field(default_factory=list)  # folders whose owner may not write
+    heads: dict[str, bytes] = field(default_factory=dict)  # regular file -> its first bytes
+    _kinds: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def kind(self, relative: str) -> str | None:
         """Return 'file', 'dir', 'link' or 'other' for an entry, or None if there is none."""
-        for name, entries in (
-            ("file", self.files),
-            ("dir", self.dirs),
-            ("link", self.links),
-            ("other", self.other),
-        ):
-            if relative in entries:
-                return name
-        return None
+        if len(self._kinds) != len(self.files) + len(self.dirs) + len(self.links) + len(self.other):
+            self._kinds.clear()
+            for name, entries in (
+                ("file", self.files),
+                ("dir", self.dirs),
+                ("link", self.links),
+                ("other", self.other),
+            ):
+                self._kinds.update(dict.fromkeys(entries, name))
+        return self._kinds.get(relative)
 
 
 def writable(st: os.stat_result) -> bool:
@@ -50,16 +53,16 @@ def writable(st: os.stat_result) -> bool:
     return bool(st.st_mode & stat.S_IWUSR)
 
 
-def scan(dir_fd: int) -> Listing:
-    """List everything under an open folder without following any link."""
+def scan(dir_fd: int, head: int = 0) -> Listing:
+    """List everything under an open folder without following any link (and each file's first bytes)."""
     listing = Listing()
-    _scan(dir_fd, "", listing)
+    _scan(dir_fd, "", listing, head)
     for entries in (listing.files, listing.dirs, listing.links, listing.other):
         entries.sort()
     return listing
 
 
-def _scan(dir_fd: int, prefix: str, listing: Listing) -> None:
+def _scan(dir_fd: int, prefix: str, listing: Listing, head: int) -> None:
     with os.scandir(dir_fd) as entries:
         found = sorted(entries, key=lambda e: e.name)
     for entry in found:
@@ -72,11 +75,16 @@ def _scan(dir_fd: int, prefix: str, listing: Listing) -> None:
                 listing.read_only.append(relative)
             child = os.open(entry.name, DIR_FLAGS, dir_fd=dir_fd)
             try:
-                _scan(child, relative + "/", listing)
+                _scan(child, relative + "/", listing, head)
             finally:
                 os.close(child)
         elif entry.is_file(follow_symlinks=False):
             listing.files.append(relative)
+            if head:
+                with contextlib.suppress(
+                    OSError
+                ):  # unreadable: its owner's, carried over untouched
+                    listing.heads[relative] = read_head(dir_fd, entry.name, head)
         else:
             listing.other.append(relative)
 
@@ -112,6 +120,23 @@ def read_all(dir_fd: int, name: str) -> bytes:
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
+
+
+def read_files(base_fd: int, relatives: list[str]) -> dict[str, bytes]:
+    """Return the bytes of regular files below a folder, opening each folder once."""
+    out: dict[str, bytes] = {}
+    by_folder: dict[str, list[str]] = {}
+    for relative in relatives:
+        folder, _, name = relative.rpartition("/")
+        by_folder.setdefault(folder, []).append(name)
+    for folder, names in sorted(by_folder.items()):
+        fd = open_dir(base_fd, folder)
+        try:
+            for name in names:
+                out[f"{folder}/{name}" if folder else name] = read_all(fd, name)
+        finally:
+            os.close(fd)
+    return out
 
 
 def carry_over(src_fd: int, dst_fd: int, name: str) -> None:

@@ -102,21 +102,9 @@ def _state(out: Path) -> os.stat_result | None:
 
 
 def _tree_at(dir_fd: int) -> OutputTree:
-    listing = safefs.scan(dir_fd)
-    owned = []
-    for relative in listing.files:
-        folder, _, name = relative.rpartition("/")
-        try:
-            fd = safefs.open_dir(dir_fd, folder)
-            try:
-                head = safefs.read_head(fd, name, len(OWNED_MARK))
-            finally:
-                os.close(fd)
-        except OSError:
-            continue  # unreadable: not gpuplan's, so it is carried over untouched
-        if head == OWNED_MARK.encode():
-            owned.append(relative)
-    return OutputTree(listing, tuple(owned))
+    listing = safefs.scan(dir_fd, head=len(OWNED_MARK))
+    mark = OWNED_MARK.encode()
+    return OutputTree(listing, tuple(p for p in listing.files if listing.heads.get(p) == mark))
 
 
 def read_tree(out: Path) -> OutputTree:
@@ -192,17 +180,12 @@ class Changes:
         )
 
 
-def _read_owned(out: Path, relative: str) -> bytes:
-    folder, _, name = relative.rpartition("/")
+def _read_owned(out: Path, relatives: list[str]) -> dict[str, bytes]:
     root = os.open(out, safefs.DIR_FLAGS)
     try:
-        fd = safefs.open_dir(root, folder)
+        return safefs.read_files(root, relatives)
     finally:
         os.close(root)
-    try:
-        return safefs.read_all(fd, name)
-    finally:
-        os.close(fd)
 
 
 def compare(out: Path, files: dict[str, bytes], scope: tuple[str, ...] = ()) -> Changes:
@@ -212,7 +195,8 @@ def compare(out: Path, files: dict[str, bytes], scope: tuple[str, ...] = ()) -> 
         refuse_unsafe(out, tree, files)
         owned = {p for p in tree.owned if in_scope(p, scope)}
         added = sorted(p for p in files if p not in owned)
-        changed = sorted(p for p in files if p in owned and _read_owned(out, p) != files[p])
+        on_disk = _read_owned(out, sorted(p for p in files if p in owned))
+        changed = sorted(p for p, data in on_disk.items() if data != files[p])
     except OSError as exc:
         raise WriteError(f"cannot read {out}: {exc.strerror or exc}; nothing was written") from None
     removed = sorted(p for p in owned if p not in files)
@@ -258,8 +242,14 @@ def _stage(
     scope: tuple[str, ...],
 ) -> None:
     """Fill the staging folder: the new files, plus every entry of the old output that stays."""
-    for folder in tree.listing.dirs:
-        os.close(safefs.open_dir(staging_fd, folder, create=True))
+    holding = {
+        p.rpartition("/")[0]
+        for part in (tree.listing.files, tree.listing.links, tree.listing.other, tree.listing.dirs)
+        for p in part
+    }
+    for folder in tree.listing.dirs:  # folders with content are made on the way to it
+        if folder not in holding:  # an empty folder of the user's: kept
+            os.close(safefs.open_dir(staging_fd, folder, create=True))
     keep = tree.foreign + [p for p in tree.owned if not in_scope(p, scope) and p not in files]
     for folder, names in sorted(_by_folder(keep).items()):
         assert out_fd is not None

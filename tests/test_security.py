@@ -150,6 +150,20 @@ def test_an_output_folder_that_holds_the_inputs_is_refused(tmp_path: Path, out: 
     assert tree(tmp_path) == before
 
 
+def test_a_removed_tenant_leaves_no_empty_folder_and_user_folders_stay(tmp_path: Path) -> None:
+    root = _repo(
+        tmp_path / "repo",
+        tenant=TENANT.replace("name: team-a\n", "name: team-a\nnamespaces: [team-a, old]\n"),
+    )
+    assert run("render", "--root", str(root)).code == 0
+    (root / "output" / "mine" / "empty").mkdir(parents=True)
+    assert (root / "output/c1/namespaces/old").is_dir()
+    (root / T).write_text(TENANT)
+    assert run("render", "--root", str(root)).code == 0
+    assert not (root / "output/c1/namespaces/old").exists()
+    assert (root / "output/mine/empty").is_dir()
+
+
 # --- permissions ----------------------------------------------------------------------------------
 
 
