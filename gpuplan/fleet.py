@@ -136,7 +136,7 @@ class ClusterPlan:
         """Tell whether gpuplan labels a pool's nodes through NFD: a static pool with hostnames, labels wanted."""
         components = self.spec.components
         wanted = components.gpu_operator is not None or components.kueue is not None
-        return wanted and not pool.spec.nodes.autoscaled and bool(pool.spec.hostnames)
+        return wanted and not pool.karpenter_made and bool(pool.spec.hostnames)
 
     def cohort_root(self, cohort: str | None) -> str | None:
         """Return the root of a cohort's tree: Kueue lends across the whole tree."""

@@ -17,6 +17,13 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 GPU = "nvidia.com/gpu"
 MIG_DISABLED = "all-disabled"
 DEFAULT_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+# The label each cloud puts on a node with its node group (../shared/facts/upstream-components.md,
+# "NFD's system.name/nodename feature"): what a static pool's nodeGroup selects by.
+NODE_GROUP_LABELS = {
+    "aws": "eks.amazonaws.com/nodegroup",
+    "azure": "kubernetes.azure.com/agentpool",
+    "gcp": "cloud.google.com/gke-nodepool",
+}
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,7 @@ class PoolPlan:
     mig_layouts: tuple[tuple[tuple[int, ...], dict[str, int]], ...] = ()  # (gpu indexes, layout)
     mig_config: str | None = None
     device_plugin_config: str | None = None
+    node_group_label: str | None = None  # the provider's node-group label (clouds only)
 
     @property
     def name(self) -> str:
@@ -60,8 +68,23 @@ class PoolPlan:
 
     @property
     def nodes_least(self) -> int:
-        """Return the pool's always-on node count at nodes.min (or count)."""
-        return self.spec.nodes.least
+        """Return the pool's always-on node count: count, or none of an autoscaled pool.
+
+        Karpenter keeps no minimum (kubernetes-sigs/karpenter launches NodeClaims only for pending
+        pods, and a NodePool has no min field: v1.14.1 pkg/apis/crds/karpenter.sh_nodepools.yaml), so
+        nodes.min is no capacity anyone can count on.
+        """
+        return 0 if self.spec.nodes.autoscaled else self.spec.nodes.least
+
+    @property
+    def karpenter_made(self) -> bool:
+        """Tell whether Karpenter makes the pool's nodes (a NodePool: autoscaled, or static with a karpenter section)."""
+        return self.spec.karpenter is not None or self.spec.nodes.autoscaled
+
+    @property
+    def label_selected(self) -> bool:
+        """Tell whether the pool is nodes gpuplan does not label: selected by nodeGroup or labels alone."""
+        return not self.karpenter_made and not self.spec.hostnames
 
     def capacity(self, resource: str, at_least: bool = False) -> int:
         """Return the units of a resource the pool offers at its largest (or smallest) size."""
@@ -86,7 +109,7 @@ class PoolPlan:
     @property
     def node_labels(self) -> dict[str, str]:
         """Return every label gpuplan puts on the pool's nodes (pool, configs, user labels)."""
-        labels = dict(self.spec.labels)
+        labels = self.given_labels
         labels[POOL_LABEL] = self.name
         if self.mig_config is not None:
             labels[MIG_CONFIG_LABEL] = self.mig_config
@@ -99,11 +122,19 @@ class PoolPlan:
         """Return the labels that select exactly this pool's nodes.
 
         gpuplan puts the pool label on nodes it labels itself (Karpenter templates, NFD rules
-        by hostname); a static pool selected by labels alone is found by the user's labels.
+        by hostname); a static pool selected by nodeGroup or labels is found by those.
         """
-        if not self.spec.nodes.autoscaled and not self.spec.hostnames:
-            return dict(sorted(self.spec.labels.items()))
+        if self.label_selected:
+            return dict(sorted(self.given_labels.items()))
         return {POOL_LABEL: self.name}
+
+    @property
+    def given_labels(self) -> dict[str, str]:
+        """Return the labels the user states the nodes carry: labels, and the node-group label of nodeGroup."""
+        labels = dict(self.spec.labels)
+        if self.spec.node_group is not None and self.node_group_label is not None:
+            labels[self.node_group_label] = self.spec.node_group
+        return labels
 
 
 def mig_resource(profile: str, strategy: str) -> str:
@@ -152,6 +183,7 @@ def build_pool(cluster: Cluster, index: int, model: GpuModel, gpus_per_node: int
     """Return the plan of one pool: resources per node, MIG layouts and config label values."""
     pool = cluster.node_pools[index]
     plan = PoolPlan(cluster.name, index, pool, model, gpus_per_node)
+    plan.node_group_label = NODE_GROUP_LABELS.get(cluster.provider)
     operator = cluster.components.gpu_operator
     strategy = operator.mig_strategy if operator else "mixed"
     sharing = pool.sharing

@@ -15,7 +15,7 @@ from gpuplan.gpus import catalog
 from gpuplan.gpus.mig import place
 from gpuplan.model.cluster import Cluster
 from gpuplan.model.tenant import Quota, Tenant
-from gpuplan.pools import PoolPlan, build_pool
+from gpuplan.pools import NODE_GROUP_LABELS, PoolPlan, build_pool
 from gpuplan.sources import Inputs
 
 
@@ -97,22 +97,36 @@ def _device_coverage(located: Located[Cluster], plan: PoolPlan) -> list[Diagnost
 def _pool_shape(located: Located[Cluster], index: int) -> list[Diagnostic]:
     cluster = located.model
     pool = cluster.node_pools[index]
-    if pool.nodes.autoscaled:
-        problems = []
-        if cluster.components.karpenter is None:
-            problems.append(located.at("nodePools", index, "nodes", message="an autoscaled pool (min/max) needs components.karpenter; use {count: N} for a static pool"))
-        if cluster.provider not in ("aws", "azure"):
-            problems.append(located.at("nodePools", index, "nodes", message=f"Karpenter does not serve provider {cluster.provider}; use {{count: N}} for a static pool"))
-        if pool.karpenter is None:
-            problems.append(located.at("nodePools", index, "nodes", message="an autoscaled pool needs a karpenter section (instanceTypes)"))
-        if pool.hostnames:
-            problems.append(located.at("nodePools", index, "hostnames", message="hostnames apply to static pools only"))
-        return problems
+    if pool.nodes.autoscaled or pool.karpenter is not None:
+        return _karpenter_pool_shape(located, index)
     problems = []
-    if pool.karpenter is not None:
-        problems.append(located.at("nodePools", index, "karpenter", message="a karpenter section applies to autoscaled pools (nodes: {min, max}) only"))
-    if not pool.hostnames and not pool.labels:
-        problems.append(located.at("nodePools", index, "nodes", message="a static pool needs hostnames (or labels) to select its nodes"))
+    if not pool.hostnames and not pool.labels and pool.node_group is None:
+        problems.append(located.at("nodePools", index, "nodes", message="a static pool needs nodeGroup, hostnames or labels to select its nodes (or a karpenter section, for a static NodePool)"))
+    if pool.node_group is not None and cluster.provider not in NODE_GROUP_LABELS:
+        problems.append(located.at("nodePools", index, "nodeGroup", message=f"nodeGroup selects nodes by a cloud's node-group label, which {cluster.provider} nodes have none of: use hostnames or labels"))
+    if pool.node_group is not None and pool.hostnames:
+        problems.append(located.at("nodePools", index, "hostnames", message="set nodeGroup or hostnames, not both: nodeGroup already selects the pool's nodes"))
+    return problems
+
+
+def _karpenter_pool_shape(located: Located[Cluster], index: int) -> list[Diagnostic]:
+    cluster = located.model
+    pool = cluster.node_pools[index]
+    problems = []
+    if cluster.components.karpenter is None:
+        if pool.nodes.autoscaled:
+            message = "an autoscaled pool (min/max) needs components.karpenter; use {count: N} for a static pool"
+        else:
+            message = "a karpenter section (a static NodePool) needs components.karpenter; drop it to select existing nodes by nodeGroup, hostnames or labels"
+        problems.append(located.at("nodePools", index, "nodes" if pool.nodes.autoscaled else "karpenter", message=message))
+    if cluster.provider not in ("aws", "azure"):
+        problems.append(located.at("nodePools", index, "nodes" if pool.nodes.autoscaled else "karpenter", message=f"Karpenter does not serve provider {cluster.provider}; use {{count: N}} with nodeGroup, hostnames or labels"))
+    if pool.karpenter is None:
+        problems.append(located.at("nodePools", index, "nodes", message="an autoscaled pool needs a karpenter section (instanceTypes)"))
+    if pool.hostnames:
+        problems.append(located.at("nodePools", index, "hostnames", message="hostnames apply to static pools Karpenter does not make"))
+    if pool.node_group is not None:
+        problems.append(located.at("nodePools", index, "nodeGroup", message="nodeGroup applies to static pools Karpenter does not make (its NodePool labels the nodes)"))
     return problems
 
 

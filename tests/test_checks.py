@@ -61,7 +61,7 @@ def quota(gpus: int, extra: str = "", cohort: bool = False) -> str:
 def test_capacity_exactly_at_nodes_max_passes(tmp_path: Path) -> None:
     code, err = check(tmp_path, {"a": quota(16), "b": quota(16)})
     assert code == 0, err
-    assert "exceed its always-on" in err  # 32 > nodes.min 1 x 8: a warning only
+    assert "all depend on autoscaling: Karpenter keeps no minimum" in err  # a warning only
 
 
 def test_capacity_one_over_nodes_max_fails(tmp_path: Path) -> None:
@@ -71,9 +71,11 @@ def test_capacity_one_over_nodes_max_fails(tmp_path: Path) -> None:
     assert "tenants/a.yaml:5:29: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant a asks 16, with b 17" in err
 
 
-def test_capacity_at_nodes_min_has_no_warning(tmp_path: Path) -> None:
+def test_capacity_within_nodes_min_still_depends_on_autoscaling(tmp_path: Path) -> None:
+    # 8 GPUs fit nodes.min 1 x 8, but Karpenter keeps no minimum: nothing of the pool is always there.
     code, err = check(tmp_path, {"a": quota(8)})
-    assert code == 0 and "pool-capacity-autoscaled" not in err, err
+    assert code == 0 and "[pool-capacity-autoscaled]" in err, err
+    assert "nodes.min 1 is not kept" in err
 
 
 def test_mig_capacity_counts_instances(tmp_path: Path) -> None:

@@ -95,9 +95,12 @@ def check_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
                     yield Diagnostic(file, line, col, Severity.ERROR, path, f"{total}; {_share(grant, grants)}")
             elif asked > least and pool.spec.nodes.autoscaled:
                 share = " + ".join(f"{g.owner.name} {g.nominal}" for g in grants)
+                # Karpenter keeps no minimum, so no node of an autoscaled pool is always there
+                # (PoolPlan.nodes_least): every unit asked depends on Karpenter launching nodes.
                 message = (
-                    f"tenants' {asked} {units} of pool {pool_name} ({share}) exceed its always-on {least} "
-                    f"(nodes.min {pool.nodes_least} x {per_node}); the rest depends on autoscaling"
+                    f"tenants' {asked} {units} of pool {pool_name} ({share}) all depend on autoscaling: Karpenter "
+                    f"keeps no minimum, so none of the pool is always-on (nodes.min {pool.spec.nodes.min} is not kept); "
+                    "for capacity that must stay up, use a static pool ({count: N})"
                 )
                 yield _pool_at(cluster, pool, ("nodes", "min"), Severity.WARNING, message, "pool-capacity-autoscaled")
 

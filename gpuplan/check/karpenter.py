@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpuplan.check import check, clusters_with
-from gpuplan.components.karpenter import KarpenterRelease
+from gpuplan.components.karpenter import RELEASES, KarpenterRelease
 from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
 from gpuplan.fleet import INSTANCE_GPUS, ClusterPlan, Fleet
 from gpuplan.model.common import LABEL_VALUE
@@ -29,6 +29,15 @@ def _pools(fleet: Fleet, autoscaled: bool) -> Iterator[tuple[ClusterPlan, PoolPl
         cluster = fleet.clusters[name]
         for pool in cluster.pools.values():
             if pool.spec.nodes.autoscaled == autoscaled:
+                yield cluster, pool
+
+
+def _made(fleet: Fleet) -> Iterator[tuple[ClusterPlan, PoolPlan]]:
+    """Yield the pools Karpenter makes (a NodePool each: autoscaled, or static with a karpenter section)."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        for pool in cluster.pools.values():
+            if pool.karpenter_made and pool.spec.karpenter is not None:
                 yield cluster, pool
 
 
@@ -68,7 +77,7 @@ def check_karpenter_node_class(fleet: Fleet) -> Iterator[Diagnostic]:
 @check
 def check_karpenter_capacity_types(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on capacity type `reserved` before Karpenter core v1.3; warn while its gate is off by default."""
-    for cluster, pool in _pools(fleet, autoscaled=True):
+    for cluster, pool in _made(fleet):
         release, spec = _karpenter(cluster), pool.spec.karpenter
         if release is None or spec is None or "reserved" not in spec.capacity_types:
             continue
@@ -84,7 +93,7 @@ def check_karpenter_capacity_types(fleet: Fleet) -> Iterator[Diagnostic]:
 @check
 def check_instance_type_gpus(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error when a known instance type has another GPU count than the pool's gpusPerNode."""
-    for cluster, pool in _pools(fleet, autoscaled=True):
+    for cluster, pool in _made(fleet):
         spec = pool.spec.karpenter
         if spec is None:
             continue
@@ -102,7 +111,7 @@ def check_instance_type_gpus(fleet: Fleet) -> Iterator[Diagnostic]:
 @check
 def check_karpenter_values(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on instance types or zones that are not label values (NodePool requirement values)."""
-    for cluster, pool in _pools(fleet, autoscaled=True):
+    for cluster, pool in _made(fleet):
         spec = pool.spec.karpenter
         if spec is None:
             continue
@@ -117,7 +126,7 @@ def check_karpenter_values(fleet: Fleet) -> Iterator[Diagnostic]:
 @check
 def check_karpenter_labels(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on pool labels the NodePool CRD refuses in template labels (karpenter.sh, hostname)."""
-    for cluster, pool in _pools(fleet, autoscaled=True):
+    for cluster, pool in _made(fleet):
         if cluster.spec.components.karpenter is None:
             continue
         for key in pool.spec.labels:
@@ -152,3 +161,54 @@ def check_karpenter_known_resources(fleet: Fleet) -> Iterator[Diagnostic]:
             "only when other pods trigger it; make it a static pool ({count: N})"
         )
         yield _warning(cluster.located.source, ("nodePools", pool.index, "sharing"), message)
+
+
+def _first_static(release: KarpenterRelease) -> str:
+    """Return the first release of the same provider line with static NodePools."""
+    same_line = [r for r in RELEASES if r.line == release.line and r.static_node_pools]
+    return same_line[0].version if same_line else "none"
+
+
+@check
+def check_static_node_pools(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on a static NodePool before Karpenter core v1.8.0; warn where AKS runs Karpenter with its gate off."""
+    for cluster, pool in _made(fleet):
+        release = _karpenter(cluster)
+        if release is None or pool.spec.nodes.autoscaled:
+            continue
+        loc = ("nodePools", pool.index, "karpenter")
+        if not release.static_node_pools:
+            message = (
+                f"Karpenter {release.version} (core {release.core}) has no static NodePools (spec.replicas came with core "
+                f"v1.8.0; the first {release.line} release with it is {_first_static(release)}): upgrade Karpenter, or drop "
+                "the karpenter section and select the pool's nodes by nodeGroup"
+            )
+            yield cluster.located.source.diagnostic(loc, message)
+            continue
+        # kubernetes-sigs/karpenter pkg/operator/options/options.go: StaticCapacity=false by default up to
+        # v1.14.1. gpuplan's Karpenter Application turns it on (settings.featureGates.staticCapacity, both
+        # providers' charts/karpenter/values.yaml), except on AKS, where Node Auto Provisioning runs
+        # Karpenter unless the cluster says selfHosted.
+        spec = cluster.spec.components.karpenter
+        if cluster.spec.provider == "azure" and spec is not None and not spec.self_hosted:
+            message = (
+                f"a static NodePool keeps {pool.nodes_most} nodes only with Karpenter's StaticCapacity feature gate on "
+                f"(alpha, off by default in {release.version}), which AKS's managed Karpenter (Node Auto Provisioning) does "
+                "not turn on: run Karpenter yourself (selfHosted: true), or select the pool's nodes by nodeGroup"
+            )
+            yield _warning(cluster.located.source, loc, message)
+
+
+@check
+def check_karpenter_minimum(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn on nodes.min above 0 on an autoscaled pool: Karpenter keeps no minimum, so it is no capacity."""
+    for cluster, pool in _pools(fleet, autoscaled=True):
+        least = pool.spec.nodes.min or 0
+        if least == 0 or cluster.spec.components.karpenter is None:
+            continue
+        message = (
+            f"Karpenter keeps no minimum: it launches nodes of pool {pool.name} only for pending pods and removes empty "
+            f"ones, so nodes.min {least} is never kept up and gpuplan counts none of it as always-on capacity; for nodes "
+            f"that must stay up, make a static pool (nodes: {{count: {least}}}) with the same karpenter section"
+        )
+        yield _warning(cluster.located.source, ("nodePools", pool.index, "nodes", "min"), message)

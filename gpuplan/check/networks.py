@@ -11,6 +11,7 @@ import ipaddress
 from collections.abc import Iterator
 
 from gpuplan.check import check
+from gpuplan.components.karpenter import KarpenterRelease
 from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
 from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.model.cluster import Ipam, Network
@@ -26,6 +27,13 @@ def _warning(source: SourceFile, loc: Key, message: str) -> Diagnostic:
 def _clusters(fleet: Fleet) -> Iterator[ClusterPlan]:
     for name in sorted(fleet.clusters):
         yield fleet.clusters[name]
+
+
+def _addressed(cluster: ClusterPlan) -> Iterator[tuple[int, Network, Ipam]]:
+    """Yield the networks that hand out addresses (every type but efa), with their IPAM."""
+    for index, network in enumerate(cluster.spec.networks):
+        if network.ipam is not None:
+            yield index, network, network.ipam
 
 
 def _gateway(ipam: Ipam) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -81,8 +89,8 @@ def check_overlapping_ranges(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error when two networks of one cluster hand out addresses from overlapping ranges."""
     for cluster in _clusters(fleet):
         seen: list[tuple[str, IpNetwork]] = []
-        for index, network in enumerate(cluster.spec.networks):
-            net = ipaddress.ip_network(network.ipam.range)
+        for index, network, ipam in _addressed(cluster):
+            net = ipaddress.ip_network(ipam.range)
             for name, other in seen:
                 if net.version == other.version and net.overlaps(other):
                     message = f"range {net} of network {network.name} overlaps range {other} of network {name}: pods of both would get the same addresses"
@@ -95,16 +103,16 @@ def check_overlapping_ranges(fleet: Fleet) -> Iterator[Diagnostic]:
 def check_range_size(fleet: Fleet) -> Iterator[Diagnostic]:
     """Warn when a range has fewer addresses than the pods that could attach (nodes.max x gpusPerNode)."""
     for cluster in _clusters(fleet):
-        for index, network in enumerate(cluster.spec.networks):
+        for index, network, ipam in _addressed(cluster):
             pods = attaching_pods(cluster, network)
-            usable = usable_addresses(network.ipam)
+            usable = usable_addresses(ipam)
             if usable < pods:
                 pools = ", ".join(
                     f"{p} {cluster.pools[p].nodes_most} x {cluster.pools[p].gpus_per_node}"
                     for p in dict.fromkeys(network.pools)
                     if p in cluster.pools
                 )
-                message = f"range {network.ipam.range} of network {network.name} has {usable} usable addresses for up to {pods} pods ({pools}); pods beyond that cannot attach"
+                message = f"range {ipam.range} of network {network.name} has {usable} usable addresses for up to {pods} pods ({pools}); pods beyond that cannot attach"
                 yield _warning(cluster.located.source, _range_loc(index), message)
 
 
@@ -112,9 +120,9 @@ def check_range_size(fleet: Fleet) -> Iterator[Diagnostic]:
 def check_range_allocatable(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on a host-local range too small to allocate from (/31, /32, /127, /128)."""
     for cluster in _clusters(fleet):
-        for index, network in enumerate(cluster.spec.networks):
-            net = ipaddress.ip_network(network.ipam.range)
-            if network.ipam.type == "host-local" and net.prefixlen > net.max_prefixlen - 2:
+        for index, network, ipam in _addressed(cluster):
+            net = ipaddress.ip_network(ipam.range)
+            if ipam.type == "host-local" and net.prefixlen > net.max_prefixlen - 2:
                 message = f"host-local refuses range {net}: it is too small to allocate from (at most /{net.max_prefixlen - 2})"
                 yield cluster.located.source.diagnostic(_range_loc(index), message)
 
@@ -123,8 +131,7 @@ def check_range_allocatable(fleet: Fleet) -> Iterator[Diagnostic]:
 def check_gateway(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error when a gateway is not an address inside its range."""
     for cluster in _clusters(fleet):
-        for index, network in enumerate(cluster.spec.networks):
-            ipam = network.ipam
+        for index, _network, ipam in _addressed(cluster):
             if ipam.gateway is None:
                 continue
             loc = ("networks", index, "ipam", "gateway")
@@ -140,8 +147,7 @@ def check_gateway(fleet: Fleet) -> Iterator[Diagnostic]:
 def check_exclude(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on exclude with host-local (it has none); warn on an exclude outside its range."""
     for cluster in _clusters(fleet):
-        for index, network in enumerate(cluster.spec.networks):
-            ipam = network.ipam
+        for index, _network, ipam in _addressed(cluster):
             if not ipam.exclude:
                 continue
             base: Key = ("networks", index, "ipam", "exclude")
@@ -160,8 +166,8 @@ def check_exclude(fleet: Fleet) -> Iterator[Diagnostic]:
 def check_host_local_spans_nodes(fleet: Fleet) -> Iterator[Diagnostic]:
     """Warn when a host-local range serves more than one node: each node hands out the same addresses."""
     for cluster in _clusters(fleet):
-        for index, network in enumerate(cluster.spec.networks):
-            if network.ipam.type != "host-local":
+        for index, network, ipam in _addressed(cluster):
+            if ipam.type != "host-local":
                 continue
             nodes = sum(cluster.pools[p].nodes_most for p in dict.fromkeys(network.pools) if p in cluster.pools)
             if nodes > 1:
@@ -203,3 +209,95 @@ def check_attached_networks(fleet: Fleet) -> Iterator[Diagnostic]:
                     pools = ", ".join(dict.fromkeys(network.pools))
                     message = f"network {name} reaches only pool(s) {pools}, where tenant {alloc.name} has no quota: its pods can never use it"
                     yield _warning(alloc.tenant.source, loc, message)
+
+
+# The RDMA shared device plugin advertises <resourcePrefix>/<resourceName>, prefix "rdma" unless
+# configured (Mellanox/k8s-rdma-shared-dev-plugin v1.5.3 README.md, "resourcePrefix" default);
+# its README names resources hca_shared_devices_a and the NVIDIA Network Operator's samples
+# rdma_shared_device_a, so those names mark one under another prefix too.
+RDMA_SHARED_PREFIX = "rdma"
+_RDMA_SHARED_NAMES = ("rdma_shared", "hca_shared")
+# What each CNI needs from a device plugin (../shared/facts/upstream-components.md "Multus networks"):
+# sriov-cni and ib-sriov-cni move an SR-IOV VF into the pod; macvlan and ipoib share the parent's
+# device, and pods reach RDMA through the RDMA shared device plugin.
+_VF_TYPES = ("sriov", "ib-sriov")
+_SHARED_PAIRS = "type macvlan (Ethernet, RoCE) or type ipoib (InfiniBand)"
+
+
+def rdma_shared(resource: str | None) -> bool:
+    """Tell whether a resource name is an RDMA shared device (which has no SR-IOV VFs)."""
+    if resource is None:
+        return False
+    prefix, _, name = resource.partition("/")
+    return prefix == RDMA_SHARED_PREFIX or any(marker in name for marker in _RDMA_SHARED_NAMES)
+
+
+@check
+def check_network_device_pairing(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when sriov or ib-sriov is backed by an RDMA shared device: their CNIs need SR-IOV VFs."""
+    for cluster in _clusters(fleet):
+        for index, network in enumerate(cluster.spec.networks):
+            if network.type in _VF_TYPES and rdma_shared(network.resource_name):
+                cni = "ib-sriov-cni" if network.type == "ib-sriov" else "sriov-cni"
+                message = (
+                    f"{cni} moves an SR-IOV VF into the pod, and {network.resource_name} is an RDMA shared device, which "
+                    f"has none: pair the RDMA shared device with {_SHARED_PAIRS}, or give {network.type} the SR-IOV "
+                    "network device plugin's VF resource"
+                )
+                yield cluster.located.source.diagnostic(("networks", index, "resourceName"), message)
+
+
+# Fabrics by provider: EFA exists on AWS only, and EC2 instances have no InfiniBand (p5 and p5en
+# use EFA: ../shared/facts/upstream-components.md "Multus networks"). A static pool of an aws cluster
+# may be on-premises machines (EKS hybrid nodes), so InfiniBand is refused only on pools Karpenter
+# launches as EC2 instances.
+_INFINIBAND = ("ipoib", "ib-sriov")
+
+
+@check
+def check_network_provider(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on efa off AWS, and on InfiniBand networks that reach EC2 instances Karpenter launches."""
+    for cluster in _clusters(fleet):
+        provider = cluster.spec.provider
+        for index, network in enumerate(cluster.spec.networks):
+            if network.type == "efa" and provider != "aws":
+                message = f"EFA (Elastic Fabric Adapter) exists on AWS only; cluster {cluster.name} runs on {provider}"
+                yield cluster.located.source.diagnostic(("networks", index, "type"), message)
+            if network.type not in _INFINIBAND or provider != "aws":
+                continue
+            for p_index, name in enumerate(network.pools):
+                pool = cluster.pools.get(name)
+                if pool is not None and pool.karpenter_made:
+                    message = (
+                        f"pool {name} is EC2 instances, which have no InfiniBand ({network.type}): p5 and p5en "
+                        "reach each other over EFA (a network of type: efa)"
+                    )
+                    yield cluster.located.source.diagnostic(("networks", index, "pools", p_index), message)
+
+
+@check
+def check_efa_interfaces(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when an efa network reaches Karpenter's nodes but the EC2NodeClass gpuplan renders has no EFA interfaces."""
+    for cluster in _clusters(fleet):
+        karpenter, release = cluster.spec.components.karpenter, cluster.release("karpenter")
+        settings = karpenter.node_class.aws if karpenter is not None else None
+        if settings is None or not isinstance(release, KarpenterRelease):
+            continue  # no node class gpuplan renders: it is the user's (extra/<cluster>/)
+        for index, network in enumerate(cluster.spec.networks):
+            reached = [p for p in network.pools if p in cluster.pools and cluster.pools[p].karpenter_made]
+            if network.type != "efa" or not reached:
+                continue
+            loc = ("networks", index, "type")
+            # EC2NodeClass spec.networkInterfaces: aws/karpenter-provider-aws v1.11.0 on (gpuplan/components/karpenter.py).
+            if "networkInterfaces" not in release.node_class_fields:
+                message = (
+                    f"Karpenter {release.version}'s EC2NodeClass has no networkInterfaces, so the nodes of pool(s) "
+                    f"{', '.join(reached)} get no EFA interface: upgrade Karpenter to v1.11 or later"
+                )
+                yield cluster.located.source.diagnostic(loc, message)
+            elif settings.efa_network_cards is None:
+                message = (
+                    f"the EC2NodeClass gpuplan renders gives the nodes of pool(s) {', '.join(reached)} no EFA interface: "
+                    "set components.karpenter.nodeClass.aws.efaNetworkCards (32 on p5.48xlarge)"
+                )
+                yield cluster.located.source.diagnostic(loc, message)

@@ -12,7 +12,8 @@ from gpuplan.check import check
 from gpuplan.check.karpenter import _domain, _in_domain, _pools, _warning
 from gpuplan.diagnostics import Diagnostic
 from gpuplan.fleet import Fleet
-from gpuplan.pools import POOL_LABEL
+from gpuplan.components.nfd import taint_refused
+from gpuplan.pools import NODE_GROUP_LABELS, POOL_LABEL
 
 _KUBERNETES_IO = "kubernetes.io"
 _NFD_ALLOWED = ("feature.node.kubernetes.io", "profile.node.kubernetes.io")
@@ -97,22 +98,21 @@ def check_nfd_hostnames(fleet: Fleet) -> Iterator[Diagnostic]:
 
 @check
 def check_unlabelled_static_pools(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Warn when a static pool names no hostnames: gpuplan then labels none of its nodes."""
+    """Warn when a static pool selected by nodeGroup or labels lacks labels gpuplan cannot put on its nodes."""
     for cluster, pool in _pools(fleet, autoscaled=False):
         components = cluster.spec.components
-        if pool.spec.hostnames or (components.gpu_operator is None and components.kueue is None):
+        if not pool.label_selected or (components.gpu_operator is None and components.kueue is None):
             continue
         # The pool label only serves selectors of pools gpuplan labels; these are selected by their own labels.
         needed = {k: v for k, v in pool.node_labels.items() if k != POOL_LABEL}
-        missing = {k: v for k, v in needed.items() if pool.spec.labels.get(k) != v}
+        given = pool.given_labels
+        missing = {k: v for k, v in needed.items() if given.get(k) != v}
         if not missing:
             continue
         wanted = ", ".join(f"{k}={v}" for k, v in missing.items())
         fix = "list the nodes' names in hostnames"
         if cluster.spec.provider in NODE_GROUP_LABELS:
-            fix = (
-                "set them as Kubernetes labels of the node group (node names are no use on a cloud)"
-            )
+            fix = "set them as Kubernetes labels of the node group (node names are no use on a cloud)"
         message = (
             f"pool {pool.name} selects its nodes by labels only, so gpuplan labels none of them: "
             f"they must already carry {wanted}; say so by adding these to labels, or {fix}"
@@ -120,14 +120,34 @@ def check_unlabelled_static_pools(fleet: Fleet) -> Iterator[Diagnostic]:
         yield _warning(cluster.located.source, ("nodePools", pool.index, "labels"), message)
 
 
-# The label each cloud puts on a node with its node group (../shared/facts/upstream-components.md).
-NODE_GROUP_LABELS = {
-    "aws": "eks.amazonaws.com/nodegroup",
-    "azure": "kubernetes.azure.com/agentpool",
-    "gcp": "cloud.google.com/gke-nodepool",
-}
-# Node names those clouds give (same facts file): EKS ip-10-...ec2.internal or i-..., AKS
-# aks-<pool>-<id>-vmss...: chosen at launch, so a regex written ahead rarely names a pool's nodes.
+@check
+def check_static_pool_taints(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn on static-pool taints nobody applies: refused by nfd-master, or defaulted on nodes gpuplan does not label."""
+    for cluster, pool in _pools(fleet, autoscaled=False):
+        if cluster.nfd_labelled(pool):
+            for t_index, taint in enumerate(pool.taints):
+                reason = taint_refused(taint["key"])
+                if reason is None:
+                    continue
+                loc = ("nodePools", pool.index, "taints", t_index) if pool.spec.taints else ("nodePools", pool.index, "name")
+                message = (
+                    f"{reason}, so taint {taint['key']} of pool {pool.name} is not applied by gpuplan's NodeFeatureRule: "
+                    "taint the nodes when they register (kubelet --register-with-taints), or use a prefixed key"
+                )
+                yield _warning(cluster.located.source, loc, message)
+        elif pool.label_selected and pool.spec.taints is None:
+            taint = ", ".join(f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in pool.taints)
+            where = "the node group" if pool.spec.node_group is not None else "the nodes"
+            message = (
+                f"pool {pool.name}'s taints default to {taint}, which gpuplan cannot put on nodes it does not label "
+                f"(no NodeFeatureRule selects them): taint {where} so and say so with taints: [...], or write "
+                "taints: [] if its nodes carry none (then other pods may land on them)"
+            )
+            yield _warning(cluster.located.source, ("nodePools", pool.index, "name"), message)
+
+
+# Node names clouds give (../shared/facts/upstream-components.md): EKS ip-10-...ec2.internal or i-...,
+# AKS aks-<pool>-<id>-vmss...: chosen at launch, so a regex written ahead rarely names a pool's nodes.
 _CLOUD_NODE_NAMES = {
     "aws": "ip-10-0-1-2.ec2.internal or i-0123...",
     "azure": "aks-<pool>-<id>-vmss000000",
@@ -136,7 +156,7 @@ _CLOUD_NODE_NAMES = {
 
 @check
 def check_cloud_hostnames(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Warn on hostnames regexes on aws and azure: select a static pool by its node-group label."""
+    """Warn on hostnames regexes on aws and azure: select a static pool by its node group (nodeGroup)."""
     for cluster, pool in _pools(fleet, autoscaled=False):
         provider = cluster.spec.provider
         if provider not in _CLOUD_NODE_NAMES or not pool.spec.hostnames:
@@ -144,7 +164,7 @@ def check_cloud_hostnames(fleet: Fleet) -> Iterator[Diagnostic]:
         label = NODE_GROUP_LABELS[provider]
         message = (
             f"{provider} names nodes at launch ({_CLOUD_NODE_NAMES[provider]}), so a hostname regex rarely "
-            f"selects pool {pool.name}: select its nodes by node group instead, labels: {{{label}: <group>}} "
-            "(and drop hostnames)"
+            f"selects pool {pool.name}: select its nodes by node group instead, nodeGroup: <group> "
+            f"(the {label} label), and drop hostnames"
         )
         yield _warning(cluster.located.source, ("nodePools", pool.index, "hostnames"), message)

@@ -146,8 +146,8 @@ def check_local_queues(fleet: Fleet) -> Iterator[Diagnostic]:
 
 
 def is_rdma(network: Network) -> bool:
-    """Tell whether pods on this network use RDMA: InfiniBand (ipoib) or an RDMA device-plugin resource."""
-    return network.type == "ipoib" or "rdma" in (network.resource_name or "").lower()
+    """Tell whether pods on this network use RDMA: InfiniBand (ipoib, ib-sriov), EFA, or an RDMA device-plugin resource."""
+    return network.type in ("ipoib", "ib-sriov", "efa") or "rdma" in (network.resource_name or "").lower()
 
 
 @check

@@ -40,6 +40,24 @@ RELEASES: tuple[NfdRelease, ...] = (
     ),
 )
 
+# nfd-master sets a NodeFeatureRule's taints only with enableTaints (chart value master.enableTaints,
+# default false), and refuses unprefixed keys and kubernetes.io keys other than under
+# feature.node.kubernetes.io (v0.19.0 pkg/nfd-master/nfd-master.go filterTaints,
+# pkg/apis/nfd/validate/validate.go Taint; deployment/helm/node-feature-discovery/values.yaml).
+TAINT_NAMESPACE = "feature.node.kubernetes.io"
+
+
+def taint_refused(key: str) -> str | None:
+    """Return why nfd-master refuses to set a taint with this key, or None when it sets it."""
+    prefix = key.rpartition("/")[0]
+    if not prefix:
+        return "nfd-master sets no taint without a prefix (example.com/key)"
+    in_kubernetes_io = prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io")
+    if in_kubernetes_io and prefix != TAINT_NAMESPACE and not prefix.endswith("." + TAINT_NAMESPACE):
+        return f"nfd-master sets no taint in the kubernetes.io domain (except {TAINT_NAMESPACE})"
+    return None
+
+
 NFD = Component(
     name="nfd",
     field="nfd",

@@ -13,6 +13,7 @@ from typing import Any
 
 from gpuplan.components.gpu_operator import CHART_DEPLOY_CR, release
 from gpuplan.drivers import layout
+from gpuplan.emit.nfd import master_values as nfd_master_values
 from gpuplan.fleet import ClusterPlan
 
 # The bundled NFD worker's tolerations in values.yaml (v25.3.x also had node-role.../master,
@@ -70,6 +71,10 @@ def chart_values(cluster: ClusterPlan) -> dict[str, Any]:
         "nfd": {"enabled": True},
         "node-feature-discovery": {"worker": {"tolerations": nfd_worker_tolerations(cluster)}},
     }
+    # Pool taints in gpuplan's NodeFeatureRules need nfd-master's enableTaints (chart value
+    # master.enableTaints in every bundled NFD chart, v0.17.3 to v0.19.0: templates/master.yaml).
+    if nfd_master_values(cluster):
+        values["node-feature-discovery"]["master"] = nfd_master_values(cluster)
     if facts.has(CHART_DEPLOY_CR):
         values["clusterPolicy"] = {"deployCR": False}
     return values

@@ -11,6 +11,11 @@ gpuplan uses and lose older Multus and ipoib-cni.
 
 Plugin fields per network type:
 - sriov: `type: sriov`; the VF comes from the device plugin (Multus passes its deviceID).
+- ib-sriov: `type: ib-sriov` (k8snetworkplumbingwg/ib-sriov-cni v1.3.0 README.md, whose example uses
+  cniVersion 0.3.1); the InfiniBand VF comes from the SR-IOV device plugin, as for sriov.
+- efa: no NetworkAttachmentDefinition. EFA interfaces are attached to the instance by Karpenter's
+  node class (EC2NodeClass networkInterfaces) and handed to pods by the EFA device plugin as
+  `vpc.amazonaws.com/efa`; pods ask for that resource, no CNI is involved.
 - ipoib: `type: ipoib`, `master` (the IPoIB parent interface).
 - macvlan: `type: macvlan`, `master`, `mode: bridge` (pods on one node reach each other).
 - host-device: `type: host-device`, `device` = master when given; without it the device comes
@@ -54,6 +59,7 @@ def ipam_config(ipam: Ipam) -> dict[str, Any]:
 
 def cni_config(release: MultusRelease, network: Network) -> dict[str, Any]:
     """Return the CNI configuration of a network as a dict."""
+    assert network.ipam is not None  # every type that gets a NetworkAttachmentDefinition has one (model)
     config: dict[str, Any] = {
         "cniVersion": release.cni_version,
         "name": network.name,
@@ -84,8 +90,8 @@ def attachment(release: MultusRelease, network: Network, namespace: str) -> dict
 
 
 def attached(cluster: ClusterPlan, alloc: AllocationPlan) -> list[Network]:
-    """Return the cluster networks an allocation attaches, each once, in the order listed."""
-    by_name = {n.name: n for n in cluster.spec.networks}
+    """Return the cluster networks an allocation attaches through Multus, each once, in the order listed."""
+    by_name = {n.name: n for n in cluster.spec.networks if n.attaches}
     return [by_name[name] for name in dict.fromkeys(alloc.spec.networks) if name in by_name]
 
 

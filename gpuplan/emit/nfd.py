@@ -12,17 +12,21 @@ regex; `InRegexp` matches when any value matches, so one rule covers every regex
 NFD matches with Go's unanchored regexp.MatchString, while `hostnames` name whole node names, so
 each regex is wrapped as `^(?:regex)$`: `infer-[0-9]+` does not label `dgx-infer-01`.
 
-Pools selected by `labels` only (no `hostnames`) get no rule: their nodes are labelled by whoever
-runs them (see check/karpenter.py, which says which labels such nodes must carry). Taints are not
-NFD's job either (nfd-master only sets taints under feature.node.kubernetes.io, and only with
---enable-taints): static nodes are tainted when they register.
+Pools selected by `nodeGroup` or `labels` only (no `hostnames`) get no rule: their nodes are
+labelled and tainted by whoever runs them (check/nfd.py says which labels and taints they must carry).
+
+Taints: the rule carries the pool's taints (`spec.rules[].taints`), and nfd-master applies them when
+its `enableTaints` is on, which `master_values` turns on for the chart (NFD v0.19.0
+deployment/helm/node-feature-discovery/values.yaml `master.enableTaints`). Keys nfd-master refuses
+(unprefixed, or in kubernetes.io: gpuplan/components/nfd.py `taint_refused`) are left out of the
+rule and reported by check/nfd.py.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpuplan.components.nfd import NfdRelease
+from gpuplan.components.nfd import NfdRelease, taint_refused
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.fleet import ClusterPlan
 from gpuplan.pools import PoolPlan
@@ -43,11 +47,25 @@ def rule_name(pool: PoolPlan) -> str:
     return f"{NAME_PREFIX}{pool.name}"
 
 
+def taints(pool: PoolPlan) -> list[dict[str, str]]:
+    """Return the pool's taints nfd-master sets (it refuses some keys)."""
+    return [t for t in pool.taints if taint_refused(t["key"]) is None]
+
+
+def master_values(cluster: ClusterPlan) -> dict[str, Any]:
+    """Return the nfd-master chart values the cluster's rules need: enableTaints when one carries taints."""
+    if any(taints(pool) for pool in cluster.pools.values() if cluster.nfd_labelled(pool)):
+        return {"enableTaints": True}
+    return {}
+
+
 def node_feature_rule(release: NfdRelease, pool: PoolPlan) -> dict[str, Any]:
     """Return the NodeFeatureRule that labels the nodes a static pool's hostnames name."""
     names = [anchored(h) for h in dict.fromkeys(pool.spec.hostnames)]
     match = {"feature": NODE_NAME_FEATURE, "matchExpressions": {NODE_NAME_ELEMENT: {"op": "InRegexp", "value": names}}}
-    rule = {"name": f"gpuplan pool {pool.name}", "labels": pool.node_labels, "matchFeatures": [match]}
+    rule: dict[str, Any] = {"name": f"gpuplan pool {pool.name}", "labels": pool.node_labels, "matchFeatures": [match]}
+    if taints(pool):
+        rule["taints"] = taints(pool)
     return k8s(release.rule_api_version, "NodeFeatureRule", rule_name(pool), spec={"rules": [rule]})
 
 

@@ -559,7 +559,7 @@ class Network(Model):
     vpc.amazonaws.com/efa)."""
     resource_name: Annotated[str, _matching(RESOURCE, "an extended resource name such as nvidia.com/rdma")] | None = None
     """Device-plugin resource backing the network: SR-IOV VFs for sriov and ib-sriov (required),
-    an RDMA shared device for ipoib and macvlan (such as rdma/rdma_shared_device_a), the EFA
+    an RDMA shared device for ipoib (required) and macvlan (such as rdma/rdma_shared_device_a), the EFA
     device plugin's vpc.amazonaws.com/efa for efa (the default there)."""
     master: Annotated[str, _matching(INTERFACE, "a network interface name (1-15 characters, no '/', ':' or spaces)")] | None = None
     """Parent interface for ipoib / macvlan, or the device for host-device."""
@@ -572,6 +572,8 @@ class Network(Model):
     def _device_backed(self) -> Network:
         if self.type in ("sriov", "ib-sriov") and not self.resource_name:
             raise ValueError(f"a {self.type} network needs resourceName (the SR-IOV device plugin's VF resource)")
+        if self.type == "ipoib" and not self.resource_name:
+            raise ValueError("a ipoib network needs resourceName (the RDMA shared device plugin's resource)")
         if self.type in ("ipoib", "macvlan") and not self.master:
             raise ValueError(f"a {self.type} network needs master (the parent interface)")
         if self.type == "efa":

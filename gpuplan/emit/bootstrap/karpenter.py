@@ -28,6 +28,10 @@ def values(cluster: ClusterPlan) -> dict[str, Any]:
     settings: dict[str, Any] = {"clusterName": karpenter.cluster_name or cluster.name}
     if cluster.spec.provider == "aws" and karpenter.interruption_queue:
         settings["interruptionQueue"] = karpenter.interruption_queue
+    if any(p.karpenter_made and not p.spec.nodes.autoscaled for p in cluster.pools.values()):
+        # Static NodePools (spec.replicas) act only with the StaticCapacity gate, off by default
+        # (settings.featureGates.staticCapacity in both providers' charts/karpenter/values.yaml).
+        settings["featureGates"] = {"staticCapacity": True}
     return {"settings": settings}
 
 

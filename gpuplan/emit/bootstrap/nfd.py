@@ -30,7 +30,9 @@ def operators(cluster: ClusterPlan) -> list[Operator]:
     release = component.newest()
     assert release.chart is not None
     # Every pool's taint tolerated: a pool NFD does not label runs no GPU Operator operand.
-    values = {"worker": {"tolerations": nfd_worker_tolerations(cluster)}}
+    values: dict[str, object] = {"worker": {"tolerations": nfd_worker_tolerations(cluster)}}
+    if nfd_emitter.master_values(cluster):  # pool taints in the rules: nfd-master's enableTaints
+        values["master"] = nfd_emitter.master_values(cluster)
     crds = component.crd_set(release)
     return [
         Operator(

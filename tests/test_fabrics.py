@@ -1,0 +1,139 @@
+"""Fabrics by provider: EFA on AWS (no NetworkAttachmentDefinition), ib-sriov with SR-IOV VFs, and the
+device pairing every CNI needs (an RDMA shared device goes with macvlan or ipoib, never sriov)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuplan.check.networks import rdma_shared
+from gpuplan.pipeline import compile_fleet
+from tests.conftest import run, write_repo
+
+CLUSTER = """\
+name: c1
+kubernetesVersion: "1.33"
+provider: {provider}
+gitops: {{repoURL: https://git.example.com/fleet.git}}
+components:
+  kueue: {{version: v0.19.2}}
+{karpenter}nodePools:
+  - name: p
+    gpu: H100-SXM5-80GB
+    gpusPerNode: 8
+    cpu: 192
+    memory: 1900Gi
+{pool}networks:
+{network}"""
+KARPENTER = "  karpenter: {version: v1.14.1, nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu, aws: {role: GpuNodes, efaNetworkCards: 32}}}\n"
+AUTOSCALED = "    nodes: {min: 0, max: 4}\n    karpenter: {instanceTypes: [p5.48xlarge]}\n"
+STATIC = "    nodes: {count: 2}\n    hostnames: [gpu-.*]\n"
+TENANT = """\
+name: t
+allocations:
+  - cluster: c1
+    quotas: [{pool: p, gpus: 8}]
+    networks: [n]
+"""
+EFA = "  - {name: n, type: efa, pools: [p]}\n"
+IPAM = "ipam: {type: whereabouts, range: 10.0.0.0/24}"
+
+
+def _files(network: str, provider: str = "aws", pool: str = AUTOSCALED) -> dict[str, str]:
+    karpenter = KARPENTER if "karpenter:" in pool else ""
+    text = CLUSTER.format(provider=provider, karpenter=karpenter, pool=pool, network=network)
+    return {"clusters/c1.yaml": text, "tenants/t.yaml": TENANT}
+
+
+def _check(tmp_path: Path, files: dict[str, str]) -> tuple[int, str]:
+    result = run("check", "--root", str(write_repo(tmp_path, files)))
+    assert "Traceback" not in result.stderr
+    return result.code, result.stderr
+
+
+def _objects(tmp_path: Path, files: dict[str, str]) -> dict[tuple[str, str | None, str], dict[str, Any]]:
+    result = compile_fleet(write_repo(tmp_path, files))
+    errors = [d.text() for d in result.diagnostics if d.severity.value == "error"]
+    assert not errors, errors
+    return {(m.kind, m.namespace, m.name): m.obj for m in result.manifests}
+
+
+def test_efa_renders_no_network_attachment(tmp_path: Path) -> None:
+    found = _objects(tmp_path, _files(EFA))
+    assert not [key for key in found if key[0] == "NetworkAttachmentDefinition"]
+    assert ("Namespace", None, "t") in found  # the tenant is rendered; only the NAD is absent
+
+
+def test_efa_off_aws_is_an_error(tmp_path: Path) -> None:
+    code, err = _check(tmp_path, _files(EFA, provider="onprem", pool=STATIC))
+    assert code == 1
+    assert "clusters/c1.yaml:16:21: error: networks[0].type: EFA (Elastic Fabric Adapter) exists on AWS only; cluster c1 runs on onprem" in err
+
+
+@pytest.mark.parametrize(
+    ("network", "message"),
+    [
+        (f"  - {{name: n, type: efa, {IPAM}, pools: [p]}}\n", "an efa network has no ipam or master"),
+        ("  - {name: n, type: efa, resourceName: example.com/efa, pools: [p]}\n", "an efa network's resource is vpc.amazonaws.com/efa"),
+        ("  - {name: n, type: macvlan, master: eth1, pools: [p]}\n", "a macvlan network needs ipam"),
+        (f"  - {{name: n, type: ib-sriov, {IPAM}, pools: [p]}}\n", "a ib-sriov network needs resourceName (the SR-IOV device plugin's VF resource)"),
+    ],
+)
+def test_network_shapes_are_input_errors(tmp_path: Path, network: str, message: str) -> None:
+    code, err = _check(tmp_path, _files(network))
+    assert code == 1 and message in err, err
+    assert "clusters/c1.yaml:17:5: error: networks[0]" in err
+
+
+def test_ib_sriov_renders_the_ib_sriov_cni(tmp_path: Path) -> None:
+    network = f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {IPAM}, pools: [p]}}\n"
+    nad = _objects(tmp_path, _files(network, provider="azure", pool=STATIC))[("NetworkAttachmentDefinition", "t", "n")]
+    assert json.loads(nad["spec"]["config"]) == {
+        "cniVersion": "0.3.1", "name": "n", "type": "ib-sriov",
+        "ipam": {"type": "whereabouts", "range": "10.0.0.0/24"},
+    }  # fmt: skip
+    assert nad["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] == "nvidia.com/ib_vf"
+
+
+@pytest.mark.parametrize("kind", ["sriov", "ib-sriov"])
+def test_sriov_with_an_rdma_shared_device_names_the_right_pairing(tmp_path: Path, kind: str) -> None:
+    network = f"  - {{name: n, type: {kind}, resourceName: nvidia.com/rdma_shared_device_a, {IPAM}, pools: [p]}}\n"
+    code, err = _check(tmp_path, _files(network, provider="onprem", pool=STATIC))
+    assert code == 1
+    cni = "ib-sriov-cni" if kind == "ib-sriov" else "sriov-cni"
+    assert (
+        f"error: networks[0].resourceName: {cni} moves an SR-IOV VF into the pod, and nvidia.com/rdma_shared_device_a "
+        "is an RDMA shared device, which has none: pair the RDMA shared device with type macvlan (Ethernet, RoCE) "
+        "or type ipoib (InfiniBand)"
+    ) in err
+
+
+def test_rdma_shared_device_with_macvlan_and_ipoib_is_fine(tmp_path: Path) -> None:
+    networks = (
+        f"  - {{name: n, type: macvlan, master: eth1, resourceName: rdma/rdma_shared_device_a, {IPAM}, pools: [p]}}\n"
+        "  - {name: m, type: ipoib, master: ib0, resourceName: rdma/hca_shared_devices_a, "
+        "ipam: {type: whereabouts, range: 10.1.0.0/24}, pools: [p]}\n"
+    )
+    code, err = _check(tmp_path, _files(networks, provider="onprem", pool=STATIC))
+    assert code == 0 and "network-device-pairing" not in err, err
+
+
+def test_infiniband_on_ec2_instances_is_an_error(tmp_path: Path) -> None:
+    network = f"  - {{name: n, type: ipoib, master: ib0, resourceName: rdma/hca_shared_devices_a, {IPAM}, pools: [p]}}\n"
+    code, err = _check(tmp_path / "ec2", _files(network))
+    assert code == 1
+    assert "error: networks[0].pools[0]: pool p is EC2 instances, which have no InfiniBand (ipoib): p5 and p5en reach each other over EFA" in err
+    # A static pool of an aws cluster may be on-premises machines (EKS hybrid nodes): no finding.
+    code, err = _check(tmp_path / "hybrid", _files(network, pool=STATIC + "    taints: []\n"))
+    assert "network-provider" not in err, err
+
+
+def test_rdma_shared_recognises_the_plugin_prefix_and_names() -> None:
+    assert rdma_shared("rdma/anything")
+    assert rdma_shared("nvidia.com/rdma_shared_device_a")
+    assert rdma_shared("example.com/hca_shared_devices_b")
+    assert not rdma_shared("nvidia.com/sriov_ib")
+    assert not rdma_shared(None)
