@@ -14,6 +14,7 @@ from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.locate import locate, problem_path
 from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, check_references, newest
 from gpuplan.validate.engine import MISSING_CRD
+from gpuplan.validate.graph import check_cluster, check_projects
 from gpuplan.write import header
 from gpuplan.yamlout import dump
 
@@ -88,6 +89,37 @@ def _in_repos(obj: dict, repos: set[str]) -> bool:
     return obj.get("kind") != "Application" or "path" not in source or source.get("repoURL") in repos
 
 
+def graph_problems(manifests: list[Manifest], fleet: Fleet) -> list[Diagnostic]:
+    """Check the deployment graph: CRDs before their objects, namespaces created, projects allowing it all."""
+    from gpuplan.emit.bootstrap import graph as bootstrap_graph  # the operators' CRD sets
+
+    fleet_items = [m for m in manifests if m.cluster is None and m.kind != "Kustomization"]
+    apps = [m.obj for m in fleet_items if m.kind == "Application"]
+    projects = [m.obj for m in fleet_items if m.kind == "AppProject"]
+    by_cluster: dict[str, list[Manifest]] = {}
+    for item in manifests:
+        if item.cluster is not None and item.kind != "Kustomization":
+            by_cluster.setdefault(item.cluster, []).append(item)
+    installs = bootstrap_graph.installs(fleet)
+    found = []
+    for name, items in sorted(by_cluster.items()):
+        cluster = fleet.clusters.get(name)
+        if cluster is not None:
+            external = bootstrap_graph.external(cluster)
+            found += [(items, p) for p in check_cluster(name, [m.obj for m in items], apps, installs, external, namespaces_of(cluster.spec))]
+    objects = {name: [m.obj for m in items] for name, items in by_cluster.items()}
+    found += [(fleet_items, p) for p in check_projects(apps, projects, objects, bootstrap_graph.cluster_kinds(fleet))]
+    problems = []
+    for items, problem in found:
+        index = {(m.kind, m.namespace or "", m.name): m for m in items}
+        item = index.get((problem.kind, problem.namespace, problem.name))
+        if item is not None:
+            problems.append(_at(item, problem.path, problem.message, bug=False))
+        else:
+            problems.append(error(f"output/{problem.cluster or 'argocd'}", 0, 0, problem.kind, problem.message))
+    return problems
+
+
 def reference_problems(manifests: list[Manifest], fleet: Fleet, output_path: str, place: Place | None = None) -> list[Diagnostic]:
     """Check every reference between the objects of each cluster, and Applications -> paths."""
     problems: list[Diagnostic] = []
@@ -120,6 +152,7 @@ def verify(manifests: list[Manifest], fleet: Fleet, index: CrdIndex | None, outp
     """Return every problem of the emitted objects, and notes on what could not be checked."""
     problems, notes = schema_problems(manifests, fleet, index, place)
     problems += reference_problems(manifests, fleet, output_path, place)
+    problems += graph_problems(manifests, fleet)
     return problems, notes
 
 

@@ -73,8 +73,8 @@ def run(*args: str, env: dict[str, str] | None = None) -> Run:
 
 
 def copy_example(target: Path) -> Path:
-    """Copy the repository's example fleet (inputs only) into a temporary repository."""
-    for folder in ("clusters", "tenants"):
+    """Copy the repository's example fleet (inputs, with the own manifests its NodePools need) into a temporary repository."""
+    for folder in ("clusters", "tenants", "extra"):
         shutil.copytree(EXAMPLE / folder, target / folder)
     return target
 

@@ -170,6 +170,6 @@ KARPENTER = Component(
     field="karpenter",
     releases=RELEASES,
     emitter="gpuplan.emit.karpenter:emit",
-    checks=("gpuplan.check.karpenter",),
+    checks=("gpuplan.check.karpenter", "gpuplan.check.nodeclass"),
     line_field="provider",
 )

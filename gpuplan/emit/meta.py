@@ -14,6 +14,7 @@ SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 WAVES = {
     "Namespace": -3, "PriorityClass": -3, "WorkloadPriorityClass": -3,
     "ResourceFlavor": -2, "Cohort": -2, "ConfigMap": -2, "NetworkAttachmentDefinition": -2,
+    "EC2NodeClass": -2, "AKSNodeClass": -2,
     "ClusterQueue": -1, "ClusterPolicy": -1, "NodePool": -1, "NodeFeatureRule": -1, "Queue": -1,
     "ResourceQuota": -1, "LimitRange": -1, "NetworkPolicy": -1, "RoleBinding": -1,
     "LocalQueue": 0, "Application": 0,

@@ -28,6 +28,7 @@ from gpuplan.model.drivers import (
     Registry,
     ServiceMonitor,
 )
+from gpuplan.model.nodeclass import AksNodeClassSettings, Ec2NodeClassSettings
 from gpuplan.model.tenant import Subject
 
 Provider = Literal["aws", "azure", "gcp", "onprem"]
@@ -173,6 +174,10 @@ class NodeClassRef(Model):
     """Kind of the node class, such as EC2NodeClass or AKSNodeClass."""
     name: Subdomain
     """Name of the node class object the NodePools point at."""
+    aws: Ec2NodeClassSettings | None = None
+    """Render the EC2NodeClass from these settings; without them it is yours, in extra/<cluster>/."""
+    azure: AksNodeClassSettings | None = None
+    """Render the AKSNodeClass from these settings; without them it is yours, in extra/<cluster>/."""
 
 
 Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
@@ -244,6 +249,7 @@ class Components(Model):
     """Volcano: a Queue per tenant allocation, weighted by its weight."""
     karpenter: Karpenter | None = None
     """Karpenter: needed by autoscaled pools (nodes: {min, max})."""
+    """ServiceMonitors, PrometheusRules, Grafana dashboards and Prometheus Adapter rules for the pools and tenants."""
     quota_authority: Literal["kueue", "volcano"] | None = None
     """Which scheduler enforces the tenants' quotas when both Kueue and Volcano run (one must: a pod
     admitted by one and held by the other strands GPUs); the other only queues or gang-schedules."""
