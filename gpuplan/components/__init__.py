@@ -14,6 +14,7 @@ from gpuplan.components.base import Chart, Component, Release, UnknownVersion
 from gpuplan.components.gpu_operator import COMPONENT as GPU_OPERATOR
 from gpuplan.components.karpenter import KARPENTER
 from gpuplan.components.kueue import KUEUE
+from gpuplan.components.monitoring import MONITORING
 from gpuplan.components.multus import MULTUS_COMPONENT
 from gpuplan.components.nfd import NFD
 from gpuplan.components.volcano import VOLCANO
@@ -40,6 +41,7 @@ REGISTRY: dict[str, Component] = {
     NFD.name: NFD,
     MULTUS_COMPONENT.name: MULTUS_COMPONENT,
     ARGO_CD.name: ARGO_CD,
+    MONITORING.name: MONITORING,
 }
 
 

@@ -22,6 +22,7 @@ _FIELDS = {
     "kueue": "kueue",
     "volcano": "volcano",
     "karpenter": "karpenter",
+    "monitoring": "prometheus-operator",
 }
 # Karpenter's NodePool CRD differs per provider (the AWS one restricts karpenter.k8s.aws labels),
 # so the provider's own CRDs are used, chosen by the node class group.

@@ -29,6 +29,7 @@ from gpuplan.model.drivers import (
     ServiceMonitor,
 )
 from gpuplan.model.nodeclass import AksNodeClassSettings, Ec2NodeClassSettings
+from gpuplan.model.monitoring import Monitoring
 from gpuplan.model.tenant import Subject
 
 Provider = Literal["aws", "azure", "gcp", "onprem"]
@@ -249,6 +250,7 @@ class Components(Model):
     """Volcano: a Queue per tenant allocation, weighted by its weight."""
     karpenter: Karpenter | None = None
     """Karpenter: needed by autoscaled pools (nodes: {min, max})."""
+    monitoring: Monitoring | None = None
     """ServiceMonitors, PrometheusRules, Grafana dashboards and Prometheus Adapter rules for the pools and tenants."""
     quota_authority: Literal["kueue", "volcano"] | None = None
     """Which scheduler enforces the tenants' quotas when both Kueue and Volcano run (one must: a pod

@@ -141,6 +141,9 @@ class Allocation(Model):
     such as {team-a: 3, team-a-batch: 1}; default: an even split. Every namespace is listed."""
     kueue: QueueSettings = QueueSettings()
     """Kueue preemption, queueing strategy, stop policy and LocalQueues of this allocation."""
+    gpu_metric_autoscaling: bool = False
+    """Serve the GPU utilisation of this tenant's pods as custom metrics (Prometheus Adapter rules), so an
+    inference HorizontalPodAutoscaler can scale on it; needs monitoring on the cluster. Default false."""
     ignore: list[Ignore] = []
     """Warnings about this allocation accepted where they stand, each with its reason."""
 

@@ -23,6 +23,7 @@ from gpuplan.emit.bootstrap.app import (
 from gpuplan.emit.bootstrap.gpu_operator import operators as gpu_operator
 from gpuplan.emit.bootstrap.karpenter import operators as karpenter
 from gpuplan.emit.bootstrap.kueue import operators as kueue
+from gpuplan.emit.bootstrap.monitoring import operators as monitoring
 from gpuplan.emit.bootstrap.multus import operators as multus
 from gpuplan.emit.bootstrap.nfd import operators as nfd
 from gpuplan.emit.bootstrap.volcano import operators as volcano
@@ -35,7 +36,7 @@ __all__ = [
 
 OperatorSource = Callable[[ClusterPlan], list[Operator]]
 
-_SOURCES: list[OperatorSource] = [gpu_operator, nfd, kueue, volcano, karpenter, multus]
+_SOURCES: list[OperatorSource] = [gpu_operator, nfd, kueue, volcano, karpenter, multus, monitoring]
 
 
 def register(source: OperatorSource) -> OperatorSource:

@@ -1,0 +1,54 @@
+"""Monitoring rules: user alerts name metrics the pinned exporters publish; autoscaling needs monitoring."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+
+from gpuplan.check import check
+from gpuplan.components.metrics import known_metrics
+from gpuplan.diagnostics import Diagnostic, Severity, format_path
+from gpuplan.fleet import Fleet
+
+
+@check
+def check_monitoring_metrics(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on an alert metric the cluster's DCGM exporter and Kueue releases do not publish."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        monitoring = cluster.spec.components.monitoring
+        if monitoring is None:
+            continue
+        known = known_metrics(cluster)
+        for index, extra in enumerate(monitoring.alerts):
+            if extra.metric in known:
+                continue
+            close = difflib.get_close_matches(extra.metric, sorted(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            loc = ("components", "monitoring", "alerts", index, "metric")
+            yield cluster.located.source.diagnostic(loc, (
+                f"{extra.metric} is no metric the cluster's exporters publish{hint}: the alert would never fire "
+                "(DCGM exporter collectors of its GPU Operator release, Kueue's metrics at its version; gpuplan/components/metrics)"
+            ))  # fmt: skip
+
+
+@check
+def check_monitoring_autoscaling(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on GPU-metric autoscaling asked on a cluster without monitoring; warn on a second DCGM scrape."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        components = cluster.spec.components
+        for alloc in cluster.allocations:
+            if alloc.spec.gpu_metric_autoscaling and components.monitoring is None:
+                yield alloc.tenant.source.diagnostic(alloc.loc("gpuMetricAutoscaling"), (
+                    f"cluster {name} has no components.monitoring: no Prometheus Adapter rules are rendered, "
+                    "so an HPA on GPU utilisation finds no metric"
+                ))  # fmt: skip
+        operator = components.gpu_operator
+        if components.monitoring is not None and operator is not None and operator.service_monitor is not None:
+            loc = ("components", "gpuOperator", "serviceMonitor")
+            line, col = cluster.located.source.position(loc, True)
+            yield Diagnostic(cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), (
+                "components.monitoring already scrapes the DCGM exporter (with the node label its rules need): "
+                "drop gpuOperator.serviceMonitor, or every GPU series is stored twice"
+            ))  # fmt: skip

@@ -1,0 +1,82 @@
+"""Monitoring: ServiceMonitors for the DCGM exporter, Kueue and Volcano, then the PrometheusRules,
+Grafana dashboards and Prometheus Adapter rules of the sibling modules, for a cluster that enables it.
+
+The ServiceMonitors select the Services the pinned charts and the GPU Operator create
+(gpuplan/components/monitoring.py cites each), in those components' namespaces, and copy the pod's node
+name into a `node` label, which the rules and dashboards join with kube-state-metrics' kube_node_labels
+to tell a pool's nodes apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuplan.components.monitoring import (
+    API_VERSION,
+    DCGM_PORT,
+    DCGM_SERVICE_LABELS,
+    KUEUE_PORT,
+    KUEUE_SERVICE_LABELS,
+    VOLCANO_PORT,
+    VOLCANO_SERVICE_LABELS,
+)
+from gpuplan.emit import monitoring_adapter, monitoring_dashboards, monitoring_rules
+from gpuplan.emit.meta import Manifest, k8s, manifest
+from gpuplan.fleet import ClusterPlan
+
+FOLDER = "monitoring"
+NODE_RELABELING = {
+    "action": "replace",
+    "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+    "targetLabel": "node",
+}
+
+
+def service_monitor(name: str, namespace: str, labels: dict[str, str], endpoint: dict[str, Any]) -> dict[str, Any]:
+    """Return a ServiceMonitor of one Service (selected by labels in its namespace) with the node relabeling."""
+    spec = {
+        "endpoints": [{**endpoint, "relabelings": [dict(NODE_RELABELING)]}],
+        "namespaceSelector": {"matchNames": [namespace]},
+        "selector": {"matchLabels": dict(sorted(labels.items()))},
+    }
+    return k8s(API_VERSION, "ServiceMonitor", name, namespace, spec=spec)
+
+
+def service_monitors(cluster: ClusterPlan) -> list[dict[str, Any]]:
+    """Return the ServiceMonitors of the components the cluster runs."""
+    components = cluster.spec.components
+    found = []
+    if components.gpu_operator is not None and components.gpu_operator.dcgm_exporter:
+        endpoint = {"port": DCGM_PORT, "path": "/metrics"}
+        found.append(service_monitor("gpuplan-dcgm-exporter", components.gpu_operator.namespace, DCGM_SERVICE_LABELS, endpoint))
+    if components.kueue is not None:
+        endpoint = {
+            "port": KUEUE_PORT, "path": "/metrics", "scheme": "https",
+            "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+            "tlsConfig": {"insecureSkipVerify": True},  # the chart's default: Kueue's own self-signed certificate
+        }  # fmt: skip
+        found.append(service_monitor("gpuplan-kueue", components.kueue.namespace, KUEUE_SERVICE_LABELS, endpoint))
+    if components.volcano is not None:
+        endpoint = {"port": VOLCANO_PORT, "path": "/metrics"}
+        found.append(service_monitor("gpuplan-volcano-scheduler", components.volcano.namespace, VOLCANO_SERVICE_LABELS, endpoint))
+    return found
+
+
+def objects(cluster: ClusterPlan) -> list[dict[str, Any]]:
+    """Return every monitoring object of a cluster (none when monitoring is off)."""
+    monitoring = cluster.spec.components.monitoring
+    if monitoring is None or cluster.release("monitoring") is None:
+        return []
+    found = service_monitors(cluster)
+    found += monitoring_rules.rules(cluster, monitoring)
+    if monitoring.grafana_dashboards:
+        found += monitoring_dashboards.dashboards(cluster, monitoring)
+    found += monitoring_adapter.adapter(cluster, monitoring)
+    return found
+
+
+def emit(cluster: ClusterPlan) -> list[Manifest]:
+    """Return the cluster's monitoring manifests, filed under monitoring/."""
+    source = cluster.located.source.path
+    tenants = sorted({alloc.tenant.source.path for alloc in cluster.allocations})
+    return [manifest(cluster.name, FOLDER, obj, source, *tenants) for obj in objects(cluster)]

@@ -1,0 +1,50 @@
+"""Prometheus Adapter rules: the GPU use of the pods of tenants that ask for GPU-metric autoscaling,
+served as custom pod metrics so an inference HorizontalPodAutoscaler can scale on them.
+
+The DCGM exporter labels a GPU's series with the pod using it (pod, namespace: NVIDIA/dcgm-exporter
+internal/pkg/transformation/const.go), which Prometheus keeps as exported_pod and exported_namespace beside
+the exporter's own target labels. The ConfigMap holds the adapter's config.yaml; install the
+prometheus-adapter chart with rules.existing set to its name (it then serves these rules instead of its
+defaults: prometheus-community/helm-charts charts/prometheus-adapter/values.yaml, chart 5.3.0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuplan.emit.meta import k8s
+from gpuplan.fleet import ClusterPlan
+from gpuplan.model.monitoring import Monitoring
+from gpuplan.yamlout import dump
+
+NAME = "gpuplan-prometheus-adapter"
+# Custom metric served -> DCGM exporter series and the aggregation over a pod's GPUs.
+METRICS = (
+    ("gpu_utilization", "DCGM_FI_DEV_GPU_UTIL", "avg"),
+    ("gpu_memory_used_mib", "DCGM_FI_DEV_FB_USED", "sum"),
+)
+
+
+def rule(namespaces: list[str], served: str, series: str, aggregation: str) -> dict[str, Any]:
+    """Return one adapter rule serving a DCGM series per pod of the given namespaces."""
+    selector = f'{series}{{exported_namespace=~"{"|".join(namespaces)}",exported_pod!=""}}'
+    return {
+        "seriesQuery": selector,
+        "resources": {"overrides": {"exported_namespace": {"resource": "namespace"}, "exported_pod": {"resource": "pod"}}},
+        "name": {"matches": f"^{series}$", "as": served},
+        "metricsQuery": f"{aggregation}(<<.Series>>{{<<.LabelMatchers>>}}) by (<<.GroupBy>>)",
+    }
+
+
+def autoscaled_namespaces(cluster: ClusterPlan) -> list[str]:
+    """Return the namespaces of the tenants on this cluster that ask for GPU-metric autoscaling."""
+    return sorted({ns for alloc in cluster.allocations if alloc.spec.gpu_metric_autoscaling for ns in alloc.namespaces})
+
+
+def adapter(cluster: ClusterPlan, monitoring: Monitoring) -> list[dict[str, Any]]:
+    """Return the adapter's rules ConfigMap, or nothing when no tenant asks for GPU-metric autoscaling."""
+    namespaces = autoscaled_namespaces(cluster)
+    if not namespaces:
+        return []
+    config = {"rules": [rule(namespaces, *metric) for metric in METRICS]}
+    return [k8s("v1", "ConfigMap", NAME, monitoring.namespace, data={"config.yaml": dump(config)})]

@@ -1,0 +1,76 @@
+"""A cluster's monitoring: Prometheus Operator objects, alert thresholds and Grafana dashboards."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, WithJsonSchema, model_validator
+
+from gpuplan.components.monitoring import RELEASES
+from gpuplan.model.common import Model, Name, Version
+
+Duration = Annotated[str, Field(pattern=r"^[1-9][0-9]*(s|m|h)$")]
+AlertName = Annotated[str, Field(pattern=r"^[A-Z][A-Za-z0-9]{0,62}$")]
+MetricName = Annotated[str, Field(pattern=r"^[A-Za-z_:][A-Za-z0-9_:]*$", max_length=200)]
+
+
+class Thresholds(Model):
+    """When gpuplan's alerts fire; every field has a default."""
+
+    gpu_temperature: int = Field(default=87, ge=40, le=120)
+    """GPU temperature (DCGM_FI_DEV_GPU_TEMP, degrees C) above which GpuThermalThrottling fires; default 87,
+    below the slowdown temperature of H100 and A100 boards."""
+    memory_temperature: int = Field(default=95, ge=40, le=120)
+    """HBM temperature (DCGM_FI_DEV_MEMORY_TEMP, degrees C) above which GpuMemoryHot fires; default 95."""
+    temperature_for: Duration = "5m"
+    """How long a temperature stays above its threshold before the alert fires; default 5m."""
+    exporter_down_for: Duration = "5m"
+    """How long a pool's DCGM exporters may be missing before DcgmExporterDown fires; default 5m."""
+    capacity_for: Duration = "15m"
+    """How long a pool may have fewer nodes or GPUs than its quotas assume before the alert fires; default 15m."""
+    pending_for: Duration = "15m"
+    """How long a tenant's workloads may wait while it is under its nominal quota; default 15m."""
+    mig_failed_for: Duration = "10m"
+    """How long a node may report a failed or mismatched MIG config before the alert fires; default 10m."""
+
+
+class ThresholdAlert(Model):
+    """An extra alert on one exporter metric crossing a value (its name is checked against the pinned lists)."""
+
+    name: AlertName
+    """Alert name, such as GpuPowerHigh."""
+    metric: MetricName
+    """A metric the DCGM exporter or Kueue publishes at the cluster's versions, such as DCGM_FI_DEV_POWER_USAGE."""
+    above: float | None = None
+    """Fire when the metric is above this value (give above or below)."""
+    below: float | None = None
+    """Fire when the metric is below this value (give above or below)."""
+    for_: Duration = Field(default="10m", alias="for")
+    """How long the condition holds before the alert fires; default 10m."""
+    severity: Literal["critical", "warning", "info"] = "warning"
+    """Alert severity label; default warning."""
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> ThresholdAlert:
+        if (self.above is None) == (self.below is None):
+            raise ValueError("give exactly one of above or below")
+        return self
+
+
+class Monitoring(Model):
+    """Prometheus Operator ServiceMonitors and PrometheusRules, Grafana dashboards and Prometheus Adapter rules."""
+
+    version: Annotated[Version, WithJsonSchema({"type": "string", "enum": [r.version for r in RELEASES]})]
+    """Prometheus Operator release the cluster runs, such as v0.93.0: its CRDs validate what is emitted.
+    gpuplan installs no Prometheus, Grafana or kube-state-metrics: they must already run."""
+    namespace: Name = "monitoring"
+    """Namespace of the PrometheusRules, dashboards and adapter rules (where Prometheus and Grafana run); default monitoring."""
+    grafana_dashboards: bool = True
+    """Emit Grafana dashboards (per pool and per tenant) as ConfigMaps labelled grafana_dashboard: "1"."""
+    runbook_url: Annotated[str, Field(pattern=r"^https?://[^\s#]+$")] | None = None
+    """Base URL of the team's runbooks; each alert then gets runbook_url <base>#<alert name in lower case>
+    beside its one-line `runbook` annotation. Default: the one-line runbook only."""
+    thresholds: Thresholds = Thresholds()
+    """When the built-in alerts fire."""
+    alerts: list[ThresholdAlert] = []
+    """Extra alerts on one metric each; a metric the pinned exporters do not publish is an error."""
