@@ -38,7 +38,7 @@ TARGET_LABELS = frozenset({"job", "instance", "namespace", "service", "pod", "co
 KSM = {"kube_node_labels": frozenset({"node"})}
 KSM_LABEL_PREFIX = "label_"
 # Prometheus' own series (up per target; ALERTS for firing rules).
-PROMETHEUS = {"up": frozenset(), "ALERTS": frozenset({"alertname", "alertstate", "severity"})}
+PROMETHEUS = {"up": TARGET_LABELS, "ALERTS": frozenset({"alertname", "alertstate", "severity"})}
 
 
 def dcgm_tag(image_version: str) -> str:

@@ -1,0 +1,207 @@
+"""Monitoring (issue 23): the rendered example's ServiceMonitors, PrometheusRules, dashboards and adapter
+rules validate against the shipped Prometheus Operator CRDs, name only metrics and labels the pinned
+exporters publish, hold balanced PromQL, and a misspelt metric in a cluster file is an error at its line."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpuplan.components.metrics import KSM, PROMETHEUS, balanced, dcgm_metrics, dcgm_tag, kueue_metrics, references, unknown_references
+from gpuplan.crds import index_for
+from gpuplan.emit.monitoring_common import ksm_label
+from gpuplan.validate import Validator
+from tests.conftest import PROJECT, copy_example, run, snapshot
+
+FOLDER = "h100-prod/monitoring"
+# The example cluster's pinned releases: GPU Operator v26.7.0 (exporter 4.6.0-4.8.3), Kueue v0.19.2.
+KNOWN = dict(KSM) | dict(PROMETHEUS) | dcgm_metrics(dcgm_tag("4.6.0-4.8.3-distroless")) | kueue_metrics("v0.19.2")
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("out")
+    result = run("render", "--root", str(PROJECT), "--out", str(out), "--cluster", "h100-prod")
+    assert result.code == 0, result.stderr
+    return out
+
+
+def _objects(rendered: Path) -> dict[str, dict]:
+    return {p.name: yaml.safe_load(p.read_text()) for p in sorted((rendered / FOLDER).glob("*.yaml"))}
+
+
+def _rules(rendered: Path) -> list[dict]:
+    return [rule for obj in _objects(rendered).values() if obj["kind"] == "PrometheusRule" for g in obj["spec"]["groups"] for rule in g["rules"]]
+
+
+def _dashboards(rendered: Path) -> dict[str, dict]:
+    found = {}
+    for obj in _objects(rendered).values():
+        if obj["kind"] == "ConfigMap" and obj["metadata"].get("labels", {}).get("grafana_dashboard") == "1":
+            found |= {key: json.loads(text) for key, text in obj["data"].items()}
+    return found
+
+
+def _queries(rendered: Path) -> list[str]:
+    exprs = [rule["expr"] for rule in _rules(rendered)]
+    exprs += [t["expr"] for d in _dashboards(rendered).values() for p in d["panels"] for t in p["targets"]]
+    adapter = _objects(rendered)["configmap-gpuplan-prometheus-adapter.yaml"]
+    exprs += [r["seriesQuery"] for r in yaml.safe_load(adapter["data"]["config.yaml"])["rules"]]
+    return exprs
+
+
+def test_the_example_renders_every_kind_of_monitoring_object(rendered: Path) -> None:
+    names = set(_objects(rendered))
+    assert {"servicemonitor-gpuplan-dcgm-exporter.yaml", "servicemonitor-gpuplan-kueue.yaml", "servicemonitor-gpuplan-volcano-scheduler.yaml"} <= names
+    assert {f"prometheusrule-gpuplan-{g}.yaml" for g in ("gpu-health", "capacity", "fairness", "mig", "custom")} <= names
+    alerts = {rule["alert"] for rule in _rules(rendered)}
+    assert {"GpuXidError", "GpuFallenOffBus", "GpuUncorrectableEccRowRemap", "GpuThermalThrottling", "DcgmExporterDown",
+            "GpuPoolNodesBelowQuota", "GpuPoolGpusBelowQuota", "TenantPendingUnderQuota", "ClusterQueueInactive",
+            "MigConfigFailed", "MigInstancesDiffer", "GpuPowerHigh"} <= alerts  # fmt: skip
+    assert (rendered / "argocd" / "h100-prod" / "monitoring.yaml").is_file()
+    assert (rendered / "argocd" / "h100-prod" / "prometheus-adapter.yaml").is_file()
+
+
+def test_monitoring_objects_validate_strictly_against_the_shipped_prometheus_operator_crds(rendered: Path) -> None:
+    validator = Validator(index_for({"prometheus-operator": "v0.93.0"}), "1.33")
+    custom = {n: o for n, o in _objects(rendered).items() if o["apiVersion"].startswith("monitoring.coreos.com/")}
+    assert len(custom) >= 8
+    assert {n: validator.validate(o) for n, o in custom.items() if validator.validate(o)} == {}
+
+
+def test_the_validator_refuses_a_field_the_crd_lacks(rendered: Path) -> None:
+    validator = Validator(index_for({"prometheus-operator": "v0.93.0"}), "1.33")
+    rule = _objects(rendered)["prometheusrule-gpuplan-mig.yaml"]
+    rule["spec"]["groups"][0]["rules"][0]["runbook"] = "misplaced: belongs under annotations"
+    assert validator.validate(rule)
+
+
+def test_every_alert_carries_a_runbook_line_and_a_severity(rendered: Path) -> None:
+    for rule in _rules(rendered):
+        assert rule["annotations"]["runbook"].strip(), rule["alert"]
+        assert rule["labels"]["severity"] in ("critical", "warning", "info"), rule["alert"]
+
+
+def test_every_metric_and_label_referenced_is_in_the_pinned_lists(rendered: Path) -> None:
+    queries = _queries(rendered)
+    assert len(queries) > 40
+    problems = {q: unknown_references(q, KNOWN) for q in queries}
+    assert {q: p for q, p in problems.items() if p} == {}
+
+
+def test_every_query_is_balanced(rendered: Path) -> None:
+    assert {q: balanced(q) for q in _queries(rendered) if balanced(q)} == {}
+
+
+def test_capacity_thresholds_come_from_the_quotas(rendered: Path) -> None:
+    # h100-infer (8 GPUs a node, 7 x 1g.10gb a GPU): team-a 14 + team-b 56 instances = 10 GPUs = 2 nodes.
+    # Autoscaled pools (h100-train, l40s-dev) get no capacity alert.
+    by_pool = {r["labels"]["pool"]: r["expr"] for r in _rules(rendered) if r["alert"] == "GpuPoolGpusBelowQuota"}
+    assert set(by_pool) == {"h100-infer", "a100-mixed"}
+    assert by_pool["h100-infer"].endswith("< 10")
+    nodes = {r["labels"]["pool"]: r["expr"] for r in _rules(rendered) if r["alert"] == "GpuPoolNodesBelowQuota"}
+    assert nodes["h100-infer"].endswith("< 2")
+
+
+def test_dashboards_reference_only_defined_data_sources_and_variables(rendered: Path) -> None:
+    dashboards = _dashboards(rendered)
+    assert {"gpuplan-dashboard-pool-h100-infer.json", "gpuplan-dashboard-tenants.json"} <= set(dashboards)
+    for name, model in dashboards.items():
+        variables = {v["name"] for v in model["templating"]["list"]}
+        datasources = {v["name"] for v in model["templating"]["list"] if v["type"] == "datasource"}
+        assert model["panels"], name
+        for panel in model["panels"]:
+            for ref in [panel["datasource"], *(t["datasource"] for t in panel["targets"])]:
+                assert ref["type"] == "prometheus" and ref["uid"].strip("${}") in datasources, (name, panel["title"])
+            for target in panel["targets"]:
+                used = set(re.findall(r"\$\{?(\w+)", target["expr"])) - {"__rate_interval"}
+                assert used <= variables, (name, panel["title"], used - variables)
+        ids = [p["id"] for p in model["panels"]]
+        assert len(ids) == len(set(ids)), name
+
+
+def test_mig_pool_dashboard_shows_instance_use_and_the_tenants_dashboard_lists_the_tenants(rendered: Path) -> None:
+    dashboards = _dashboards(rendered)
+    titles = [p["title"] for p in dashboards["gpuplan-dashboard-pool-a100-mixed.json"]["panels"]]
+    assert any("MIG" in t for t in titles)
+    assert not any("MIG" in p["title"] for p in dashboards["gpuplan-dashboard-pool-h100-train.json"]["panels"])
+    tenant = next(v for v in dashboards["gpuplan-dashboard-tenants.json"]["templating"]["list"] if v["name"] == "tenant")
+    assert tenant["query"] == "team-a,team-b"
+
+
+def test_adapter_rules_serve_gpu_utilisation_for_the_autoscaling_tenant_only(rendered: Path) -> None:
+    config = yaml.safe_load(_objects(rendered)["configmap-gpuplan-prometheus-adapter.yaml"]["data"]["config.yaml"])
+    served = {r["name"]["as"]: r for r in config["rules"]}
+    assert set(served) == {"gpu_utilization", "gpu_memory_used_mib"}
+    assert 'exported_namespace=~"team-b"' in served["gpu_utilization"]["seriesQuery"]
+    assert served["gpu_utilization"]["resources"]["overrides"]["exported_pod"] == {"resource": "pod"}
+
+
+@pytest.mark.parametrize(
+    ("expr", "metrics", "labels"),
+    [
+        ('sum by (node) (rate(DCGM_FI_DEV_XID_ERRORS{gpu="0"}[5m]))', {"DCGM_FI_DEV_XID_ERRORS"}, {"node", "gpu"}),
+        ('a * on (node) group_left () b{x=~"$v"} > 0 unless c', {"a", "b", "c"}, {"node", "x"}),
+        ('count(up{job="x"} == 1) or vector(0)', {"up"}, {"job"}),
+    ],
+)
+def test_references_reads_metrics_and_labels(expr: str, metrics: set[str], labels: set[str]) -> None:
+    assert references(expr) == (metrics, labels)
+
+
+@pytest.mark.parametrize("expr", ["sum(a", "a[5m", 'a{b="c}', "a)", "sum(a{b=\"(\"})]"])
+def test_balanced_finds_unclosed_brackets_and_strings(expr: str) -> None:
+    assert balanced(expr) is not None
+
+
+def test_a_misspelt_metric_or_label_is_found() -> None:
+    assert unknown_references("DCGM_FI_DEV_GPU_UTILL > 90", KNOWN) == ["metric DCGM_FI_DEV_GPU_UTILL"]
+    assert unknown_references('kueue_pending_workloads{clusterqueue="a"}', KNOWN) == ["label clusterqueue"]
+    assert unknown_references('kube_node_labels{label_gpuplan_io_pool="a"}', KNOWN) == []
+
+
+def test_ksm_label_follows_kube_state_metrics_naming() -> None:
+    assert ksm_label("nvidia.com/mig.config.state") == "label_nvidia_com_mig_config_state"
+    assert ksm_label("example.com/rackName") == "label_example_com_rack_name"
+
+
+def test_a_misspelt_metric_in_a_cluster_alert_is_an_error_at_its_line(tmp_path: Path) -> None:
+    repo = copy_example(tmp_path / "repo")
+    cluster = repo / "clusters" / "h100-prod.yaml"
+    text = cluster.read_text()
+    assert "metric: DCGM_FI_DEV_POWER_USAGE," in text
+    cluster.write_text(text.replace("metric: DCGM_FI_DEV_POWER_USAGE,", "metric: DCGM_FI_DEV_POWER_USAGES,"))
+    line = next(i for i, l in enumerate(cluster.read_text().splitlines(), 1) if "DCGM_FI_DEV_POWER_USAGES" in l)
+    col = cluster.read_text().splitlines()[line - 1].index("DCGM_FI_DEV_POWER_USAGES") + 1
+    before = snapshot(repo / "output")
+    result = run("render", "--root", str(repo))
+    assert result.code == 1
+    assert f"clusters/h100-prod.yaml:{line}:{col}: error: " in result.stderr
+    assert "DCGM_FI_DEV_POWER_USAGES is no metric" in result.stderr and "did you mean DCGM_FI_DEV_POWER_USAGE?" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert snapshot(repo / "output") == before
+
+
+def test_autoscaling_asked_on_a_cluster_without_monitoring_is_an_error(tmp_path: Path) -> None:
+    repo = copy_example(tmp_path / "repo")
+    cluster = repo / "clusters" / "h100-prod.yaml"
+    text = cluster.read_text()
+    start = text.index("  monitoring:\n")
+    end = text.index("\n\n", start)
+    cluster.write_text(text[:start] + text[end + 1 :])
+    result = run("render", "--root", str(repo))
+    assert result.code == 1
+    assert re.search(r"tenants/team-b\.yaml:\d+:\d+: error: .*no components\.monitoring", result.stderr), result.stderr
+
+
+def test_an_alert_with_no_bound_is_refused(tmp_path: Path) -> None:
+    repo = copy_example(tmp_path / "repo")
+    cluster = repo / "clusters" / "h100-prod.yaml"
+    cluster.write_text(cluster.read_text().replace(", above: 680", ""))
+    result = run("render", "--root", str(repo))
+    assert result.code == 1
+    assert "give exactly one of above or below" in result.stderr
