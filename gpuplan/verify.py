@@ -14,7 +14,7 @@ from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.locate import locate, problem_path
 from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, check_references, newest
 from gpuplan.validate.engine import MISSING_CRD
-from gpuplan.validate.graph import check_cluster, check_projects
+from gpuplan.validate.graph import check_cluster, check_projects, expand_application_sets
 from gpuplan.write import header
 from gpuplan.yamlout import dump
 
@@ -94,7 +94,7 @@ def graph_problems(manifests: list[Manifest], fleet: Fleet) -> list[Diagnostic]:
     from gpuplan.emit.bootstrap import graph as bootstrap_graph  # the operators' CRD sets
 
     fleet_items = [m for m in manifests if m.cluster is None and m.kind != "Kustomization"]
-    apps = [m.obj for m in fleet_items if m.kind == "Application"]
+    apps = [m.obj for m in fleet_items if m.kind == "Application"] + expand_application_sets(m.obj for m in fleet_items)
     projects = [m.obj for m in fleet_items if m.kind == "AppProject"]
     by_cluster: dict[str, list[Manifest]] = {}
     for item in manifests:

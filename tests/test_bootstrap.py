@@ -12,7 +12,7 @@ from gpuplan.components import namespaces_of
 from gpuplan.emit.bootstrap.graph import installs
 from gpuplan.emit.meta import Manifest
 from gpuplan.pipeline import compile_fleet
-from gpuplan.validate.graph import check_cluster, check_projects, group_of
+from gpuplan.validate.graph import check_cluster, check_projects, expand_application_sets, group_of
 from tests.conftest import copy_example, run
 
 CLUSTER_LABEL = "gpuplan.io/cluster"
@@ -129,3 +129,13 @@ def test_values_override_lands_in_the_operator_application(tmp_path: Path, crds_
     written = (root / "output/argocd/h100-prod/kueue.yaml").read_text()
     assert "enableVisibilityAPF: true" in written and "controllerManagerConfigYaml" in written
     assert "have no effect" not in result.stderr
+
+
+def test_an_application_set_expands_to_the_applications_the_graph_check_walks() -> None:
+    appset = {"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "metadata": {"name": "s", "annotations": {WAVE: "0"}},
+              "spec": {"generators": [{"list": {"elements": [{"cluster": "a", "path": "output/a"}, {"cluster": "b", "path": "output/b"}]}}],
+                       "template": {"metadata": {"name": "{{.cluster}}", "labels": {CLUSTER_LABEL: "{{.cluster}}"}},
+                                    "spec": {"project": "p", "source": {"repoURL": "g", "path": "{{.path}}"}}}}}
+    apps = expand_application_sets([appset])
+    assert [(a["metadata"]["name"], a["spec"]["source"]["path"], _wave(a)) for a in apps] == [("a", "output/a", 0), ("b", "output/b", 0)]
+    assert check_cluster("b", [], apps, {}) == []

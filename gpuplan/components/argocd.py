@@ -40,6 +40,7 @@ ARGO_CD = Component(
     field="argoCD",
     releases=RELEASES,
     emitter="gpuplan.emit.argocd:emit_fleet",
+    checks=("gpuplan.check.bootstrap",),
     configured=False,
     scope="fleet",
 )

@@ -101,6 +101,9 @@ class GitOps(Model):
     """Argo CD AppProject."""
     namespace: Name = "argocd"
     """Namespace Argo CD runs in (where the Application objects live)."""
+    application_set: Name | None = None
+    """Sync this cluster's folder through the ApplicationSet of this name (one for many clusters, with the
+    same repoURL, targetRevision, project, namespace and kind of destination) instead of its own Application."""
 
 
 def _releases(component: str) -> WithJsonSchema:

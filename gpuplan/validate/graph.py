@@ -154,3 +154,32 @@ def check_projects(
             if not _allowed_kind(project, key):
                 problems.append(_problem(None, app, "spec.project", f'AppProject "{name}" does not whitelist the cluster-scoped kind {key[1]} ({key[0]}): the sync fails'))
     return problems
+
+
+def _fill(value: Any, element: Mapping[str, Any]) -> Any:
+    """Return a template value with every {{.key}} replaced by the element's value."""
+    if isinstance(value, str):
+        for key, text in element.items():
+            value = value.replace("{{." + str(key) + "}}", str(text))
+        return value
+    if isinstance(value, dict):
+        return {k: _fill(v, element) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, element) for v in value]
+    return value
+
+
+def expand_application_sets(objects: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Return the Applications the list generators of these ApplicationSets generate (in the set's wave)."""
+    out = []
+    for obj in objects:
+        if obj.get("kind") != "ApplicationSet":
+            continue
+        spec = obj.get("spec") or {}
+        wave = (_meta(obj, "annotations") or {}).get(SYNC_WAVE, "0")
+        for generator in spec.get("generators") or []:
+            for element in ((generator or {}).get("list") or {}).get("elements") or []:
+                app = {"apiVersion": obj.get("apiVersion"), "kind": "Application", **_fill(spec.get("template") or {}, element)}
+                app["metadata"] = {**app.get("metadata", {}), "annotations": {SYNC_WAVE: wave}}
+                out.append(app)
+    return out
