@@ -80,6 +80,10 @@ def configuration(cluster: ClusterPlan, release: KueueRelease) -> dict[str, Any]
         "managedJobsNamespaceSelector": {"matchExpressions": [_selected(namespaces)]},
         "integrations": {"frameworks": list(kueue.frameworks)},
     }
+    if cluster.spec.components.monitoring is not None:
+        # The tenants' quota, usage and lending series the dashboards and the pending-under-quota alert read
+        # (metrics.enableClusterQueueResources: apis/config/<version>/configuration_types.go at every tag).
+        config["metrics"]["enableClusterQueueResources"] = True
     if any(alloc.spec.weight is not None for alloc in cluster.allocations):
         sharing: dict[str, Any] = {"preemptionStrategies": list(PREEMPTION_STRATEGIES)}
         config["fairSharing"] = sharing if version == "v1beta2" else {"enable": True, **sharing}
