@@ -137,3 +137,48 @@ def test_rdma_shared_recognises_the_plugin_prefix_and_names() -> None:
     assert rdma_shared("example.com/hca_shared_devices_b")
     assert not rdma_shared("nvidia.com/sriov_ib")
     assert not rdma_shared(None)
+
+
+# --- the networks' device plugins, installed by the bootstrap Applications -----------------------------
+
+
+def _operators(tmp_path: Path, files: dict[str, str]) -> dict[str, Any]:
+    from gpuplan.emit.bootstrap.fabrics import operators
+
+    fleet = compile_fleet(write_repo(tmp_path, files), emit_output=False).fleet
+    assert fleet is not None
+    return {o.name: o for o in operators(fleet.clusters["c1"])}
+
+
+def test_efa_installs_the_pinned_efa_device_plugin_tolerating_the_pool_taints(tmp_path: Path) -> None:
+    found = _operators(tmp_path, _files(EFA))
+    efa = found.pop("efa-device-plugin")
+    assert not found  # no RDMA shared device here
+    assert efa.chart is not None and (efa.chart.repo, efa.chart.name, efa.chart.version) == (
+        "https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.30",
+    )  # fmt: skip
+    assert efa.values == {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+
+
+def test_rdma_shared_devices_get_one_plugin_resource_each(tmp_path: Path) -> None:
+    networks = (
+        f"  - {{name: n, type: macvlan, master: ens1f0, resourceName: rdma/roce_a, {IPAM}, pools: [p]}}\n"
+        "  - {name: m, type: ipoib, master: ib0, resourceName: example.com/hca_shared_b, "
+        "ipam: {type: whereabouts, range: 10.1.0.0/24}, pools: [p]}\n"
+    )
+    plugin = _operators(tmp_path, _files(networks, provider="onprem", pool=STATIC))["rdma-shared-device-plugin"]
+    source = plugin.source
+    assert (source["repoURL"], source["targetRevision"], source["path"]) == (
+        "https://github.com/Mellanox/k8s-rdma-shared-dev-plugin.git", "v1.5.3", "deployment/k8s/base",
+    )  # fmt: skip
+    assert source["kustomize"]["images"] == ["ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.3"]
+    config_map = json.loads(source["kustomize"]["patches"][0]["patch"])
+    assert json.loads(config_map["data"]["config.json"])["configList"] == [
+        {"resourceName": "hca_shared_b", "resourcePrefix": "example.com", "rdmaHcaMax": 1000, "devices": ["ib0"]},
+        {"resourceName": "roce_a", "rdmaHcaMax": 1000, "devices": ["ens1f0"]},
+    ]
+
+
+def test_sriov_networks_install_no_device_plugin(tmp_path: Path) -> None:
+    network = f"  - {{name: n, type: sriov, resourceName: nvidia.com/sriov_eth, {IPAM}, pools: [p]}}\n"
+    assert _operators(tmp_path, _files(network, provider="onprem", pool=STATIC)) == {}

@@ -20,6 +20,7 @@ from gpuplan.emit.bootstrap.app import (
     Operator,
     operator_application,
 )
+from gpuplan.emit.bootstrap.fabrics import operators as fabrics
 from gpuplan.emit.bootstrap.gpu_operator import operators as gpu_operator
 from gpuplan.emit.bootstrap.karpenter import operators as karpenter
 from gpuplan.emit.bootstrap.kueue import operators as kueue
@@ -36,7 +37,7 @@ __all__ = [
 
 OperatorSource = Callable[[ClusterPlan], list[Operator]]
 
-_SOURCES: list[OperatorSource] = [gpu_operator, nfd, kueue, volcano, karpenter, multus, monitoring]
+_SOURCES: list[OperatorSource] = [gpu_operator, nfd, kueue, volcano, karpenter, multus, monitoring, fabrics]
 
 
 def register(source: OperatorSource) -> OperatorSource:
