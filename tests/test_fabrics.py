@@ -54,7 +54,9 @@ def _check(tmp_path: Path, files: dict[str, str]) -> tuple[int, str]:
     return result.code, result.stderr
 
 
-def _objects(tmp_path: Path, files: dict[str, str]) -> dict[tuple[str, str | None, str], dict[str, Any]]:
+def _objects(
+    tmp_path: Path, files: dict[str, str]
+) -> dict[tuple[str, str | None, str], dict[str, Any]]:
     result = compile_fleet(write_repo(tmp_path, files))
     errors = [d.text() for d in result.diagnostics if d.severity.value == "error"]
     assert not errors, errors
@@ -70,16 +72,31 @@ def test_efa_renders_no_network_attachment(tmp_path: Path) -> None:
 def test_efa_off_aws_is_an_error(tmp_path: Path) -> None:
     code, err = _check(tmp_path, _files(EFA, provider="onprem", pool=STATIC))
     assert code == 1
-    assert "clusters/c1.yaml:16:21: error: networks[0].type: EFA (Elastic Fabric Adapter) exists on AWS only; cluster c1 runs on onprem" in err
+    assert (
+        "clusters/c1.yaml:16:21: error: networks[0].type: EFA (Elastic Fabric Adapter) exists on AWS only; cluster c1 runs on onprem"
+        in err
+    )
 
 
 @pytest.mark.parametrize(
     ("network", "message"),
     [
-        (f"  - {{name: n, type: efa, {IPAM}, pools: [p]}}\n", "an efa network has no ipam or master"),
-        ("  - {name: n, type: efa, resourceName: example.com/efa, pools: [p]}\n", "an efa network's resource is vpc.amazonaws.com/efa"),
-        ("  - {name: n, type: macvlan, master: eth1, pools: [p]}\n", "a macvlan network needs ipam"),
-        (f"  - {{name: n, type: ib-sriov, {IPAM}, pools: [p]}}\n", "a ib-sriov network needs resourceName (the SR-IOV device plugin's VF resource)"),
+        (
+            f"  - {{name: n, type: efa, {IPAM}, pools: [p]}}\n",
+            "an efa network has no ipam or master",
+        ),
+        (
+            "  - {name: n, type: efa, resourceName: example.com/efa, pools: [p]}\n",
+            "an efa network's resource is vpc.amazonaws.com/efa",
+        ),
+        (
+            "  - {name: n, type: macvlan, master: eth1, pools: [p]}\n",
+            "a macvlan network needs ipam",
+        ),
+        (
+            f"  - {{name: n, type: ib-sriov, {IPAM}, pools: [p]}}\n",
+            "a ib-sriov network needs resourceName (the SR-IOV device plugin's VF resource)",
+        ),
     ],
 )
 def test_network_shapes_are_input_errors(tmp_path: Path, network: str, message: str) -> None:
@@ -89,8 +106,12 @@ def test_network_shapes_are_input_errors(tmp_path: Path, network: str, message: 
 
 
 def test_ib_sriov_renders_the_ib_sriov_cni(tmp_path: Path) -> None:
-    network = f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {IPAM}, pools: [p]}}\n"
-    nad = _objects(tmp_path, _files(network, provider="azure", pool=STATIC))[("NetworkAttachmentDefinition", "t", "n")]
+    network = (
+        f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {IPAM}, pools: [p]}}\n"
+    )
+    nad = _objects(tmp_path, _files(network, provider="azure", pool=STATIC))[
+        ("NetworkAttachmentDefinition", "t", "n")
+    ]
     assert json.loads(nad["spec"]["config"]) == {
         "cniVersion": "0.3.1", "name": "n", "type": "ib-sriov",
         "ipam": {"type": "whereabouts", "range": "10.0.0.0/24"},
@@ -99,7 +120,9 @@ def test_ib_sriov_renders_the_ib_sriov_cni(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["sriov", "ib-sriov"])
-def test_sriov_with_an_rdma_shared_device_names_the_right_pairing(tmp_path: Path, kind: str) -> None:
+def test_sriov_with_an_rdma_shared_device_names_the_right_pairing(
+    tmp_path: Path, kind: str
+) -> None:
     network = f"  - {{name: n, type: {kind}, resourceName: nvidia.com/rdma_shared_device_a, {IPAM}, pools: [p]}}\n"
     code, err = _check(tmp_path, _files(network, provider="onprem", pool=STATIC))
     assert code == 1
@@ -125,7 +148,10 @@ def test_infiniband_on_ec2_instances_is_an_error(tmp_path: Path) -> None:
     network = f"  - {{name: n, type: ipoib, master: ib0, resourceName: rdma/hca_shared_devices_a, {IPAM}, pools: [p]}}\n"
     code, err = _check(tmp_path / "ec2", _files(network))
     assert code == 1
-    assert "error: networks[0].pools[0]: pool p is EC2 instances, which have no InfiniBand (ipoib): p5 and p5en reach each other over EFA" in err
+    assert (
+        "error: networks[0].pools[0]: pool p is EC2 instances, which have no InfiniBand (ipoib): p5 and p5en reach each other over EFA"
+        in err
+    )
     # A static pool of an aws cluster may be on-premises machines (EKS hybrid nodes): no finding.
     code, err = _check(tmp_path / "hybrid", _files(network, pool=STATIC + "    taints: []\n"))
     assert "network-provider" not in err, err
@@ -150,14 +176,18 @@ def _operators(tmp_path: Path, files: dict[str, str]) -> dict[str, Any]:
     return {o.name: o for o in operators(fleet.clusters["c1"])}
 
 
-def test_efa_installs_the_pinned_efa_device_plugin_tolerating_the_pool_taints(tmp_path: Path) -> None:
+def test_efa_installs_the_pinned_efa_device_plugin_tolerating_the_pool_taints(
+    tmp_path: Path,
+) -> None:
     found = _operators(tmp_path, _files(EFA))
     efa = found.pop("efa-device-plugin")
     assert not found  # no RDMA shared device here
     assert efa.chart is not None and (efa.chart.repo, efa.chart.name, efa.chart.version) == (
         "https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.30",
     )  # fmt: skip
-    assert efa.values == {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+    assert efa.values == {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    }
 
 
 def test_rdma_shared_devices_get_one_plugin_resource_each(tmp_path: Path) -> None:
@@ -166,7 +196,9 @@ def test_rdma_shared_devices_get_one_plugin_resource_each(tmp_path: Path) -> Non
         "  - {name: m, type: ipoib, master: ib0, resourceName: example.com/hca_shared_b, "
         "ipam: {type: whereabouts, range: 10.1.0.0/24}, pools: [p]}\n"
     )
-    plugin = _operators(tmp_path, _files(networks, provider="onprem", pool=STATIC))["rdma-shared-device-plugin"]
+    plugin = _operators(tmp_path, _files(networks, provider="onprem", pool=STATIC))[
+        "rdma-shared-device-plugin"
+    ]
     source = plugin.source
     assert (source["repoURL"], source["targetRevision"], source["path"]) == (
         "https://github.com/Mellanox/k8s-rdma-shared-dev-plugin.git", "v1.5.3", "deployment/k8s/base",
@@ -174,11 +206,18 @@ def test_rdma_shared_devices_get_one_plugin_resource_each(tmp_path: Path) -> Non
     assert source["kustomize"]["images"] == ["ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.3"]
     config_map = json.loads(source["kustomize"]["patches"][0]["patch"])
     assert json.loads(config_map["data"]["config.json"])["configList"] == [
-        {"resourceName": "hca_shared_b", "resourcePrefix": "example.com", "rdmaHcaMax": 1000, "devices": ["ib0"]},
+        {
+            "resourceName": "hca_shared_b",
+            "resourcePrefix": "example.com",
+            "rdmaHcaMax": 1000,
+            "devices": ["ib0"],
+        },
         {"resourceName": "roce_a", "rdmaHcaMax": 1000, "devices": ["ens1f0"]},
     ]
 
 
 def test_sriov_networks_install_no_device_plugin(tmp_path: Path) -> None:
-    network = f"  - {{name: n, type: sriov, resourceName: nvidia.com/sriov_eth, {IPAM}, pools: [p]}}\n"
+    network = (
+        f"  - {{name: n, type: sriov, resourceName: nvidia.com/sriov_eth, {IPAM}, pools: [p]}}\n"
+    )
     assert _operators(tmp_path, _files(network, provider="onprem", pool=STATIC)) == {}

@@ -67,9 +67,15 @@ def _karpenter(version: str = "v1.14.1", extra: str = "") -> str:
 
 @pytest.mark.parametrize(
     ("provider", "label"),
-    [("aws", "eks.amazonaws.com/nodegroup"), ("azure", "kubernetes.azure.com/agentpool"), ("gcp", "cloud.google.com/gke-nodepool")],
+    [
+        ("aws", "eks.amazonaws.com/nodegroup"),
+        ("azure", "kubernetes.azure.com/agentpool"),
+        ("gcp", "cloud.google.com/gke-nodepool"),
+    ],
 )
-def test_node_group_selects_the_pool_by_the_provider_label(tmp_path: Path, provider: str, label: str) -> None:
+def test_node_group_selects_the_pool_by_the_provider_label(
+    tmp_path: Path, provider: str, label: str
+) -> None:
     pool = "    nodes: {count: 2}\n    nodeGroup: gpu-a\n    taints: []\n"
     found = _objects(tmp_path, _files(provider, pool))
     flavor = found[("ResourceFlavor", "p")]
@@ -78,9 +84,14 @@ def test_node_group_selects_the_pool_by_the_provider_label(tmp_path: Path, provi
 
 
 def test_node_group_on_prem_and_with_hostnames_are_errors(tmp_path: Path) -> None:
-    code, err = _check(tmp_path / "onprem", _files("onprem", "    nodes: {count: 2}\n    nodeGroup: gpu-a\n"))
+    code, err = _check(
+        tmp_path / "onprem", _files("onprem", "    nodes: {count: 2}\n    nodeGroup: gpu-a\n")
+    )
     assert code == 1
-    assert "clusters/c1.yaml:14:16: error: nodePools[0].nodeGroup: nodeGroup selects nodes by a cloud's node-group label, which onprem nodes have none of" in err
+    assert (
+        "clusters/c1.yaml:14:16: error: nodePools[0].nodeGroup: nodeGroup selects nodes by a cloud's node-group label, which onprem nodes have none of"
+        in err
+    )
     both = "    nodes: {count: 2}\n    nodeGroup: gpu-a\n    hostnames: [gpu-.*]\n"
     code, err = _check(tmp_path / "both", _files("aws", both))
     assert code == 1
@@ -90,14 +101,20 @@ def test_node_group_on_prem_and_with_hostnames_are_errors(tmp_path: Path) -> Non
 def test_a_static_pool_needs_something_to_select_it(tmp_path: Path) -> None:
     code, err = _check(tmp_path, _files("aws", "    nodes: {count: 2}\n"))
     assert code == 1
-    assert "clusters/c1.yaml:13:12: error: nodePools[0].nodes: a static pool needs nodeGroup, hostnames or labels" in err
+    assert (
+        "clusters/c1.yaml:13:12: error: nodePools[0].nodes: a static pool needs nodeGroup, hostnames or labels"
+        in err
+    )
 
 
 def test_hostnames_on_aws_warn_and_point_to_node_group(tmp_path: Path) -> None:
     code, err = _check(tmp_path, _files("aws", "    nodes: {count: 2}\n    hostnames: [gpu-.*]\n"))
     assert code == 0
     assert "warning: nodePools[0].hostnames: aws names nodes at launch" in err
-    assert "nodeGroup: <group> (the eks.amazonaws.com/nodegroup label), and drop hostnames [cloud-hostnames]" in err
+    assert (
+        "nodeGroup: <group> (the eks.amazonaws.com/nodegroup label), and drop hostnames [cloud-hostnames]"
+        in err
+    )
 
 
 # --- taints of static pools: applied by NFD, or a warning ---------------------------------------------
@@ -113,7 +130,9 @@ def test_hostname_pool_taints_go_into_the_node_feature_rule(tmp_path: Path) -> N
     ]
     fleet = compile_fleet(tmp_path, emit_output=False).fleet
     assert fleet is not None
-    assert master_values(fleet.clusters["c1"]) == {"enableTaints": True}  # nfd-master applies them only so
+    assert master_values(fleet.clusters["c1"]) == {
+        "enableTaints": True
+    }  # nfd-master applies them only so
 
 
 def test_taints_nfd_refuses_are_left_out_with_a_warning(tmp_path: Path) -> None:
@@ -121,16 +140,26 @@ def test_taints_nfd_refuses_are_left_out_with_a_warning(tmp_path: Path) -> None:
     files = _files("onprem", "    nodes: {count: 2}\n    hostnames: [gpu-.*]\n" + taints)
     code, err = _check(tmp_path / "check", files)
     assert code == 0
-    assert "clusters/c1.yaml:16:9: warning: nodePools[0].taints[0]: nfd-master sets no taint without a prefix (example.com/key), so taint dedicated of pool p is not applied" in err
-    assert "warning: nodePools[0].taints[1]: nfd-master sets no taint in the kubernetes.io domain (except feature.node.kubernetes.io)" in err
-    rule = _objects(tmp_path / "render", files)[("NodeFeatureRule", "gpuplan-p")]["spec"]["rules"][0]
+    assert (
+        "clusters/c1.yaml:16:9: warning: nodePools[0].taints[0]: nfd-master sets no taint without a prefix (example.com/key), so taint dedicated of pool p is not applied"
+        in err
+    )
+    assert (
+        "warning: nodePools[0].taints[1]: nfd-master sets no taint in the kubernetes.io domain (except feature.node.kubernetes.io)"
+        in err
+    )
+    rule = _objects(tmp_path / "render", files)[("NodeFeatureRule", "gpuplan-p")]["spec"]["rules"][
+        0
+    ]
     assert "taints" not in rule
     fleet = compile_fleet(tmp_path / "render", emit_output=False).fleet
     assert fleet is not None and master_values(fleet.clusters["c1"]) == {}
 
 
 def test_default_taint_on_a_node_group_pool_warns(tmp_path: Path) -> None:
-    code, err = _check(tmp_path / "default", _files("aws", "    nodes: {count: 2}\n    nodeGroup: gpu-a\n"))
+    code, err = _check(
+        tmp_path / "default", _files("aws", "    nodes: {count: 2}\n    nodeGroup: gpu-a\n")
+    )
     assert code == 0
     assert (
         "clusters/c1.yaml:8:11: warning: nodePools[0].name: pool p's taints default to nvidia.com/gpu=present:NoSchedule, "
@@ -189,7 +218,10 @@ def test_static_node_pool_before_core_v1_8_names_the_first_release(tmp_path: Pat
 def test_static_node_pool_needs_the_karpenter_component(tmp_path: Path) -> None:
     code, err = _check(tmp_path, _files("aws", STATIC))
     assert code == 1
-    assert "error: nodePools[0].karpenter: a karpenter section (a static NodePool) needs components.karpenter" in err
+    assert (
+        "error: nodePools[0].karpenter: a karpenter section (a static NodePool) needs components.karpenter"
+        in err
+    )
 
 
 # --- Karpenter keeps no minimum ------------------------------------------------------------------
@@ -205,7 +237,10 @@ def test_nodes_min_is_not_always_on_capacity(tmp_path: Path) -> None:
         "only for pending pods and removes empty ones, so nodes.min 2 is never kept up"
     ) in err
     # 8 GPUs fit in nodes.min 2 x 8, yet nothing of the pool is always there: the quota depends on autoscaling.
-    assert "tenants' 8 GPUs of pool p (t 8) all depend on autoscaling: Karpenter keeps no minimum" in err
+    assert (
+        "tenants' 8 GPUs of pool p (t 8) all depend on autoscaling: Karpenter keeps no minimum"
+        in err
+    )
     fleet = compile_fleet(tmp_path, emit_output=False).fleet
     assert fleet is not None and fleet.clusters["c1"].pools["p"].nodes_least == 0
 
@@ -227,7 +262,9 @@ def test_default_window_drains_one_drifted_node_on_sunday_mornings() -> None:
 
 
 def test_window_gaps_cover_the_week_between_windows() -> None:
-    window = MaintenanceWindow(days=["saturday", "sunday"], start="23:30", duration="1h45m", nodes="10%")
+    window = MaintenanceWindow(
+        days=["saturday", "sunday"], start="23:30", duration="1h45m", nodes="10%"
+    )
     gaps = closed_gaps(window)
     # Sunday 23:30 + 1h45m = Monday 01:15 until Saturday 23:30; Saturday's window ends Sunday 01:15.
     assert gaps == [(1 * 1440 + 75, 142 * 60 + 15), (75, 22 * 60 + 15)]
@@ -261,20 +298,28 @@ def test_maintenance_window_is_rendered_into_every_node_pool(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("window", "message"),
     [
-        ('{duration: 25h}', "duration 25h is longer than a day"),
+        ("{duration: 25h}", "duration 25h is longer than a day"),
         ('{start: "24:00"}', "is not a time of day such as 02:00"),
         ('{nodes: "101%"}', 'is not a node count or percentage such as "1" or "10%"'),
         ("{days: [sunday, sunday]}", "days lists a day twice"),
     ],
 )
-def test_bad_maintenance_windows_are_input_errors(tmp_path: Path, window: str, message: str) -> None:
-    code, err = _check(tmp_path, _files("aws", AUTOSCALED, _karpenter(extra=f", maintenance: {window}")))
+def test_bad_maintenance_windows_are_input_errors(
+    tmp_path: Path, window: str, message: str
+) -> None:
+    code, err = _check(
+        tmp_path, _files("aws", AUTOSCALED, _karpenter(extra=f", maintenance: {window}"))
+    )
     assert code == 1 and message in err, err
     assert "clusters/c1.yaml:7:" in err  # at the karpenter line
 
 
 def test_rendered_node_pools_validate_against_the_crd(tmp_path: Path, crds_dir: Path) -> None:
-    pools = STATIC + "  - name: q\n    gpu: H100-SXM5-80GB\n    gpusPerNode: 8\n    cpu: 192\n    memory: 1900Gi\n" + AUTOSCALED
+    pools = (
+        STATIC
+        + "  - name: q\n    gpu: H100-SXM5-80GB\n    gpusPerNode: 8\n    cpu: 192\n    memory: 1900Gi\n"
+        + AUTOSCALED
+    )
     extra = ', maintenance: {days: [saturday, sunday], start: "22:00", duration: 3h30m}'
     root = write_repo(tmp_path, _files("aws", pools, _karpenter(extra=extra)))
     result = run("render", "--root", str(root), "--crds", str(crds_dir))

@@ -71,7 +71,9 @@ def check_karpenter_node_class(fleet: Fleet) -> Iterator[Diagnostic]:
                 f"Karpenter for {release.line} ({release.version}) provisions nodes from {wanted.kind} "
                 f"({wanted.group}), not {ref.kind} ({ref.group}): its NodePools would never launch a node"
             )
-            yield cluster.located.source.diagnostic(("components", "karpenter", "nodeClass"), message)
+            yield cluster.located.source.diagnostic(
+                ("components", "karpenter", "nodeClass"), message
+            )
 
 
 @check
@@ -81,7 +83,13 @@ def check_karpenter_capacity_types(fleet: Fleet) -> Iterator[Diagnostic]:
         release, spec = _karpenter(cluster), pool.spec.karpenter
         if release is None or spec is None or "reserved" not in spec.capacity_types:
             continue
-        loc = ("nodePools", pool.index, "karpenter", "capacityTypes", spec.capacity_types.index("reserved"))
+        loc = (
+            "nodePools",
+            pool.index,
+            "karpenter",
+            "capacityTypes",
+            spec.capacity_types.index("reserved"),
+        )
         if not release.reserved_capacity:
             message = f"Karpenter {release.version} (core {release.core}) has no reserved capacity type (core v1.3.0 added it)"
             yield cluster.located.source.diagnostic(loc, message)
@@ -137,7 +145,9 @@ def check_karpenter_labels(fleet: Fleet) -> Iterator[Diagnostic]:
                 reason = 'the label domain "karpenter.sh" is reserved for Karpenter'
             if reason is not None:
                 loc = ("nodePools", pool.index, "labels", key)
-                yield cluster.located.source.diagnostic(loc, f"{reason}; the NodePool would be rejected", at_key=True)
+                yield cluster.located.source.diagnostic(
+                    loc, f"{reason}; the NodePool would be rejected", at_key=True
+                )
 
 
 @check

@@ -70,14 +70,23 @@ def usable_addresses(ipam: Ipam) -> int:
     for item in ipaddress.collapse_addresses(clipped):  # type: ignore[type-var]
         count -= item.num_addresses - sum(1 for r in reserved if r in item)
     gateway = _gateway(ipam)
-    if gateway is not None and gateway in net and gateway not in reserved and not any(gateway in e for e in inside):
+    if (
+        gateway is not None
+        and gateway in net
+        and gateway not in reserved
+        and not any(gateway in e for e in inside)
+    ):
         count -= 1
     return max(count, 0)
 
 
 def attaching_pods(cluster: ClusterPlan, network: Network) -> int:
     """Return how many pods can attach at most: nodes.max x gpusPerNode over the network's pools."""
-    return sum(cluster.pools[p].nodes_most * cluster.pools[p].gpus_per_node for p in dict.fromkeys(network.pools) if p in cluster.pools)
+    return sum(
+        cluster.pools[p].nodes_most * cluster.pools[p].gpus_per_node
+        for p in dict.fromkeys(network.pools)
+        if p in cluster.pools
+    )
 
 
 def _range_loc(index: int) -> Key:
@@ -120,7 +129,7 @@ def check_range_size(fleet: Fleet) -> Iterator[Diagnostic]:
 def check_range_allocatable(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on a host-local range too small to allocate from (/31, /32, /127, /128)."""
     for cluster in _clusters(fleet):
-        for index, network, ipam in _addressed(cluster):
+        for index, _network, ipam in _addressed(cluster):
             net = ipaddress.ip_network(ipam.range)
             if ipam.type == "host-local" and net.prefixlen > net.max_prefixlen - 2:
                 message = f"host-local refuses range {net}: it is too small to allocate from (at most /{net.max_prefixlen - 2})"
@@ -138,9 +147,13 @@ def check_gateway(fleet: Fleet) -> Iterator[Diagnostic]:
             gateway = _gateway(ipam)
             net = ipaddress.ip_network(ipam.range)
             if gateway is None:
-                yield cluster.located.source.diagnostic(loc, f"{ipam.gateway!r} is not an IP address")
+                yield cluster.located.source.diagnostic(
+                    loc, f"{ipam.gateway!r} is not an IP address"
+                )
             elif gateway not in net or gateway in _reserved(net):
-                yield cluster.located.source.diagnostic(loc, f"gateway {gateway} is not a host address of range {net}")
+                yield cluster.located.source.diagnostic(
+                    loc, f"gateway {gateway} is not a host address of range {net}"
+                )
 
 
 @check
@@ -159,7 +172,11 @@ def check_exclude(fleet: Fleet) -> Iterator[Diagnostic]:
             for e_index, value in enumerate(ipam.exclude):
                 item = ipaddress.ip_network(value)
                 if item.version != net.version or not item.overlaps(net):
-                    yield _warning(cluster.located.source, base + (e_index,), f"{item} is outside range {net}: it excludes nothing")
+                    yield _warning(
+                        cluster.located.source,
+                        base + (e_index,),
+                        f"{item} is outside range {net}: it excludes nothing",
+                    )
 
 
 @check
@@ -169,7 +186,11 @@ def check_host_local_spans_nodes(fleet: Fleet) -> Iterator[Diagnostic]:
         for index, network, ipam in _addressed(cluster):
             if ipam.type != "host-local":
                 continue
-            nodes = sum(cluster.pools[p].nodes_most for p in dict.fromkeys(network.pools) if p in cluster.pools)
+            nodes = sum(
+                cluster.pools[p].nodes_most
+                for p in dict.fromkeys(network.pools)
+                if p in cluster.pools
+            )
             if nodes > 1:
                 message = (
                     f"host-local keeps its allocations on each node, so pods on the {nodes} nodes of network {network.name} "
@@ -244,7 +265,9 @@ def check_network_device_pairing(fleet: Fleet) -> Iterator[Diagnostic]:
                     f"has none: pair the RDMA shared device with {_SHARED_PAIRS}, or give {network.type} the SR-IOV "
                     "network device plugin's VF resource"
                 )
-                yield cluster.located.source.diagnostic(("networks", index, "resourceName"), message)
+                yield cluster.located.source.diagnostic(
+                    ("networks", index, "resourceName"), message
+                )
 
 
 # Fabrics by provider: EFA exists on AWS only, and EC2 instances have no InfiniBand (p5 and p5en
@@ -272,7 +295,9 @@ def check_network_provider(fleet: Fleet) -> Iterator[Diagnostic]:
                         f"pool {name} is EC2 instances, which have no InfiniBand ({network.type}): p5 and p5en "
                         "reach each other over EFA (a network of type: efa)"
                     )
-                    yield cluster.located.source.diagnostic(("networks", index, "pools", p_index), message)
+                    yield cluster.located.source.diagnostic(
+                        ("networks", index, "pools", p_index), message
+                    )
 
 
 @check
@@ -284,7 +309,9 @@ def check_efa_interfaces(fleet: Fleet) -> Iterator[Diagnostic]:
         if settings is None or not isinstance(release, KarpenterRelease):
             continue  # no node class gpuplan renders: it is the user's (extra/<cluster>/)
         for index, network in enumerate(cluster.spec.networks):
-            reached = [p for p in network.pools if p in cluster.pools and cluster.pools[p].karpenter_made]
+            reached = [
+                p for p in network.pools if p in cluster.pools and cluster.pools[p].karpenter_made
+            ]
             if network.type != "efa" or not reached:
                 continue
             loc = ("networks", index, "type")

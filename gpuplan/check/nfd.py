@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 from gpuplan.check import check
 from gpuplan.check.karpenter import _domain, _in_domain, _pools, _warning
+from gpuplan.components.nfd import taint_refused
 from gpuplan.diagnostics import Diagnostic
 from gpuplan.fleet import Fleet
-from gpuplan.components.nfd import taint_refused
 from gpuplan.pools import NODE_GROUP_LABELS, POOL_LABEL
 
 _KUBERNETES_IO = "kubernetes.io"
@@ -101,7 +101,9 @@ def check_unlabelled_static_pools(fleet: Fleet) -> Iterator[Diagnostic]:
     """Warn when a static pool selected by nodeGroup or labels lacks labels gpuplan cannot put on its nodes."""
     for cluster, pool in _pools(fleet, autoscaled=False):
         components = cluster.spec.components
-        if not pool.label_selected or (components.gpu_operator is None and components.kueue is None):
+        if not pool.label_selected or (
+            components.gpu_operator is None and components.kueue is None
+        ):
             continue
         # The pool label only serves selectors of pools gpuplan labels; these are selected by their own labels.
         needed = {k: v for k, v in pool.node_labels.items() if k != POOL_LABEL}
@@ -112,7 +114,9 @@ def check_unlabelled_static_pools(fleet: Fleet) -> Iterator[Diagnostic]:
         wanted = ", ".join(f"{k}={v}" for k, v in missing.items())
         fix = "list the nodes' names in hostnames"
         if cluster.spec.provider in NODE_GROUP_LABELS:
-            fix = "set them as Kubernetes labels of the node group (node names are no use on a cloud)"
+            fix = (
+                "set them as Kubernetes labels of the node group (node names are no use on a cloud)"
+            )
         message = (
             f"pool {pool.name} selects its nodes by labels only, so gpuplan labels none of them: "
             f"they must already carry {wanted}; say so by adding these to labels, or {fix}"
@@ -129,17 +133,23 @@ def check_static_pool_taints(fleet: Fleet) -> Iterator[Diagnostic]:
                 reason = taint_refused(taint["key"])
                 if reason is None:
                     continue
-                loc = ("nodePools", pool.index, "taints", t_index) if pool.spec.taints else ("nodePools", pool.index, "name")
+                loc = (
+                    ("nodePools", pool.index, "taints", t_index)
+                    if pool.spec.taints
+                    else ("nodePools", pool.index, "name")
+                )
                 message = (
                     f"{reason}, so taint {taint['key']} of pool {pool.name} is not applied by gpuplan's NodeFeatureRule: "
                     "taint the nodes when they register (kubelet --register-with-taints), or use a prefixed key"
                 )
                 yield _warning(cluster.located.source, loc, message)
         elif pool.label_selected and pool.spec.taints is None:
-            taint = ", ".join(f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in pool.taints)
+            defaults = ", ".join(
+                f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in pool.taints
+            )
             where = "the node group" if pool.spec.node_group is not None else "the nodes"
             message = (
-                f"pool {pool.name}'s taints default to {taint}, which gpuplan cannot put on nodes it does not label "
+                f"pool {pool.name}'s taints default to {defaults}, which gpuplan cannot put on nodes it does not label "
                 f"(no NodeFeatureRule selects them): taint {where} so and say so with taints: [...], or write "
                 "taints: [] if its nodes carry none (then other pods may land on them)"
             )

@@ -51,7 +51,15 @@ EMPTY_BUDGET: dict[str, Any] = {"nodes": "10%", "reasons": ["Empty"]}
 EXPIRE_AFTER = "Never"
 DRIFTED = "Drifted"
 # Cron day-of-week numbers (0 = Sunday, as the upstream cron syntax Karpenter parses).
-CRON_DAYS = {"sunday": 0, "monday": 1, "tuesday": 2, "wednesday": 3, "thursday": 4, "friday": 5, "saturday": 6}
+CRON_DAYS = {
+    "sunday": 0,
+    "monday": 1,
+    "tuesday": 2,
+    "wednesday": 3,
+    "thursday": 4,
+    "friday": 5,
+    "saturday": 6,
+}
 DAY, WEEK = 24 * 60, 7 * 24 * 60
 
 
@@ -86,7 +94,14 @@ def budgets(window: MaintenanceWindow) -> list[dict[str, Any]]:
         return [{"nodes": "0", "reasons": [DRIFTED]}, dict(EMPTY_BUDGET)]
     out: list[dict[str, Any]] = [{"nodes": window.nodes, "reasons": [DRIFTED]}]
     for start, length in closed_gaps(window):
-        out.append({"nodes": "0", "reasons": [DRIFTED], "schedule": _cron(start), "duration": _duration(length)})
+        out.append(
+            {
+                "nodes": "0",
+                "reasons": [DRIFTED],
+                "schedule": _cron(start),
+                "duration": _duration(length),
+            }
+        )
     return out + [dict(EMPTY_BUDGET)]
 
 
@@ -140,7 +155,11 @@ def node_pool(api: str, karpenter: Karpenter, pool: PoolPlan) -> dict[str, Any]:
     """Return the NodePool of one pool: autoscaled up to its limits, or static with spec.replicas."""
     node_class = karpenter.node_class
     template_spec: dict[str, Any] = {
-        "nodeClassRef": {"group": node_class.group, "kind": node_class.kind, "name": node_class.name},
+        "nodeClassRef": {
+            "group": node_class.group,
+            "kind": node_class.kind,
+            "name": node_class.name,
+        },
         "requirements": requirements(pool),
         "taints": pool.taints,
         "expireAfter": EXPIRE_AFTER,

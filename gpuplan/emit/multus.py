@@ -59,7 +59,9 @@ def ipam_config(ipam: Ipam) -> dict[str, Any]:
 
 def cni_config(release: MultusRelease, network: Network) -> dict[str, Any]:
     """Return the CNI configuration of a network as a dict."""
-    assert network.ipam is not None  # every type that gets a NetworkAttachmentDefinition has one (model)
+    assert (
+        network.ipam is not None
+    )  # every type that gets a NetworkAttachmentDefinition has one (model)
     config: dict[str, Any] = {
         "cniVersion": release.cni_version,
         "name": network.name,
@@ -83,7 +85,9 @@ def config_text(release: MultusRelease, network: Network) -> str:
 def attachment(release: MultusRelease, network: Network, namespace: str) -> dict[str, Any]:
     """Return the NetworkAttachmentDefinition of a network in one namespace."""
     spec = {"config": config_text(release, network)}
-    obj = k8s(release.nad_api_version, "NetworkAttachmentDefinition", network.name, namespace, spec=spec)
+    obj = k8s(
+        release.nad_api_version, "NetworkAttachmentDefinition", network.name, namespace, spec=spec
+    )
     if network.resource_name:
         obj["metadata"]["annotations"] = {RESOURCE_NAME: network.resource_name}
     return obj
@@ -98,12 +102,22 @@ def attached(cluster: ClusterPlan, alloc: AllocationPlan) -> list[Network]:
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return a NetworkAttachmentDefinition per attached network in each tenant namespace."""
     release = cluster.release("multus")
-    assert isinstance(release, MultusRelease)  # Multus names no version in the cluster file: always its newest
+    assert isinstance(
+        release, MultusRelease
+    )  # Multus names no version in the cluster file: always its newest
     out = []
     source = cluster.located.source.path
     for alloc in cluster.allocations:
         for network in attached(cluster, alloc):
             for namespace in alloc.namespaces:
                 obj = attachment(release, network, namespace)
-                out.append(manifest(cluster.name, f"namespaces/{namespace}", obj, alloc.tenant.source.path, source))
+                out.append(
+                    manifest(
+                        cluster.name,
+                        f"namespaces/{namespace}",
+                        obj,
+                        alloc.tenant.source.path,
+                        source,
+                    )
+                )
     return out

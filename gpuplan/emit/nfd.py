@@ -62,8 +62,15 @@ def master_values(cluster: ClusterPlan) -> dict[str, Any]:
 def node_feature_rule(release: NfdRelease, pool: PoolPlan) -> dict[str, Any]:
     """Return the NodeFeatureRule that labels the nodes a static pool's hostnames name."""
     names = [anchored(h) for h in dict.fromkeys(pool.spec.hostnames)]
-    match = {"feature": NODE_NAME_FEATURE, "matchExpressions": {NODE_NAME_ELEMENT: {"op": "InRegexp", "value": names}}}
-    rule: dict[str, Any] = {"name": f"gpuplan pool {pool.name}", "labels": pool.node_labels, "matchFeatures": [match]}
+    match = {
+        "feature": NODE_NAME_FEATURE,
+        "matchExpressions": {NODE_NAME_ELEMENT: {"op": "InRegexp", "value": names}},
+    }
+    rule: dict[str, Any] = {
+        "name": f"gpuplan pool {pool.name}",
+        "labels": pool.node_labels,
+        "matchFeatures": [match],
+    }
     if taints(pool):
         rule["taints"] = taints(pool)
     return k8s(release.rule_api_version, "NodeFeatureRule", rule_name(pool), spec={"rules": [rule]})
@@ -72,7 +79,9 @@ def node_feature_rule(release: NfdRelease, pool: PoolPlan) -> dict[str, Any]:
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return a NodeFeatureRule per static pool with hostnames, when the GPU Operator or Kueue need labels."""
     release = cluster.release("nfd")
-    assert isinstance(release, NfdRelease)  # NFD names no version in the cluster file: always its newest
+    assert isinstance(
+        release, NfdRelease
+    )  # NFD names no version in the cluster file: always its newest
     source = cluster.located.source.path
     return [
         manifest(cluster.name, FOLDER, node_feature_rule(release, pool), source)

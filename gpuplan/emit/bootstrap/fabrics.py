@@ -29,7 +29,9 @@ from gpuplan.emit.bootstrap.app import Operator
 from gpuplan.fleet import ClusterPlan
 from gpuplan.model.cluster import Network
 
-NAMESPACE = "kube-system"  # both plugins' own namespace (the manifest's; the chart's release namespace)
+NAMESPACE = (
+    "kube-system"  # both plugins' own namespace (the manifest's; the chart's release namespace)
+)
 EFA_CHART = Chart("https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.30")
 RDMA_REPO = "https://github.com/Mellanox/k8s-rdma-shared-dev-plugin.git"
 RDMA_TAG = "v1.5.3"
@@ -50,7 +52,11 @@ def _tolerations(cluster: ClusterPlan, networks: list[Network]) -> list[dict[str
         for name in network.pools:
             pool = cluster.pools.get(name)
             for taint in pool.taints if pool is not None else []:
-                seen[(taint["key"], taint["effect"])] = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
+                seen[(taint["key"], taint["effect"])] = {
+                    "key": taint["key"],
+                    "operator": "Exists",
+                    "effect": taint["effect"],
+                }
     return [seen[k] for k in sorted(seen)]
 
 
@@ -60,7 +66,16 @@ def efa(cluster: ClusterPlan) -> list[Operator]:
     if not networks:
         return []
     values = {"tolerations": _tolerations(cluster, networks)}
-    return [Operator("efa-device-plugin", NAMESPACE, chart=EFA_CHART, values=values, create_namespace=False, cluster_kinds=())]
+    return [
+        Operator(
+            "efa-device-plugin",
+            NAMESPACE,
+            chart=EFA_CHART,
+            values=values,
+            create_namespace=False,
+            cluster_kinds=(),
+        )
+    ]
 
 
 def rdma_config(networks: list[Network]) -> dict[str, Any]:
@@ -73,7 +88,11 @@ def rdma_config(networks: list[Network]) -> dict[str, Any]:
             devices[(prefix, name)].append(network.master)
     entries = []
     for (prefix, name), interfaces in sorted(devices.items()):
-        entry: dict[str, Any] = {"resourceName": name, "rdmaHcaMax": RDMA_HCA_MAX, "devices": sorted(interfaces)}
+        entry: dict[str, Any] = {
+            "resourceName": name,
+            "rdmaHcaMax": RDMA_HCA_MAX,
+            "devices": sorted(interfaces),
+        }
         if prefix != RDMA_SHARED_PREFIX:
             entry["resourcePrefix"] = prefix
         entries.append(entry)
@@ -82,7 +101,11 @@ def rdma_config(networks: list[Network]) -> dict[str, Any]:
 
 def rdma_shared_networks(cluster: ClusterPlan) -> list[Network]:
     """Return the macvlan and ipoib networks backed by an RDMA shared device."""
-    return [n for n in cluster.spec.networks if n.type in ("macvlan", "ipoib") and rdma_shared(n.resource_name)]
+    return [
+        n
+        for n in cluster.spec.networks
+        if n.type in ("macvlan", "ipoib") and rdma_shared(n.resource_name)
+    ]
 
 
 def rdma(cluster: ClusterPlan) -> list[Operator]:
@@ -91,7 +114,12 @@ def rdma(cluster: ClusterPlan) -> list[Operator]:
     if not networks:
         return []
     config = json.dumps(rdma_config(networks), sort_keys=True, indent=2)
-    config_patch = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": RDMA_CONFIG_MAP, "namespace": NAMESPACE}, "data": {"config.json": config}}
+    config_patch = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": RDMA_CONFIG_MAP, "namespace": NAMESPACE},
+        "data": {"config.json": config},
+    }
     tolerate_all = {
         "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": RDMA_DAEMON_SET, "namespace": NAMESPACE},
         "spec": {"template": {"spec": {"tolerations": [{"operator": "Exists"}]}}},
@@ -103,12 +131,26 @@ def rdma(cluster: ClusterPlan) -> list[Operator]:
         "kustomize": {
             "images": [f"{RDMA_IMAGE}:{RDMA_TAG}"],
             "patches": [
-                {"target": {"kind": "ConfigMap", "name": RDMA_CONFIG_MAP}, "patch": json.dumps(config_patch, sort_keys=True)},
-                {"target": {"kind": "DaemonSet", "name": RDMA_DAEMON_SET}, "patch": json.dumps(tolerate_all, sort_keys=True)},
+                {
+                    "target": {"kind": "ConfigMap", "name": RDMA_CONFIG_MAP},
+                    "patch": json.dumps(config_patch, sort_keys=True),
+                },
+                {
+                    "target": {"kind": "DaemonSet", "name": RDMA_DAEMON_SET},
+                    "patch": json.dumps(tolerate_all, sort_keys=True),
+                },
             ],
         },
     }
-    return [Operator("rdma-shared-device-plugin", NAMESPACE, source=source, create_namespace=False, cluster_kinds=())]
+    return [
+        Operator(
+            "rdma-shared-device-plugin",
+            NAMESPACE,
+            source=source,
+            create_namespace=False,
+            cluster_kinds=(),
+        )
+    ]
 
 
 def operators(cluster: ClusterPlan) -> list[Operator]:
