@@ -28,7 +28,14 @@ DCGM = "NVIDIA/dcgm-exporter"
 KUEUE = "kubernetes-sigs/kueue"
 DCGM_FILE = "etc/dcp-metrics-included.csv"
 KUEUE_FILE = "site/content/en/docs/reference/metrics.md"
-DCGM_TAGS = ("4.2.3-4.1.3", "4.3.1-4.4.0", "4.4.1-4.6.0", "4.4.2-4.7.0", "4.5.1-4.8.0", "4.5.3-4.8.2")
+DCGM_TAGS = (
+    "4.2.3-4.1.3",
+    "4.3.1-4.4.0",
+    "4.4.1-4.6.0",
+    "4.4.2-4.7.0",
+    "4.5.1-4.8.0",
+    "4.5.3-4.8.2",
+)
 KUEUE_TAGS = (
     "v0.12.10", "v0.13.10", "v0.14.4", "v0.14.8", "v0.15.8", "v0.16.9", "v0.17.8", "v0.18.6", "v0.19.2",
 )  # fmt: skip
@@ -64,16 +71,27 @@ def refresh(mirrors: Path) -> list[dict[str, str]]:
         raw, commit = git_show(mirrors, KUEUE, tag, KUEUE_FILE)
         text = json.dumps(kueue_metrics(raw.decode("utf-8")), indent=1) + "\n"
         records.append(_write(f"kueue/{tag}.json", text.encode(), KUEUE, tag, commit, KUEUE_FILE))
-    (DATA / "SOURCES.json").write_text(json.dumps({"files": records}, indent=1) + "\n", encoding="utf-8")
+    (DATA / "SOURCES.json").write_text(
+        json.dumps({"files": records}, indent=1) + "\n", encoding="utf-8"
+    )
     return records
 
 
-def _write(relative: str, data: bytes, repo: str, tag: str, commit: str, path: str) -> dict[str, str]:
+def _write(
+    relative: str, data: bytes, repo: str, tag: str, commit: str, path: str
+) -> dict[str, str]:
     target = DATA / relative
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
     sha = hashlib.sha256(data).hexdigest()
-    return {"file": relative, "repository": f"https://github.com/{repo}", "tag": tag, "commit": commit, "path": path, "sha256": sha}
+    return {
+        "file": relative,
+        "repository": f"https://github.com/{repo}",
+        "tag": tag,
+        "commit": commit,
+        "path": path,
+        "sha256": sha,
+    }
 
 
 def check() -> list[str]:

@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuplan.components.metrics import KSM, PROMETHEUS, balanced, dcgm_metrics, dcgm_tag, kueue_metrics, references, unknown_references
+from gpuplan.components.metrics import (
+    KSM,
+    PROMETHEUS,
+    balanced,
+    dcgm_metrics,
+    dcgm_tag,
+    kueue_metrics,
+    references,
+    unknown_references,
+)
 from gpuplan.crds import index_for
 from gpuplan.emit.monitoring_common import ksm_label
 from gpuplan.validate import Validator
@@ -19,7 +28,12 @@ from tests.conftest import PROJECT, copy_example, run, snapshot
 
 FOLDER = "h100-prod/monitoring"
 # The example cluster's pinned releases: GPU Operator v26.7.0 (exporter 4.6.0-4.8.3), Kueue v0.19.2.
-KNOWN = dict(KSM) | dict(PROMETHEUS) | dcgm_metrics(dcgm_tag("4.6.0-4.8.3-distroless")) | kueue_metrics("v0.19.2")
+KNOWN = (
+    dict(KSM)
+    | dict(PROMETHEUS)
+    | dcgm_metrics(dcgm_tag("4.6.0-4.8.3-distroless"))
+    | kueue_metrics("v0.19.2")
+)
 
 
 @pytest.fixture(scope="module")
@@ -31,24 +45,37 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _objects(rendered: Path) -> dict[str, dict]:
-    return {p.name: yaml.safe_load(p.read_text()) for p in sorted((rendered / FOLDER).glob("*.yaml"))}
+    return {
+        p.name: yaml.safe_load(p.read_text()) for p in sorted((rendered / FOLDER).glob("*.yaml"))
+    }
 
 
 def _rules(rendered: Path) -> list[dict]:
-    return [rule for obj in _objects(rendered).values() if obj["kind"] == "PrometheusRule" for g in obj["spec"]["groups"] for rule in g["rules"]]
+    return [
+        rule
+        for obj in _objects(rendered).values()
+        if obj["kind"] == "PrometheusRule"
+        for g in obj["spec"]["groups"]
+        for rule in g["rules"]
+    ]
 
 
 def _dashboards(rendered: Path) -> dict[str, dict]:
     found = {}
     for obj in _objects(rendered).values():
-        if obj["kind"] == "ConfigMap" and obj["metadata"].get("labels", {}).get("grafana_dashboard") == "1":
+        if (
+            obj["kind"] == "ConfigMap"
+            and obj["metadata"].get("labels", {}).get("grafana_dashboard") == "1"
+        ):
             found |= {key: json.loads(text) for key, text in obj["data"].items()}
     return found
 
 
 def _queries(rendered: Path) -> list[str]:
     exprs = [rule["expr"] for rule in _rules(rendered)]
-    exprs += [t["expr"] for d in _dashboards(rendered).values() for p in d["panels"] for t in p["targets"]]
+    exprs += [
+        t["expr"] for d in _dashboards(rendered).values() for p in d["panels"] for t in p["targets"]
+    ]
     adapter = _objects(rendered)["configmap-gpuplan-prometheus-adapter.yaml"]
     exprs += [r["seriesQuery"] for r in yaml.safe_load(adapter["data"]["config.yaml"])["rules"]]
     return exprs
@@ -56,8 +83,15 @@ def _queries(rendered: Path) -> list[str]:
 
 def test_the_example_renders_every_kind_of_monitoring_object(rendered: Path) -> None:
     names = set(_objects(rendered))
-    assert {"servicemonitor-gpuplan-dcgm-exporter.yaml", "servicemonitor-gpuplan-kueue.yaml", "servicemonitor-gpuplan-volcano-scheduler.yaml"} <= names
-    assert {f"prometheusrule-gpuplan-{g}.yaml" for g in ("gpu-health", "capacity", "fairness", "mig", "custom")} <= names
+    assert {
+        "servicemonitor-gpuplan-dcgm-exporter.yaml",
+        "servicemonitor-gpuplan-kueue.yaml",
+        "servicemonitor-gpuplan-volcano-scheduler.yaml",
+    } <= names
+    assert {
+        f"prometheusrule-gpuplan-{g}.yaml"
+        for g in ("gpu-health", "capacity", "fairness", "mig", "custom")
+    } <= names
     alerts = {rule["alert"] for rule in _rules(rendered)}
     assert {"GpuXidError", "GpuFallenOffBus", "GpuUncorrectableEccRowRemap", "GpuThermalThrottling", "DcgmExporterDown",
             "GpuPoolNodesBelowQuota", "GpuPoolGpusBelowQuota", "TenantPendingUnderQuota", "ClusterQueueInactive",
@@ -66,9 +100,15 @@ def test_the_example_renders_every_kind_of_monitoring_object(rendered: Path) -> 
     assert (rendered / "argocd" / "h100-prod" / "prometheus-adapter.yaml").is_file()
 
 
-def test_monitoring_objects_validate_strictly_against_the_shipped_prometheus_operator_crds(rendered: Path) -> None:
+def test_monitoring_objects_validate_strictly_against_the_shipped_prometheus_operator_crds(
+    rendered: Path,
+) -> None:
     validator = Validator(index_for({"prometheus-operator": "v0.93.0"}), "1.33")
-    custom = {n: o for n, o in _objects(rendered).items() if o["apiVersion"].startswith("monitoring.coreos.com/")}
+    custom = {
+        n: o
+        for n, o in _objects(rendered).items()
+        if o["apiVersion"].startswith("monitoring.coreos.com/")
+    }
     assert len(custom) >= 8
     assert {n: validator.validate(o) for n, o in custom.items() if validator.validate(o)} == {}
 
@@ -100,23 +140,36 @@ def test_every_query_is_balanced(rendered: Path) -> None:
 def test_capacity_thresholds_come_from_the_quotas(rendered: Path) -> None:
     # h100-infer (8 GPUs a node, 7 x 1g.10gb a GPU): team-a 14 + team-b 56 instances = 10 GPUs = 2 nodes.
     # Autoscaled pools (h100-train, l40s-dev) get no capacity alert.
-    by_pool = {r["labels"]["pool"]: r["expr"] for r in _rules(rendered) if r["alert"] == "GpuPoolGpusBelowQuota"}
+    by_pool = {
+        r["labels"]["pool"]: r["expr"]
+        for r in _rules(rendered)
+        if r["alert"] == "GpuPoolGpusBelowQuota"
+    }
     assert set(by_pool) == {"h100-infer", "a100-mixed"}
     assert by_pool["h100-infer"].endswith("< 10")
-    nodes = {r["labels"]["pool"]: r["expr"] for r in _rules(rendered) if r["alert"] == "GpuPoolNodesBelowQuota"}
+    nodes = {
+        r["labels"]["pool"]: r["expr"]
+        for r in _rules(rendered)
+        if r["alert"] == "GpuPoolNodesBelowQuota"
+    }
     assert nodes["h100-infer"].endswith("< 2")
 
 
 def test_dashboards_reference_only_defined_data_sources_and_variables(rendered: Path) -> None:
     dashboards = _dashboards(rendered)
-    assert {"gpuplan-dashboard-pool-h100-infer.json", "gpuplan-dashboard-tenants.json"} <= set(dashboards)
+    assert {"gpuplan-dashboard-pool-h100-infer.json", "gpuplan-dashboard-tenants.json"} <= set(
+        dashboards
+    )
     for name, model in dashboards.items():
         variables = {v["name"] for v in model["templating"]["list"]}
         datasources = {v["name"] for v in model["templating"]["list"] if v["type"] == "datasource"}
         assert model["panels"], name
         for panel in model["panels"]:
             for ref in [panel["datasource"], *(t["datasource"] for t in panel["targets"])]:
-                assert ref["type"] == "prometheus" and ref["uid"].strip("${}") in datasources, (name, panel["title"])
+                assert ref["type"] == "prometheus" and ref["uid"].strip("${}") in datasources, (
+                    name,
+                    panel["title"],
+                )
             for target in panel["targets"]:
                 used = set(re.findall(r"\$\{?(\w+)", target["expr"])) - {"__rate_interval"}
                 assert used <= variables, (name, panel["title"], used - variables)
@@ -124,43 +177,67 @@ def test_dashboards_reference_only_defined_data_sources_and_variables(rendered: 
         assert len(ids) == len(set(ids)), name
 
 
-def test_mig_pool_dashboard_shows_instance_use_and_the_tenants_dashboard_lists_the_tenants(rendered: Path) -> None:
+def test_mig_pool_dashboard_shows_instance_use_and_the_tenants_dashboard_lists_the_tenants(
+    rendered: Path,
+) -> None:
     dashboards = _dashboards(rendered)
     titles = [p["title"] for p in dashboards["gpuplan-dashboard-pool-a100-mixed.json"]["panels"]]
     assert any("MIG" in t for t in titles)
-    assert not any("MIG" in p["title"] for p in dashboards["gpuplan-dashboard-pool-h100-train.json"]["panels"])
-    tenant = next(v for v in dashboards["gpuplan-dashboard-tenants.json"]["templating"]["list"] if v["name"] == "tenant")
+    assert not any(
+        "MIG" in p["title"] for p in dashboards["gpuplan-dashboard-pool-h100-train.json"]["panels"]
+    )
+    tenant = next(
+        v
+        for v in dashboards["gpuplan-dashboard-tenants.json"]["templating"]["list"]
+        if v["name"] == "tenant"
+    )
     assert tenant["query"] == "team-a,team-b"
 
 
-def test_adapter_rules_serve_gpu_utilisation_for_the_autoscaling_tenant_only(rendered: Path) -> None:
-    config = yaml.safe_load(_objects(rendered)["configmap-gpuplan-prometheus-adapter.yaml"]["data"]["config.yaml"])
+def test_adapter_rules_serve_gpu_utilisation_for_the_autoscaling_tenant_only(
+    rendered: Path,
+) -> None:
+    config = yaml.safe_load(
+        _objects(rendered)["configmap-gpuplan-prometheus-adapter.yaml"]["data"]["config.yaml"]
+    )
     served = {r["name"]["as"]: r for r in config["rules"]}
     assert set(served) == {"gpu_utilization", "gpu_memory_used_mib"}
     assert 'exported_namespace=~"team-b"' in served["gpu_utilization"]["seriesQuery"]
-    assert served["gpu_utilization"]["resources"]["overrides"]["exported_pod"] == {"resource": "pod"}
+    assert served["gpu_utilization"]["resources"]["overrides"]["exported_pod"] == {
+        "resource": "pod"
+    }
 
 
 @pytest.mark.parametrize(
     ("expr", "metrics", "labels"),
     [
-        ('sum by (node) (rate(DCGM_FI_DEV_XID_ERRORS{gpu="0"}[5m]))', {"DCGM_FI_DEV_XID_ERRORS"}, {"node", "gpu"}),
+        (
+            'sum by (node) (rate(DCGM_FI_DEV_XID_ERRORS{gpu="0"}[5m]))',
+            {"DCGM_FI_DEV_XID_ERRORS"},
+            {"node", "gpu"},
+        ),
         ('a * on (node) group_left () b{x=~"$v"} > 0 unless c', {"a", "b", "c"}, {"node", "x"}),
         ('count(up{job="x"} == 1) or vector(0)', {"up"}, {"job"}),
     ],
 )
-def test_references_reads_metrics_and_labels(expr: str, metrics: set[str], labels: set[str]) -> None:
+def test_references_reads_metrics_and_labels(
+    expr: str, metrics: set[str], labels: set[str]
+) -> None:
     assert references(expr) == (metrics, labels)
 
 
-@pytest.mark.parametrize("expr", ["sum(a", "a[5m", 'a{b="c}', "a)", "sum(a{b=\"(\"})]"])
+@pytest.mark.parametrize("expr", ["sum(a", "a[5m", 'a{b="c}', "a)", 'sum(a{b="("})]'])
 def test_balanced_finds_unclosed_brackets_and_strings(expr: str) -> None:
     assert balanced(expr) is not None
 
 
 def test_a_misspelt_metric_or_label_is_found() -> None:
-    assert unknown_references("DCGM_FI_DEV_GPU_UTILL > 90", KNOWN) == ["metric DCGM_FI_DEV_GPU_UTILL"]
-    assert unknown_references('kueue_pending_workloads{clusterqueue="a"}', KNOWN) == ["label clusterqueue"]
+    assert unknown_references("DCGM_FI_DEV_GPU_UTILL > 90", KNOWN) == [
+        "metric DCGM_FI_DEV_GPU_UTILL"
+    ]
+    assert unknown_references('kueue_pending_workloads{clusterqueue="a"}', KNOWN) == [
+        "label clusterqueue"
+    ]
     assert unknown_references('kube_node_labels{label_gpuplan_io_pool="a"}', KNOWN) == []
 
 
@@ -174,14 +251,23 @@ def test_a_misspelt_metric_in_a_cluster_alert_is_an_error_at_its_line(tmp_path: 
     cluster = repo / "clusters" / "h100-prod.yaml"
     text = cluster.read_text()
     assert "metric: DCGM_FI_DEV_POWER_USAGE," in text
-    cluster.write_text(text.replace("metric: DCGM_FI_DEV_POWER_USAGE,", "metric: DCGM_FI_DEV_POWER_USAGES,"))
-    line = next(i for i, l in enumerate(cluster.read_text().splitlines(), 1) if "DCGM_FI_DEV_POWER_USAGES" in l)
+    cluster.write_text(
+        text.replace("metric: DCGM_FI_DEV_POWER_USAGE,", "metric: DCGM_FI_DEV_POWER_USAGES,")
+    )
+    line = next(
+        n
+        for n, text in enumerate(cluster.read_text().splitlines(), 1)
+        if "DCGM_FI_DEV_POWER_USAGES" in text
+    )
     col = cluster.read_text().splitlines()[line - 1].index("DCGM_FI_DEV_POWER_USAGES") + 1
     before = snapshot(repo / "output")
     result = run("render", "--root", str(repo))
     assert result.code == 1
     assert f"clusters/h100-prod.yaml:{line}:{col}: error: " in result.stderr
-    assert "DCGM_FI_DEV_POWER_USAGES is no metric" in result.stderr and "did you mean DCGM_FI_DEV_POWER_USAGE?" in result.stderr
+    assert (
+        "DCGM_FI_DEV_POWER_USAGES is no metric" in result.stderr
+        and "did you mean DCGM_FI_DEV_POWER_USAGE?" in result.stderr
+    )
     assert "Traceback" not in result.stderr
     assert snapshot(repo / "output") == before
 
@@ -195,7 +281,9 @@ def test_autoscaling_asked_on_a_cluster_without_monitoring_is_an_error(tmp_path:
     cluster.write_text(text[:start] + text[end + 1 :])
     result = run("render", "--root", str(repo))
     assert result.code == 1
-    assert re.search(r"tenants/team-b\.yaml:\d+:\d+: error: .*no components\.monitoring", result.stderr), result.stderr
+    assert re.search(
+        r"tenants/team-b\.yaml:\d+:\d+: error: .*no components\.monitoring", result.stderr
+    ), result.stderr
 
 
 def test_an_alert_with_no_bound_is_refused(tmp_path: Path) -> None:

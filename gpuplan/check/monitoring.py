@@ -45,7 +45,11 @@ def check_monitoring_autoscaling(fleet: Fleet) -> Iterator[Diagnostic]:
                     "so an HPA on GPU utilisation finds no metric"
                 ))  # fmt: skip
         operator = components.gpu_operator
-        if components.monitoring is not None and operator is not None and operator.service_monitor is not None:
+        if (
+            components.monitoring is not None
+            and operator is not None
+            and operator.service_monitor is not None
+        ):
             loc = ("components", "gpuOperator", "serviceMonitor")
             line, col = cluster.located.source.position(loc, True)
             yield Diagnostic(cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), (

@@ -36,13 +36,21 @@ from gpuplan.components.base import Chart, Component, Release
 
 REPO = "prometheus-operator/prometheus-operator"
 CRD_DIR = "example/prometheus-operator-crd"
-API_VERSION = "monitoring.coreos.com/v1"  # ServiceMonitor, PodMonitor, PrometheusRule: served v1 only
+API_VERSION = (
+    "monitoring.coreos.com/v1"  # ServiceMonitor, PodMonitor, PrometheusRule: served v1 only
+)
 
 DCGM_SERVICE_LABELS = {"app": "nvidia-dcgm-exporter"}
 DCGM_PORT = "gpu-metrics"
 DCGM_JOB = "nvidia-dcgm-exporter"  # the Service name, the job label Prometheus gives its targets
-KUEUE_SERVICE_LABELS = {"app.kubernetes.io/component": "metrics-service", "app.kubernetes.io/name": "kueue"}
+KUEUE_SERVICE_LABELS = {
+    "app.kubernetes.io/component": "metrics-service",
+    "app.kubernetes.io/name": "kueue",
+}
 KUEUE_PORT = "https"
+# The chart's ClusterRole granting GET /metrics, "<fullname>-metrics-reader"; fullname is the release name
+# "kueue" the bootstrap Application uses (charts/kueue/templates/rbac/metrics_reader_role.yaml, _helpers.tpl).
+KUEUE_METRICS_READER = "kueue-metrics-reader"
 VOLCANO_SERVICE_LABELS = {"app": "volcano-scheduler"}
 VOLCANO_PORT = "metrics"
 # Node labels gpuplan's rules read through kube-state-metrics' kube_node_labels; its
@@ -63,7 +71,9 @@ ADAPTER_CHART = Chart(CHART_REPO, "prometheus-adapter", "5.3.0")
 def _release(tag: str, stack: str) -> Release:
     kinds = ("servicemonitors", "podmonitors", "prometheusrules")
     sources = tuple(f"{REPO}@{tag}:{CRD_DIR}/monitoring.coreos.com_{kind}.yaml" for kind in kinds)
-    sources += (f"prometheus-community/helm-charts@kube-prometheus-stack-{stack}:charts/kube-prometheus-stack/Chart.yaml",)
+    sources += (
+        f"prometheus-community/helm-charts@kube-prometheus-stack-{stack}:charts/kube-prometheus-stack/Chart.yaml",
+    )
     return Release(version=tag, sources=sources, crds=f"prometheus-operator/{tag}")
 
 

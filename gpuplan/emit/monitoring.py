@@ -15,8 +15,10 @@ from gpuplan.components.monitoring import (
     API_VERSION,
     DCGM_PORT,
     DCGM_SERVICE_LABELS,
+    KUEUE_METRICS_READER,
     KUEUE_PORT,
     KUEUE_SERVICE_LABELS,
+    PROMETHEUS_SERVICE,
     VOLCANO_PORT,
     VOLCANO_SERVICE_LABELS,
 )
@@ -32,7 +34,9 @@ NODE_RELABELING = {
 }
 
 
-def service_monitor(name: str, namespace: str, labels: dict[str, str], endpoint: dict[str, Any]) -> dict[str, Any]:
+def service_monitor(
+    name: str, namespace: str, labels: dict[str, str], endpoint: dict[str, Any]
+) -> dict[str, Any]:
     """Return a ServiceMonitor of one Service (selected by labels in its namespace) with the node relabeling."""
     spec = {
         "endpoints": [{**endpoint, "relabelings": [dict(NODE_RELABELING)]}],
@@ -46,20 +50,60 @@ def service_monitors(cluster: ClusterPlan) -> list[dict[str, Any]]:
     """Return the ServiceMonitors of the components the cluster runs."""
     components = cluster.spec.components
     found = []
+    endpoint: dict[str, Any]
     if components.gpu_operator is not None and components.gpu_operator.dcgm_exporter:
         endpoint = {"port": DCGM_PORT, "path": "/metrics"}
-        found.append(service_monitor("gpuplan-dcgm-exporter", components.gpu_operator.namespace, DCGM_SERVICE_LABELS, endpoint))
+        found.append(
+            service_monitor(
+                "gpuplan-dcgm-exporter",
+                components.gpu_operator.namespace,
+                DCGM_SERVICE_LABELS,
+                endpoint,
+            )
+        )
     if components.kueue is not None:
         endpoint = {
             "port": KUEUE_PORT, "path": "/metrics", "scheme": "https",
             "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
             "tlsConfig": {"insecureSkipVerify": True},  # the chart's default: Kueue's own self-signed certificate
         }  # fmt: skip
-        found.append(service_monitor("gpuplan-kueue", components.kueue.namespace, KUEUE_SERVICE_LABELS, endpoint))
+        found.append(
+            service_monitor(
+                "gpuplan-kueue", components.kueue.namespace, KUEUE_SERVICE_LABELS, endpoint
+            )
+        )
     if components.volcano is not None:
         endpoint = {"port": VOLCANO_PORT, "path": "/metrics"}
-        found.append(service_monitor("gpuplan-volcano-scheduler", components.volcano.namespace, VOLCANO_SERVICE_LABELS, endpoint))
+        found.append(
+            service_monitor(
+                "gpuplan-volcano-scheduler",
+                components.volcano.namespace,
+                VOLCANO_SERVICE_LABELS,
+                endpoint,
+            )
+        )
     return found
+
+
+def kueue_metrics_reader(cluster: ClusterPlan, namespace: str) -> list[dict[str, Any]]:
+    """Return the binding that lets Prometheus' service account read Kueue's authenticated /metrics."""
+    if cluster.spec.components.kueue is None:
+        return []
+    subject = {"kind": "ServiceAccount", "name": PROMETHEUS_SERVICE, "namespace": namespace}
+    role = {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": KUEUE_METRICS_READER,
+    }
+    return [
+        k8s(
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRoleBinding",
+            "gpuplan-prometheus-kueue-metrics",
+            roleRef=role,
+            subjects=[subject],
+        )
+    ]
 
 
 def objects(cluster: ClusterPlan) -> list[dict[str, Any]]:
@@ -67,7 +111,7 @@ def objects(cluster: ClusterPlan) -> list[dict[str, Any]]:
     monitoring = cluster.spec.components.monitoring
     if monitoring is None or cluster.release("monitoring") is None:
         return []
-    found = service_monitors(cluster)
+    found = service_monitors(cluster) + kueue_metrics_reader(cluster, monitoring.namespace)
     found += monitoring_rules.rules(cluster, monitoring)
     if monitoring.grafana_dashboards:
         found += monitoring_dashboards.dashboards(cluster, monitoring)

@@ -30,7 +30,12 @@ def rule(namespaces: list[str], served: str, series: str, aggregation: str) -> d
     selector = f'{series}{{exported_namespace=~"{"|".join(namespaces)}",exported_pod!=""}}'
     return {
         "seriesQuery": selector,
-        "resources": {"overrides": {"exported_namespace": {"resource": "namespace"}, "exported_pod": {"resource": "pod"}}},
+        "resources": {
+            "overrides": {
+                "exported_namespace": {"resource": "namespace"},
+                "exported_pod": {"resource": "pod"},
+            }
+        },
         "name": {"matches": f"^{series}$", "as": served},
         "metricsQuery": f"{aggregation}(<<.Series>>{{<<.LabelMatchers>>}}) by (<<.GroupBy>>)",
     }
@@ -38,7 +43,14 @@ def rule(namespaces: list[str], served: str, series: str, aggregation: str) -> d
 
 def autoscaled_namespaces(cluster: ClusterPlan) -> list[str]:
     """Return the namespaces of the tenants on this cluster that ask for GPU-metric autoscaling."""
-    return sorted({ns for alloc in cluster.allocations if alloc.spec.gpu_metric_autoscaling for ns in alloc.namespaces})
+    return sorted(
+        {
+            ns
+            for alloc in cluster.allocations
+            if alloc.spec.gpu_metric_autoscaling
+            for ns in alloc.namespaces
+        }
+    )
 
 
 def adapter(cluster: ClusterPlan, monitoring: Monitoring) -> list[dict[str, Any]]:

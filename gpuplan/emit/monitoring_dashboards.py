@@ -20,7 +20,13 @@ from gpuplan.pools import PoolPlan
 
 SCHEMA_VERSION = 39
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-DATASOURCE_VARIABLE = {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus", "hide": 0}
+DATASOURCE_VARIABLE = {
+    "name": "datasource",
+    "label": "Data source",
+    "type": "datasource",
+    "query": "prometheus",
+    "hide": 0,
+}
 
 
 def panel(index: int, title: str, unit: str, *targets: tuple[str, str]) -> dict[str, Any]:
@@ -33,13 +39,20 @@ def panel(index: int, title: str, unit: str, *targets: tuple[str, str]) -> dict[
         "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
         "gridPos": {"h": 8, "w": 12, "x": 12 * (index % 2), "y": 8 * (index // 2)},
         "targets": [
-            {"refId": chr(ord("A") + i), "datasource": dict(DATASOURCE), "expr": expr, "legendFormat": legend}
+            {
+                "refId": chr(ord("A") + i),
+                "datasource": dict(DATASOURCE),
+                "expr": expr,
+                "legendFormat": legend,
+            }
             for i, (expr, legend) in enumerate(targets)
         ],
     }
 
 
-def dashboard(uid: str, title: str, panels: list[dict[str, Any]], variables: list[dict[str, Any]]) -> dict[str, Any]:
+def dashboard(
+    uid: str, title: str, panels: list[dict[str, Any]], variables: list[dict[str, Any]]
+) -> dict[str, Any]:
     """Return a Grafana dashboard model."""
     return {
         "uid": uid,
@@ -55,8 +68,10 @@ def dashboard(uid: str, title: str, panels: list[dict[str, Any]], variables: lis
 
 def pool_dashboard(cluster: ClusterPlan, pool: PoolPlan) -> dict[str, Any]:
     """Return the dashboard of one GPU pool."""
-    node = f'kube_node_labels{{node=~"$node"}}'
-    scoped = lambda metric: f"({in_pool(metric, pool)} and on (node) {node})"  # noqa: E731
+
+    def scoped(metric: str) -> str:
+        return f'({in_pool(metric, pool)} and on (node) kube_node_labels{{node=~"$node"}})'
+
     panels = [
         panel(0, "GPU utilisation", "percent", (f"avg by (node) {scoped('DCGM_FI_DEV_GPU_UTIL')}", "{{node}}")),
         panel(1, "GPU memory used", "percentunit", (
@@ -68,13 +83,32 @@ def pool_dashboard(cluster: ClusterPlan, pool: PoolPlan) -> dict[str, Any]:
     ]  # fmt: skip
     if pool.mig_layouts:
         engine = scoped('DCGM_FI_PROF_GR_ENGINE_ACTIVE{GPU_I_PROFILE!=""}')
-        panels.append(panel(4, "MIG instance use (graphics engine active)", "percentunit", (f"avg by (GPU_I_PROFILE) {engine}", "{{GPU_I_PROFILE}}")))
-        panels.append(panel(5, "MIG instances busy (> 0)", "short", (f"count by (GPU_I_PROFILE) ({engine} > 0)", "{{GPU_I_PROFILE}}")))
+        panels.append(
+            panel(
+                4,
+                "MIG instance use (graphics engine active)",
+                "percentunit",
+                (f"avg by (GPU_I_PROFILE) {engine}", "{{GPU_I_PROFILE}}"),
+            )
+        )
+        panels.append(
+            panel(
+                5,
+                "MIG instances busy (> 0)",
+                "short",
+                (f"count by (GPU_I_PROFILE) ({engine} > 0)", "{{GPU_I_PROFILE}}"),
+            )
+        )
     variable = {
         "name": "node", "label": "Node", "type": "query", "datasource": dict(DATASOURCE),
         "query": f"label_values({pool_nodes(pool)}, node)", "multi": True, "includeAll": True, "refresh": 2, "hide": 0,
     }  # fmt: skip
-    return dashboard(f"gpuplan-{cluster.name}-{pool.name}"[:40], f"GPU pool {pool.name} ({cluster.name})", panels, [variable])
+    return dashboard(
+        f"gpuplan-{cluster.name}-{pool.name}"[:40],
+        f"GPU pool {pool.name} ({cluster.name})",
+        panels,
+        [variable],
+    )
 
 
 def tenants_dashboard(cluster: ClusterPlan) -> dict[str, Any] | None:
@@ -83,7 +117,10 @@ def tenants_dashboard(cluster: ClusterPlan) -> dict[str, Any] | None:
     if cluster.release("kueue") is None or not names:
         return None
     q = 'cluster_queue="$tenant",resource=~"nvidia.com/.+"'
-    nominal, usage = f"kueue_cluster_queue_nominal_quota{{{q}}}", f"kueue_cluster_queue_resource_usage{{{q}}}"
+    nominal, usage = (
+        f"kueue_cluster_queue_nominal_quota{{{q}}}",
+        f"kueue_cluster_queue_resource_usage{{{q}}}",
+    )
     panels = [
         panel(0, "GPU quota and usage", "short", (f"sum by (resource) ({nominal})", "nominal {{resource}}"), (f"sum by (resource) ({usage})", "used {{resource}}")),
         panel(1, "Borrowed beyond nominal", "short", (f"clamp_min(sum by (resource) ({usage}) - sum by (resource) ({nominal}), 0)", "{{resource}}")),
@@ -93,25 +130,50 @@ def tenants_dashboard(cluster: ClusterPlan) -> dict[str, Any] | None:
         panel(3, "Pending workloads", "short", ('sum by (status) (kueue_pending_workloads{cluster_queue="$tenant"})', "{{status}}")),
     ]  # fmt: skip
     if "kueue_cluster_queue_resource_pending" in known_metrics(cluster):
-        panels.append(panel(4, "Pending GPU requests", "short", (f"sum by (resource) (kueue_cluster_queue_resource_pending{{{q}}})", "{{resource}}")))
+        panels.append(
+            panel(
+                4,
+                "Pending GPU requests",
+                "short",
+                (
+                    f"sum by (resource) (kueue_cluster_queue_resource_pending{{{q}}})",
+                    "{{resource}}",
+                ),
+            )
+        )
     variable = {
         "name": "tenant", "label": "Tenant", "type": "custom", "query": ",".join(names), "multi": False, "includeAll": False, "hide": 0,
         "current": {"text": names[0], "value": names[0]}, "options": [{"text": n, "value": n, "selected": n == names[0]} for n in names],
     }  # fmt: skip
-    return dashboard(f"gpuplan-{cluster.name}-tenants"[:40], f"GPU tenants ({cluster.name})", panels, [variable])
+    return dashboard(
+        f"gpuplan-{cluster.name}-tenants"[:40], f"GPU tenants ({cluster.name})", panels, [variable]
+    )
 
 
 def config_map(name: str, namespace: str, model: dict[str, Any]) -> dict[str, Any]:
     """Return the ConfigMap carrying one dashboard for the Grafana sidecar."""
     key, value = DASHBOARD_LABEL
-    obj = k8s("v1", "ConfigMap", name, namespace, data={f"{name}.json": json.dumps(model, indent=1, sort_keys=True) + "\n"})
+    obj = k8s(
+        "v1",
+        "ConfigMap",
+        name,
+        namespace,
+        data={f"{name}.json": json.dumps(model, indent=1, sort_keys=True) + "\n"},
+    )
     obj["metadata"]["labels"] = {key: value}
     return obj
 
 
 def dashboards(cluster: ClusterPlan, monitoring: Monitoring) -> list[dict[str, Any]]:
     """Return the cluster's dashboard ConfigMaps."""
-    found = [config_map(f"gpuplan-dashboard-pool-{pool.name}", monitoring.namespace, pool_dashboard(cluster, pool)) for pool in cluster.pools.values()]
+    found = [
+        config_map(
+            f"gpuplan-dashboard-pool-{pool.name}",
+            monitoring.namespace,
+            pool_dashboard(cluster, pool),
+        )
+        for pool in cluster.pools.values()
+    ]
     tenants = tenants_dashboard(cluster)
     if tenants is not None:
         found.append(config_map("gpuplan-dashboard-tenants", monitoring.namespace, tenants))

@@ -26,18 +26,36 @@ from gpuplan.pools import MIG_CONFIG_LABEL, PoolPlan
 XID_FALLEN_OFF_BUS = 79  # NVIDIA XID catalogue: "GPU has fallen off the bus"
 
 
-def alert(monitoring: Monitoring, name: str, expr: str, duration: str, severity: str, summary: str, runbook: str, **labels: str) -> dict[str, Any]:
+def alert(
+    monitoring: Monitoring,
+    name: str,
+    expr: str,
+    duration: str,
+    severity: str,
+    summary: str,
+    runbook: str,
+    **labels: str,
+) -> dict[str, Any]:
     """Return one alerting rule with its severity, summary and runbook line."""
     annotations = {"summary": summary, "runbook": runbook}
     if monitoring.runbook_url:
         annotations["runbook_url"] = f"{monitoring.runbook_url}#{name.lower()}"
-    return {"alert": name, "expr": expr, "for": duration, "labels": {"severity": severity, **labels}, "annotations": annotations}
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": duration,
+        "labels": {"severity": severity, **labels},
+        "annotations": annotations,
+    }
 
 
 def health(monitoring: Monitoring, pool: PoolPlan) -> list[dict[str, Any]]:
     """Return the GPU health alerts of one pool."""
     t, p = monitoring.thresholds, {"pool": pool.name}
-    dcgm = lambda metric: in_pool(metric, pool)  # noqa: E731
+
+    def dcgm(metric: str) -> str:
+        return in_pool(metric, pool)
+
     return [
         alert(monitoring, "GpuXidError", f"{dcgm('DCGM_FI_DEV_XID_ERRORS')} > 0 unless {dcgm('DCGM_FI_DEV_XID_ERRORS')} == {XID_FALLEN_OFF_BUS}", "0m", "warning",
               f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.node }}}} (pool {pool.name}) reported XID {{{{ $value }}}}",
@@ -49,10 +67,10 @@ def health(monitoring: Monitoring, pool: PoolPlan) -> list[dict[str, Any]]:
               f"{{{{ $labels.node }}}} reports {{{{ $value }}}} GPUs, pool {pool.name} has {pool.gpus_per_node} per node",
               "Run nvidia-smi on the node: a GPU missing from it fell off the bus; drain the node and power-cycle it.", **p),
         alert(monitoring, "GpuUncorrectableEccRowRemap", f"increase({dcgm('DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS')}[1h]) > 0", "0m", "warning",
-              f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.node }}}} remapped rows after uncorrectable ECC errors",
+              "GPU {{ $labels.gpu }} on {{ $labels.node }} remapped rows after uncorrectable ECC errors",
               "Drain the node and reset the GPU so the remap takes effect; repeated remaps mean replacing the GPU.", **p),
         alert(monitoring, "GpuRowRemapFailed", f"{dcgm('DCGM_FI_DEV_ROW_REMAP_FAILURE')} > 0", "0m", "critical",
-              f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.node }}}} failed to remap a row after an ECC error",
+              "GPU {{ $labels.gpu }} on {{ $labels.node }} failed to remap a row after an ECC error",
               "Cordon the node and take the GPU out of service: its memory can no longer hide uncorrectable errors.", **p),
         alert(monitoring, "GpuThermalThrottling", f"{dcgm('DCGM_FI_DEV_GPU_TEMP')} > {t.gpu_temperature}", t.temperature_for, "warning",
               f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.node }}}} is at {{{{ $value }}}} C (threshold {t.gpu_temperature} C)",
@@ -71,7 +89,11 @@ def capacity(cluster: ClusterPlan, monitoring: Monitoring, pool: PoolPlan) -> li
     gpus = quota_gpus(cluster, pool)
     if pool.karpenter_made or gpus == 0:
         return []  # Karpenter adds nodes for pending pods: a scaled-down pool is no shortfall
-    nodes, p, duration = -(-gpus // pool.gpus_per_node), {"pool": pool.name}, monitoring.thresholds.capacity_for
+    nodes, p, duration = (
+        -(-gpus // pool.gpus_per_node),
+        {"pool": pool.name},
+        monitoring.thresholds.capacity_for,
+    )
     gpu_count = f"count(count by (node, gpu) ({in_pool('DCGM_FI_DEV_GPU_TEMP', pool)}))"
     return [
         alert(monitoring, "GpuPoolNodesBelowQuota", f"(count({pool_nodes(pool)}) or vector(0)) < {nodes}", duration, "critical",
@@ -90,7 +112,9 @@ def mig(monitoring: Monitoring, pool: PoolPlan) -> list[dict[str, Any]]:
     p, duration = {"pool": pool.name}, monitoring.thresholds.mig_failed_for
     # A pool found by other labels than mig.config is found whatever its nodes' mig.config says; a pool
     # found by its mig.config label alone cannot have nodes labelled otherwise.
-    others = {k: v for k, v in pool.selector_labels.items() if k != MIG_CONFIG_LABEL} or pool.selector_labels
+    others = {
+        k: v for k, v in pool.selector_labels.items() if k != MIG_CONFIG_LABEL
+    } or pool.selector_labels
     nodes = "".join(f'{ksm_label(k)}="{v}",' for k, v in sorted(others.items()))
     rules = [
         alert(monitoring, "MigConfigFailed", f'kube_node_labels{{{nodes}{ksm_label(MIG_CONFIG_STATE_LABEL)}="failed"}}', duration, "critical",
@@ -148,7 +172,9 @@ def custom(monitoring: Monitoring) -> list[dict[str, Any]]:
     rules = []
     for extra in monitoring.alerts:
         condition = " or ".join(
-            f"{extra.metric} {op} {_number(value)}" for op, value in ((">", extra.above), ("<", extra.below)) if value is not None
+            f"{extra.metric} {op} {_number(value)}"
+            for op, value in ((">", extra.above), ("<", extra.below))
+            if value is not None
         )
         rules.append(alert(monitoring, extra.name, condition, extra.for_, extra.severity, f"{extra.metric} crossed the cluster's threshold on {{{{ $labels.node }}}}",
                            "A threshold set in the cluster file (components.monitoring.alerts): see its owner."))  # fmt: skip

@@ -60,7 +60,9 @@ class ThresholdAlert(Model):
 class Monitoring(Model):
     """Prometheus Operator ServiceMonitors and PrometheusRules, Grafana dashboards and Prometheus Adapter rules."""
 
-    version: Annotated[Version, WithJsonSchema({"type": "string", "enum": [r.version for r in RELEASES]})]
+    version: Annotated[
+        Version, WithJsonSchema({"type": "string", "enum": [r.version for r in RELEASES]})
+    ]
     """Prometheus Operator release the cluster runs, such as v0.93.0: its CRDs validate what is emitted.
     gpuplan installs no Prometheus, Grafana or kube-state-metrics: they must already run."""
     namespace: Name = "monitoring"

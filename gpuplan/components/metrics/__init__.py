@@ -31,7 +31,9 @@ DCGM_LABELS = frozenset({
 # Labels Prometheus gives every scraped series (job, instance) and those the Prometheus Operator adds
 # from a ServiceMonitor target (namespace, service, pod, container, endpoint), plus `node`, which
 # gpuplan's ServiceMonitors relabel from __meta_kubernetes_pod_node_name.
-TARGET_LABELS = frozenset({"job", "instance", "namespace", "service", "pod", "container", "endpoint", "node"})
+TARGET_LABELS = frozenset(
+    {"job", "instance", "namespace", "service", "pod", "container", "endpoint", "node"}
+)
 # kube-state-metrics, kubernetes/kube-state-metrics@v2.19.1:docs/metrics/cluster/node-metrics.md (the release
 # kube-prometheus-stack 88.3.0 installs).
 # kube_node_labels carries label_<node label> only for labels in --metric-labels-allowlist.
@@ -64,7 +66,12 @@ def dcgm_metrics(tag: str) -> dict[str, frozenset[str]]:
     text = (DATA / "dcgm-exporter" / f"{tag}.csv").read_text(encoding="utf-8")
     out = {}
     for row in csv.reader(io.StringIO(text)):
-        if row and not row[0].lstrip().startswith("#") and len(row) >= 2 and row[1].strip() != "label":
+        if (
+            row
+            and not row[0].lstrip().startswith("#")
+            and len(row) >= 2
+            and row[1].strip() != "label"
+        ):
             out[row[0].strip()] = DCGM_LABELS | TARGET_LABELS
     return out
 
@@ -76,7 +83,9 @@ def kueue_metrics(tag: str) -> dict[str, frozenset[str]]:
     out = {}
     for name, labels in table.items():
         for suffix in ("", "_bucket", "_sum", "_count"):
-            out[name + suffix] = frozenset(labels) | TARGET_LABELS | ({"le"} if suffix == "_bucket" else set())
+            out[name + suffix] = (
+                frozenset(labels) | TARGET_LABELS | ({"le"} if suffix == "_bucket" else set())
+            )
     return out
 
 
@@ -139,9 +148,8 @@ def balanced(expr: str) -> str | None:
     for char in text:
         if char in "([{":
             stack.append(char)
-        elif char in pairs:
-            if not stack or stack.pop() != pairs[char]:
-                return f"an unmatched {char!r}"
+        elif char in pairs and (not stack or stack.pop() != pairs[char]):
+            return f"an unmatched {char!r}"
     return f"an unclosed {stack[-1]!r}" if stack else None
 
 
@@ -154,7 +162,7 @@ def references(expr: str) -> tuple[set[str], set[str]]:
     bare = _DURATION.sub("", _GROUPING.sub(" ", _SELECTOR.sub(" ", text)))
     metrics = set()
     for match in _WORD.finditer(bare):
-        word, after = match.group(0), bare[match.end():].lstrip()[:1]
+        word, after = match.group(0), bare[match.end() :].lstrip()[:1]
         if word.lower() not in KEYWORDS and after != "(" and not re.fullmatch(r"[0-9eE]+", word):
             metrics.add(word)
     return metrics, labels

@@ -37,10 +37,15 @@ def node_labels(cluster: ClusterPlan) -> list[str]:
 
 def stack_values(cluster: ClusterPlan) -> dict[str, Any]:
     """Return kube-prometheus-stack values: pick up every ServiceMonitor and rule; export the pool labels."""
-    spec = {f"{kind}SelectorNilUsesHelmValues": False for kind in ("serviceMonitor", "podMonitor", "rule")}
+    spec = {
+        f"{kind}SelectorNilUsesHelmValues": False
+        for kind in ("serviceMonitor", "podMonitor", "rule")
+    }
     return {
         "prometheus": {"prometheusSpec": spec},
-        "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{','.join(node_labels(cluster))}]"]},
+        "kube-state-metrics": {
+            "metricLabelsAllowlist": [f"nodes=[{','.join(node_labels(cluster))}]"]
+        },
     }
 
 
@@ -60,7 +65,10 @@ def operators(cluster: ClusterPlan) -> list[Operator]:
     ]  # fmt: skip
     if autoscaled_namespaces(cluster):
         url = f"http://{PROMETHEUS_SERVICE}.{monitoring.namespace}.svc"
-        values = {"prometheus": {"url": url, "port": PROMETHEUS_PORT}, "rules": {"existing": ADAPTER_RULES}}
+        values = {
+            "prometheus": {"url": url, "port": PROMETHEUS_PORT},
+            "rules": {"existing": ADAPTER_RULES},
+        }
         found.append(Operator(
             "prometheus-adapter", monitoring.namespace, chart=ADAPTER_CHART, values=values,
             cluster_kinds=Operator.cluster_kinds + ADAPTER_KINDS,
