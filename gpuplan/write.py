@@ -181,6 +181,8 @@ class Changes:
 
 
 def _read_owned(out: Path, relatives: list[str]) -> dict[str, bytes]:
+    if not relatives:  # nothing to compare (a first render: no output folder yet)
+        return {}
     root = os.open(out, safefs.DIR_FLAGS)
     try:
         return safefs.read_files(root, relatives)

@@ -35,10 +35,19 @@ from tests.test_bad_inputs import CLUSTER, TENANT
 from tests.test_faults import tree
 
 C, T = "clusters/c1.yaml", "tenants/team-a.yaml"
+# The bad-input corpus's cluster with its autoscaled pool made static: these tests are about
+# gpuplan's own safety, not about Karpenter (whose node class the corpus leaves to the user).
+STATIC = CLUSTER.replace(
+    "  karpenter:\n    version: v1.14.1\n    nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}\n",
+    "",
+).replace(
+    "    nodes: {min: 1, max: 4}\n    karpenter:\n      instanceTypes: [p5.48xlarge]\n",
+    '    nodes: {count: 4}\n    hostnames: ["train-[0-9]+"]\n',
+)
 HANG = 600  # seconds: only to stop a hung child, never a speed target
 
 
-def _repo(root: Path, cluster: str = CLUSTER, tenant: str = TENANT, **more: str) -> Path:
+def _repo(root: Path, cluster: str = STATIC, tenant: str = TENANT, **more: str) -> Path:
     return write_repo(root, {C: cluster, T: tenant, **more})
 
 
@@ -424,7 +433,7 @@ def test_a_privileged_or_foreign_owner_is_refused_at_its_line(
 
 def test_an_owner_the_cluster_allows_is_bound(tmp_path: Path) -> None:
     owners = "[group:team-a-admins, serviceaccount:ci:deployer, serviceaccount:team-a:bot]"
-    cluster = CLUSTER + "rbac:\n  allowedSubjects: [serviceaccount:ci:deployer]\n"
+    cluster = STATIC + "rbac:\n  allowedSubjects: [serviceaccount:ci:deployer]\n"
     root = _repo(
         tmp_path / "repo", cluster=cluster, tenant=TENANT.replace("[group:team-a-admins]", owners)
     )
@@ -471,7 +480,7 @@ CLASSES = "priorityClasses:\n  - {name: research, value: 100}\n  - {name: low, v
 def test_every_tenant_gets_a_ceiling_covering_every_class_above_its_own(
     tmp_path: Path, own: str | None, forbidden: list[str]
 ) -> None:
-    cluster = CLUSTER.replace("priorityClasses:\n  - {name: research, value: 100}\n", CLASSES)
+    cluster = STATIC.replace("priorityClasses:\n  - {name: research, value: 100}\n", CLASSES)
     tenant = TENANT.replace("priorityClass: research\n", f"priorityClass: {own}\n" if own else "")
     root = _repo(tmp_path / "repo", cluster=cluster, tenant=tenant)
     code, stderr = _render(root)
@@ -612,7 +621,7 @@ def _free_text_fields(value: str) -> dict[str, str]:
     url = _yaml_string(_or(Url, f"https://git.example.com/{value}", "https://git.example.com/x"))
     revision = _yaml_string(_or(Revision, f"v1{value}", "v1"))
     owner = _yaml_string(_or(Subject, f"user:{value}x", "user:plain"))
-    cluster = CLUSTER.replace(
+    cluster = STATIC.replace(
         "  - {name: research, value: 100}\n",
         f"  - {{name: research, value: 100, description: {description}}}\n",
     )
@@ -694,7 +703,7 @@ def test_strings_that_reach_cni_json_or_selectors_are_validated_at_their_line(
 
 
 def test_the_cni_config_round_trips_through_json_and_yaml(tmp_path: Path, crds_dir: Path) -> None:
-    cluster = CLUSTER.replace(
+    cluster = STATIC.replace(
         "type: sriov\n    resourceName: nvidia.com/rdma\n",
         'type: macvlan\n    master: "i\\"b\\\\0"\n',
     )
