@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT, run
+from tests.conftest import PROJECT, copy_example, run
 
 NO_ENV = {"GPUPLAN_CRDS": ""}
 
@@ -459,9 +459,7 @@ def test_render_names_a_missing_crd_without_calling_it_a_bug(
 def test_rendered_folders_name_their_component_versions_and_validate_reads_them(
     tmp_path: Path,
 ) -> None:
-    repo = tmp_path / "repo"
-    for folder in ("clusters", "tenants"):
-        shutil.copytree(PROJECT / folder, repo / folder)
+    repo = copy_example(tmp_path / "repo")
     rendered = run("render", "--root", str(repo), env=NO_ENV)
     assert rendered.code == 0, rendered.stderr
     head = (repo / "output" / "dgx-onprem" / "kustomization.yaml").read_text().splitlines()[:4]
