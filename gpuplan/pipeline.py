@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -10,12 +11,13 @@ from pathlib import Path
 from gpuplan.check import known_codes, run_checks
 from gpuplan.diagnostics import Diagnostic, error, has_errors, with_code
 from gpuplan.emit import emit
+from gpuplan.emit.bootstrap.fleet import complete_projects
 from gpuplan.emit.meta import Manifest
 from gpuplan.fleet import Fleet
 from gpuplan.ignores import accept, unknown_codes, unused
 from gpuplan.ignores import rules as ignore_rules
-from gpuplan.emit.bootstrap.fleet import complete_projects
 from gpuplan.overlay import Overlay, apply_overlay
+from gpuplan.overlay.extras import read_extras
 from gpuplan.resolve import build_fleet
 from gpuplan.sources import read_inputs
 from gpuplan.validate import CrdIndex, CrdLoadError
@@ -65,6 +67,12 @@ def output_path(root: Path, out: Path | None) -> str:
         return "output"  # rendered outside the repository, e.g. for inspection: keep the default
 
 
+def _cluster_objects(root: Path, fleet: Fleet, where: str) -> Callable[[str], list[Manifest]]:
+    """Return name -> a cluster's generated and own objects (for the AppProject of a partial render)."""
+    extras = read_extras(root, fleet.clusters)[0]
+    return lambda name: emit(fleet, (name,), where) + [e.manifest for e in extras if e.manifest.cluster == name]
+
+
 def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None = None, emit_output: bool = True, out: Path | None = None, verify_output: bool = True, base: str | None = None) -> Compiled:
     """Load, resolve, check, emit and validate the fleet of a repository.
 
@@ -100,7 +108,7 @@ def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None 
     where = output_path(root, out)
     result.manifests = emit(fleet, clusters, where)
     result.manifests, result.overlay, more = apply_overlay(root, fleet, result.manifests, where)
-    result.manifests = complete_projects(fleet, result.manifests)  # own manifests' kinds too
+    result.manifests = complete_projects(fleet, result.manifests, _cluster_objects(root, fleet, where) if clusters else None)
     result.diagnostics += with_code(more, "input")
     if has_errors(more):
         return result

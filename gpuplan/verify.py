@@ -112,9 +112,9 @@ def graph_problems(manifests: list[Manifest], fleet: Fleet) -> list[Diagnostic]:
     problems = []
     for items, problem in found:
         index = {(m.kind, m.namespace or "", m.name): m for m in items}
-        item = index.get((problem.kind, problem.namespace, problem.name))
-        if item is not None:
-            problems.append(_at(item, problem.path, problem.message, bug=False))
+        at = index.get((problem.kind, problem.namespace, problem.name))
+        if at is not None:
+            problems.append(_at(at, problem.path, problem.message, bug=False))
         else:
             problems.append(error(f"output/{problem.cluster or 'argocd'}", 0, 0, problem.kind, problem.message))
     return problems

@@ -75,7 +75,7 @@ def test_every_automated_application_retries(example: tuple[Any, list[Manifest]]
 
 
 def test_the_project_allows_exactly_what_its_applications_sync(example: tuple[Any, list[Manifest]]) -> None:
-    fleet, manifests = example
+    _, manifests = example
     apps = [m.obj for m in manifests if m.kind == "Application" and m.cluster is None]
     project = next(m.obj for m in manifests if m.kind == "AppProject")
     objects: dict[str, list[dict[str, Any]]] = {}
@@ -139,3 +139,15 @@ def test_an_application_set_expands_to_the_applications_the_graph_check_walks() 
     apps = expand_application_sets([appset])
     assert [(a["metadata"]["name"], a["spec"]["source"]["path"], _wave(a)) for a in apps] == [("a", "output/a", 0), ("b", "output/b", 0)]
     assert check_cluster("b", [], apps, {}) == []
+
+
+def test_rendering_one_cluster_keeps_the_project_whitelist_of_the_others(tmp_path: Path, crds_dir: Path) -> None:
+    root = copy_example(tmp_path / "repo")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert run("render", "--root", str(root), "--out", str(out)).code == 0
+    project = (out / "argocd/appproject-gpu-platform.yaml").read_text()
+    assert "kind: EC2NodeClass" in project  # h100-prod's own node class
+    result = run("render", "--root", str(root), "--out", str(out), "--cluster", "edge-inference")
+    assert result.code == 0, result.stderr
+    assert (out / "argocd/appproject-gpu-platform.yaml").read_text() == project

@@ -14,7 +14,7 @@ Works on plain objects (no emit/ import): the caller says which kinds each Appli
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +77,7 @@ def _created_namespaces(apps: list[Mapping[str, Any]]) -> set[str]:
 
 
 def check_cluster(
-    cluster: str, objects: list[Mapping[str, Any]], apps: list[Mapping[str, Any]],
+    cluster: str, objects: Sequence[Mapping[str, Any]], apps: Sequence[Mapping[str, Any]],
     installs: Mapping[str, Collection[tuple[str, str]]], external: Collection[tuple[str, str]] = (),
     namespaces: Collection[str] = (),
 ) -> list[GraphProblem]:
@@ -124,7 +124,7 @@ def _allowed_kind(project: Mapping[str, Any], key: tuple[str, str]) -> bool:
 
 
 def check_projects(
-    apps: list[Mapping[str, Any]], projects: list[Mapping[str, Any]], cluster_objects: Mapping[str, list[Mapping[str, Any]]],
+    apps: Sequence[Mapping[str, Any]], projects: Sequence[Mapping[str, Any]], cluster_objects: Mapping[str, Sequence[Mapping[str, Any]]],
     installs_cluster_kinds: Mapping[str, Collection[tuple[str, str]]] | None = None,
 ) -> list[GraphProblem]:
     """Check every Application's project: it exists and allows the Application's repository, destination and kinds."""

@@ -36,6 +36,7 @@ __all__ = [
 ]  # fmt: skip
 
 OperatorSource = Callable[[ClusterPlan], list[Operator]]
+CACHE_KEY = "bootstrap.operators"
 
 _SOURCES: list[OperatorSource] = [gpu_operator, nfd, kueue, volcano, karpenter, multus, monitoring, fabrics]
 
@@ -48,6 +49,9 @@ def register(source: OperatorSource) -> OperatorSource:
 
 
 def operators(cluster: ClusterPlan) -> list[Operator]:
-    """Return every operator a cluster installs, sorted by Application name."""
-    found = [o for source in _SOURCES for o in source(cluster)]
-    return sorted(found, key=lambda o: o.name)
+    """Return every operator a cluster installs, sorted by Application name (computed once per cluster)."""
+    cached = cluster.cache.get(CACHE_KEY)
+    if cached is None:
+        cached = sorted((o for source in _SOURCES for o in source(cluster)), key=lambda o: o.name)
+        cluster.cache[CACHE_KEY] = cached
+    return list(cached)  # type: ignore[call-overload]

@@ -9,7 +9,7 @@ at sync). Namespaced kinds stay allowed (no namespaceResourceWhitelist).
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from gpuplan.emit.bootstrap import operator_application, operators
@@ -105,9 +105,18 @@ def cluster_scoped(manifests: Iterable[Manifest]) -> dict[str, set[str]]:
     return found
 
 
-def complete_projects(fleet: Fleet, manifests: list[Manifest]) -> list[Manifest]:
-    """Add to each AppProject's whitelist the cluster-scoped kinds its clusters' folders hold (own manifests too)."""
+def complete_projects(
+    fleet: Fleet, manifests: list[Manifest], others: Callable[[str], list[Manifest]] | None = None
+) -> list[Manifest]:
+    """Add to each AppProject's whitelist the cluster-scoped kinds its clusters' folders hold (own manifests too).
+
+    `others(name)` returns the objects of a cluster this render leaves out (`render --cluster`), whose
+    kinds the rewritten project must still allow.
+    """
     scoped = cluster_scoped(manifests)
+    if others is not None:
+        for name in sorted(set(fleet.clusters) - set(scoped)):
+            scoped |= {name: cluster_scoped(others(name)).get(name, set())}
     out = []
     for item in manifests:
         if item.kind == "AppProject" and item.cluster is None:

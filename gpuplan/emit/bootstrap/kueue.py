@@ -89,7 +89,7 @@ def configuration(cluster: ClusterPlan, release: KueueRelease) -> dict[str, Any]
         config["fairSharing"] = sharing if version == "v1beta2" else {"enable": True, **sharing}
     gates = sorted(needed_gates(cluster) - release.gates_on)
     if gates:
-        config["featureGates"] = {gate: True for gate in gates}
+        config["featureGates"] = dict.fromkeys(gates, True)
     return config
 
 
