@@ -293,3 +293,44 @@ def test_an_alert_with_no_bound_is_refused(tmp_path: Path) -> None:
     result = run("render", "--root", str(repo))
     assert result.code == 1
     assert "give exactly one of above or below" in result.stderr
+
+
+def test_the_shipped_metric_lists_match_their_sources() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "fetch_metrics", PROJECT / "scripts" / "fetch_metrics.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.check() == []
+    sources = json.loads((PROJECT / "gpuplan/components/metrics/SOURCES.json").read_text())["files"]
+    assert {s["file"] for s in sources} >= {"dcgm-exporter/4.5.3-4.8.2.csv", "kueue/v0.19.2.json"}
+    assert all(len(s["commit"]) == 40 and s["path"] for s in sources)
+
+
+def test_kueue_metric_facts_differ_by_release() -> None:
+    # kueue_cluster_queue_resource_pending and replica_role arrive after v0.14 (metrics.md at each tag).
+    assert "kueue_cluster_queue_resource_pending" in kueue_metrics("v0.19.2")
+    assert "kueue_cluster_queue_resource_pending" not in kueue_metrics("v0.14.4")
+    assert "replica_role" not in kueue_metrics("v0.14.4")["kueue_pending_workloads"]
+
+
+def test_a_second_dcgm_scrape_is_a_warning(tmp_path: Path) -> None:
+    repo = copy_example(tmp_path / "repo")
+    cluster = repo / "clusters" / "h100-prod.yaml"
+    text = cluster.read_text()
+    cluster.write_text(
+        text.replace(
+            "    dcgmExporter: true\n",
+            "    dcgmExporter: true\n    serviceMonitor: {interval: 30s}\n",
+            1,
+        )
+    )
+    result = run("check", "--root", str(repo), "--strict")
+    assert result.code == 1
+    assert re.search(
+        r"clusters/h100-prod\.yaml:\d+:\d+: warning: .*scrapes the DCGM exporter .*\[monitoring-duplicate-scrape\]",
+        result.stderr,
+    ), result.stderr

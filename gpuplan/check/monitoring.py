@@ -34,7 +34,7 @@ def check_monitoring_metrics(fleet: Fleet) -> Iterator[Diagnostic]:
 
 @check
 def check_monitoring_autoscaling(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Error on GPU-metric autoscaling asked on a cluster without monitoring; warn on a second DCGM scrape."""
+    """Error on GPU-metric autoscaling asked on a cluster without monitoring."""
     for name in sorted(fleet.clusters):
         cluster = fleet.clusters[name]
         components = cluster.spec.components
@@ -44,6 +44,14 @@ def check_monitoring_autoscaling(fleet: Fleet) -> Iterator[Diagnostic]:
                     f"cluster {name} has no components.monitoring: no Prometheus Adapter rules are rendered, "
                     "so an HPA on GPU utilisation finds no metric"
                 ))  # fmt: skip
+
+
+@check
+def check_monitoring_duplicate_scrape(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn when the GPU Operator's own DCGM ServiceMonitor runs beside monitoring's."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        components = cluster.spec.components
         operator = components.gpu_operator
         if (
             components.monitoring is not None
