@@ -51,7 +51,7 @@ def realistic_change(root: Path) -> None:
 def comment(tmp_path_factory: pytest.TempPathFactory) -> str:
     root = copy_example(tmp_path_factory.mktemp("pr") / "repo")
     git(root, "init", "-q")
-    git(root, "add", "clusters", "tenants")
+    git(root, "add", "--", *(p.name for p in root.iterdir() if p.name != ".git"))
     git(root, "commit", "-q", "-m", "fleet")
     realistic_change(root)
     result = from_git(root, "HEAD", None)

@@ -554,3 +554,32 @@ def test_the_readme_lists_every_code_with_its_severity() -> None:
     assert [
         code for code, (severity, _) in CODES.items() if f"| `{code}` | {severity} |" not in readme
     ] == []
+
+
+def test_a_driver_version_change_with_the_driver_off_or_in_nvidia_drivers_rolls_nothing() -> None:
+    def policy(version: str, **driver: Any) -> dict[str, Any]:
+        out = cluster_policy(version)
+        out["spec"]["driver"] |= driver
+        return out
+
+    assert codes([policy("580.82.07", enabled=False)], [policy("580.95.05", enabled=False)]) == []
+    assert (
+        codes(
+            [policy("580.82.07", useNvidiaDriverCRD=True)],
+            [policy("580.95.05", useNvidiaDriverCRD=True)],
+        )
+        == []
+    )
+    assert codes([policy("580.82.07", enabled=False)], [policy("580.82.07", enabled=True)]) == [
+        "driver-upgrade"
+    ]
+
+
+def test_an_operator_chart_change_is_reported_on_its_cluster() -> None:
+    old = application("v26.3.0")
+    old["metadata"]["labels"] = {"gpuplan.io/cluster": "c1"}
+    new = changed(old, "spec.source.targetRevision", "v26.7.0")
+    [upgrade] = analyse(
+        "old", "new", side(old, scope="argocd"), side(new, scope="argocd"), [], FACTS
+    ).disruptions
+    assert (upgrade.scope, upgrade.blast.nodes) == ("c1", 20)

@@ -17,6 +17,7 @@ KARPENTER = "karpenter.sh"
 NFD = "nfd.k8s-sigs.io"
 GPU_OPERATOR = "nvidia.com"
 ARGOCD = "argoproj.io"
+CLUSTER_LABEL = "gpuplan.io/cluster"  # on the Applications of a cluster's operators
 RESET = (
     "MIG manager will reset the GPUs of pool {pool}'s nodes (workloads running on them are stopped)"
 )
@@ -133,6 +134,8 @@ def driver_upgrades(ctx: Context) -> Iterator[Disruption]:
         was, now = dig(old, "spec", "driver"), dig(new, "spec", "driver")
         if dig(was, "useNvidiaDriverCRD") and dig(now, "useNvidiaDriverCRD"):
             continue  # NVIDIADriver objects deploy the drivers (clusterpolicy_types.go DriverSpec.UseNvidiaDriverCRD)
+        if not dig(was, "enabled") and not dig(now, "enabled"):
+            continue  # the nodes' own drivers (preinstalled): the version is not deployed
         if _image(was) == _image(now) and bool(dig(was, "enabled")) == bool(dig(now, "enabled")):
             continue
         what = f"GPU driver {dig(was, 'version') or 'none'} -> {dig(now, 'version') or 'none'}"
@@ -310,9 +313,11 @@ def chart_upgrades(ctx: Context) -> Iterator[Disruption]:
             message = "operator chart values change: Argo CD re-renders the release and restarts what changed"
         else:
             continue
-        yield Disruption(
-            key.scope, "chart-upgrade", key.label(), message, ctx.facts.cluster(key.scope)
-        )
+        # an operator's Application lives in argocd/ but is about one cluster: its cluster label
+        labels = mapping(dig(ctx.new[key].obj, "metadata", "labels"))
+        cluster = str(labels.get(CLUSTER_LABEL) or key.scope)
+        blast = ctx.facts.cluster(cluster)
+        yield Disruption(cluster, "chart-upgrade", key.label(), message, blast)
 
 
 def crd_changes(ctx: Context) -> Iterator[Disruption]:
