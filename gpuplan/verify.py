@@ -7,6 +7,7 @@ import posixpath
 from collections.abc import Callable, Iterable
 
 from gpuplan.components import namespaces_of
+from gpuplan.components.metrics import known_metrics
 from gpuplan.crds import UnknownCrdSet, cluster_components, fleet_components, index_for
 from gpuplan.diagnostics import Diagnostic, Severity, error
 from gpuplan.emit.meta import Manifest
@@ -15,6 +16,7 @@ from gpuplan.locate import locate, problem_path
 from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, check_references, newest
 from gpuplan.validate.engine import MISSING_CRD
 from gpuplan.validate.graph import check_cluster, check_projects, expand_application_sets
+from gpuplan.validate.promql import query_problems as promql_problems
 from gpuplan.write import header
 from gpuplan.yamlout import dump
 
@@ -153,6 +155,19 @@ def verify(manifests: list[Manifest], fleet: Fleet, index: CrdIndex | None, outp
     problems, notes = schema_problems(manifests, fleet, index, place)
     problems += reference_problems(manifests, fleet, output_path, place)
     problems += graph_problems(manifests, fleet)
+    problems += query_problems(manifests, fleet, place)
     return problems, notes
+
+
+def query_problems(manifests: list[Manifest], fleet: Fleet, place: Place | None = None) -> list[Diagnostic]:
+    """Return the monitoring queries that are unbalanced or name metrics the cluster's exporters lack."""
+    found = []
+    for item in manifests:
+        cluster = fleet.clusters.get(item.cluster) if item.cluster else None
+        if cluster is None or item.kind not in ("PrometheusRule", "ConfigMap"):
+            continue
+        for path, message in promql_problems(item.obj, known_metrics(cluster)):
+            found.append(_at(item, path, message, place=place))
+    return found
 
 

@@ -334,3 +334,61 @@ def test_a_second_dcgm_scrape_is_a_warning(tmp_path: Path) -> None:
         r"clusters/h100-prod\.yaml:\d+:\d+: warning: .*scrapes the DCGM exporter .*\[monitoring-duplicate-scrape\]",
         result.stderr,
     ), result.stderr
+
+
+def test_render_refuses_an_emitted_rule_naming_an_unknown_metric(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuplan.emit import monitoring_rules
+
+    real = monitoring_rules.health
+
+    def misspelt(monitoring: object, pool: object) -> list[dict]:
+        rules = real(monitoring, pool)  # type: ignore[arg-type]
+        rules[0] = {
+            **rules[0],
+            "expr": rules[0]["expr"].replace("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR"),
+        }
+        return rules
+
+    monkeypatch.setattr(monitoring_rules, "health", misspelt)
+    repo = copy_example(tmp_path / "repo")
+    result = run("render", "--root", str(repo))
+    assert result.code == 1
+    assert re.search(
+        r"output/h100-prod/monitoring/prometheusrule-gpuplan-gpu-health\.yaml:\d+:\d+: error: .*metric DCGM_FI_DEV_XID_ERROR is not published",
+        result.stderr,
+    ), result.stderr
+    assert not (repo / "output").exists()
+
+
+def test_query_problems_read_dashboards_and_adapter_rules() -> None:
+    from gpuplan.validate.promql import query_problems
+
+    panel = {
+        "targets": [{"expr": 'avg(DCGM_FI_DEV_GPU_UTIL{gpu="0"}'}, {"expr": "DCGM_FI_DEV_FB_USD"}]
+    }
+    dashboard = {
+        "kind": "ConfigMap",
+        "metadata": {"labels": {"grafana_dashboard": "1"}},
+        "data": {"d.json": json.dumps({"panels": [panel]})},
+    }
+    assert query_problems(dashboard, KNOWN) == [
+        (
+            "data[d.json].panels[0].targets[0].expr",
+            "query has an unclosed '(': " + 'avg(DCGM_FI_DEV_GPU_UTIL{gpu="0"}',
+        ),
+        (
+            "data[d.json].panels[0].targets[1].expr",
+            "metric DCGM_FI_DEV_FB_USD is not published by the cluster's exporters at their pinned versions",
+        ),
+    ]
+    adapter = {
+        "kind": "ConfigMap",
+        "data": {
+            "config.yaml": "rules:\n- seriesQuery: 'DCGM_FI_DEV_GPU_UTIL{exported_podd!=\"\"}'\n"
+        },
+    }
+    assert [m for _, m in query_problems(adapter, KNOWN)] == [
+        "label exported_podd is not published by the cluster's exporters at their pinned versions"
+    ]
