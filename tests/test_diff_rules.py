@@ -583,3 +583,15 @@ def test_an_operator_chart_change_is_reported_on_its_cluster() -> None:
         "old", "new", side(old, scope="argocd"), side(new, scope="argocd"), [], FACTS
     ).disruptions
     assert (upgrade.scope, upgrade.blast.nodes) == ("c1", 20)
+
+
+def test_an_operator_application_removed() -> None:
+    kept = application("v26.7.0")
+    [gone] = found([kept], [])
+    assert (gone.code, gone.severity) == (
+        "operator-removed",
+        "disruptive",
+    ) and "stays, unmanaged" in gone.message
+    cascading = changed(kept, "metadata.finalizers", ["resources-finalizer.argocd.argoproj.io"])
+    [gone] = found([cascading], [])
+    assert "deletes the release" in gone.message

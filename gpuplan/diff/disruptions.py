@@ -316,6 +316,7 @@ RULES: tuple[Rule, ...] = (
     namespaces_removed,
     quota_cuts,
     priority_changes,
+    nodes.operators_removed,
     nodes.gpu_operator_upgrades,
     nodes.chart_upgrades,
     nodes.crd_changes,

@@ -32,6 +32,7 @@ CODES: dict[str, tuple[str, str]] = {
     "namespace-removed": (DISRUPTIVE, "Namespace removed"),
     "quota-cut": (DISRUPTIVE, "Quota cut"),
     "priority-lowered": (DISRUPTIVE, "Priority lowered"),
+    "operator-removed": (DISRUPTIVE, "Operator removed"),
     "gpu-operator-upgrade": (RISK, "GPU Operator components roll"),
     "chart-upgrade": (RISK, "Operator chart change"),
     "crd-changed": (RISK, "CRD change"),

@@ -320,6 +320,34 @@ def chart_upgrades(ctx: Context) -> Iterator[Disruption]:
         yield Disruption(cluster, "chart-upgrade", key.label(), message, blast)
 
 
+def operators_removed(ctx: Context) -> Iterator[Disruption]:
+    """Yield every Argo CD Application of a Helm chart that is deleted: Argo CD removes the operator."""
+    for key in ctx.removed():
+        if not is_kind(key, ARGOCD, "Application"):
+            continue
+        obj = ctx.old[key].obj
+        charts = _charts(obj)
+        if not charts:
+            continue
+        # with the resources finalizer Argo CD deletes what the Application deployed (a cascade
+        # delete); without it the release stays, unmanaged (argoproj/argo-cd v3.5.1
+        # docs/user-guide/app_deletion.md, "About The Deletion Finalizer")
+        finalizers = listing(dig(obj, "metadata", "finalizers"))
+        cascade = any(
+            str(f).startswith("resources-finalizer.argocd.argoproj.io") for f in finalizers
+        )
+        fate = (
+            "Argo CD deletes the release and what it deployed"
+            if cascade
+            else "Argo CD stops managing the release: it stays, unmanaged and never upgraded"
+        )
+        cluster = str(mapping(dig(obj, "metadata", "labels")).get(CLUSTER_LABEL) or key.scope)
+        message = f"operator {', '.join(sorted(charts))} is removed ({key.label()} deleted): {fate}"
+        yield Disruption(
+            cluster, "operator-removed", key.label(), message, ctx.facts.cluster(cluster)
+        )
+
+
 def crd_changes(ctx: Context) -> Iterator[Disruption]:
     """Yield every CustomResourceDefinition changed or removed (removing one deletes its objects)."""
     for change in ctx.changes:
