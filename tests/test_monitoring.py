@@ -147,6 +147,8 @@ def test_capacity_thresholds_come_from_the_quotas(rendered: Path) -> None:
     }
     assert set(by_pool) == {"h100-infer", "a100-mixed"}
     assert by_pool["h100-infer"].endswith("< 10")
+    # a100-mixed advertises 12 x 3g.40gb and 4 x 2g.20gb a node (per-GPU layouts); team-b's 12 and 4 fill one node.
+    assert by_pool["a100-mixed"].endswith("< 8")
     nodes = {
         r["labels"]["pool"]: r["expr"]
         for r in _rules(rendered)

@@ -33,10 +33,20 @@ def in_pool(expr: str, pool: PoolPlan) -> str:
 
 
 def quota_gpus(cluster: ClusterPlan, pool: PoolPlan) -> int:
-    """Return the physical GPUs of a pool the tenants' nominal quotas assume, rounded up."""
-    total = Fraction(0)
+    """Return the physical GPUs of a pool the tenants' nominal quotas need, rounded up.
+
+    Per resource, the units granted over the units a node advertises, in GPUs; the largest over the
+    pool's resources (MIG profiles of one layout and shared replicas sit on the same GPUs). Units per node,
+    not a profile's slice fraction: a layout of two 3g.40gb per A100 leaves a slice unused.
+    """
+    granted: dict[str, int] = {}
     for alloc in cluster.allocations:
         for grant in alloc.grants:
             if grant.pool.name == pool.name:
-                total += grant.nominal * pool.resources[grant.resource].gpu_fraction
-    return math.ceil(total)
+                granted[grant.resource] = granted.get(grant.resource, 0) + grant.nominal
+    needs = [
+        Fraction(units * pool.gpus_per_node, pool.resources[resource].per_node)
+        for resource, units in granted.items()
+        if pool.resources[resource].per_node
+    ]
+    return math.ceil(max(needs, default=Fraction(0)))
