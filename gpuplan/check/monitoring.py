@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Iterator
 
 from gpuplan.check import check
-from gpuplan.components.metrics import known_metrics
+from gpuplan.components.metrics import known_metrics, not_collected
 from gpuplan.diagnostics import Diagnostic, Severity, format_path
 from gpuplan.fleet import Fleet
 
@@ -23,13 +23,10 @@ def check_monitoring_metrics(fleet: Fleet) -> Iterator[Diagnostic]:
         for index, extra in enumerate(monitoring.alerts):
             if extra.metric in known:
                 continue
-            close = difflib.get_close_matches(extra.metric, sorted(known), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
             loc = ("components", "monitoring", "alerts", index, "metric")
-            yield cluster.located.source.diagnostic(loc, (
-                f"{extra.metric} is no metric the cluster's exporters publish{hint}: the alert would never fire "
-                "(DCGM exporter collectors of its GPU Operator release, Kueue's metrics at its version; gpuplan/components/metrics)"
-            ))  # fmt: skip
+            yield cluster.located.source.diagnostic(
+                loc, _unknown_metric(extra.metric, known, not_collected(cluster))
+            )
 
 
 @check
@@ -64,3 +61,21 @@ def check_monitoring_duplicate_scrape(fleet: Fleet) -> Iterator[Diagnostic]:
                 "components.monitoring already scrapes the DCGM exporter (with the node label its rules need): "
                 "drop gpuOperator.serviceMonitor, or every GPU series is stored twice"
             ))  # fmt: skip
+
+
+def _unknown_metric(
+    metric: str, known: dict[str, frozenset[str]], uncollected: frozenset[str]
+) -> str:
+    """Say why an alert's metric never has a series: not collected by the exporter, or no such metric."""
+    if metric in uncollected:
+        return (
+            f"{metric} is not collected: the DCGM exporter runs with the GPU Operator's collector list "
+            "(dcp-metrics-included.csv), which has it commented out, so the alert would never fire; "
+            "give the exporter a collectors ConfigMap that enables it, or alert on a collected metric"
+        )
+    close = difflib.get_close_matches(metric, sorted(known), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return (
+        f"{metric} is no metric the cluster's exporters publish{hint}: the alert would never fire "
+        "(DCGM exporter collectors of its GPU Operator release, Kueue's metrics at its version; gpuplan/components/metrics)"
+    )

@@ -77,6 +77,21 @@ def dcgm_metrics(tag: str) -> dict[str, frozenset[str]]:
 
 
 @cache
+def dcgm_not_collected(tag: str) -> frozenset[str]:
+    """Return the DCGM fields the list names but leaves commented out (ECC counters, throttle durations...)."""
+    text = (DATA / "dcgm-exporter" / f"{tag}.csv").read_text(encoding="utf-8")
+    return frozenset(re.findall(r"^#\s*(DCGM_[A-Z0-9_]+)\s*,", text, re.M))
+
+
+def not_collected(cluster: Any) -> frozenset[str]:
+    """Return the DCGM fields the cluster's exporter knows but its collector list does not collect."""
+    operator = cluster.release("gpu-operator")
+    if operator is None or "dcgmExporter" not in getattr(operator, "operands", {}):
+        return frozenset()
+    return dcgm_not_collected(dcgm_tag(operator.operands["dcgmExporter"].version))
+
+
+@cache
 def kueue_metrics(tag: str) -> dict[str, frozenset[str]]:
     """Return {metric: labels} of one Kueue release (histograms also as _bucket, _sum and _count)."""
     table = json.loads((DATA / "kueue" / f"{tag}.json").read_text(encoding="utf-8"))
