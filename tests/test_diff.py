@@ -605,3 +605,11 @@ def test_own_manifests_and_patches_at_the_base_are_compared_not_added(
         "nodes-replaced",
         "h100-train",
     ) and "expireAfter" in drift["message"]
+    sources = {o["name"]: o["sources"] for o in document["objects"]}
+    assert (
+        "extra/h100-prod/notes.yaml" in sources["site-notes"]
+    )  # the reviewer sees which input changed it
+    assert "patches/h100-prod/expire.yaml" in sources["h100-train"]
+    _, comment, _ = call(capsys, root=root, base="HEAD", fmt="markdown")
+    assert "<code>patches/h100-prod/expire.yaml</code>" in comment
+    assert "<code>extra/h100-prod/notes.yaml</code>" in comment

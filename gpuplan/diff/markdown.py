@@ -222,6 +222,8 @@ def _details(change: ObjectChange, limits: Limits) -> dict[str, Any]:
     )
     count = len(real)
     title = f"<code>{html.escape(change.key.label())}</code>: {count} field {'change' if count == 1 else 'changes'}"
+    if change.sources:  # which input to look at: a tenant, a cluster, an own manifest or a patch
+        title += " from " + ", ".join(f"<code>{html.escape(s)}</code>" for s in change.sources)
     return {
         "title": title,
         "lines": lines,

@@ -67,6 +67,7 @@ class Entry:
     key: ObjectKey
     obj: dict[str, Any]
     path: str
+    sources: tuple[str, ...] = ()  # the input files it was rendered from (when compiled)
 
 
 Side = dict[ObjectKey, Entry]
@@ -92,6 +93,9 @@ class ObjectChange:
     path: str
     fields: list[FieldChange] = field(default_factory=list)
     renamed_from: ObjectKey | None = None  # the key on the old side of a renamed object
+    sources: tuple[
+        str, ...
+    ] = ()  # the input files behind it: clusters/, tenants/, extra/, patches/...
 
     @property
     def real_fields(self) -> list[FieldChange]:
@@ -130,7 +134,8 @@ def from_manifests(manifests: Iterable[Manifest]) -> tuple[Side, list[Diagnostic
     problems: list[Diagnostic] = []
     for item in manifests:
         scope = item.cluster or PurePosixPath(item.path).parts[0]
-        _add(side, Entry(key_of(item.obj, scope, item.path), item.obj, item.path), problems)
+        entry = Entry(key_of(item.obj, scope, item.path), item.obj, item.path, item.sources)
+        _add(side, entry, problems)
     return side, problems
 
 

@@ -218,7 +218,7 @@ def aligned_side(old: Side, new: Side) -> Aligned:
         if target != key:
             rekeyed[target] = key
         obj = align(entry.obj, new[target].obj, names) if names and target in new else entry.obj
-        side[target] = Entry(target, obj, entry.path)
+        side[target] = Entry(target, obj, entry.path, entry.sources)
     return Aligned(side, [_with_objects(r, rekeyed) for r in renames], rekeyed)
 
 

@@ -156,6 +156,7 @@ def _change_json(change: ObjectChange) -> dict[str, Any]:
         "name": key.name,
     }
     out |= {"file": change.path, "change": change.status, "fields": fields}
+    out["sources"] = list(change.sources)
     if change.renamed_from is not None:
         out["renamedFrom"] = {
             "namespace": change.renamed_from.namespace or None,
