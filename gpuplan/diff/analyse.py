@@ -57,8 +57,8 @@ def _changes(old: Side, new: Side, aligned: Aligned) -> list[ObjectChange]:
         found.fields = references + found.fields
         changes[key] = found
     for key, change in changes.items():  # which inputs to look at: the new side's, else the old's
-        source = new.get(key) or aligned.side.get(key)
-        change.sources = source.sources if source is not None else ()
+        behind = new.get(key) or aligned.side.get(key)
+        change.sources = behind.sources if behind is not None else ()
     names: dict[str, dict[str, str]] = {}
     for rename in aligned.renames:
         names.setdefault(rename.scope, {})[rename.old] = rename.new
