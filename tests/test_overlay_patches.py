@@ -197,7 +197,8 @@ def test_values_overrides_merge_over_the_derived_values(repo: Path) -> None:
     write_repo(
         repo,
         {
-            f"values/{CLUSTER}/gpu-operator.yaml": "dcgmExporter:\n  serviceMonitor: {enabled: true}\ndriver: {enabled: false}\n"
+            f"values/{CLUSTER}/gpu-operator.yaml": "dcgmExporter:\n  serviceMonitor: {enabled: true}\ndriver: {enabled: false}\n",
+            f"extra/{CLUSTER}/gpu.yaml": NODE_CLASS.format(name="gpu"),  # the NodePools' node class
         },
     )
     overrides, problems = read_overrides(repo, _fleet(repo).clusters)

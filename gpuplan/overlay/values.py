@@ -33,8 +33,13 @@ OWNED_VALUES: dict[str, dict[str, str]] = {
         "clusterPolicy.deployCR": CLUSTER_POLICY_WHY,
         "gpuCluster.deployCR": CLUSTER_POLICY_WHY,
     },
-    "kueue": {},
-    "volcano": {},
+    # The Configuration and scheduler configuration carry what the quotas rest on (gpuplan/emit/bootstrap/).
+    "kueue": {
+        "managerConfig.controllerManagerConfigYaml": "gpuplan renders Kueue's Configuration (tenant namespaces managed, fair sharing, integrations, feature gates): set kueue.frameworks in the cluster file instead",
+    },
+    "volcano": {
+        "custom.scheduler_config_override": "gpuplan renders Volcano's scheduler configuration from the quota authority and the Queues it emits",
+    },
     "karpenter": {},
 }
 
