@@ -151,3 +151,13 @@ def test_rendering_one_cluster_keeps_the_project_whitelist_of_the_others(tmp_pat
     result = run("render", "--root", str(root), "--out", str(out), "--cluster", "edge-inference")
     assert result.code == 0, result.stderr
     assert (out / "argocd/appproject-gpu-platform.yaml").read_text() == project
+
+
+def test_an_override_of_kueues_configuration_is_refused_at_its_line(tmp_path: Path, crds_dir: Path) -> None:
+    root = copy_example(tmp_path / "repo")
+    (root / "values/h100-prod").mkdir(parents=True)
+    (root / "values/h100-prod/kueue.yaml").write_text("managerConfig:\n  controllerManagerConfigYaml: |\n    kind: Configuration\n")
+    result = run("render", "--root", str(root))
+    assert result.code == 1
+    assert "values/h100-prod/kueue.yaml:2:3: error: managerConfig.controllerManagerConfigYaml: managerConfig.controllerManagerConfigYaml is owned by gpuplan" in result.stderr
+    assert not (root / "output").exists()
