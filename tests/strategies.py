@@ -338,9 +338,14 @@ def _draw_cluster(draw: Callable, index: int, hierarchy: bool) -> dict[str, Any]
         components["kueue"] = {"version": draw(st.sampled_from(KUEUE_VERSIONS))}
     if draw(st.booleans()):
         components["volcano"] = {"version": "v1.15.1"}
+        if "kueue" in components:
+            components["quotaAuthority"] = "kueue"  # one quota authority per cluster
     karpenter = provider in ("aws", "azure") and draw(st.booleans())
     if karpenter:
-        components["karpenter"] = {"version": "v1.14.1", "nodeClass": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}}
+        node_class: dict[str, Any] = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}
+        if provider == "aws":
+            node_class["aws"] = {"role": f"KarpenterNodeRole-{name}"}  # rendered by gpuplan
+        components["karpenter"] = {"version": "v1.14.1", "nodeClass": node_class}
     data["components"] = components
     classes = draw(st.lists(st.sampled_from([("high", 1000), ("low", 10), ("batch", 1)]), unique_by=lambda c: c[0], max_size=2))
     if classes:
@@ -1035,28 +1040,27 @@ def check_output(
             for (tenant, c_name, pool, resource), count in grants.items():
                 if c_name == name and count:
                     assert (pool, resource) in asked, f"{tenant} on {name}/{pool}: {resource} {count} missing"
-        # 4. a namespace's ResourceQuota never rejects what its ClusterQueue admits
+        # 4. a tenant's ResourceQuotas (split over its namespaces, README) hold together exactly
+        # what its ClusterQueue can admit: never less, so Kueue's total fits, and never more, so
+        # pods that skip Kueue cannot use the quota once per namespace
         ceilings = admission_ceiling(objs)
         quotas = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objs if o["kind"] == "ResourceQuota"}
         for queue_name, ceiling in ceilings.items():
             selector = queues[queue_name]["spec"]["namespaceSelector"]["matchExpressions"][0]["values"]
             for namespace in selector:
-                quota = quotas.get((namespace, queue_name))
-                assert quota is not None, f"{name}: no ResourceQuota {queue_name} in namespace {namespace}"
-                hard = quota["spec"]["hard"]
-                for resource, most in ceiling.items():
-                    have = _amount(hard.get(f"requests.{resource}", "0"))
-                    assert have >= most, (
-                        f"{name}: ResourceQuota {namespace}/{queue_name} requests.{resource} = {have}, "
-                        f"but ClusterQueue {queue_name} can admit {most} (nominal + borrowable in its cohort tree)")
-        # 5. without Kueue the ResourceQuota still covers the input's grants
+                assert (namespace, queue_name) in quotas, f"{name}: no ResourceQuota {queue_name} in namespace {namespace}"
+            for resource, most in ceiling.items():
+                have = sum(_amount(quotas[(ns, queue_name)]["spec"]["hard"].get(f"requests.{resource}", "0")) for ns in selector)
+                assert have >= most, (
+                    f"{name}: ResourceQuotas {queue_name} requests.{resource} add up to {have}, "
+                    f"but ClusterQueue {queue_name} can admit {most} (nominal + borrowable in its cohort tree)")
+        # 5. without Kueue the tenant's ResourceQuotas still cover the input's grants, together
         for tenant, c_name, _pool, resource in grants:
             if c_name != name:
                 continue
             total = sum(n for (t, c, _, r), n in grants.items() if (t, c, r) == (tenant, name, resource))
-            for quota in (q for (ns, qn), q in quotas.items() if qn == tenant):
-                have = _amount(quota["spec"]["hard"].get(f"requests.{resource}", "0"))
-                assert have >= total, f"{name}: ResourceQuota {quota['metadata']['namespace']}/{tenant} {resource} {have} < granted {total}"
+            have = sum(_amount(q["spec"]["hard"].get(f"requests.{resource}", "0")) for (ns, qn), q in quotas.items() if qn == tenant)
+            assert have >= total, f"{name}: ResourceQuotas {tenant} {resource} add up to {have} < granted {total}"
         # 6. Karpenter NodePools stop at nodes.max (spec/output.md: limits = nodes.max x per node)
         node_pools = {o["metadata"]["name"]: o for o in objs if o["kind"] == "NodePool"}
         if cluster.get("components", {}).get("karpenter"):
