@@ -11,7 +11,7 @@ import pytest
 from gpuplan.check import CHECKS, EXTRA_CODES, STAGE_CODES, code_of, known_codes
 from gpuplan.diagnostics import Diagnostic, Severity, has_errors, render, summary
 from tests.conftest import copy_example, run, write_repo
-from tests.test_checks import CLUSTER, COMPONENTS, MIG, _tenant
+from tests.fleet17 import CLUSTER, COMPONENTS, MIG, _tenant
 
 # The codes users write into `ignore:` entries. Renaming a check renames its code: that breaks
 # every repository that silences it, so this list changes only on purpose.
@@ -67,39 +67,73 @@ def test_an_accepted_warning_is_listed_in_json_counted_in_the_summary_and_passes
 
 
 def _repo(tmp_path: Path, tenant_extra: str = "", cluster_extra: str = "") -> Path:
-    quota = "    quotas:\n      - {pool: train, gpus: 16}\n    cpuQuotas: [{pool: general, cpu: 8, memory: 32Gi}]\n"
-    cluster = CLUSTER.format(components=COMPONENTS, sharing=MIG) + "cpuPools:\n  - {name: general, cpu: 16, memory: 64Gi, nodes: {count: 2}, labels: {pool: general}}\n" + cluster_extra
+    """A tenant without CPU pool quota (a cpu-only-work warning at its allocation) and a /30 network
+    for 32 GPUs (a range-size warning on the cluster)."""
+    quota = "    quotas:\n      - {pool: train, gpus: 16}\n"
+    network = "networks:\n  - {name: n, type: macvlan, master: eth1, ipam: {type: whereabouts, range: 10.0.0.0/30}, pools: [train]}\n"
+    cluster = CLUSTER.format(components=COMPONENTS, sharing=MIG) + network + cluster_extra
     return write_repo(tmp_path, {"clusters/c1.yaml": cluster, "tenants/a.yaml": _tenant("a", quota + tenant_extra)})
 
 
 def test_the_example_fleet_warns_without_its_ignores_and_every_finding_has_a_code(tmp_path: Path) -> None:
     root = copy_example(tmp_path)
     for path in [*root.glob("clusters/*.yaml"), *root.glob("tenants/*.yaml")]:
-        text = path.read_text()
-        path.write_text(text[: text.index("ignore:")] if "\nignore:" in text else text)
+        lines = path.read_text().splitlines(keepends=True)
+        kept, skipping = [], False
+        for line in lines:  # drop every ignore block
+            indent = len(line) - len(line.lstrip())
+            if line.strip() == "ignore:":
+                skipping, depth = True, indent
+                continue
+            if skipping and (indent > depth or line.lstrip().startswith("- code:") or line.lstrip().startswith("reason:")):
+                continue
+            skipping = False
+            kept.append(line)
+        path.write_text("".join(kept))
     result = run("check", "--root", str(root), "--format", "json")
     rows = json.loads(result.stderr[: result.stderr.rindex("]") + 1])
-    assert rows and all(r["code"] in known_codes() for r in rows)
+    assert rows and all(r["code"] in known_codes() and not r["accepted"] for r in rows)
+    assert {"rdma-pod-security", "pool-capacity-autoscaled"} <= {r["code"] for r in rows}
 
 
-def test_a_warning_is_silenced_where_it_stands_with_its_reason(tmp_path: Path) -> None:
-    ignore = "    ignore: [{code: pool-capacity-autoscaled, reason: scale from one node on demand}]\n"
-    root = _repo(tmp_path, cluster_extra="")
-    # The always-on warning stands at the pool: silence it there.
-    cluster = root / "clusters/c1.yaml"
-    cluster.write_text(cluster.read_text().replace('    karpenter: {instanceTypes: [p5.48xlarge]}\n', '    karpenter: {instanceTypes: [p5.48xlarge]}\n' + ignore, 1))
+def _json(root: Path) -> list[dict[str, object]]:
+    err = run("check", "--root", str(root), "--format", "json").stderr
+    return json.loads(err[: err.rindex("]") + 1])
+
+
+WHERE = {
+    "allocation": ("", "    ignore: [{code: cpu-only-work, reason: the team runs no CPU-only work}]\n", "cpu-only-work"),
+    "tenant": ("", "", "cpu-only-work"),
+    "cluster": ("ignore: [{code: range-size, reason: only two pods attach at once}]\n", "", "range-size"),
+}
+
+
+@pytest.mark.parametrize("where", sorted(WHERE))
+def test_a_warning_is_silenced_where_it_stands_with_its_reason(tmp_path: Path, where: str) -> None:
+    cluster_extra, tenant_extra, code = WHERE[where]
+    root = _repo(tmp_path, tenant_extra, cluster_extra)
+    if where == "tenant":
+        tenant = root / "tenants/a.yaml"
+        tenant.write_text("ignore: [{code: cpu-only-work, reason: the team runs no CPU-only work}]\n" + tenant.read_text())
     text = run("check", "--root", str(root)).stderr
-    assert "[pool-capacity-autoscaled]" not in text and "(1 warning accepted)" in text
-    rows = json.loads(run("check", "--root", str(root), "--format", "json").stderr.split("\n]")[0] + "\n]")
-    assert [(r["code"], r["accepted"]) for r in rows if r["accepted"]] == [("pool-capacity-autoscaled", "scale from one node on demand")]
+    assert f"[{code}]" not in text and "(1 warning accepted)" in text, text
+    accepted = [(r["code"], r["accepted"]) for r in _json(root) if r["accepted"]]
+    assert len(accepted) == 1 and accepted[0][0] == code
+
+
+def test_strict_passes_when_every_warning_is_accepted(tmp_path: Path) -> None:
+    root = _repo(tmp_path, WHERE["allocation"][1], WHERE["cluster"][0])
+    assert run("check", "--root", str(root), "--strict").code == 0
+    assert run("check", "--root", str(_repo(tmp_path / "b", WHERE["allocation"][1]))).code == 0
+    assert run("check", "--root", str(_repo(tmp_path / "c", WHERE["allocation"][1])), "--strict").code == 1
 
 
 def test_an_ignore_elsewhere_does_not_silence(tmp_path: Path) -> None:
-    root = _repo(tmp_path, tenant_extra="    ignore: [{code: pool-capacity-autoscaled, reason: wrong place}]\n")
+    root = _repo(tmp_path, cluster_extra="ignore: [{code: cpu-only-work, reason: wrong place}]\n")
     result = run("check", "--root", str(root), "--strict")
     assert result.code == 1
-    assert "[pool-capacity-autoscaled]" in result.stderr and "accepted" not in result.stderr
-    assert "tenants/a.yaml:7:21: warning: allocations[0].ignore[0].code: no pool-capacity-autoscaled warning is reported here any more: remove this ignore entry [unused-ignore]" in result.stderr
+    assert "[cpu-only-work]" in result.stderr and "accepted" not in result.stderr
+    assert "warning: ignore[0].code: no cpu-only-work warning is reported here any more: remove this ignore entry [unused-ignore]" in result.stderr
 
 
 def test_an_unknown_code_is_an_error(tmp_path: Path) -> None:
@@ -165,10 +199,10 @@ def test_an_overrun_from_a_shrunk_pool_stands_at_the_pool(tmp_path: Path) -> Non
     _git(root, "add", "clusters", "tenants")
     _git(root, "commit", "-q", "-m", "fits")
     cluster = root / "clusters/c1.yaml"
-    cluster.write_text(cluster.read_text().replace("nodes: {min: 1, max: 4}", "nodes: {min: 1, max: 3}"))
+    cluster.write_text(cluster.read_text().replace("nodes: {count: 4}", "nodes: {count: 3}"))
     result = run("check", "--root", str(root), "--base", "HEAD")
     assert result.code == 1
-    assert "clusters/c1.yaml:17:12: error: nodePools[0].nodes: tenants ask 32 GPUs of pool train, which has at most 24 (3 nodes x 8): the pool shrank below its quotas [pool-capacity]" in result.stderr
+    assert "clusters/c1.yaml:16:12: error: nodePools[0].nodes: tenants ask 32 GPUs of pool train, which has at most 24 (3 nodes x 8): the pool shrank below its quotas [pool-capacity]" in result.stderr
     assert "error: allocations" not in result.stderr
 
 

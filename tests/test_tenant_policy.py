@@ -13,7 +13,7 @@ import yaml
 from gpuplan.entitlements import apportion
 from gpuplan.quantity import parse_quantity
 from tests.conftest import PROJECT, run, write_repo
-from tests.test_checks import CLUSTER, COMPONENTS, MIG, _tenant
+from tests.fleet17 import CLUSTER, COMPONENTS, MIG, _tenant
 
 CPU_POOL = "cpuPools:\n  - {name: general, cpu: 16, memory: 64Gi, nodes: {count: 2}, labels: {pool: general}}\n"
 QUOTA = "    quotas:\n      - {pool: train, gpus: 8}\n      - {pool: infer, mig: {1g.10gb: 7}}\n    cpuQuotas: [{pool: general, cpu: 8, memory: 32Gi}]\n"
@@ -242,7 +242,7 @@ NETWORK = "networks:\n  - {{name: ib, type: {type}, {extra}ipam: {{type: whereab
 
 @pytest.mark.parametrize(("security", "warns"), [("restricted", True), ("baseline", True), ("privileged", False)])
 def test_an_rdma_network_under_baseline_or_restricted_warns_naming_the_fix(tmp_path: Path, security: str, warns: bool) -> None:
-    network = NETWORK.format(type="sriov", extra="resourceName: nvidia.com/rdma_shared_device_a, ")
+    network = NETWORK.format(type="ipoib", extra="master: ib0, resourceName: rdma/hca_shared_devices_a, ")
     tenant = f"podSecurity: {security}\n" + _tenant("a", QUOTA + "    networks: [ib]\n")
     code, err, _ = _render(tmp_path, tenant, cluster_extra=CPU_POOL + network)
     assert code == 0, err
