@@ -227,3 +227,18 @@ def test_base_that_is_no_commit_is_a_usage_error(tmp_path: Path) -> None:
 def test_check_prints_codes_in_every_format(tmp_path: Path, fmt: str) -> None:
     result = run("check", "--root", str(_two_tenants(tmp_path, 16, 17)), "--format", fmt)
     assert "pool-capacity" in result.stderr
+
+
+def test_a_pool_entry_silences_only_inside_its_pool() -> None:
+    from gpuplan.ignores import Rule
+    from gpuplan.load import SourceFile
+    from gpuplan.model.common import Ignore
+
+    rule = Rule(SourceFile("clusters/c1.yaml", {}), "nodePools[1]", ("nodePools", 1, "ignore", 0), Ignore(code="range-size", reason="r"))
+    at = {"file": "clusters/c1.yaml", "code": "range-size", "severity": Severity.WARNING}
+    assert rule.matches(_finding(**at, path="nodePools[1].nodes.min"))
+    assert rule.matches(_finding(**at, path="nodePools[1]"))
+    assert not rule.matches(_finding(**at, path="nodePools[10].nodes"))
+    assert not rule.matches(_finding(**at, path="nodePools[0].nodes"))
+    assert not rule.matches(_finding(**(at | {"file": "clusters/c2.yaml"}), path="nodePools[1].nodes"))
+    assert not rule.matches(_finding(**(at | {"severity": Severity.ERROR}), path="nodePools[1].nodes"))
