@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, BinaryIO, TypeVar
 
+from gpuplan.safefs import signals_held
+
 A = TypeVar("A")
 B = TypeVar("B")
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
@@ -34,20 +36,22 @@ def both(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
     for stream in (sys.stdout, sys.stderr):  # or the worker would print the parent's buffer again
         stream.flush()
     read_fd, write_fd = os.pipe()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_fd)
-        _worker(second, write_fd, parent)
-    os.close(write_fd)
-    reaped = False
+    parent, pid, reaped = os.getpid(), 0, False
     with os.fdopen(read_fd, "rb") as pipe:
         try:
+            # A signal during fork() would reach Python inside an at-fork hook (logging registers
+            # one), where CPython prints and ignores the exception: hold signals back until after.
+            with signals_held():
+                pid = os.fork()
+                if pid == 0:
+                    pipe.close()
+                    _worker(second, write_fd, parent)
+                os.close(write_fd)
             mine = first()
             theirs, ok = _collect(pid, pipe)
             reaped = True
         finally:
-            if not reaped:
+            if pid and not reaped:
                 _stop(pid)
     return mine, (theirs if ok else second())
 
