@@ -97,9 +97,10 @@ def check_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
                 share = " + ".join(f"{g.owner.name} {g.nominal}" for g in grants)
                 # Karpenter keeps no minimum, so no node of an autoscaled pool is always there
                 # (PoolPlan.nodes_least): every unit asked depends on Karpenter launching nodes.
+                kept = f" (nodes.min {pool.spec.nodes.min} is not kept)" if pool.spec.nodes.min else ""
                 message = (
                     f"tenants' {asked} {units} of pool {pool_name} ({share}) all depend on autoscaling: Karpenter "
-                    f"keeps no minimum, so none of the pool is always-on (nodes.min {pool.spec.nodes.min} is not kept); "
+                    f"keeps no minimum, so none of the pool is always-on{kept}; "
                     "for capacity that must stay up, use a static pool ({count: N})"
                 )
                 yield _pool_at(cluster, pool, ("nodes", "min"), Severity.WARNING, message, "pool-capacity-autoscaled")
