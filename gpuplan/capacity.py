@@ -46,7 +46,7 @@ class ResourceRow:
     physical_gpus: int
     resource: str
     capacity: int  # units at nodes.max (or count)
-    always_on: int  # units at nodes.min (or count)
+    always_on: int  # units always there: a static pool's count (Karpenter keeps no minimum)
     tenants: list[TenantShare] = field(default_factory=list)
 
     @property
@@ -74,7 +74,7 @@ def _rows_of(cluster: ClusterPlan, pool: PoolPlan) -> list[ResourceRow]:
     nodes = (
         str(pool.nodes_most)
         if not pool.spec.nodes.autoscaled
-        else f"{pool.nodes_least}-{pool.nodes_most}"
+        else f"{pool.spec.nodes.least}-{pool.nodes_most}"  # as stated; none of it is always on
     )
     rows = []
     for resource in pool.resources:
