@@ -221,3 +221,21 @@ def test_sriov_networks_install_no_device_plugin(tmp_path: Path) -> None:
         f"  - {{name: n, type: sriov, resourceName: nvidia.com/sriov_eth, {IPAM}, pools: [p]}}\n"
     )
     assert _operators(tmp_path, _files(network, provider="onprem", pool=STATIC)) == {}
+
+
+def test_kueue_ignores_the_network_device_resources(tmp_path: Path) -> None:
+    from gpuplan.components.kueue import KueueRelease
+    from gpuplan.emit.bootstrap.kueue import configuration
+
+    networks = (
+        EFA + f"  - {{name: m, type: sriov, resourceName: example.com/vf, {IPAM}, pools: [p]}}\n"
+    )
+    fleet = compile_fleet(write_repo(tmp_path, _files(networks)), emit_output=False).fleet
+    assert fleet is not None
+    cluster = fleet.clusters["c1"]
+    release = cluster.release("kueue")
+    assert isinstance(release, KueueRelease)
+    # A ClusterQueue covers GPUs, cpu and memory only: Kueue would never admit a pod asking for these.
+    assert configuration(cluster, release)["resources"] == {
+        "excludeResourcePrefixes": ["example.com/vf", "vpc.amazonaws.com/efa"]
+    }

@@ -27,7 +27,7 @@ from gpuplan.check.networks import RDMA_SHARED_PREFIX, rdma_shared
 from gpuplan.components.base import Chart
 from gpuplan.emit.bootstrap.app import Operator
 from gpuplan.fleet import ClusterPlan
-from gpuplan.model.cluster import Network
+from gpuplan.model.cluster import EFA_RESOURCE, Network
 
 NAMESPACE = (
     "kube-system"  # both plugins' own namespace (the manifest's; the chart's release namespace)
@@ -151,6 +151,18 @@ def rdma(cluster: ClusterPlan) -> list[Operator]:
             cluster_kinds=(),
         )
     ]
+
+
+def device_resources(cluster: ClusterPlan) -> list[str]:
+    """Return the device-plugin resources the cluster's networks hand to pods (efa, VFs, RDMA devices).
+
+    Kueue admits a workload only when its ClusterQueue covers every resource it requests, so these
+    go into the Kueue Configuration's `resources.excludeResourcePrefixes` (kubernetes-sigs/kueue
+    apis/config/<version>/configuration_types.go from v0.8.0 to v0.19.2; pkg/workload/workload.go
+    drops them from a workload's requests): quotas are on GPUs, not on network devices.
+    """
+    names = {EFA_RESOURCE if n.type == "efa" else n.resource_name for n in cluster.spec.networks}
+    return sorted(name for name in names if name)
 
 
 def operators(cluster: ClusterPlan) -> list[Operator]:

@@ -18,6 +18,7 @@ from gpuplan.components import REGISTRY
 from gpuplan.components.kueue import KueueRelease
 from gpuplan.emit import kueue as kueue_emitter
 from gpuplan.emit.bootstrap.app import WEBHOOKS, Operator
+from gpuplan.emit.bootstrap.fabrics import device_resources
 from gpuplan.fleet import ClusterPlan
 from gpuplan.yamlout import dump
 
@@ -84,6 +85,8 @@ def configuration(cluster: ClusterPlan, release: KueueRelease) -> dict[str, Any]
         # The tenants' quota, usage and lending series the dashboards and the pending-under-quota alert read
         # (metrics.enableClusterQueueResources: apis/config/<version>/configuration_types.go at every tag).
         config["metrics"]["enableClusterQueueResources"] = True
+    if device_resources(cluster):  # pods of tenants' networks ask for them; no ClusterQueue covers them
+        config["resources"] = {"excludeResourcePrefixes": device_resources(cluster)}
     if any(alloc.spec.weight is not None for alloc in cluster.allocations):
         sharing: dict[str, Any] = {"preemptionStrategies": list(PREEMPTION_STRATEGIES)}
         config["fairSharing"] = sharing if version == "v1beta2" else {"enable": True, **sharing}
