@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -37,12 +38,11 @@ from tests.test_faults import tree
 C, T = "clusters/c1.yaml", "tenants/team-a.yaml"
 # The bad-input corpus's cluster with its autoscaled pool made static: these tests are about
 # gpuplan's own safety, not about Karpenter (whose node class the corpus leaves to the user).
-STATIC = CLUSTER.replace(
-    "  karpenter:\n    version: v1.14.1\n    nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}\n",
-    "",
-).replace(
-    "    nodes: {min: 1, max: 4}\n    karpenter:\n      instanceTypes: [p5.48xlarge]\n",
+STATIC = re.sub(r"^  karpenter:\n(?:    .*\n)+", "", CLUSTER, count=1, flags=re.M)
+STATIC = re.sub(
+    r"    nodes: \{min: 1, max: 4\}\n    karpenter:\n(?:      .*\n)+",
     '    nodes: {count: 4}\n    hostnames: ["train-[0-9]+"]\n',
+    STATIC,
 )
 HANG = 600  # seconds: only to stop a hung child, never a speed target
 
@@ -678,7 +678,7 @@ def test_free_text_reaches_yaml_quoted_and_round_trips(
             'instanceTypes: ["p5.48xlarge: {x: y}"]',
             f"{C}:27:23",
         ),
-        ("nodeClass", "name: gpu}", 'name: "gpu\\n  x: y"}', f"{C}:14:"),
+        ("nodeClass", "EC2NodeClass, name: gpu", 'EC2NodeClass, name: "gpu\\n  x: y"', f"{C}:14:"),
         (
             "repoURL",
             "  repoURL: https://git.example.com/fleet.git\n",
