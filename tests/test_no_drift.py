@@ -57,6 +57,8 @@ CUSTOM_KINDS = {
     ("nvidia.com", "ClusterPolicy"),
     ("nvidia.com", "NVIDIADriver"),
     ("karpenter.k8s.aws", "EC2NodeClass"),
+    ("monitoring.coreos.com", "ServiceMonitor"),
+    ("monitoring.coreos.com", "PrometheusRule"),
 }
 # Groups with no CRD: built-in Kubernetes APIs, and kustomize files that are never applied.
 BUILT_IN_GROUPS = {"", "networking.k8s.io", "rbac.authorization.k8s.io", "scheduling.k8s.io",
