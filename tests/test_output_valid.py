@@ -110,14 +110,15 @@ def test_a_mig_config_label_naming_no_config_can_never_be_written(
 def test_a_local_queue_pointing_nowhere_is_caught(example_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gpuplan.emit import kueue
 
-    original = kueue.local_queue
+    original = kueue.local_queues
 
-    def dangling(api: str, alloc: object, namespace: str) -> dict:
-        obj = original(api, alloc, namespace)  # type: ignore[arg-type]
-        obj["spec"]["clusterQueue"] = "nobody"
-        return obj
+    def dangling(api: str, alloc: object, namespace: str) -> list[dict]:
+        objs = original(api, alloc, namespace)  # type: ignore[arg-type]
+        for obj in objs:
+            obj["spec"]["clusterQueue"] = "nobody"
+        return objs
 
-    monkeypatch.setattr(kueue, "local_queue", dangling)
+    monkeypatch.setattr(kueue, "local_queues", dangling)
     result = run("render", "--root", str(example_repo))
     assert result.code == 1
     assert 'output/h100-prod/namespaces/team-a/localqueue-default.yaml' in result.stderr
