@@ -159,7 +159,10 @@ TABLE: tuple[Entry, ...] = (
         "kai-scheduler",
         KAI,
         "v0.17.0",
-        ("deployments/kai-scheduler/crds/scheduling.run.ai_queues.yaml",),
+        (
+            "deployments/kai-scheduler/crds/scheduling.run.ai_queues.yaml",
+            "deployments/kai-scheduler/crds/kai.scheduler_topologies.yaml",
+        ),
     ),
     # The monitoring component emits ServiceMonitors and PrometheusRules (PodMonitor kept for users).
     *_each(
