@@ -34,7 +34,7 @@ def cluster(**changes: Any) -> dict[str, Any]:
             "gpuOperator": {"version": "v26.7.0", "driverVersion": "580.82.07"},
             "kueue": {"version": "v0.19.2"},
             "volcano": {"version": "v1.15.1"},
-            "karpenter": {"version": "v1.14.1", "nodeClass": dict(NODE_CLASS)},
+            "karpenter": {"version": "v1.14.1", "nodeClass": {**NODE_CLASS, "aws": {"role": "GpuNodes"}}},  # gpuplan renders it
         },
         "cohorts": [{"name": "shared"}],
         "nodePools": [
@@ -175,11 +175,15 @@ def test_queue_exact(tmp_path: Path) -> None:
 
 def test_queue_capability_equals_resource_quota(tmp_path: Path) -> None:
     found = objects(tmp_path)
+    from gpuplan.quantity import parse_quantity
+
     for name in ("alpha", "beta"):
         queue = found[("Queue", None, name)]["spec"]
-        namespace = "alpha" if name == "alpha" else "beta"
-        quota = found[("ResourceQuota", namespace, name)]["spec"]["hard"]
-        assert {f"requests.{k}": v for k, v in queue["capability"].items()} == quota
+        quotas = [o["spec"]["hard"] for (kind, _, n), o in found.items() if kind == "ResourceQuota" and n == name]
+        assert quotas
+        # the tenant's namespaces split its total: together they hold exactly the Queue's capability
+        total = {key: sum(parse_quantity(q[key]) for q in quotas) for key in quotas[0]}
+        assert {f"requests.{k}": parse_quantity(v) for k, v in queue["capability"].items()} == total
         assert queue["deserved"] == queue["guarantee"]["resource"]
         assert set(queue["deserved"]) == set(queue["capability"])  # Volcano's webhook wants every name in capability
 
@@ -559,7 +563,7 @@ def test_labels_flavors_and_configs_fit_together(tmp_path: Path) -> None:
         components={
             "gpuOperator": {"version": "v26.7.0", "driverVersion": "580.82.07", "migStrategy": "single"},
             "kueue": {"version": "v0.19.2"},
-            "karpenter": {"version": "v1.6.2", "nodeClass": {"group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "gpu"}},
+            "karpenter": {"version": "v1.6.2", "nodeClass": {"group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "gpu", "azure": {}}},
         },
         nodePools=[
             {"name": "l4", "gpu": "L4", "gpusPerNode": 4, "cpu": 48, "memory": "180Gi", "nodes": {"count": 3},
