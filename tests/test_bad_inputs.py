@@ -66,7 +66,7 @@ components:
     version: v0.19.2
   karpenter:
     version: v1.14.1
-    nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}
+    nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu, aws: {role: KarpenterNodeRole-c1}}
 priorityClasses:
   - {name: research, value: 100}
 cohorts:
@@ -391,7 +391,7 @@ CASES: list[Bad] = [
         edits=((C, "nodes: {count: 2}", "nodes: {count: 2, min: 1}"),)),
     # Without lines 12-14 (the karpenter component) the train pool's nodes move to line 22.
     Bad("autoscaled-without-karpenter", f"{C}:22:12", r"needs components\.karpenter",
-        edits=((C, "  karpenter:\n    version: v1.14.1\n    nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}\n", ""),)),
+        edits=((C, "  karpenter:\n    version: v1.14.1\n    nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu, aws: {role: KarpenterNodeRole-c1}}\n", ""),)),
     Bad("autoscaled-on-gcp", f"{C}:25:12", r"Karpenter does not serve provider gcp",
         edits=((C, "provider: aws\n", "provider: gcp\n"),)),
     Bad("static-without-hostnames", f"{C}:33:12", r"a static pool needs nodeGroup, hostnames or labels",

@@ -37,7 +37,7 @@ nodePools:
 COMPONENTS = """\
   gpuOperator: {version: v26.7.0, driverVersion: "580.82.07", migStrategy: mixed}
   kueue: {version: v0.19.2}
-  karpenter: {version: v1.14.1, nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}}"""
+  karpenter: {version: v1.14.1, nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu, aws: {role: GpuNodes}}}"""
 MIG = "{mig: {layout: {1g.10gb: 7}}}"
 
 

@@ -154,7 +154,7 @@ allocations:
         borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 100}
       localQueues: [{name: default}, {name: urgent, stopPolicy: HoldAndDrain}]
 """
-KARPENTER = "  karpenter: {{version: {version}, nodeClass: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}}}}\n"
+KARPENTER = "  karpenter: {{version: {version}, nodeClass: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu, aws: {{role: GpuNodes}}}}}}\n"
 
 
 def _repo(root: Path, kueue: str, provider: str = "onprem", karpenter: str = "") -> Path:

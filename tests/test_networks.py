@@ -135,7 +135,7 @@ def test_pods_are_summed_over_the_networks_pools(tmp_path: Path) -> None:
 def test_autoscaled_pools_count_at_nodes_max(tmp_path: Path) -> None:
     data = cluster([net("a", "10.0.0.0/27", ["auto"])])
     data["provider"] = "aws"
-    data["components"]["karpenter"] = {"version": "v1.14.1", "nodeClass": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}}
+    data["components"]["karpenter"] = {"version": "v1.14.1", "nodeClass": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu", "aws": {"role": "GpuNodes"}}}
     data["nodePools"].append({
         "name": "auto", "gpu": "L40S", "gpusPerNode": 4, "cpu": 48, "memory": "360Gi",
         "nodes": {"min": 0, "max": 8}, "karpenter": {"instanceTypes": ["g6e.12xlarge"]},

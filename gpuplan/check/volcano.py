@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from gpuplan.check import check, clusters_with
 from gpuplan.components.volcano import RESERVED_QUEUES, VolcanoRelease
-from gpuplan.diagnostics import Diagnostic
+from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.fleet import Fleet
 
 
@@ -26,12 +26,18 @@ def check_volcano_queues(fleet: Fleet) -> Iterator[Diagnostic]:
 
 @check
 def check_quota_authority(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Error when Kueue and Volcano both run on a cluster and none is named the quota authority."""
-    for cluster in clusters_with(fleet, "volcano"):
+    """Warn when Kueue and Volcano both run and no quota authority is named (Kueue is); error when it names one that does not run."""
+    for cluster in fleet.clusters.values():
         components = cluster.spec.components
-        if components.kueue is not None and components.quota_authority is None:
-            yield cluster.located.source.diagnostic(("components",), (
-                f"cluster {cluster.name} runs both Kueue and Volcano: say which one enforces the tenants' quotas with "
-                "components.quotaAuthority: kueue (Volcano only gang-schedules) or volcano (Kueue manages no job "
-                "without a queue name), or a job admitted by one can wait forever in the other"
-            ), at_key=True)
+        both = components.kueue is not None and components.volcano is not None
+        named = components.quota_authority
+        source = cluster.located.source
+        if named is not None and getattr(components, named) is None:
+            yield source.diagnostic(("components", "quotaAuthority"), f"quotaAuthority {named}: cluster {cluster.name} does not run {named.capitalize()}")
+        elif both and named is None:
+            line, col = source.position(("components",), True)
+            yield Diagnostic(source.path, line, col, Severity.WARNING, "components", (
+                f"cluster {cluster.name} runs both Kueue and Volcano, so Kueue enforces the tenants' quotas and Volcano only "
+                "gang-schedules: say so with components.quotaAuthority: kueue, or volcano to have Volcano enforce them "
+                "(Kueue then manages no job without a queue name)"
+            ))  # fmt: skip

@@ -22,8 +22,10 @@ NAME = "volcano"
 
 def queue_plugin(cluster: ClusterPlan) -> dict[str, Any] | None:
     """Return the queue-sharing plugin the emitted Queues need; None when Volcano is not the quota authority."""
-    if cluster.spec.components.quota_authority == "kueue":
-        return None  # Kueue admits: Volcano only gang-schedules, it enforces no queue quota
+    components = cluster.spec.components
+    kueue_decides = components.quota_authority == "kueue" or (components.quota_authority is None and components.kueue is not None)
+    if kueue_decides:
+        return None  # Kueue admits (the default beside Volcano): Volcano only gang-schedules, it enforces no queue quota
     queues = [m.obj.get("spec") or {} for m in volcano_emitter.emit(cluster) if m.kind == "Queue"]
     if any(q.get("parent") for q in queues):
         return {"name": "capacity", "enableHierarchy": True}
