@@ -161,3 +161,11 @@ def test_an_override_of_kueues_configuration_is_refused_at_its_line(tmp_path: Pa
     assert result.code == 1
     assert "values/h100-prod/kueue.yaml:2:3: error: managerConfig.controllerManagerConfigYaml: managerConfig.controllerManagerConfigYaml is owned by gpuplan" in result.stderr
     assert not (root / "output").exists()
+
+
+def test_a_cluster_in_another_repository_than_the_roots_is_warned(tmp_path: Path, crds_dir: Path) -> None:
+    root = copy_example(tmp_path / "repo")
+    path = root / "clusters/h100-prod.yaml"
+    path.write_text(path.read_text().replace("targetRevision: main", "targetRevision: release"))
+    result = run("check", "--root", str(root))
+    assert "clusters/h100-prod.yaml:6:1: warning: gitops: the root Application syncs output/argocd/ from https://git.example.com/platform/gpu-fleet.git at main" in result.stderr
