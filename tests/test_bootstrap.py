@@ -168,4 +168,4 @@ def test_a_cluster_in_another_repository_than_the_roots_is_warned(tmp_path: Path
     path = root / "clusters/h100-prod.yaml"
     path.write_text(path.read_text().replace("targetRevision: main", "targetRevision: release"))
     result = run("check", "--root", str(root))
-    assert "clusters/h100-prod.yaml:6:1: warning: gitops: the root Application syncs output/argocd/ from https://git.example.com/platform/gpu-fleet.git at main" in result.stderr
+    assert "clusters/h100-prod.yaml:5:1: warning: gitops: the root Application syncs output/argocd/ from https://git.example.com/platform/gpu-fleet.git at main" in result.stderr
