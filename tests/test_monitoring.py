@@ -394,3 +394,21 @@ def test_query_problems_read_dashboards_and_adapter_rules() -> None:
     assert [m for _, m in query_problems(adapter, KNOWN)] == [
         "label exported_podd is not published by the cluster's exporters at their pinned versions"
     ]
+
+
+def test_query_problems_read_dashboard_variables() -> None:
+    from gpuplan.validate.promql import query_problems
+
+    variable = {
+        "name": "node",
+        "type": "query",
+        "query": "label_values(kube_node_labels, nodename)",
+    }
+    dashboard = {
+        "kind": "ConfigMap",
+        "metadata": {"labels": {"grafana_dashboard": "1"}},
+        "data": {"d.json": json.dumps({"templating": {"list": [variable]}, "panels": []})},
+    }
+    assert [m for _, m in query_problems(dashboard, KNOWN)] == [
+        "label nodename is not published by the cluster's exporters at their pinned versions"
+    ]

@@ -59,7 +59,7 @@ def health(monitoring: Monitoring, pool: PoolPlan) -> list[dict[str, Any]]:
     return [
         alert(monitoring, "GpuXidError", f"{dcgm('DCGM_FI_DEV_XID_ERRORS')} > 0 unless {dcgm('DCGM_FI_DEV_XID_ERRORS')} == {XID_FALLEN_OFF_BUS}", "0m", "warning",
               f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.node }}}} (pool {pool.name}) reported XID {{{{ $value }}}}",
-              "Look the XID up in NVIDIA's XID catalogue; for 48, 63, 64, 74, 92-95 drain the node and reset the GPU (nvidia-smi -r) or reboot.", **p),
+              "Look the XID up in NVIDIA's XID catalogue; for 48, 63, 64, 74, 92-95 drain the node and reset the GPU (nvidia-smi -r) or reboot. The exporter holds the last XID until the GPU is reset, so the alert stays until then.", **p),
         alert(monitoring, "GpuFallenOffBus", f"{dcgm('DCGM_FI_DEV_XID_ERRORS')} == {XID_FALLEN_OFF_BUS}", "0m", "critical",
               f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.node }}}} (pool {pool.name}) has fallen off the bus (XID 79)",
               "Cordon and drain the node, then power-cycle it; if the GPU stays missing, open a hardware ticket.", **p),

@@ -9,6 +9,7 @@ and the known metrics in, problems out.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from gpuplan.components.metrics import balanced, unknown_references
 
 DASHBOARD_LABEL = "grafana_dashboard"
 ADAPTER_KEY = "config.yaml"
+_LABEL_VALUES = re.compile(r"label_values\((.+),\s*([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
 def queries(obj: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -42,6 +44,17 @@ def queries(obj: dict[str, Any]) -> Iterator[tuple[str, str]]:
 
 def _dashboard(key: str, text: str) -> Iterator[tuple[str, str]]:
     model = json.loads(text)
+    for v, variable in enumerate((model.get("templating") or {}).get("list") or []):
+        found = (
+            _LABEL_VALUES.fullmatch(str(variable.get("query", "")))
+            if variable.get("type") == "query"
+            else None
+        )
+        if found:  # label_values(<series>, <label>): the series must exist and carry the label
+            yield (
+                f"data[{key}].templating.list[{v}].query",
+                f"count by ({found.group(2)}) ({found.group(1)})",
+            )
     for p, panel in enumerate(model.get("panels") or []):
         for t, target in enumerate(panel.get("targets") or []):
             yield f"data[{key}].panels[{p}].targets[{t}].expr", str(target.get("expr", ""))
