@@ -16,8 +16,8 @@ from gpuplan.fleet import ClusterPlan, Fleet
 Check = Callable[[Fleet], Iterable[Diagnostic]]
 CHECKS: list[Check] = []
 EXTRA_CODES: dict[str, str] = {}  # explicit code -> the check that reports it
-# Codes of the stages around the checks (sources.py, resolve.py, verify.py, ignores.py).
-STAGE_CODES = ("yaml", "schema", "input", "resolve", "output", "unused-ignore", "unknown-code")
+# Codes of the stages around the checks (sources.py, resolve.py, verify.py, ignores.py, `validate`).
+STAGE_CODES = ("yaml", "schema", "input", "resolve", "output", "manifest", "unused-ignore", "unknown-code")
 
 
 def check(fn: Check) -> Check:

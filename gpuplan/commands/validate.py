@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpuplan.diagnostics import has_errors, render
+from gpuplan.diagnostics import has_errors, render, with_code
 from gpuplan.exitcode import ExitCode
 from gpuplan.validate.choose import UsageError, Validators, chosen_sets
 from gpuplan.validate.command import validate_paths
@@ -34,6 +34,7 @@ def validate(paths: list[Path], kubernetes_version: str | None, crds: Path | Non
         sys.stderr.write(f"error: {exc}\n")
         return ExitCode.USAGE
     docs, files, found, skipped = validate_paths(paths, validators, strict)
+    found = with_code(found, "manifest")  # every finding of `validate` is about a manifest it was given
     (sys.stdout if fmt == "json" else sys.stderr).write(render(found, fmt))  # json is a result
     if fmt == "text":
         for rule in sorted(skipped):
