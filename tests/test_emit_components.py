@@ -353,6 +353,8 @@ def test_node_feature_rule_exact(tmp_path: Path) -> None:
                 "feature": "system.name",
                 "matchExpressions": {"nodename": {"op": "InRegexp", "value": ["^(?:infer-[0-9]+)$", "^(?:inf-b-.*)$"]}},
             }],
+            # The pool's (default) taint, which nfd-master applies with enableTaints.
+            "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
         }]},
     }  # fmt: skip
 
@@ -393,8 +395,9 @@ def test_static_pool_selected_by_labels_only_gets_no_rule_and_a_warning(tmp_path
     assert not (tmp_path / "output").exists()
     found = objects(tmp_path / "again", clusters=[cluster(nodePools=pools)])
     assert ("NodeFeatureRule", None, "gpuplan-shared") not in found
-    # Declaring the labels the nodes carry silences it.
+    # Declaring the labels (and the taints) the nodes carry silences it.
     pools[3]["labels"] |= {"nvidia.com/device-plugin.config": "shared"}
+    pools[3]["taints"] = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
     repo(tmp_path / "declared", [cluster(nodePools=pools)], [ALPHA, BETA])
     assert not any("nodePools[3]" in x for x in texts(tmp_path / "declared"))
 
