@@ -2,19 +2,31 @@
 
 from typing import Any
 
-from gpuplan.validate.core import (
-    CoreSchemas,
-    UnknownKubernetesVersion,
-    available_versions,
-    newest,
-)
-from gpuplan.validate.crds import CelRule, Crd, CrdIndex, CrdLoadError, CrdVersion, strictify
-from gpuplan.validate.engine import Problem, Validator
-from gpuplan.validate.references import ReferenceProblem, ReferenceReport, check_references
-from gpuplan.validate.webhooks import webhook_problems
-
-# The CEL layer needs the `cel` package (common-expression-language): imported on first use.
-_CEL_NAMES = ("CelEvaluator", "CelRules", "SkippedRule", "check_cel", "compiled_rules")
+# Every name is imported on first use, so `gpuplan validate` pays only for what a run needs
+# (references pull in the GPU catalog, webhooks the quantity rules, cel the CEL package).
+_HOMES = {
+    "CoreSchemas": "core",
+    "UnknownKubernetesVersion": "core",
+    "available_versions": "core",
+    "newest": "core",
+    "CelRule": "crds",
+    "Crd": "crds",
+    "CrdIndex": "crds",
+    "CrdLoadError": "crds",
+    "CrdVersion": "crds",
+    "strictify": "crds",
+    "Problem": "engine",
+    "Validator": "engine",
+    "ReferenceProblem": "references",
+    "ReferenceReport": "references",
+    "check_references": "references",
+    "webhook_problems": "webhooks",
+    "CelEvaluator": "cel",
+    "CelRules": "cel",
+    "SkippedRule": "cel",
+    "check_cel": "cel",
+    "compiled_rules": "cel",
+}
 
 __all__ = [
     "CelEvaluator",
@@ -42,9 +54,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Import the CEL layer lazily."""
-    if name in _CEL_NAMES:
-        from gpuplan.validate import cel
+    """Import the module that defines a name on first use."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'gpuplan.validate' has no attribute {name!r}")
+    from importlib import import_module
 
-        return getattr(cel, name)
-    raise AttributeError(f"module 'gpuplan.validate' has no attribute {name!r}")
+    return getattr(import_module(f"gpuplan.validate.{home}"), name)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from gpuplan.model.common import DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
+from gpuplan.names import DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
 from gpuplan.quantity import QuantityError, parse_quantity
 from gpuplan.validate.engine import Problem
 
