@@ -28,8 +28,8 @@ from gpuplan.model.drivers import (
     Registry,
     ServiceMonitor,
 )
-from gpuplan.model.nodeclass import AksNodeClassSettings, Ec2NodeClassSettings
 from gpuplan.model.monitoring import Monitoring
+from gpuplan.model.nodeclass import AksNodeClassSettings, Ec2NodeClassSettings
 from gpuplan.model.tenant import Subject
 
 Provider = Literal["aws", "azure", "gcp", "onprem"]
