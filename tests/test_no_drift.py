@@ -47,6 +47,7 @@ CUSTOM_KINDS = {
     ("kueue.x-k8s.io", "Cohort"),
     ("kueue.x-k8s.io", "WorkloadPriorityClass"),
     ("scheduling.volcano.sh", "Queue"),
+    ("scheduling.run.ai", "Queue"),
     ("karpenter.sh", "NodePool"),
     ("nfd.k8s-sigs.io", "NodeFeatureRule"),
     ("k8s.cni.cncf.io", "NetworkAttachmentDefinition"),

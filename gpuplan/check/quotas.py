@@ -58,10 +58,10 @@ def check_max_gpus_per_pod(fleet: Fleet) -> Iterator[Diagnostic]:
 
 @check
 def check_scheduler_present(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Warn when a tenant has quota on a cluster with neither Kueue nor Volcano to enforce it."""
+    """Warn when a tenant has quota on a cluster with neither Kueue, Volcano nor KAI to enforce it."""
     for alloc in _allocations(fleet):
         components = alloc.cluster.spec.components
-        if components.kueue is None and components.volcano is None and alloc.grants:
+        if components.kueue is None and components.volcano is None and components.kai is None and alloc.grants:
             loc = alloc.loc("cluster")
             line, col = alloc.tenant.source.position(loc)
             message = f"cluster {alloc.cluster.name} has no Kueue or Volcano: only the namespace ResourceQuota enforces this quota"

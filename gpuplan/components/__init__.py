@@ -12,6 +12,7 @@ from typing import Any
 from gpuplan.components.argocd import ARGO_CD
 from gpuplan.components.base import Chart, Component, Release, UnknownVersion
 from gpuplan.components.gpu_operator import COMPONENT as GPU_OPERATOR
+from gpuplan.components.kai import KAI
 from gpuplan.components.karpenter import KARPENTER
 from gpuplan.components.kueue import KUEUE
 from gpuplan.components.monitoring import MONITORING
@@ -42,6 +43,7 @@ REGISTRY: dict[str, Component] = {
     MULTUS_COMPONENT.name: MULTUS_COMPONENT,
     ARGO_CD.name: ARGO_CD,
     MONITORING.name: MONITORING,
+    KAI.name: KAI,
 }
 
 

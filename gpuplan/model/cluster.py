@@ -169,6 +169,29 @@ class Volcano(Model):
     """Namespace Volcano runs in; default volcano-system."""
 
 
+class KaiParentQuota(Model):
+    """A KAI parent queue's quota, the most its children's quotas may add up to."""
+
+    gpu: int | None = Field(default=None, ge=0, le=1_000_000)
+    """GPUs (KAI counts a MIG instance of Ng as N GPUs); default: the children's sum."""
+    cpu: Quantity | None = None
+    """cpu; default: the children's sum."""
+    memory: Quantity | None = None
+    """memory; default: the children's sum."""
+
+
+class Kai(Model):
+    """KAI Scheduler: a parent Queue per cohort, a leaf Queue per tenant allocation."""
+
+    version: Annotated[Version, _releases("kai-scheduler")]
+    """KAI Scheduler release, such as v0.17.0."""
+    namespace: Name = "kai-scheduler"
+    """Namespace KAI Scheduler runs in; default kai-scheduler."""
+    parents: dict[Name, KaiParentQuota] = {}
+    """Quota of the parent Queue of each cohort, keyed by cohort name; a cohort left out gets the
+    sum of its children. gpuplan refuses children whose quotas add up to more than the parent's."""
+
+
 class NodeClassRef(Model):
     """The Karpenter provider's node class every NodePool of this cluster uses."""
 
@@ -255,9 +278,11 @@ class Components(Model):
     """Karpenter: needed by autoscaled pools (nodes: {min, max})."""
     monitoring: Monitoring | None = None
     """ServiceMonitors, PrometheusRules, Grafana dashboards and Prometheus Adapter rules for the pools and tenants."""
-    quota_authority: Literal["kueue", "volcano"] | None = None
-    """Which scheduler enforces the tenants' quotas when both Kueue and Volcano run (one must: a pod
-    admitted by one and held by the other strands GPUs); the other only queues or gang-schedules."""
+    kai: Kai | None = None
+    """KAI Scheduler: hierarchical GPU Queues, a parent per cohort and a leaf per tenant allocation."""
+    quota_authority: Literal["kueue", "volcano", "kai"] | None = None
+    """Which scheduler enforces the tenants' quotas when more than one of Kueue, Volcano and KAI run
+    (one must: a pod admitted by one and held by the other strands GPUs); the others only queue or gang-schedule."""
 
 
 class PriorityClass(Model):

@@ -22,6 +22,7 @@ from gpuplan.emit.bootstrap.app import (
 )
 from gpuplan.emit.bootstrap.fabrics import operators as fabrics
 from gpuplan.emit.bootstrap.gpu_operator import operators as gpu_operator
+from gpuplan.emit.bootstrap.kai import operators as kai
 from gpuplan.emit.bootstrap.karpenter import operators as karpenter
 from gpuplan.emit.bootstrap.kueue import operators as kueue
 from gpuplan.emit.bootstrap.monitoring import operators as monitoring
@@ -38,7 +39,7 @@ __all__ = [
 OperatorSource = Callable[[ClusterPlan], list[Operator]]
 CACHE_KEY = "bootstrap.operators"
 
-_SOURCES: list[OperatorSource] = [gpu_operator, nfd, kueue, volcano, karpenter, multus, monitoring, fabrics]
+_SOURCES: list[OperatorSource] = [gpu_operator, nfd, kueue, volcano, kai, karpenter, multus, monitoring, fabrics]
 
 
 def register(source: OperatorSource) -> OperatorSource:

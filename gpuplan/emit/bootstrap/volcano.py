@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.components import REGISTRY
+from gpuplan.components.kai import authority
 from gpuplan.emit import volcano as volcano_emitter
 from gpuplan.emit.bootstrap.app import WEBHOOKS, Operator
 from gpuplan.fleet import ClusterPlan
@@ -23,9 +24,8 @@ NAME = "volcano"
 def queue_plugin(cluster: ClusterPlan) -> dict[str, Any] | None:
     """Return the queue-sharing plugin the emitted Queues need; None when Volcano is not the quota authority."""
     components = cluster.spec.components
-    kueue_decides = components.quota_authority == "kueue" or (components.quota_authority is None and components.kueue is not None)
-    if kueue_decides:
-        return None  # Kueue admits (the default beside Volcano): Volcano only gang-schedules, it enforces no queue quota
+    if authority(components) != NAME:
+        return None  # Kueue (the default beside Volcano) or KAI admits: Volcano only gang-schedules, it enforces no queue quota
     queues = [m.obj.get("spec") or {} for m in volcano_emitter.emit(cluster) if m.kind == "Queue"]
     if any(q.get("parent") for q in queues):
         return {"name": "capacity", "enableHierarchy": True}

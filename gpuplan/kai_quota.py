@@ -1,0 +1,68 @@
+"""KAI Scheduler's view of the tenants' entitlements: quotas in KAI's units, per leaf and per cohort parent.
+
+Units (../shared/facts/upstream-components.md, KAI Scheduler): GPU devices, CPU millicores, memory MB
+(1e6 bytes). KAI counts `nvidia.com/gpu` per device and a MIG instance `nvidia.com/mig-<N>g.*` as N
+GPUs (kai-scheduler/KAI-Scheduler v0.17.0 pkg/scheduler/api/resource_info/resource_info.go,
+ExtractGpuAndMemoryFromMigResourceName); other resources are not GPUs to KAI. The emitter and the
+checks both read these numbers, so the Queues and the proofs cannot disagree.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+from gpuplan.entitlements import CPU, MEMORY, flavor_amounts
+from gpuplan.fleet import AllocationPlan, ClusterPlan
+
+RESOURCES = ("cpu", "gpu", "memory")
+_MIG = re.compile(r"^nvidia\.com/mig-(\d+)g\.")  # KAI's MIG resource names (resources.go)
+
+
+def gpu_units(resource: str) -> int:
+    """Return the GPUs KAI counts for one unit of a resource (0: not a GPU to KAI)."""
+    if resource == "nvidia.com/gpu":
+        return 1
+    match = _MIG.match(resource)
+    return int(match.group(1)) if match else 0
+
+
+def kai_units(values: dict[str, Fraction]) -> dict[str, int]:
+    """Return Kubernetes amounts (cores, bytes, GPU resources) as KAI's gpu, cpu (millicores) and memory (MB)."""
+    gpus = sum((amount * gpu_units(resource) for resource, amount in values.items()), Fraction(0))
+    return {
+        "gpu": math.floor(gpus),
+        "cpu": math.floor(values.get(CPU, Fraction(0)) * 1000),
+        "memory": math.floor(values.get(MEMORY, Fraction(0)) / 1_000_000),
+    }
+
+
+def leaf_quota(alloc: AllocationPlan) -> dict[str, int]:
+    """Return the allocation's nominal quota in KAI's units."""
+    total: dict[str, Fraction] = {}
+    for amounts in flavor_amounts(alloc).values():
+        for resource, amount in amounts.items():
+            total[resource] = total.get(resource, Fraction(0)) + amount.nominal
+    return kai_units(total)
+
+
+def parent_quota(cluster: ClusterPlan, cohort: str) -> dict[str, int]:
+    """Return a cohort's parent quota: its components.kai.parents entry, else its children's sum."""
+    children = [leaf_quota(a) for a in cluster.allocations if a.spec.cohort == cohort]
+    out = {r: sum(c[r] for c in children) for r in RESOURCES}
+    kai = cluster.spec.components.kai
+    stated = kai.parents.get(cohort) if kai is not None else None
+    if stated is not None:
+        if stated.gpu is not None:
+            out["gpu"] = stated.gpu
+        if stated.cpu is not None:
+            out["cpu"] = math.floor(Fraction(stated.cpu) * 1000)
+        if stated.memory is not None:
+            out["memory"] = math.floor(Fraction(stated.memory) / 1_000_000)
+    return out
+
+
+def cohorts(cluster: ClusterPlan) -> list[str]:
+    """Return the cohorts of the cluster's allocations, sorted."""
+    return sorted({a.spec.cohort for a in cluster.allocations if a.spec.cohort is not None})

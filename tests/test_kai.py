@@ -1,0 +1,77 @@
+"""KAI Scheduler (issue 19): the Queue tree, who enforces quotas beside Kueue and Volcano, and the chart."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuplan.kai_quota import gpu_units
+from gpuplan.pipeline import compile_fleet
+
+CASE = Path(__file__).resolve().parent / "cases" / "kai-queues" / "input"
+
+
+def _compile(tmp_path: Path, edit: tuple[str, str] | None = None) -> Any:
+    root = tmp_path / "repo"
+    shutil.copytree(CASE, root)
+    if edit is not None:
+        cluster = root / "clusters" / "kai.yaml"
+        text = cluster.read_text()
+        assert edit[0] in text
+        cluster.write_text(text.replace(edit[0], edit[1]))
+    return compile_fleet(root)
+
+
+def _objects(compiled: Any, kind: str, group: str = "") -> dict[str, dict[str, Any]]:
+    return {m.obj["metadata"]["name"]: m.obj for m in compiled.manifests if m.kind == kind and m.obj["apiVersion"].startswith(group)}
+
+
+def test_kai_counts_a_mig_instance_of_ng_as_n_gpus() -> None:
+    assert [gpu_units(r) for r in ("nvidia.com/gpu", "nvidia.com/mig-3g.40gb", "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared")] == [1, 3, 1, 0]
+
+
+def test_a_parent_without_a_stated_quota_gets_its_childrens_sum(tmp_path: Path, crds_dir: Path) -> None:
+    compiled = _compile(tmp_path, ("    parents:\n      research: {gpu: 28}\n", ""))
+    assert not [d for d in compiled.diagnostics if d.severity.value == "error"]
+    queues = _objects(compiled, "Queue", "scheduling.run.ai/")
+    parent = queues["research"]["spec"]["resources"]
+    children = [queues[n]["spec"]["resources"] for n in ("nlp", "vision")]
+    for resource in ("gpu", "cpu", "memory"):
+        assert parent[resource]["quota"] == sum(c[resource]["quota"] for c in children)
+        assert parent[resource]["limit"] == -1
+    assert parent["gpu"]["quota"] == 28  # nlp: 8 H100 + 4 x mig-3g.40gb (3 each); vision: 8
+    assert "parentQueue" not in queues["serving"]["spec"] and queues["vision"]["spec"]["parentQueue"] == "research"
+    assert queues["vision"]["spec"]["resources"]["gpu"] == {"quota": 8, "limit": 16, "overQuotaWeight": 2}
+
+
+def test_beside_kueue_kueue_enforces_and_kai_queues_are_unlimited(tmp_path: Path, crds_dir: Path) -> None:
+    compiled = _compile(tmp_path, ("  quotaAuthority: kai\n", "  kueue:\n    version: v0.19.2\n"))
+    warnings = [d for d in compiled.diagnostics if d.code == "kai-authority"]
+    assert len(warnings) == 1 and "beside Kueue, so Kueue enforces" in warnings[0].message
+    for queue in _objects(compiled, "Queue", "scheduling.run.ai/").values():
+        assert all(r == {"quota": -1, "limit": -1, "overQuotaWeight": r["overQuotaWeight"]} for r in queue["spec"]["resources"].values())
+    app = _objects(compiled, "Application")["kai-kai-scheduler"]
+    assert "valuesObject" not in app["spec"]["source"]["helm"]  # the chart's default queues stay
+
+
+def test_where_kai_enforces_the_chart_creates_no_unlimited_default_queue(tmp_path: Path, crds_dir: Path) -> None:
+    compiled = _compile(tmp_path)
+    assert not [d for d in compiled.diagnostics if d.severity.value == "error"]
+    app = _objects(compiled, "Application")["kai-kai-scheduler"]
+    assert app["spec"]["source"]["helm"]["valuesObject"] == {"defaultQueue": {"createDefaultQueue": False}}
+    assert app["spec"]["source"]["repoURL"] == "ghcr.io/kai-scheduler/kai-scheduler" and app["spec"]["source"]["targetRevision"] == "v0.17.0"
+
+
+@pytest.mark.parametrize("authority", ["kai", "volcano"])
+def test_volcano_enforces_queues_only_as_the_authority(tmp_path: Path, crds_dir: Path, authority: str) -> None:
+    compiled = _compile(tmp_path, ("  quotaAuthority: kai\n", f"  volcano:\n    version: v1.15.1\n  quotaAuthority: {authority}\n"))
+    assert not [d for d in compiled.diagnostics if d.severity.value == "error"]
+    conf = _objects(compiled, "Application")["kai-volcano"]["spec"]["source"]["helm"]["valuesObject"]["custom"]["scheduler_config_override"]
+    kai_gpu = _objects(compiled, "Queue", "scheduling.run.ai/")["vision"]["spec"]["resources"]["gpu"]
+    if authority == "kai":
+        assert "proportion" not in conf and "capacity" not in conf and kai_gpu["quota"] == 8
+    else:
+        assert "- name: capacity" in conf and kai_gpu["quota"] == -1
