@@ -94,17 +94,32 @@ def capacity(root: Path, cluster: str | None, fmt: str) -> None:
 
 
 @cli.command()
+@_root
+@click.option("--cluster", default=None, help="Only this cluster.")
+def requirements(root: Path, cluster: str | None) -> None:
+    """What the cloud's node groups must carry: Cluster Autoscaler tags, sizes and scale-from-zero hints."""
+    from gpuplan.commands.common import Options
+    from gpuplan.commands.requirements import requirements as run
+
+    sys.exit(run(Options(root), cluster))
+
+
+@cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--kubernetes-version", default=None, help="Kubernetes minor version of the core schemas (default: the newest bundled).")
 @click.option("--component", "components", multiple=True, metavar="NAME=VERSION", help="Validate against the CRDs of this component version, e.g. kueue=v0.14.4 (repeatable; default: a rendered folder's `# Components:` header, else the newest shipped).")
 @_strict
 @_format
 @_crds
-def validate(paths: tuple[Path, ...], kubernetes_version: str | None, components: tuple[str, ...], strict: bool, fmt: str, crds: Path | None) -> None:
+@click.option("--watch", is_flag=True, help="Keep running: validate again whenever a file changes, with the validators kept compiled (an editor on save, a pre-commit daemon).")
+@click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="With --watch: seconds between looks for changed files.")
+@click.option("--max-cycles", type=click.IntRange(min=1), default=None, help="With --watch: stop after this many looks; exit with the last run's code.")
+def validate(paths: tuple[Path, ...], kubernetes_version: str | None, components: tuple[str, ...], strict: bool, fmt: str, crds: Path | None, watch: bool, interval: float, max_cycles: int | None) -> None:
     """Validate any manifest files or folders: strict schemas, CEL, webhook rules, references."""
+    from gpuplan.commands.validate import Watch
     from gpuplan.commands.validate import validate as run
 
-    sys.exit(run(list(paths), kubernetes_version, crds, fmt, strict, components))
+    sys.exit(run(list(paths), kubernetes_version, crds, fmt, strict, components, Watch(interval, max_cycles) if watch else None))
 
 
 @cli.command()

@@ -4,21 +4,32 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpuplan.diagnostics import has_errors, render, with_code
 from gpuplan.exitcode import ExitCode
 from gpuplan.validate.choose import UsageError, Validators, chosen_sets
-from gpuplan.validate.command import validate_paths
+from gpuplan.validate.command import manifest_files, validate_paths
 from gpuplan.validate.core import UnknownKubernetesVersion, core_schemas, minor_version, newest
 from gpuplan.validate.crds import CrdIndex, CrdLoadError
 
 
-def validate(paths: list[Path], kubernetes_version: str | None, crds: Path | None, fmt: str, strict: bool, components: tuple[str, ...] = ()) -> int:
+def validate(
+    paths: list[Path],
+    kubernetes_version: str | None,
+    crds: Path | None,
+    fmt: str,
+    strict: bool,
+    components: tuple[str, ...] = (),
+    watch: Watch | None = None,
+) -> int:
     """Validate manifest files and folders; return the exit code.
 
     Custom resources are checked against the shipped CRDs of the component versions chosen per
     folder (gpuplan.validate.choose); --crds or GPUPLAN_CRDS add kinds or replace shipped ones.
+    With watch, validate again whenever a file changes, keeping the compiled validators.
     """
     env = os.environ.get("GPUPLAN_CRDS")
     crds = crds if crds is not None else (Path(env) if env else None)
@@ -33,6 +44,54 @@ def validate(paths: list[Path], kubernetes_version: str | None, crds: Path | Non
     except (UnknownKubernetesVersion, UsageError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return ExitCode.USAGE
+    if watch is not None:
+        return _watch(paths, validators, fmt, strict, watch)
+    return _once(paths, validators, fmt, strict)
+
+
+@dataclass(frozen=True)
+class Watch:
+    """`validate --watch`: how often to look for changes, and (for tests and scripts) when to stop."""
+
+    interval: float = 1.0
+    max_cycles: int | None = None
+
+
+def _snapshot(paths: list[Path]) -> dict[Path, tuple[int, int]]:
+    """Return each manifest file's modification time and size."""
+    found = {}
+    for path in manifest_files(paths):
+        try:
+            stat = path.stat()
+        except OSError:  # removed between listing and stat: the next look sees it gone
+            continue
+        found[path] = (stat.st_mtime_ns, stat.st_size)
+    return found
+
+
+def _watch(paths: list[Path], validators: Validators, fmt: str, strict: bool, watch: Watch) -> int:
+    """Validate now and after every change, polling modification times; return the last exit code."""
+    seen: dict[Path, tuple[int, int]] | None = None
+    code = ExitCode.OK
+    cycle = 0
+    while watch.max_cycles is None or cycle < watch.max_cycles:
+        now = _snapshot(paths)
+        if now != seen:
+            validators.forget_folders()  # a kustomization header may name other versions now
+            code = _once(paths, validators, fmt, strict)
+            seen = now
+            if fmt == "text":
+                sys.stderr.write("watching for changes (^C stops)\n")
+            sys.stdout.flush()
+            sys.stderr.flush()
+        cycle += 1
+        if watch.max_cycles is None or cycle < watch.max_cycles:
+            time.sleep(watch.interval)
+    return code
+
+
+def _once(paths: list[Path], validators: Validators, fmt: str, strict: bool) -> int:
+    """Validate the paths once with validators compiled before; print the findings; return the exit code."""
     docs, files, found, skipped = validate_paths(paths, validators, strict)
     found = with_code(found, "manifest")  # every finding of `validate` is about a manifest it was given
     (sys.stdout if fmt == "json" else sys.stderr).write(render(found, fmt))  # json is a result

@@ -134,6 +134,11 @@ class Validators:
             self._by_sets[key] = found
         return found
 
+    def forget_folders(self) -> None:
+        """Choose each folder's versions afresh (its header may have changed); keep the compiled Validators."""
+        self._by_unit.clear()
+        self.problems = []
+
     def all(self) -> list[Validator]:
         """Every Validator made so far."""
         return list(self._by_sets.values())
