@@ -74,12 +74,14 @@ class PoolPlan:
         pods, and a NodePool has no min field: v1.14.1 pkg/apis/crds/karpenter.sh_nodepools.yaml), so
         nodes.min is no capacity anyone can count on.
         """
-        return 0 if self.spec.nodes.autoscaled else self.spec.nodes.least
+        # The Cluster Autoscaler never shrinks a node group below its minimum (kubernetes/autoscaler
+        # cluster-autoscaler-chart-9.59.0 cluster-autoscaler/FAQ.md), so there nodes.min is kept up.
+        return 0 if self.spec.nodes.by_karpenter else self.spec.nodes.least
 
     @property
     def karpenter_made(self) -> bool:
         """Tell whether Karpenter makes the pool's nodes (a NodePool: autoscaled, or static with a karpenter section)."""
-        return self.spec.karpenter is not None or self.spec.nodes.autoscaled
+        return self.spec.karpenter is not None or self.spec.nodes.by_karpenter
 
     @property
     def label_selected(self) -> bool:

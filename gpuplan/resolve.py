@@ -97,6 +97,8 @@ def _device_coverage(located: Located[Cluster], plan: PoolPlan) -> list[Diagnost
 def _pool_shape(located: Located[Cluster], index: int) -> list[Diagnostic]:
     cluster = located.model
     pool = cluster.node_pools[index]
+    if pool.nodes.by_cluster_autoscaler:
+        return _cluster_autoscaler_pool_shape(located, index)
     if pool.nodes.autoscaled or pool.karpenter is not None:
         return _karpenter_pool_shape(located, index)
     problems = []
@@ -106,6 +108,25 @@ def _pool_shape(located: Located[Cluster], index: int) -> list[Diagnostic]:
         problems.append(located.at("nodePools", index, "nodeGroup", message=f"nodeGroup selects nodes by a cloud's node-group label, which {cluster.provider} nodes have none of: use hostnames or labels"))
     if pool.node_group is not None and pool.hostnames:
         problems.append(located.at("nodePools", index, "hostnames", message="set nodeGroup or hostnames, not both: nodeGroup already selects the pool's nodes"))
+    return problems
+
+
+def _cluster_autoscaler_pool_shape(located: Located[Cluster], index: int) -> list[Diagnostic]:
+    """Refuse a Cluster Autoscaler pool the autoscaler cannot find or that has no node group."""
+    cluster = located.model
+    pool = cluster.node_pools[index]
+    at = ("nodePools", index, "nodes", "autoscaler")
+    problems = []
+    if pool.node_group is None:
+        problems.append(located.at(*at, message="a pool scaled by the Cluster Autoscaler needs nodeGroup: the managed node group it scales (min and max are that group's)"))
+    elif cluster.provider not in NODE_GROUP_LABELS:
+        problems.append(located.at(*at, message=f"the Cluster Autoscaler scales cloud node groups, which provider {cluster.provider} has none of"))
+    if cluster.components.cluster_autoscaler is None:
+        problems.append(located.at(*at, message="autoscaler: cluster-autoscaler needs components.clusterAutoscaler"))
+    if pool.karpenter is not None:
+        problems.append(located.at("nodePools", index, "karpenter", message="a karpenter section applies to pools Karpenter makes, not to a Cluster Autoscaler node group"))
+    if pool.hostnames:
+        problems.append(located.at("nodePools", index, "hostnames", message="the node group's label selects a Cluster Autoscaler pool's nodes: drop hostnames"))
     return problems
 
 
@@ -157,6 +178,17 @@ def _cluster_refs(located: Located[Cluster]) -> list[Diagnostic]:
         if cohort.parent is not None and cohort.parent not in cohorts:
             problems.append(located.at("cohorts", index, "parent", message=f"unknown cohort {cohort.parent!r}{_guess(cohort.parent, cohorts)}"))
     problems.extend(_cohort_cycles(located))
+    autoscaler = cluster.components.cluster_autoscaler
+    if autoscaler is not None and cluster.provider == "aws" and autoscaler.region is None:
+        # The chart's cloudProvider aws needs awsRegion (kubernetes/autoscaler cluster-autoscaler-chart-9.59.0
+        # cluster-autoscaler/charts/cluster-autoscaler/values.yaml).
+        problems.append(located.at("components", "clusterAutoscaler", message="the Cluster Autoscaler on aws needs region (the node groups' AWS region)"))
+    if autoscaler is not None and autoscaler.discovery == "explicit":
+        scaled = {p.name for p in cluster.node_pools if p.nodes.by_cluster_autoscaler}
+        for missing in sorted(scaled - set(autoscaler.node_groups)):
+            problems.append(located.at("components", "clusterAutoscaler", "discovery", message=f"discovery explicit needs nodeGroups[{missing}]: the Auto Scaling group of pool {missing}"))
+        for extra in sorted(set(autoscaler.node_groups) - scaled):
+            problems.append(located.at("components", "clusterAutoscaler", "nodeGroups", extra, message=f"{extra} is no pool with autoscaler: cluster-autoscaler"))
     pools = [p.name for p in cluster.node_pools]
     for n_index, network in enumerate(cluster.networks):
         for p_index, pool in enumerate(network.pools):

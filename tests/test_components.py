@@ -86,6 +86,11 @@ def test_each_check_module_registers_checks(component: Component) -> None:
 
 @pytest.mark.parametrize("component", COMPONENTS, ids=_ids)
 def test_every_release_has_a_shipped_crd_set(component: Component) -> None:
+    if component.name == "cluster-autoscaler":
+        # Its chart has no CRDs (kubernetes/autoscaler cluster-autoscaler-chart-9.59.0
+        # cluster-autoscaler/charts/cluster-autoscaler/templates/) and gpuplan emits no object of its kinds.
+        assert all(r.crds is None for r in component.releases)
+        return
     for release in component.releases:
         crd_set = component.crd_set(release)
         assert crd_set is not None, f"{component.name} {release.version} names no CRD set"

@@ -93,7 +93,7 @@ def check_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
                 for grant in changed or grants:
                     file, line, col, path = _where(grant)
                     yield Diagnostic(file, line, col, Severity.ERROR, path, f"{total}; {_share(grant, grants)}")
-            elif asked > least and pool.spec.nodes.autoscaled:
+            elif asked > least and pool.spec.nodes.by_karpenter:
                 share = " + ".join(f"{g.owner.name} {g.nominal}" for g in grants)
                 # Karpenter keeps no minimum, so no node of an autoscaled pool is always there
                 # (PoolPlan.nodes_least): every unit asked depends on Karpenter launching nodes.

@@ -265,6 +265,31 @@ class Karpenter(Model):
     02:00-06:00 UTC, one node of each NodePool at a time."""
 
 
+class ClusterAutoscaler(Model):
+    """The Cluster Autoscaler: scales the managed node groups of pools with nodes.autoscaler: cluster-autoscaler."""
+
+    version: Annotated[Version, _releases("cluster-autoscaler")]
+    """Version of the kubernetes/autoscaler cluster-autoscaler chart, such as 9.59.0 (aws: gpuplan installs it;
+    azure and gcp run the cloud's own autoscaler on the node pool, so nothing is installed there)."""
+    namespace: Name = "kube-system"
+    """Namespace the autoscaler runs in (and its priority-expander ConfigMap lives in); default kube-system."""
+    cluster_name: OneLine | None = None
+    """The cloud's name of the cluster, for auto-discovery by the ASG tag k8s.io/cluster-autoscaler/<name>;
+    default: the cluster's name."""
+    discovery: Literal["auto", "explicit"] = "auto"
+    """auto: find the node groups by their tags (autoDiscovery.clusterName); explicit: list each pool's
+    node group with its min and max (autoscalingGroups)."""
+    node_groups: dict[Name, Annotated[OneLine, Field(min_length=1, max_length=255)]] = {}
+    """discovery explicit: the Auto Scaling group name of each Cluster Autoscaler pool, keyed by pool name."""
+    region: Annotated[LabelValue, Field(min_length=1)] | None = None
+    """AWS region of the node groups, such as us-east-1 (the chart's awsRegion); required on aws."""
+    scale_down_delay_after_add: Annotated[str, _matching(re.compile(r"[1-9][0-9]{0,3}[mh]"), "a duration such as 30m")] = "30m"
+    """How long after a scale-up no node is removed; default 30m (GPU nodes take long to come up, and pulls of
+    large images make fresh nodes look idle)."""
+    scale_down_unneeded_time: Annotated[str, _matching(re.compile(r"[1-9][0-9]{0,3}[mh]"), "a duration such as 30m")] = "30m"
+    """How long a node stays unneeded before it is removed; default 30m (GPU jobs come in bursts)."""
+
+
 class Components(Model):
     """The components gpuplan compiles for; an omitted component gets nothing emitted."""
 
@@ -280,6 +305,8 @@ class Components(Model):
     """ServiceMonitors, PrometheusRules, Grafana dashboards and Prometheus Adapter rules for the pools and tenants."""
     kai: Kai | None = None
     """KAI Scheduler: hierarchical GPU Queues, a parent per cohort and a leaf per tenant allocation."""
+    cluster_autoscaler: ClusterAutoscaler | None = None
+    """Cluster Autoscaler: needed by pools with nodes.autoscaler: cluster-autoscaler (managed node groups)."""
     quota_authority: Literal["kueue", "volcano", "kai"] | None = None
     """Which scheduler enforces the tenants' quotas when more than one of Kueue, Volcano and KAI run
     (one must: a pod admitted by one and held by the other strands GPUs); the others only queue or gang-schedule."""
@@ -318,6 +345,16 @@ class Nodes(Model):
     must stay up, use a static pool ({count: N})."""
     max: int | None = Field(default=None, ge=0, le=100_000)
     """Autoscaled pool: most nodes the pool scales to (the NodePool's limits); quotas must fit it."""
+    autoscaler: Literal["karpenter", "cluster-autoscaler"] | None = None
+    """Autoscaled pool: what scales it: karpenter (default), or cluster-autoscaler, the Cluster Autoscaler on
+    the managed node group named by nodeGroup (min and max must match the node group's). The Cluster
+    Autoscaler keeps the node group's minimum up, so there nodes.min is always-on capacity."""
+    capacity_type: Literal["on-demand", "spot"] = "on-demand"
+    """Cluster Autoscaler pools: how the node group buys its nodes; on-demand groups are preferred
+    over spot ones when the autoscaler picks which group to grow (unless priority says otherwise)."""
+    priority: int | None = Field(default=None, ge=1, le=1_000_000)
+    """Cluster Autoscaler pools: the priority expander's value of this node group; a HIGHER value is
+    preferred. Default: 20 for on-demand, 10 for spot."""
 
     @model_validator(mode="after")
     def _shape(self) -> Nodes:
@@ -328,7 +365,21 @@ class Nodes(Model):
             raise ValueError("set count (static pool) or both min and max (autoscaled pool)")
         elif self.min > self.max:
             raise ValueError(f"min {self.min} is above max {self.max}")
+        if self.count is not None and self.autoscaler is not None:
+            raise ValueError("autoscaler applies to autoscaled pools (min and max), not to count")
+        if self.by_cluster_autoscaler is False and (self.priority is not None or self.capacity_type != "on-demand"):
+            raise ValueError("capacityType and priority apply to pools with autoscaler: cluster-autoscaler")
         return self
+
+    @property
+    def by_cluster_autoscaler(self) -> bool:
+        """Tell whether the Cluster Autoscaler scales this pool (its managed node group)."""
+        return self.count is None and self.autoscaler == "cluster-autoscaler"
+
+    @property
+    def by_karpenter(self) -> bool:
+        """Tell whether Karpenter scales this pool (autoscaled, not by the Cluster Autoscaler)."""
+        return self.count is None and not self.by_cluster_autoscaler
 
     @property
     def autoscaled(self) -> bool:

@@ -20,6 +20,7 @@ from gpuplan.emit.bootstrap.app import (
     Operator,
     operator_application,
 )
+from gpuplan.emit.bootstrap.cluster_autoscaler import operators as cluster_autoscaler
 from gpuplan.emit.bootstrap.fabrics import operators as fabrics
 from gpuplan.emit.bootstrap.gpu_operator import operators as gpu_operator
 from gpuplan.emit.bootstrap.kai import operators as kai
@@ -39,7 +40,7 @@ __all__ = [
 OperatorSource = Callable[[ClusterPlan], list[Operator]]
 CACHE_KEY = "bootstrap.operators"
 
-_SOURCES: list[OperatorSource] = [gpu_operator, nfd, kueue, volcano, kai, karpenter, multus, monitoring, fabrics]
+_SOURCES: list[OperatorSource] = [gpu_operator, nfd, kueue, volcano, kai, karpenter, multus, monitoring, fabrics, cluster_autoscaler]
 
 
 def register(source: OperatorSource) -> OperatorSource:

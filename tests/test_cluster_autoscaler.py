@@ -1,0 +1,104 @@
+"""The Cluster Autoscaler on managed node groups: its Application, the priority expander's order,
+always-on nodes.min, and the node-group requirements `gpuplan requirements` prints."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from ruamel.yaml import YAML
+
+from gpuplan.pipeline import compile_fleet
+from tests.conftest import run
+
+CASE = Path(__file__).resolve().parent / "cases" / "cluster-autoscaler-eks"
+APPLICATION = CASE / "expected" / "argocd" / "ca-explicit" / "cluster-autoscaler.yaml"
+ON_DEMAND = "eks-h100-od-3ac6f1b2-0d4e-4c1a-9f1e-2b7d5e8a9c10"
+SPOT = "eks-h100-spot-7d1e2f3a-4b5c-4d6e-8f70-81a2b3c4d5e6"
+
+
+def _values(path: Path) -> dict:
+    documents = list(YAML(typ="safe").load_all(path.read_text()))
+    return documents[0]["spec"]["source"]["helm"]["valuesObject"]
+
+
+def _chosen(priorities: dict[int, list[str]], groups: list[str]) -> list[str]:
+    """Return the groups the priority expander may pick: those matched under the highest matching value.
+
+    kubernetes/autoscaler cluster-autoscaler-chart-9.59.0 cluster-autoscaler/expander/priority/readme.md:
+    "The highest value wins"; a group no expression matches is never expanded.
+    """
+    for value in sorted(priorities, reverse=True):
+        matched = [g for g in groups if any(re.search(p, g) for p in priorities[value])]
+        if matched:
+            return matched
+    return []
+
+
+def test_production_prefers_on_demand() -> None:
+    values = _values(APPLICATION)
+    assert "priority" in values["extraArgs"]["expander"].split(",")  # else the chart writes no ConfigMap
+    priorities = YAML(typ="safe").load(values["expanderPriorities"])
+    assert all(isinstance(k, int) and k > 0 for k in priorities)  # positive values, as the readme asks
+    assert _chosen(priorities, [ON_DEMAND, SPOT]) == [ON_DEMAND]
+    assert _chosen(priorities, [SPOT]) == [SPOT]  # spot still grows when it is the only fit
+    assert _chosen(priorities, ["eks-unrelated"]) == ["eks-unrelated"]  # the catch-all keeps other groups scaling
+
+
+def test_priority_of_the_pool_overrides_the_capacity_type(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(CASE / "input", root)
+    cluster = root / "clusters" / "ca-explicit.yaml"
+    cluster.write_text(cluster.read_text().replace("capacityType: spot}", "capacityType: spot, priority: 90}"))
+    out = tmp_path / "out"
+    result = run("render", "--root", str(root), "--out", str(out))
+    assert result.code == 0, result.stderr
+    priorities = YAML(typ="safe").load(_values(out / "argocd" / "ca-explicit" / "cluster-autoscaler.yaml")["expanderPriorities"])
+    assert _chosen(priorities, [ON_DEMAND, SPOT]) == [SPOT]
+
+
+def test_explicit_groups_carry_the_pools_min_and_max() -> None:
+    groups = {g["name"]: (g["minSize"], g["maxSize"]) for g in _values(APPLICATION)["autoscalingGroups"]}
+    assert groups == {ON_DEMAND: (2, 4), SPOT: (0, 8)}
+
+
+def test_twin_pools_are_balanced_and_others_not() -> None:
+    assert "balance-similar-node-groups" not in _values(APPLICATION)["extraArgs"]  # on-demand and spot differ
+    example = Path(__file__).resolve().parents[1] / "output" / "argocd" / "eks-batch" / "cluster-autoscaler.yaml"
+    values = _values(example)
+    assert values["extraArgs"]["balance-similar-node-groups"] is True
+    assert values["autoDiscovery"] == {"clusterName": "eks-batch"}
+
+
+def test_cluster_autoscaler_keeps_nodes_min_up() -> None:
+    fleet = compile_fleet(CASE / "input", emit_output=False).fleet
+    assert fleet is not None
+    pools = fleet.clusters["ca-explicit"].pools
+    assert pools["h100-od"].nodes_least == 2 and pools["h100-od"].nodes_most == 4
+    assert pools["h100-od"].capacity("nvidia.com/gpu", at_least=True) == 16
+    assert not pools["h100-od"].karpenter_made
+
+
+def test_no_karpenter_minimum_warning_on_cluster_autoscaler_pools() -> None:
+    result = run("check", "--root", str(CASE / "input"), "--strict")
+    assert result.code == 0, result.stderr
+    assert "Karpenter" not in result.stderr
+
+
+def test_requirements_print_the_scale_from_zero_tags() -> None:
+    result = run("requirements", "--root", str(CASE / "input"))
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    spot = lines.index("ca-explicit: pool h100-spot, node group h100-spot (Cluster Autoscaler)")
+    block = lines[spot : spot + 7]
+    assert "  ASG name " + SPOT in block
+    assert "  tag k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu = 8" in block
+    assert "  tag k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu = present:NoSchedule" in block
+    assert "  tag k8s.io/cluster-autoscaler/node-template/label/eks.amazonaws.com/nodegroup = h100-spot" in block
+
+
+def test_requirements_of_a_bad_fleet_fail_with_diagnostics() -> None:
+    result = run("requirements", "--root", str(CASE.parent / "error-cluster-autoscaler" / "input"))
+    assert result.code == 1
+    assert "needs nodeGroup" in result.stderr and "Traceback" not in result.stderr
