@@ -8,11 +8,26 @@ null leaves the field at its zero value, i.e. unset.
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+
+def has_nulls(value: Any) -> bool:
+    """Tell whether a null may be anywhere in value (json's C encoder looks ~10x faster than a walk).
+
+    A "null" inside a string is a false alarm that only costs the slow path; a value json cannot
+    encode takes the slow path too.
+    """
+    try:
+        return "null" in json.dumps(value, check_circular=False)
+    except (TypeError, ValueError):
+        return True
 
 
 def prune_nulls(obj: dict, schema: Any) -> dict:
     """Return a custom resource without the nulls the API server drops for its CRD schema."""
+    if not has_nulls(obj):
+        return obj
     out = _prune(obj, schema)
     if isinstance(out, dict) and "metadata" in out:
         out["metadata"] = drop_nulls(
@@ -45,8 +60,15 @@ def _prune(value: Any, schema: Any) -> Any:
 
 def drop_nulls(value: Any) -> Any:
     """Return ``value`` with every null mapping entry removed, at any depth (built-in kinds)."""
+    if not has_nulls(value):
+        return value
+    return _drop(value)
+
+
+def _drop(value: Any) -> Any:
+    """Drop null mapping entries below one node."""
     if isinstance(value, dict):
-        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
+        return {k: _drop(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [drop_nulls(v) for v in value]
+        return [_drop(v) for v in value]
     return value
