@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from gpuplan.gke import google_stack
+from gpuplan.gke import node_labels as gke_node_labels
 from gpuplan.gpus.catalog import GpuModel
 from gpuplan.gpus.mig import config_name
 from gpuplan.model.cluster import Cluster, NodePool
@@ -50,6 +52,7 @@ class PoolPlan:
     mig_config: str | None = None
     device_plugin_config: str | None = None
     node_group_label: str | None = None  # the provider's node-group label (clouds only)
+    gke_labels: dict[str, str] = field(default_factory=dict)  # GKE's own MIG and time-sharing node labels
 
     @property
     def name(self) -> str:
@@ -133,7 +136,7 @@ class PoolPlan:
     @property
     def given_labels(self) -> dict[str, str]:
         """Return the labels the user states the nodes carry: labels, and the node-group label of nodeGroup."""
-        labels = dict(self.spec.labels)
+        labels = {**self.gke_labels, **self.spec.labels}
         if self.spec.node_group is not None and self.node_group_label is not None:
             labels[self.node_group_label] = self.spec.node_group
         return labels
@@ -188,6 +191,10 @@ def build_pool(cluster: Cluster, index: int, model: GpuModel, gpus_per_node: int
     plan.node_group_label = NODE_GROUP_LABELS.get(cluster.provider)
     operator = cluster.components.gpu_operator
     strategy = operator.mig_strategy if operator else "mixed"
+    if google_stack(cluster):
+        # GKE advertises each MIG partition as nvidia.com/gpu (gpuplan/gke.py), as the single strategy does.
+        strategy = "single"
+        plan.gke_labels = gke_node_labels(pool)
     sharing = pool.sharing
     if sharing.mig is not None:
         plan.mig_layouts = _layouts(pool, gpus_per_node)
@@ -201,6 +208,8 @@ def build_pool(cluster: Cluster, index: int, model: GpuModel, gpus_per_node: int
             plan.mig_config = MIG_DISABLED
     if sharing.mode in ("time-slicing", "mps", "mig+time-slicing"):
         plan.device_plugin_config = pool.name
+    if google_stack(cluster):  # GKE partitions and shares GPUs from the node pool's settings, not labels
+        plan.mig_config = plan.device_plugin_config = None
     return plan
 
 

@@ -2,7 +2,9 @@
 
 gpuplan does not create node groups (they are IaC), and every file under output/<cluster>/ must be in
 the cluster's kustomization (a file Argo CD would apply), so these requirements are a command's
-output (`gpuplan requirements`), derived from the checked model.
+output (`gpuplan requirements`), derived from the checked model. GKE node pools get the gcloud flags
+that set up what gpuplan's output expects (gpuplan/gke.py: accelerator, driver, MIG partition size,
+time-sharing, autoscaling).
 
 Facts: kubernetes/autoscaler at cluster-autoscaler-chart-9.59.0:
 - cloudprovider/aws/README.md: auto-discovery finds ASGs tagged k8s.io/cluster-autoscaler/enabled and
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from gpuplan.components.cluster_autoscaler import NODE_TEMPLATE_TAG
 from gpuplan.fleet import ClusterPlan, Fleet
+from gpuplan.gke import ACCELERATOR_LABEL, gcloud_accelerator, google_stack
 from gpuplan.pools import NODE_GROUP_LABELS, PoolPlan
 
 
@@ -40,16 +43,31 @@ def _aws(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
 
 def _managed(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
     nodes = pool.spec.nodes
-    group = pool.spec.node_group
-    if cluster.spec.provider == "azure":
-        return [f"  az aks nodepool update --name {group} --enable-cluster-autoscaler --min-count {nodes.min} --max-count {nodes.max}"]
-    return [f"  gcloud container node-pools update {group} --enable-autoscaling --total-min-nodes {nodes.min} --total-max-nodes {nodes.max}"]
+    return [f"  az aks nodepool update --name {pool.spec.node_group} --enable-cluster-autoscaler --min-count {nodes.min} --max-count {nodes.max}"]
+
+
+def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
+    accelerator = pool.spec.labels.get(ACCELERATOR_LABEL, "<accelerator>")
+    google = google_stack(cluster.spec)
+    flags = [f"--accelerator {gcloud_accelerator(pool.spec, pool.gpus_per_node, accelerator, google)}"]
+    taints = [f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in pool.taints]
+    if taints:
+        flags.append("--node-taints " + ",".join(taints))
+    nodes = pool.spec.nodes
+    if nodes.by_cluster_autoscaler:
+        flags.append(f"--enable-autoscaling --total-min-nodes {nodes.min} --total-max-nodes {nodes.max}")
+    else:
+        flags.append(f"--num-nodes {nodes.most}")
+    return [f"{cluster.name}: GKE node pool {pool.spec.node_group} (pool {pool.name})", f"  gcloud container node-pools create {pool.spec.node_group} " + " ".join(flags)]
 
 
 def cluster_requirements(cluster: ClusterPlan) -> list[str]:
-    """Return the lines of what one cluster's Cluster Autoscaler node groups need set on the cloud side."""
+    """Return the lines of what one cluster's node groups need set on the cloud side."""
     lines = []
     for pool in sorted(cluster.pools.values(), key=lambda p: p.index):
+        if cluster.spec.provider == "gcp" and pool.spec.node_group is not None:
+            lines += _gke(cluster, pool)
+            continue
         if not pool.spec.nodes.by_cluster_autoscaler:
             continue
         lines.append(f"{cluster.name}: pool {pool.name}, node group {pool.spec.node_group} (Cluster Autoscaler)")
