@@ -74,7 +74,7 @@ def _rows_of(cluster: ClusterPlan, pool: PoolPlan) -> list[ResourceRow]:
     nodes = (
         str(pool.nodes_most)
         if not pool.spec.nodes.autoscaled
-        else f"{pool.spec.nodes.least}-{pool.nodes_most}"  # as stated; none of it is always on
+        else f"{pool.spec.nodes.least}-{pool.nodes_most}"  # Karpenter: as stated, none always on; Cluster Autoscaler: min kept
     )
     rows = []
     for resource in pool.resources:
