@@ -383,7 +383,7 @@ class Nodes(Model):
 
     @property
     def autoscaled(self) -> bool:
-        """Tell whether Karpenter scales this pool."""
+        """Tell whether an autoscaler (Karpenter or the Cluster Autoscaler) scales this pool (min and max)."""
         return self.count is None
 
     @property
@@ -544,7 +544,8 @@ class NodePool(Model):
     memory: Quantity
     """Allocatable memory per node."""
     nodes: Nodes
-    """{count: N} for a static pool, {min: A, max: B} for one Karpenter scales."""
+    """{count: N} for a static pool, {min: A, max: B} for one Karpenter scales (or the Cluster Autoscaler,
+    with autoscaler: cluster-autoscaler)."""
     karpenter: KarpenterPool | None = None
     """How Karpenter provisions the nodes: required for autoscaled pools; on a static pool
     ({count: N}) it makes a static NodePool of exactly count nodes (Karpenter core v1.8 and later)."""
@@ -552,7 +553,7 @@ class NodePool(Model):
     """Static pools on premises: regular expressions that match the pool's node names (NFD labels
     those nodes). Clouds name nodes at launch: use nodeGroup there."""
     node_group: Annotated[LabelValue, Field(min_length=1)] | None = None
-    """Static pools on aws, azure or gcp: the cloud node group the pool is (EKS managed node group,
+    """Static and Cluster Autoscaler pools on aws, azure or gcp: the cloud node group the pool is (EKS managed node group,
     AKS agent pool, GKE node pool), selected by the provider's node-group label
     (eks.amazonaws.com/nodegroup, kubernetes.azure.com/agentpool, cloud.google.com/gke-nodepool)."""
     labels: dict[LabelKey, LabelValue] = {}
