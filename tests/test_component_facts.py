@@ -75,6 +75,12 @@ def test_kueue_facts_match_the_crds(release: KueueRelease) -> None:
     assert (
         schema(cohorts, release.cohort_version, f"spec.{release.cohort_parent_field}") is not None
     )
+    topologies = crd("kueue", release, "topologies.kueue.x-k8s.io")
+    assert release.topology_version == served(topologies)[-1]
+    levels = schema(topologies, release.topology_version, "spec.levels") or {}
+    assert levels["maxItems"] == release.max_topology_levels
+    flavors = crd("kueue", release, "resourceflavors.kueue.x-k8s.io")
+    assert schema(flavors, release.api, "spec.topologyName") is not None
 
 
 @pytest.mark.parametrize("release", _releases("volcano"), ids=_id)

@@ -75,3 +75,19 @@ def test_volcano_enforces_queues_only_as_the_authority(tmp_path: Path, crds_dir:
         assert "proportion" not in conf and "capacity" not in conf and kai_gpu["quota"] == 8
     else:
         assert "- name: capacity" in conf and kai_gpu["quota"] == -1
+
+
+def test_kai_gets_a_topology_per_pool_with_levels(tmp_path: Path, crds_dir: Path) -> None:
+    compiled = _compile(tmp_path)
+    topologies = _objects(compiled, "Topology", "kai.scheduler/")
+    assert {name: t["spec"]["levels"] for name, t in topologies.items()} == {
+        "h100": [{"nodeLabel": "nvidia.com/gpu.clique"}, {"nodeLabel": "kubernetes.io/hostname"}]
+    }
+    assert not _objects(compiled, "Topology", "kueue.x-k8s.io/")  # no Kueue on this cluster
+
+
+def test_an_nvlink_level_needs_gpu_feature_discovery(tmp_path: Path, crds_dir: Path) -> None:
+    compiled = _compile(tmp_path, ("  gpuOperator:\n    version: v26.7.0\n    driverVersion: \"580.82.07\"\n", ""))
+    found = [d for d in compiled.diagnostics if d.code == "topology-labels"]
+    assert len(found) == 1 and "carries label nvidia.com/gpu.clique: run the GPU Operator" in found[0].message
+    assert (found[0].file, found[0].path, found[0].severity.value) == ("clusters/kai.yaml", "nodePools[0].topology[0]", "error")

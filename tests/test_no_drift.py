@@ -48,6 +48,8 @@ CUSTOM_KINDS = {
     ("kueue.x-k8s.io", "WorkloadPriorityClass"),
     ("scheduling.volcano.sh", "Queue"),
     ("scheduling.run.ai", "Queue"),
+    ("kai.scheduler", "Topology"),
+    ("kueue.x-k8s.io", "Topology"),
     ("karpenter.sh", "NodePool"),
     ("nfd.k8s-sigs.io", "NodeFeatureRule"),
     ("k8s.cni.cncf.io", "NetworkAttachmentDefinition"),

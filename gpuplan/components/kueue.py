@@ -57,6 +57,10 @@ class KueueRelease(Release):
     gates_on: frozenset[
         str
     ]  # feature gates gpuplan relies on that are on by default (pkg/features)
+    # Topology (TAS): the version emitted and spec.levels maxItems, from kueue.x-k8s.io_topologies.yaml
+    # at each tag (v1alpha1 up to v0.13, v1beta1 on v0.14, v1beta2 served from v0.15; 8 levels on v0.12).
+    topology_version: str = "v1beta2"
+    max_topology_levels: int = 16
 
     @property
     def api(self) -> str:
@@ -92,7 +96,7 @@ def _sources(tag: str) -> tuple[str, ...]:
         "resourceflavors",
         "workloadpriorityclasses",
     )
-    crds = tuple(f"{REPO}@{tag}:{CRD_DIR}/{GROUP}_{kind}.yaml" for kind in kinds)
+    crds = tuple(f"{REPO}@{tag}:{CRD_DIR}/{GROUP}_{kind}.yaml" for kind in (*kinds, "topologies"))
     return crds + (
         f"{REPO}@{tag}:pkg/webhooks/clusterqueue_webhook.go",
         f"{REPO}@{tag}:pkg/features/kube_features.go",
@@ -110,11 +114,12 @@ _V012 = dict(
     when_can_borrow=("Borrow", "TryNextFlavor"), when_can_preempt=("Preempt", "TryNextFlavor"),
     max_flavors=16, max_covered_resources=16, max_group_entries=None,
     admission_modes=(), config_versions=("v1beta1",), gates_on=frozenset({"HierarchicalCohorts"}),
+    topology_version="v1alpha1", max_topology_levels=8,
 )  # fmt: skip
-_V013 = _V012 | dict(cohort_version="v1beta1", cohort_parent_field="parentName")
+_V013 = _V012 | dict(cohort_version="v1beta1", cohort_parent_field="parentName", max_topology_levels=16)
 _V014 = _V013 | dict(
     max_flavors=64, max_covered_resources=64, max_group_entries=512,
-    gates_on=frozenset({"HierarchicalCohorts", "TopologyAwareScheduling"}),
+    gates_on=frozenset({"HierarchicalCohorts", "TopologyAwareScheduling"}), topology_version="v1beta1",
 )  # fmt: skip
 _V015 = _V014 | dict(
     served=("v1beta1", "v1beta2"), cohort_version="v1beta2",
@@ -122,6 +127,7 @@ _V015 = _V014 | dict(
     admission_modes=("UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"),
     config_versions=("v1beta1", "v1beta2"),
     gates_on=frozenset({"HierarchicalCohorts", "TopologyAwareScheduling", "AdmissionFairSharing"}),
+    topology_version="v1beta2",
 )  # fmt: skip
 
 RELEASES: tuple[KueueRelease, ...] = (

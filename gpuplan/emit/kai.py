@@ -12,6 +12,8 @@ webhook rejects a Queue without `resources` (pkg/admission/webhook/queuehooks/qu
 - GPUs as KAI counts them (a MIG instance of Ng is N GPUs): gpuplan/kai_quota.py.
 - A parent's quota is the cohort's entry in components.kai.parents, else its children's sum; its limit
   is unlimited (the children's limits bound their use).
+- A pool with topology levels gets a Topology (kai.scheduler/v1alpha1, spec.levels[].nodeLabel:
+  deployments/kai-scheduler/crds/kai.scheduler_topologies.yaml), named after the pool.
 - Where KAI is not the quota authority (components.quotaAuthority), every quota and limit is -1: KAI
   places and gang-schedules pods, and the authority alone decides what runs.
 """
@@ -20,11 +22,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuplan.components.kai import API_VERSION, UNLIMITED, authority
+from gpuplan.components.kai import API_VERSION, TOPOLOGY_API_VERSION, UNLIMITED, authority
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.entitlements import namespace_limits
 from gpuplan.fleet import AllocationPlan, ClusterPlan
 from gpuplan.kai_quota import RESOURCES, cohorts, kai_units, leaf_quota, parent_quota
+from gpuplan.topology import labels_of
 
 FOLDER = "kai"
 DEFAULT_WEIGHT = 1
@@ -58,7 +61,7 @@ def parent(cluster: ClusterPlan, cohort: str, enforced: bool) -> dict[str, Any]:
 
 
 def emit(cluster: ClusterPlan) -> list[Manifest]:
-    """Return the parent and leaf Queues, or nothing when KAI is not a component."""
+    """Return the parent and leaf Queues and the pools' Topologies, or nothing when KAI is not a component."""
     if cluster.release("kai-scheduler") is None:
         return []  # not a component here (an unknown version is reported by resolve.py)
     enforced = authority(cluster.spec.components) == "kai"
@@ -66,5 +69,9 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     out = [manifest(cluster.name, FOLDER, parent(cluster, c, enforced), source) for c in cohorts(cluster)]
     for alloc in cluster.allocations:
         out.append(manifest(cluster.name, FOLDER, leaf(alloc, enforced), alloc.tenant.source.path, source))
+    for pool in cluster.pools.values():
+        if pool.spec.topology:
+            levels = [{"nodeLabel": label} for label in labels_of(cluster.spec.provider, pool.spec)]
+            out.append(manifest(cluster.name, FOLDER, k8s(TOPOLOGY_API_VERSION, "Topology", pool.name, spec={"levels": levels}), source))
     return out
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuplan.components.kueue import KueueRelease
+from gpuplan.components.kueue import GROUP, KueueRelease
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.entitlements import Amount, covered_resources, flavor_amounts, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
 from gpuplan.model.cluster import Cohort, CpuPool
 from gpuplan.pools import PoolPlan
+from gpuplan.topology import labels_of
 
 NAMESPACE_NAME = "kubernetes.io/metadata.name"
 
@@ -122,6 +123,23 @@ def cohorts(release: KueueRelease, cluster: ClusterPlan) -> list[Cohort]:
     return [c for c in cluster.spec.cohorts if c.parent or c.name in parents]
 
 
+def topology(release: KueueRelease, cluster: ClusterPlan, pool: PoolPlan) -> dict[str, Any]:
+    """Return the Topology of a pool's levels (TAS), named after the pool; the levels' labels are checked (check/topology.py)."""
+    levels = [{"nodeLabel": label} for label in labels_of(cluster.spec.provider, pool.spec)]
+    return k8s(f"{GROUP}/{release.topology_version}", "Topology", pool.name, spec={"levels": levels})
+
+
+def _gpu_flavors(release: KueueRelease, cluster: ClusterPlan) -> list[dict[str, Any]]:
+    """Return the GPU pools' ResourceFlavors, naming their pool's Topology where it has levels."""
+    out = []
+    for pool in cluster.pools.values():
+        flavor = resource_flavor(release.api_version, pool)
+        if pool.spec.topology:
+            flavor["spec"]["topologyName"] = pool.name  # ResourceFlavor spec.topologyName, every supported tag
+        out.append(flavor)
+    return out
+
+
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return every Kueue object of the cluster, or nothing when Kueue is not a component."""
     release = cluster.release("kueue")
@@ -129,7 +147,8 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
         return []  # not a component here (an unknown version is reported by resolve.py)
     api = release.api_version
     source = cluster.located.source.path
-    out = [manifest(cluster.name, "kueue", resource_flavor(api, p), source) for p in cluster.pools.values()]
+    out = [manifest(cluster.name, "kueue", flavor, source) for flavor in _gpu_flavors(release, cluster)]
+    out += [manifest(cluster.name, "kueue", topology(release, cluster, p), source) for p in cluster.pools.values() if p.spec.topology]
     out += [manifest(cluster.name, "kueue", cpu_flavor(api, p), source) for p in cluster.spec.cpu_pools]
     for priority in cluster.spec.priority_classes:
         body: dict[str, Any] = {"value": priority.value}

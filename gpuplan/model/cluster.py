@@ -529,6 +529,25 @@ def _regex(value: Any) -> Any:
     return value
 
 
+TopologyLevelName = Literal["block", "subblock", "rack", "host", "clique"]
+
+
+def _level(value: Any) -> Any:
+    """Accept a bare level name (`rack`) for {level: rack}."""
+    return {"level": value} if isinstance(value, str) else value
+
+
+class TopologyLevel(Model):
+    """One level of a pool's network topology, for topology-aware scheduling (Kueue TAS, KAI)."""
+
+    level: TopologyLevelName
+    """block, subblock, rack, host or clique (an NVLink domain, GPU Feature Discovery's nvidia.com/gpu.clique)."""
+    node_label: LabelKey | None = None
+    """Node label whose value names the node's domain at this level; default by provider: aws
+    topology.k8s.aws/network-node-layer-1/2/3 (block/subblock/rack), gcp cloud.google.com/gce-topology-*,
+    host kubernetes.io/hostname. On premises a rack or block label is yours to name (and set in labels)."""
+
+
 class NodePool(Model):
     """A group of identical GPU nodes."""
 
@@ -568,6 +587,9 @@ class NodePool(Model):
     onprem ubuntu. It decides whether the driver and container toolkit come preinstalled."""
     driver: PoolDriver | None = None
     """This pool's own driver mode or version, when it differs from the cluster's."""
+    topology: list[Annotated[TopologyLevel, BeforeValidator(_level)]] = Field(default=[], max_length=16)
+    """Topology levels of the pool's nodes, coarsest first, such as [block, rack, host]: Kueue gets a
+    Topology for the pool's flavor and KAI a Topology; gpuplan proves the nodes carry each label."""
     ignore: list[Ignore] = []
     """Warnings about this pool accepted where they stand, each with its reason."""
 
