@@ -11,7 +11,6 @@ from pathlib import Path
 
 import click
 
-from gpuplan import __version__
 from gpuplan.exitcode import ExitCode
 
 # Each command imports its module when it runs, so `gpuplan --help` stays quick.
@@ -36,8 +35,17 @@ _format = click.option("--format", "fmt", type=click.Choice(["text", "github", "
 _crds = click.option("--crds", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None, help="Folder of CRDs (YAML or JSON) added to the shipped ones; a kind it defines replaces the shipped CRD (default: $GPUPLAN_CRDS).")
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """Print the version (looked up only when asked: `gpuplan validate` starts without it)."""
+    if value and not ctx.resilient_parsing:
+        from gpuplan import __version__
+
+        click.echo(f"gpuplan, version {__version__}")
+        ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="gpuplan")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version, help="Show the version and exit.")
 def cli() -> None:
     """Plan, prove and compile a shared GPU Kubernetes fleet into GitOps manifests."""
 

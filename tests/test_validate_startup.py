@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("pydantic", "gpuplan.model", "gpuplan.pipeline", "kubernetes_validate", "prompt_toolkit", "typer")
+HEAVY = ("pydantic", "gpuplan.model", "gpuplan.pipeline", "kubernetes_validate", "prompt_toolkit", "typer", "importlib.metadata", "gpuplan.twocores", "gpuplan.gpus")
 
 
 def _modules_after(code: str) -> set[str]:
@@ -60,3 +60,11 @@ def test_old_import_paths_still_work() -> None:
         import gpuplan.validate as package
 
         package.no_such_name  # noqa: B018
+
+
+def test_version_is_still_printed() -> None:
+    from tests.conftest import run
+
+    result = run("--version")
+    assert result.code == 0
+    assert result.stdout.startswith("gpuplan, version ") and result.stdout.strip() != "gpuplan, version"

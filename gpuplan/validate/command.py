@@ -8,23 +8,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 try:  # optional speed-up; PyYAML reads everything it does not
     import yaml_rs
 except ImportError:  # pragma: no cover
     yaml_rs = None  # type: ignore[assignment]
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from gpuplan import twocores
+# PyYAML, ruamel.yaml and twocores are imported where they are needed (a file yaml-rs refuses, a
+# problem's position, many files), so `gpuplan validate` on a few valid files starts quickly.
 from gpuplan.diagnostics import Diagnostic, Severity, error, ordered
 from gpuplan.locate import problem_path, split_path
 from gpuplan.validate.choose import Validators
 from gpuplan.validate.engine import Validator
 from gpuplan.validate.references import check_references
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass
@@ -71,14 +66,29 @@ def _fast_documents(text: str) -> list[Any] | None:
     return [] if data is None else [data]
 
 
+def _yaml_error() -> type[Exception]:
+    """Return PyYAML's error class (importing PyYAML)."""
+    import yaml
+
+    return yaml.YAMLError
+
+
+def _pyyaml_documents(text: str) -> list[Any]:
+    """Parse with PyYAML (libyaml when built with it): YAML 1.1, as Kubernetes' go-yaml reads."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
+
+
 def read_documents(path: Path, shown: str) -> tuple[list[Document], list[Diagnostic]]:
     """Read every document of a file (a `kind: List` counts as its items)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
         docs = _fast_documents(text)
         if docs is None:
-            docs = [d for d in yaml.load_all(text, Loader=_LOADER) if d is not None]
-    except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
+            docs = _pyyaml_documents(text)
+    except (_yaml_error(), UnicodeDecodeError, OSError) as exc:
         mark = getattr(exc, "problem_mark", None)
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         return [], [
@@ -105,6 +115,8 @@ class Locator:
 
     def _nodes(self, file: str) -> list[Any]:
         if file not in self._files:
+            from ruamel.yaml import YAML
+
             try:
                 self._files[file] = list(
                     YAML(typ="rt").load_all(Path(file).read_text(encoding="utf-8-sig"))
@@ -115,6 +127,8 @@ class Locator:
 
     def position(self, doc: Document, path: str) -> tuple[int, int]:
         """Return (line, col) of the field path in the document, or of the document itself."""
+        from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
         nodes = [n for n in self._nodes(doc.file) if n is not None]
         if doc.index >= len(nodes):
             return 1, 1
@@ -319,7 +333,11 @@ def _read_and_check_all(
     _RUN = run
     for path in files:  # choose every folder's versions before forking, so no worker re-reads them
         run.validator(str(path))
-    if len(files) < PARALLEL_FROM or not twocores.available():
+    if len(files) < PARALLEL_FROM:
+        return _read_and_check(files)
+    from gpuplan import twocores
+
+    if not twocores.available():
         return _read_and_check(files)
     half = len(files) // 2
     mine, theirs = twocores.both(lambda: _read_and_check(files[:half]), lambda: _read_and_check(files[half:]))

@@ -36,9 +36,6 @@ from typing import Any, Literal
 
 import yaml
 
-from gpuplan.gpus import catalog
-from gpuplan.gpus.mig import nvidia_layouts
-
 Severity = Literal["error", "warning"]
 KUEUE = "kueue.x-k8s.io"
 KARPENTER = "karpenter.sh"
@@ -335,6 +332,9 @@ def check_node_label_values(cluster: ClusterObjects) -> list[ReferenceProblem]:
 @lru_cache(maxsize=1)
 def builtin_mig_configs() -> frozenset[str]:
     """NVIDIA's mig-parted config names: all-disabled, all-enabled and per-GPU layouts."""
+    from gpuplan.gpus import catalog  # the GPU catalog, read only when a MIG config is referenced
+    from gpuplan.gpus.mig import nvidia_layouts
+
     names = {"all-disabled", "all-enabled", "all-balanced"}
     for model in catalog.names():
         gpu = catalog.lookup(model)
