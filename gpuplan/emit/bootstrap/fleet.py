@@ -90,6 +90,7 @@ def root(fleet: Fleet, output_path: str) -> Manifest:
         "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "retry": RETRY},
     })  # fmt: skip
     obj["metadata"]["labels"] = dict(MANAGED_BY)
+    obj["metadata"]["annotations"] = {SYNC_WAVE: "0"}  # applied by hand; every rendered object carries a wave
     sources = tuple(sorted(c.located.source.path for c in fleet.clusters.values()))
     return Manifest(f"{ROOT_FOLDER}/root.yaml", obj, sources)
 
