@@ -50,3 +50,15 @@ def check_flavor_size(fleet: Fleet) -> Iterator[Diagnostic]:
                 yield source.diagnostic(("nodePools", pool.index, "labels"), f"{len(pool.selector_labels)} labels select this pool's nodes: a Kueue ResourceFlavor takes at most {MAX_FLAVOR_LABELS} (give the pool hostnames so gpuplan labels the nodes itself)")
             if len(pool.taints) > MAX_TOLERATIONS:
                 yield source.diagnostic(("nodePools", pool.index, "taints"), f"{len(pool.taints)} taints: a Kueue ResourceFlavor takes at most {MAX_TOLERATIONS} tolerations")
+
+
+@check
+def check_admission_fair_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on admission fair sharing with a Kueue release whose ClusterQueue has no admission modes (before v0.15)."""
+    for cluster in clusters_with(fleet, "kueue"):
+        kueue, release = cluster.spec.components.kueue, cluster.release("kueue")
+        if kueue is None or kueue.admission_fair_sharing is None or not isinstance(release, KueueRelease):
+            continue
+        if not release.admission_modes:  # an alpha gate, off by default, before v0.15 (pkg/features/kube_features.go)
+            where = ("components", "kueue", "admissionFairSharing")
+            yield cluster.located.source.diagnostic(where, f"admission fair sharing needs Kueue v0.15 or later (cluster {cluster.name} runs {release.version})")

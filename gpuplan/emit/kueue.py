@@ -82,6 +82,10 @@ def cluster_queue(release: KueueRelease, alloc: AllocationPlan) -> dict[str, Any
         spec[release.cohort_field] = cohort
     if alloc.spec.weight is not None:
         spec["fairSharing"] = {"weight": str(alloc.spec.weight)}
+    kueue = alloc.cluster.spec.components.kueue
+    if kueue is not None and kueue.admission_fair_sharing is not None and release.admission_modes:
+        # admissionScope.admissionMode enum (clusterqueues CRD, v0.15 on: components/kueue.py admission_modes)
+        spec["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
     return k8s(release.api_version, "ClusterQueue", alloc.name, spec=spec)
 
 

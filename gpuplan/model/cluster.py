@@ -106,6 +106,9 @@ class GitOps(Model):
     same repoURL, targetRevision, project, namespace and kind of destination) instead of its own Application."""
 
 
+DURATION = re.compile(r"0|([0-9]+h)?([0-9]+m)?([0-9]+s)?(?<=[hms])")  # a Go duration as Kueue's config takes it
+
+
 def _releases(component: str) -> WithJsonSchema:
     """Return the JSON schema of a component's version: one of its supported releases (editors complete them).
 
@@ -146,6 +149,21 @@ class GpuOperator(Model):
     (standalone, for clusters where NFD serves more than the GPU Operator)."""
 
 
+class AdmissionFairSharing(Model):
+    """Kueue's admission fair sharing: inside a ClusterQueue, namespaces' queues that used less go first.
+
+    The Configuration's admissionFairSharing and every ClusterQueue's admissionScope
+    (kubernetes-sigs/kueue apis/config/v1beta2/configuration_types.go, on by default from v0.15).
+    """
+
+    usage_half_life_time: Annotated[str, _matching(DURATION, "a duration such as 168h")]
+    """How fast past usage is forgotten: it decays by half over this time (0s: at once), such as 168h."""
+    usage_sampling_interval: Annotated[str, _matching(DURATION, "a duration such as 5m")] = "5m"
+    """How often usage is sampled; default 5m, Kueue's (apis/config/v1beta2/defaults.go)."""
+    resource_weights: dict[Annotated[str, Field(min_length=1, max_length=253)], Annotated[float, Field(ge=0)]] = {}
+    """Weight of each resource in the usage, such as {nvidia.com/gpu: 1, cpu: 0}; default 1 each."""
+
+
 class Kueue(Model):
     """Kueue: ResourceFlavors, ClusterQueues, LocalQueues, Cohorts, WorkloadPriorityClasses."""
 
@@ -158,6 +176,8 @@ class Kueue(Model):
     ]  # fmt: skip
     """Job kinds Kueue manages (its Configuration's integrations.frameworks); "pod" gates bare pods too,
     in tenant namespaces only."""
+    admission_fair_sharing: AdmissionFairSharing | None = None
+    """Order workloads inside each tenant's ClusterQueue by their namespace queue's recent usage (Kueue v0.15 and later)."""
 
 
 class Volcano(Model):
