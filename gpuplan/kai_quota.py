@@ -13,7 +13,8 @@ import math
 import re
 from fractions import Fraction
 
-from gpuplan.entitlements import CPU, MEMORY, flavor_amounts
+from gpuplan.components.kai import authority
+from gpuplan.entitlements import CPU, MEMORY, flavor_amounts, namespace_limits
 from gpuplan.fleet import AllocationPlan, ClusterPlan
 
 RESOURCES = ("cpu", "gpu", "memory")
@@ -66,3 +67,27 @@ def parent_quota(cluster: ClusterPlan, cohort: str) -> dict[str, int]:
 def cohorts(cluster: ClusterPlan) -> list[str]:
     """Return the cohorts of the cluster's allocations, sorted."""
     return sorted({a.spec.cohort for a in cluster.allocations if a.spec.cohort is not None})
+
+
+def leaf_limit(alloc: AllocationPlan) -> dict[str, int]:
+    """Return what the allocation may use at most (its namespaces' quota) in KAI's units."""
+    return kai_units(namespace_limits(alloc))
+
+
+def queue_tree(cluster: ClusterPlan) -> list[str]:
+    """Return the cluster's KAI Queue tree as text lines: quota/limit per resource (-1 unlimited)."""
+    enforced = authority(cluster.spec.components) == "kai"
+
+    def line(depth: int, name: str, quota: dict[str, int], limit: dict[str, int] | None) -> str:
+        cells = [f"{r} {quota[r] if enforced else -1}/{limit[r] if enforced and limit else -1}" for r in RESOURCES]
+        return f"{'  ' * depth}{name:<{30 - 2 * depth}}  " + "  ".join(cells)
+
+    head = f"cluster {cluster.name}: KAI Queues, quota/limit (cpu millicores, gpu GPUs, memory MB; -1 unlimited)"
+    if not enforced:
+        head += f", {authority(cluster.spec.components)} enforces the quotas"
+    lines = [head]
+    for cohort in cohorts(cluster):
+        lines.append(line(1, cohort, parent_quota(cluster, cohort), None))
+        lines += [line(2, a.name, leaf_quota(a), leaf_limit(a)) for a in cluster.allocations if a.spec.cohort == cohort]
+    lines += [line(1, a.name, leaf_quota(a), leaf_limit(a)) for a in cluster.allocations if a.spec.cohort is None]
+    return lines

@@ -10,6 +10,7 @@ import pytest
 
 from gpuplan.kai_quota import gpu_units
 from gpuplan.pipeline import compile_fleet
+from tests.conftest import run
 
 CASE = Path(__file__).resolve().parent / "cases" / "kai-queues" / "input"
 
@@ -91,3 +92,12 @@ def test_an_nvlink_level_needs_gpu_feature_discovery(tmp_path: Path, crds_dir: P
     found = [d for d in compiled.diagnostics if d.code == "topology-labels"]
     assert len(found) == 1 and "carries label nvidia.com/gpu.clique: run the GPU Operator" in found[0].message
     assert (found[0].file, found[0].path, found[0].severity.value) == ("clusters/kai.yaml", "nodePools[0].topology[0]", "error")
+
+
+def test_capacity_shows_the_kai_queue_tree(crds_dir: Path) -> None:
+    result = run("capacity", "--root", str(CASE))
+    assert result.code == 0, result.stderr
+    tree = result.stdout.split("cluster kai: KAI Queues", 1)[1].splitlines()[1:]
+    assert [line.split()[0] for line in tree] == ["research", "nlp", "vision", "serving"]
+    assert tree[0].startswith("  research ") and tree[1].startswith("    nlp ")
+    assert "gpu 28/-1" in tree[0] and "gpu 20/28" in tree[1] and "gpu 16/16" in tree[3]

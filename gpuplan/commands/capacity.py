@@ -7,6 +7,7 @@ import sys
 from gpuplan.capacity import as_json, as_markdown, as_text, capacity_rows
 from gpuplan.commands.common import Options, print_findings
 from gpuplan.exitcode import ExitCode
+from gpuplan.kai_quota import queue_tree
 from gpuplan.pipeline import compile_fleet
 
 
@@ -18,4 +19,7 @@ def capacity(options: Options, cluster: str | None, fmt: str) -> int:
     rows = capacity_rows(result.fleet, cluster)
     render_rows = {"text": as_text, "markdown": as_markdown, "json": as_json}[fmt]
     sys.stdout.write(render_rows(rows))
+    if fmt == "text":  # the KAI Queue trees after the pools (json and markdown keep their row shape)
+        for plan in (c for n, c in sorted(result.fleet.clusters.items()) if cluster in (None, n) and c.release("kai-scheduler")):
+            sys.stdout.write("\n" + "\n".join(queue_tree(plan)) + "\n")
     return ExitCode.OK

@@ -24,9 +24,8 @@ from typing import Any
 
 from gpuplan.components.kai import API_VERSION, TOPOLOGY_API_VERSION, UNLIMITED, authority
 from gpuplan.emit.meta import Manifest, k8s, manifest
-from gpuplan.entitlements import namespace_limits
 from gpuplan.fleet import AllocationPlan, ClusterPlan
-from gpuplan.kai_quota import RESOURCES, cohorts, kai_units, leaf_quota, parent_quota
+from gpuplan.kai_quota import RESOURCES, cohorts, leaf_limit, leaf_quota, parent_quota
 from gpuplan.topology import labels_of
 
 FOLDER = "kai"
@@ -50,7 +49,7 @@ def leaf(alloc: AllocationPlan, enforced: bool) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if alloc.spec.cohort is not None:
         spec["parentQueue"] = alloc.spec.cohort
-    spec["resources"] = _resources(leaf_quota(alloc), kai_units(namespace_limits(alloc)), weight, enforced)
+    spec["resources"] = _resources(leaf_quota(alloc), leaf_limit(alloc), weight, enforced)
     return k8s(API_VERSION, "Queue", alloc.name, spec=spec)
 
 
