@@ -84,7 +84,8 @@ def test_every_file_has_header_label_and_wave(example_repo: Path) -> None:
         obj = yaml.safe_load(text)
         if obj["kind"] == "Kustomization":
             continue
-        assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpuplan", path
+        if "extra" not in path.relative_to(example_repo / "output").parts:  # own manifests keep their labels
+            assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpuplan", path
         assert "argocd.argoproj.io/sync-wave" in obj["metadata"]["annotations"], path
         if obj["kind"] == "Namespace":
             assert obj["metadata"]["annotations"]["argocd.argoproj.io/sync-options"] == "Prune=false,Delete=false"
