@@ -363,8 +363,8 @@ def _draw_cluster(draw: Callable, index: int, hierarchy: bool) -> dict[str, Any]
     for n_index in range(draw(st.integers(0, 2))):
         kind = draw(st.sampled_from(["macvlan", "sriov", "host-device"]))
         network: dict[str, Any] = {"name": f"net{n_index}", "type": kind}
-        if kind == "sriov":
-            network["resourceName"] = "nvidia.com/rdma_shared_device_a"
+        if kind == "sriov":  # sriov-cni takes VFs from the SR-IOV device plugin (never an RDMA shared device)
+            network["resourceName"] = "nvidia.com/sriov_vf"
         else:
             network["master"] = f"eth{n_index + 1}"
         network["ipam"] = {"type": "whereabouts", "range": f"10.{index}.{n_index * 16}.0/20"}
