@@ -2,6 +2,8 @@
 
 from typing import Any
 
+__version__: str  # bound on first use by __getattr__ below
+
 
 def __getattr__(name: str) -> Any:
     """Look __version__ up on first use: importlib.metadata costs ~0.05 s of every start-up."""

@@ -68,8 +68,8 @@ def run_checks(fleet: Fleet) -> list[Diagnostic]:
 
 def _register() -> None:
     """Import the checks of no one component, then each registry component's check modules."""
-    from gpuplan.check import capacity, quotas, rbac, tenants, topology  # noqa: F401  (register the checks)
-    from gpuplan.check import gke  # noqa: F401  (GKE's GPU stack: no registry component)
+    # register the checks (gke: GKE's GPU stack, which is no registry component)
+    from gpuplan.check import capacity, gke, quotas, rbac, tenants, topology  # noqa: F401
     from gpuplan.components import REGISTRY
 
     for component in REGISTRY.values():

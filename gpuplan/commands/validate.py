@@ -72,7 +72,7 @@ def _snapshot(paths: list[Path]) -> dict[Path, tuple[int, int]]:
 def _watch(paths: list[Path], validators: Validators, fmt: str, strict: bool, watch: Watch) -> int:
     """Validate now and after every change, polling modification times; return the last exit code."""
     seen: dict[Path, tuple[int, int]] | None = None
-    code = ExitCode.OK
+    code: int = ExitCode.OK
     cycle = 0
     while watch.max_cycles is None or cycle < watch.max_cycles:
         now = _snapshot(paths)
