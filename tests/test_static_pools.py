@@ -77,9 +77,15 @@ def test_node_group_selects_the_pool_by_the_provider_label(
     tmp_path: Path, provider: str, label: str
 ) -> None:
     pool = "    nodes: {count: 2}\n    nodeGroup: gpu-a\n    taints: []\n"
+    # GKE pools state the accelerator label GKE puts on GPU nodes (gpuplan requires it there).
+    accelerator = (
+        {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"} if provider == "gcp" else {}
+    )
+    if accelerator:
+        pool += "    labels: {cloud.google.com/gke-accelerator: nvidia-h100-80gb}\n"
     found = _objects(tmp_path, _files(provider, pool))
     flavor = found[("ResourceFlavor", "p")]
-    assert flavor["spec"]["nodeLabels"] == {label: "gpu-a"}
+    assert flavor["spec"]["nodeLabels"] == {label: "gpu-a", **accelerator}
     assert not any(kind == "NodeFeatureRule" for kind, _ in found)  # nodes gpuplan does not label
 
 
