@@ -304,7 +304,7 @@ def test_requirement_values_must_be_label_values(tmp_path: Path) -> None:
     pools = cluster()["nodePools"]
     pools[0]["karpenter"]["zones"] = ["us east 1a"]
     repo(tmp_path, [cluster(nodePools=pools)], [ALPHA, BETA])
-    assert any("error: nodePools[0].karpenter.zones[0]: 'us east 1a' is not a Kubernetes label value" in x for x in texts(tmp_path))
+    assert any("error: nodePools[0].karpenter.zones[0]: 'us east 1a' is not a valid Kubernetes label value" in x for x in texts(tmp_path))
 
 
 @pytest.mark.parametrize("key", ["karpenter.sh/nodepool", "team.karpenter.sh/x", "kubernetes.io/hostname"])
