@@ -56,7 +56,7 @@ def tree(folder: Path) -> Tree:
 
 def leftovers(root: Path) -> list[str]:
     """Return the entries beside output/ that are neither inputs nor the output."""
-    return sorted(p.name for p in root.iterdir() if p.name not in ("clusters", "tenants", "output"))
+    return sorted(p.name for p in root.iterdir() if p.name not in ("clusters", "tenants", "extra", "output"))
 
 
 def _env() -> dict[str, str]:
