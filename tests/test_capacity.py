@@ -23,13 +23,16 @@ def _expected_capacity() -> dict[tuple[str, str, str], int]:
     for path in sorted((PROJECT / "clusters").glob("*.yaml")):
         cluster = yaml.safe_load(path.read_text())
         strategy = cluster.get("components", {}).get("gpuOperator", {}).get("migStrategy", "mixed")
+        if cluster["provider"] == "gcp" and "gpuOperator" not in cluster.get("components", {}):
+            strategy = "single"  # GKE advertises MIG partitions as nvidia.com/gpu
         for pool in cluster["nodePools"]:
             nodes = pool["nodes"].get("count", pool["nodes"].get("max"))
             gpus = pool["gpusPerNode"]
             sharing = pool.get("sharing", "exclusive")
             sharing = {} if sharing == "exclusive" else sharing
-            replicas = (sharing.get("timeSlicing") or sharing.get("mps") or {}).get("replicas", 1)
-            shared = replicas > 1
+            sharer = sharing.get("timeSlicing") or sharing.get("mps") or {}
+            replicas = sharer.get("replicas", 1)
+            shared = replicas > 1 and sharer.get("renameByDefault", True)
             if "mig" in sharing:
                 mig = sharing["mig"]
                 blocks = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpuplan.check import check
-from gpuplan.diagnostics import Diagnostic
+from gpuplan.diagnostics import Diagnostic, Severity, format_path
 from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.gke import ACCELERATOR_LABEL, MAX_SHARED_CLIENTS, google_stack
 from gpuplan.pools import PoolPlan
@@ -72,11 +72,13 @@ def check_gke_time_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
 
 @check
 def check_gke_accelerator_label(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Error on a GKE GPU pool that does not state its cloud.google.com/gke-accelerator label."""
+    """Warn on a GKE GPU pool that does not state its cloud.google.com/gke-accelerator label."""
     for cluster, pool in _gke_pools(fleet):
         if ACCELERATOR_LABEL not in pool.spec.labels:
             message = (
                 f"GKE labels every GPU node with {ACCELERATOR_LABEL} (such as nvidia-l4): state it in labels, so that "
                 "the pool's Kueue flavor selects GPU nodes of that type and `gpuplan requirements` names the accelerator"
             )
-            yield cluster.located.source.diagnostic(("nodePools", pool.index, "name"), message)
+            loc = ("nodePools", pool.index, "name")
+            line, col = cluster.located.source.position(loc, False)
+            yield Diagnostic(cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), message)
