@@ -173,7 +173,7 @@ def quantity(value: Any) -> Fraction | None:
 
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease", "argocd", "gpu-operator", "kueue-system", "volcano-system"}
 K8S_VERSIONS = ("1.30", "1.33", "1.35")
-KUEUE_VERSIONS = ("v0.19.2", "v0.19.2", "v0.14.0", "v0.12.0")  # v1beta2 from 0.15, Cohort kind from 0.13
+KUEUE_VERSIONS = ("v0.19.2", "v0.19.2", "v0.14.8", "v0.12.10")  # v1beta2 from 0.15, Cohort kind from 0.13 (supported releases: gpuplan/components/kueue.py)
 INSTANCE_TYPE_GPUS = {"p5.48xlarge": 8, "g6e.12xlarge": 4}  # AWS EC2 instance pages
 
 
@@ -320,7 +320,9 @@ def _draw_pool(draw: Callable, cluster: str, index: int, autoscale_ok: bool, str
 
 def _draw_cluster(draw: Callable, index: int, hierarchy: bool) -> dict[str, Any]:
     name = f"c{index}"
-    provider = draw(st.sampled_from(["aws", "azure", "gcp", "onprem"]))
+    # No gcp: without a GPU Operator a GKE cluster runs Google's GPU stack, whose units (MIG partitions and
+    # time-shared GPUs as nvidia.com/gpu) this oracle does not recompute; tests/test_gke.py covers them.
+    provider = draw(st.sampled_from(["aws", "azure", "onprem"]))
     data: dict[str, Any] = {
         "name": name,
         "kubernetesVersion": draw(st.sampled_from(K8S_VERSIONS)),
@@ -342,10 +344,15 @@ def _draw_cluster(draw: Callable, index: int, hierarchy: bool) -> dict[str, Any]
             components["quotaAuthority"] = "kueue"  # one quota authority per cluster
     karpenter = provider in ("aws", "azure") and draw(st.booleans())
     if karpenter:
-        node_class: dict[str, Any] = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}
+        # gpuplan renders the provider's node class; the provider's own release line (gpuplan/components/karpenter.py)
         if provider == "aws":
-            node_class["aws"] = {"role": f"KarpenterNodeRole-{name}"}  # rendered by gpuplan
-        components["karpenter"] = {"version": "v1.14.1", "nodeClass": node_class}
+            node_class: dict[str, Any] = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}
+            node_class["aws"] = {"role": f"KarpenterNodeRole-{name}"}
+            version = "v1.14.1"
+        else:
+            node_class = {"group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "gpu", "azure": {"imageFamily": "Ubuntu2204"}}
+            version = "v1.14.2"
+        components["karpenter"] = {"version": version, "nodeClass": node_class}
     data["components"] = components
     classes = draw(st.lists(st.sampled_from([("high", 1000), ("low", 10), ("batch", 1)]), unique_by=lambda c: c[0], max_size=2))
     if classes:

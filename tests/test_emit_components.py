@@ -227,7 +227,12 @@ def test_node_pool_exact(tmp_path: Path) -> None:
             "disruption": {
                 "consolidationPolicy": "WhenEmpty",
                 "consolidateAfter": "10m",
-                "budgets": [{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "10%", "reasons": ["Empty"]}],
+                # Drifted nodes drain one at a time inside the default window (Sunday 02:00-06:00 UTC) only.
+                "budgets": [
+                    {"nodes": "1", "reasons": ["Drifted"]},
+                    {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 6 * * 0", "duration": "164h"},
+                    {"nodes": "10%", "reasons": ["Empty"]},
+                ],
             },
         },
     }  # fmt: skip
