@@ -28,7 +28,9 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synth import write_fleet
 
-CRDS = os.environ.get("GPUPLAN_CRDS") or str(Path(__file__).resolve().parents[2] / "shared" / "crds")
+CRDS = os.environ.get("GPUPLAN_CRDS") or str(
+    Path(__file__).resolve().parents[2] / "shared" / "crds"
+)
 GPUPLAN = [sys.executable, "-m", "gpuplan"]
 
 
@@ -45,12 +47,20 @@ class Figure:
         return self.objects / self.seconds if self.seconds else 0.0
 
 
-def measure(name: str, command: list[str], objects: int = 0, cwd: Path | None = None, ok: tuple[int, ...] = (0,)) -> Figure:
+def measure(
+    name: str,
+    command: list[str],
+    objects: int = 0,
+    cwd: Path | None = None,
+    ok: tuple[int, ...] = (0,),
+) -> Figure:
     """Run one command as a child process; return its wall time and peak RSS."""
     env = dict(os.environ, GPUPLAN_CRDS=CRDS)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # installed, gpuplan runs from cached bytecode
     start = time.perf_counter()
-    child = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     assert child.stderr is not None
     err = child.stderr.read()
     _, status, usage = os.wait4(child.pid, 0)
@@ -104,7 +114,10 @@ def startup(file: Path, runs: int = 5) -> tuple[Figure, Figure]:
     The machine is shared: wall time includes waiting for a core, so CPU time (user + system) is
     printed beside it and decides the target.
     """
-    ours = [measure("gpuplan validate (one file)", [*GPUPLAN, "validate", str(file)], 1) for _ in range(runs)]
+    ours = [
+        measure("gpuplan validate (one file)", [*GPUPLAN, "validate", str(file)], 1)
+        for _ in range(runs)
+    ]
     bare = [measure("python -c pass", [sys.executable, "-c", "pass"]) for _ in range(runs)]
     best, interpreter = min(ours, key=lambda f: f.cpu), min(bare, key=lambda f: f.cpu)
     best.name = f"gpuplan validate (one file, best of {runs})"
@@ -122,13 +135,19 @@ def throughput(out: Path, size: int) -> tuple[float, float, int]:
     files = [p for p in manifest_files([out]) if p.name != "kustomization.yaml"]
     files = files[:: max(1, len(files) // size)][:size]
     run = Run(Validators("1.33", {}, None), frozenset([out.absolute()]))
-    pairs = [(run.validator(str(p)), doc.obj) for p in files for doc in read_documents(p, str(p))[0]]
+    pairs = [
+        (run.validator(str(p)), doc.obj) for p in files for doc in read_documents(p, str(p))[0]
+    ]
     floor_pairs = []
     for validator, obj in pairs:
         validator.validate(obj)  # compile everything first: both sides are measured warm
         group, version = split_api_version(obj["apiVersion"])
         crd = validator.crds is not None and (group, obj["kind"]) in validator.crds
-        compiled = validator._compile(validator.crds.versions(group, version, obj["kind"])[0]) if crd else validator.core.validator(group, version, obj["kind"])
+        compiled = (
+            validator._compile(validator.crds.versions(group, version, obj["kind"])[0])
+            if crd
+            else validator.core.validator(group, version, obj["kind"])
+        )
         floor_pairs.append((compiled, obj))
     start = time.perf_counter()
     for validator, obj in pairs:
@@ -142,13 +161,24 @@ def throughput(out: Path, size: int) -> tuple[float, float, int]:
 
 
 def core_sample(files: list[Path], size: int) -> list[Path]:
-    core = [p for p in files if p.name.split("-")[0] in ("namespace", "resourcequota", "limitrange", "networkpolicy", "rolebinding")]
+    core = [
+        p
+        for p in files
+        if p.name.split("-")[0]
+        in ("namespace", "resourcequota", "limitrange", "networkpolicy", "rolebinding")
+    ]
     step = max(1, len(core) // size)
     return core[::step][:size]
 
 
 def git(root: Path, *args: str) -> None:
-    env = dict(os.environ, GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@example.com", GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@example.com")
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="bench",
+        GIT_AUTHOR_EMAIL="bench@example.com",
+        GIT_COMMITTER_NAME="bench",
+        GIT_COMMITTER_EMAIL="bench@example.com",
+    )
     subprocess.run(["git", "-C", str(root), *args], check=True, env=env, capture_output=True)
 
 
@@ -159,31 +189,75 @@ def run(clusters: int, pools: int, tenants: int, sample: int, throughput_size: i
     objects, files = count_objects(root / "output")
     render.objects = objects
     figures = [render]
-    figures.append(measure("render --check (unchanged)", [*GPUPLAN, "render", "--root", str(root), "--check"], objects))
+    figures.append(
+        measure(
+            "render --check (unchanged)",
+            [*GPUPLAN, "render", "--root", str(root), "--check"],
+            objects,
+        )
+    )
     figures.append(measure("check", [*GPUPLAN, "check", "--root", str(root)], objects))
-    figures.append(measure("validate output/", [*GPUPLAN, "validate", str(root / "output")], objects))
+    figures.append(
+        measure("validate output/", [*GPUPLAN, "validate", str(root / "output")], objects)
+    )
     git(root, "init", "-q")
     git(root, "add", "clusters", "tenants")
     git(root, "commit", "-qm", "base")
     write_fleet(root, clusters, pools, tenants, changed_tenant=tenants // 2)
-    figures.append(measure("diff --base HEAD (one tenant changed)", [*GPUPLAN, "diff", "--root", str(root), "--base", "HEAD"], objects))
+    figures.append(
+        measure(
+            "diff --base HEAD (one tenant changed)",
+            [*GPUPLAN, "diff", "--root", str(root), "--base", "HEAD"],
+            objects,
+        )
+    )
     other = work / "other"
     shutil.copytree(root / "output", other)
-    figures.append(measure("render (one tenant changed)", [*GPUPLAN, "render", "--root", str(root)], objects))
-    figures.append(measure("diff OLD_DIR NEW_DIR", [*GPUPLAN, "diff", str(other), str(root / "output")], objects))
+    figures.append(
+        measure("render (one tenant changed)", [*GPUPLAN, "render", "--root", str(root)], objects)
+    )
+    figures.append(
+        measure(
+            "diff OLD_DIR NEW_DIR", [*GPUPLAN, "diff", str(other), str(root / "output")], objects
+        )
+    )
     base = floor(root / "output")
     picked = core_sample(files, sample)
-    reference = measure(f"kubernetes-validate --strict ({len(picked)} core objects)", ["kubernetes-validate", "--strict", "--quiet", "-k", "1.33.0", *map(str, picked)], len(picked), ok=(0, 1))
-    ours = measure(f"gpuplan validate ({len(picked)} core objects)", [*GPUPLAN, "validate", "--kubernetes-version", "1.33", *map(str, picked)], len(picked))
+    reference = measure(
+        f"kubernetes-validate --strict ({len(picked)} core objects)",
+        ["kubernetes-validate", "--strict", "--quiet", "-k", "1.33.0", *map(str, picked)],
+        len(picked),
+        ok=(0, 1),
+    )
+    ours = measure(
+        f"gpuplan validate ({len(picked)} core objects)",
+        [*GPUPLAN, "validate", "--kubernetes-version", "1.33", *map(str, picked)],
+        len(picked),
+    )
     fastest = yaml_rs_floor(root / "output")
     start, interpreter = startup(picked[0])
     rates = throughput(root / "output", throughput_size)
     shutil.rmtree(work)
-    lines = report(clusters, pools, tenants, [*figures, fastest, start, interpreter], base, reference, ours, render)
+    lines = report(
+        clusters,
+        pools,
+        tenants,
+        [*figures, fastest, start, interpreter],
+        base,
+        reference,
+        ours,
+        render,
+    )
     return lines + targets(figures, render, fastest, (start, interpreter), rates)
 
 
-def targets(figures: list[Figure], render: Figure, fastest: Figure, starts: tuple[Figure, Figure], rates: tuple[float, float, int]) -> list[str]:
+def targets(
+    figures: list[Figure],
+    render: Figure,
+    fastest: Figure,
+    starts: tuple[Figure, Figure],
+    rates: tuple[float, float, int],
+) -> list[str]:
     """The fleet-scale targets (issue 21), each a ratio against its floor."""
     changed = next(f for f in figures if f.name == "render (one tenant changed)")
     check = next(f for f in figures if f.name.startswith("render --check"))
@@ -194,35 +268,77 @@ def targets(figures: list[Figure], render: Figure, fastest: Figure, starts: tupl
         ("unchanged render --check / full render", check.seconds / render.seconds, "<=", 0.05),
         ("full render / yaml-rs read + write floor", render.seconds / fastest.seconds, "<=", 1.3),
         ("validate start-up, one file (CPU s, whole process)", start.cpu, "<=", 0.25),
-        (f"validate objects/s / jsonschema-rs ({count} objects, in-process)", ours / floor, ">=", 0.7),
+        (
+            f"validate objects/s / jsonschema-rs ({count} objects, in-process)",
+            ours / floor,
+            ">=",
+            0.7,
+        ),
     ]
-    lines = ["", "fleet-scale targets (ratio against its floor):", f"| {'target':62} | {'measured':>9} | {'goal':>7} | {'':7} |", f"|{'-' * 64}|{'-' * 10}:|{'-' * 8}:|{'-' * 9}|"]
+    lines = [
+        "",
+        "fleet-scale targets (ratio against its floor):",
+        f"| {'target':62} | {'measured':>9} | {'goal':>7} | {'':7} |",
+        f"|{'-' * 64}|{'-' * 10}:|{'-' * 8}:|{'-' * 9}|",
+    ]
     for name, value, sense, goal in rows:
         met = value <= goal if sense == "<=" else value >= goal
-        lines.append(f"| {name:62} | {value:9.3f} | {sense}{goal:5.2f} | {'met' if met else 'NOT met':7} |")
-    lines.append(f"(validate start-up: {start.cpu:.2f} s CPU, {start.seconds:.2f} s wall; a bare `python -c pass`: {interpreter.cpu:.2f} s CPU, {interpreter.seconds:.2f} s wall)")
-    lines.append(f"(in-process validate: gpuplan {ours:.0f} objects/s, jsonschema-rs is_valid {floor:.0f} objects/s)")
+        lines.append(
+            f"| {name:62} | {value:9.3f} | {sense}{goal:5.2f} | {'met' if met else 'NOT met':7} |"
+        )
+    lines.append(
+        f"(validate start-up: {start.cpu:.2f} s CPU, {start.seconds:.2f} s wall; a bare `python -c pass`: {interpreter.cpu:.2f} s CPU, {interpreter.seconds:.2f} s wall)"
+    )
+    lines.append(
+        f"(in-process validate: gpuplan {ours:.0f} objects/s, jsonschema-rs is_valid {floor:.0f} objects/s)"
+    )
     return lines
 
 
-def report(clusters: int, pools: int, tenants: int, figures: list[Figure], base: Figure, reference: Figure, ours: Figure, render: Figure) -> list[str]:
-    lines = [f"fleet: C={clusters} clusters x P={pools} pools x T={tenants} tenants, {render.objects} objects", ""]
-    lines.append(f"| {'measure':44} | {'wall s':>8} | {'CPU s':>7} | {'objects/s':>10} | {'peak MiB':>8} | {'x render':>8} |")
+def report(
+    clusters: int,
+    pools: int,
+    tenants: int,
+    figures: list[Figure],
+    base: Figure,
+    reference: Figure,
+    ours: Figure,
+    render: Figure,
+) -> list[str]:
+    lines = [
+        f"fleet: C={clusters} clusters x P={pools} pools x T={tenants} tenants, {render.objects} objects",
+        "",
+    ]
+    lines.append(
+        f"| {'measure':44} | {'wall s':>8} | {'CPU s':>7} | {'objects/s':>10} | {'peak MiB':>8} | {'x render':>8} |"
+    )
     lines.append(f"|{'-' * 46}|{'-' * 9}:|{'-' * 8}:|{'-' * 11}:|{'-' * 9}:|{'-' * 9}:|")
     for fig in [*figures, base, reference, ours]:
         ratio = fig.seconds / render.seconds if render.seconds else 0
         peak = f"{fig.peak_mib:8.0f}" if fig.peak_mib else f"{'-':>8}"
         cpu = f"{fig.cpu:7.2f}" if fig.cpu else f"{'-':>7}"
-        lines.append(f"| {fig.name:44} | {fig.seconds:8.2f} | {cpu} | {fig.rate:10.0f} | {peak} | {ratio:8.2f} |")
+        lines.append(
+            f"| {fig.name:44} | {fig.seconds:8.2f} | {cpu} | {fig.rate:10.0f} | {peak} | {ratio:8.2f} |"
+        )
     diff = next(f for f in figures if f.name.startswith("diff --base"))
     check = next(f for f in figures if f.name.startswith("render --check"))
     peak = max(f.peak_mib for f in figures)
     lines += ["", "targets:"]
-    lines.append(f"- render within 2x the libyaml floor (the older, pure-Python-era floor): {render.seconds / base.seconds:.2f}x  {'met' if render.seconds <= 2 * base.seconds else 'NOT met'}")
-    lines.append(f"- validate >= 100x kubernetes-validate objects/s: {ours.rate / reference.rate:.0f}x  {'met' if ours.rate >= 100 * reference.rate else 'NOT met'}")
-    lines.append(f"- diff of fleets differing in one tenant within 1.5x a render: {diff.seconds / render.seconds:.2f}x  {'met' if diff.seconds <= 1.5 * render.seconds else 'NOT met'}")
-    lines.append(f"- render --check at least as fast as render: {check.seconds / render.seconds:.2f}x  {'met' if check.seconds <= render.seconds else 'NOT met'}")
-    lines.append(f"- peak memory under 1 GiB: {peak:.0f} MiB  {'met' if peak < 1024 else 'NOT met'}")
+    lines.append(
+        f"- render within 2x the libyaml floor (the older, pure-Python-era floor): {render.seconds / base.seconds:.2f}x  {'met' if render.seconds <= 2 * base.seconds else 'NOT met'}"
+    )
+    lines.append(
+        f"- validate >= 100x kubernetes-validate objects/s: {ours.rate / reference.rate:.0f}x  {'met' if ours.rate >= 100 * reference.rate else 'NOT met'}"
+    )
+    lines.append(
+        f"- diff of fleets differing in one tenant within 1.5x a render: {diff.seconds / render.seconds:.2f}x  {'met' if diff.seconds <= 1.5 * render.seconds else 'NOT met'}"
+    )
+    lines.append(
+        f"- render --check at least as fast as render: {check.seconds / render.seconds:.2f}x  {'met' if check.seconds <= render.seconds else 'NOT met'}"
+    )
+    lines.append(
+        f"- peak memory under 1 GiB: {peak:.0f} MiB  {'met' if peak < 1024 else 'NOT met'}"
+    )
     return lines
 
 
@@ -237,14 +353,28 @@ def scaling(clusters: int, pools: int, tenants: int) -> list[str]:
         figure.objects = count_objects(root / "output")[0]
         rows.append((factor, count, figure))
         shutil.rmtree(work)
-    lines = ["", "memory and time by size:", "| size | tenants | objects | render s | peak MiB |", "|-----:|--------:|--------:|---------:|---------:|"]
-    lines += [f"| {factor}x | {count} | {fig.objects} | {fig.seconds:.2f} | {fig.peak_mib:.0f} |" for factor, count, fig in rows]
+    lines = [
+        "",
+        "memory and time by size:",
+        "| size | tenants | objects | render s | peak MiB |",
+        "|-----:|--------:|--------:|---------:|---------:|",
+    ]
+    lines += [
+        f"| {factor}x | {count} | {fig.objects} | {fig.seconds:.2f} | {fig.peak_mib:.0f} |"
+        for factor, count, fig in rows
+    ]
     small, large = rows[0][2], rows[-1][2]
     growth = large.peak_mib / small.peak_mib
     time_ratio = large.seconds / small.seconds
-    lines.append(f"- peak memory at {large.objects} objects: {large.peak_mib:.0f} MiB (target < 512 MiB): {'met' if large.peak_mib < 512 else 'NOT met'}")
-    lines.append(f"- 4x the objects costs {growth:.2f}x the peak memory (target <= 4x, at most linear): {'met' if growth <= 4 else 'NOT met'}")
-    lines.append(f"- 4x the tenants costs {time_ratio:.2f}x the render time (target <= 4.4x): {'met' if time_ratio <= 4.4 else 'NOT met'}")
+    lines.append(
+        f"- peak memory at {large.objects} objects: {large.peak_mib:.0f} MiB (target < 512 MiB): {'met' if large.peak_mib < 512 else 'NOT met'}"
+    )
+    lines.append(
+        f"- 4x the objects costs {growth:.2f}x the peak memory (target <= 4x, at most linear): {'met' if growth <= 4 else 'NOT met'}"
+    )
+    lines.append(
+        f"- 4x the tenants costs {time_ratio:.2f}x the render time (target <= 4.4x): {'met' if time_ratio <= 4.4 else 'NOT met'}"
+    )
     return lines
 
 
@@ -260,7 +390,12 @@ def fail_fast(tenants: int = FAIL_FAST_TENANTS) -> list[str]:
     broken.write_text(broken.read_text().replace("cohort: all", "cohort: all: x"))
     env = dict(os.environ, GPUPLAN_CRDS=CRDS)
     start = time.perf_counter()
-    child = subprocess.Popen([*GPUPLAN, "check", "--root", str(root)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [*GPUPLAN, "check", "--root", str(root)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     assert child.stderr is not None
     first = child.stderr.readline().decode().rstrip()
     seconds = time.perf_counter() - start
@@ -268,9 +403,13 @@ def fail_fast(tenants: int = FAIL_FAST_TENANTS) -> list[str]:
     child.wait()
     shutil.rmtree(work)
     if child.returncode != 1 or broken.name not in first:
-        sys.exit(f"fail-fast run: expected exit 1 at {broken.name}, got {child.returncode}: {first}")
+        sys.exit(
+            f"fail-fast run: expected exit 1 at {broken.name}, got {child.returncode}: {first}"
+        )
     met = "met" if seconds <= FAIL_FAST_TARGET else "NOT met"
-    return [f"- {tenants} tenant files, one syntax error: first diagnostic after {seconds:.2f}s (target <= {FAIL_FAST_TARGET:.0f}s): {met}"]
+    return [
+        f"- {tenants} tenant files, one syntax error: first diagnostic after {seconds:.2f}s (target <= {FAIL_FAST_TARGET:.0f}s): {met}"
+    ]
 
 
 def main() -> None:
@@ -278,11 +417,24 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=10)
     parser.add_argument("--pools", type=int, default=12)
     parser.add_argument("--tenants", type=int, default=200)
-    parser.add_argument("--sample", type=int, default=1000, help="core objects given to kubernetes-validate")
-    parser.add_argument("--throughput-objects", type=int, default=4000, help="objects in the in-process validate throughput comparison")
-    parser.add_argument("--no-scaling", action="store_true", help="skip the T/4, T/2, T memory and time runs")
-    parser.add_argument("--no-fail-fast", action="store_true", help="skip the 10,000-tenant fail-fast run")
-    parser.add_argument("--fail-fast-only", action="store_true", help="only the large-repository fail-fast figure")
+    parser.add_argument(
+        "--sample", type=int, default=1000, help="core objects given to kubernetes-validate"
+    )
+    parser.add_argument(
+        "--throughput-objects",
+        type=int,
+        default=4000,
+        help="objects in the in-process validate throughput comparison",
+    )
+    parser.add_argument(
+        "--no-scaling", action="store_true", help="skip the T/4, T/2, T memory and time runs"
+    )
+    parser.add_argument(
+        "--no-fail-fast", action="store_true", help="skip the 10,000-tenant fail-fast run"
+    )
+    parser.add_argument(
+        "--fail-fast-only", action="store_true", help="only the large-repository fail-fast figure"
+    )
     args = parser.parse_args()
     if args.fail_fast_only:
         print("\n".join(fail_fast()))

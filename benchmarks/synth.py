@@ -27,11 +27,23 @@ def cluster_text(index: int, pools: int, tenants: int) -> str:
     nodes = max(1, -(-tenants // 8))  # enough nodes that every tenant gets a slice
     for p in range(pools):
         shape = SHAPES[p % len(SHAPES)]
-        lines += [f"  - name: pool-{p:02d}", "    gpu: H100-SXM5-80GB", "    gpusPerNode: 8", "    cpu: 192", "    memory: 1900Gi"]
+        lines += [
+            f"  - name: pool-{p:02d}",
+            "    gpu: H100-SXM5-80GB",
+            "    gpusPerNode: 8",
+            "    cpu: 192",
+            "    memory: 1900Gi",
+        ]
         if p % 2 == 0:
-            lines += [f"    nodes: {{min: 0, max: {nodes}}}", "    karpenter: {instanceTypes: [p5.48xlarge]}"]
+            lines += [
+                f"    nodes: {{min: 0, max: {nodes}}}",
+                "    karpenter: {instanceTypes: [p5.48xlarge]}",
+            ]
         else:
-            lines += [f"    nodes: {{count: {nodes}}}", f'    hostnames: ["c{index:02d}-p{p:02d}-[0-9]+"]']
+            lines += [
+                f"    nodes: {{count: {nodes}}}",
+                f'    hostnames: ["c{index:02d}-p{p:02d}-[0-9]+"]',
+            ]
         if shape == "mig":
             lines.append("    sharing: {mig: {layout: {1g.10gb: 7}}}")
         elif shape == "time-slicing":
@@ -41,9 +53,19 @@ def cluster_text(index: int, pools: int, tenants: int) -> str:
 
 def tenant_text(index: int, clusters: int, pools: int, variant: int = 0) -> str:
     """Return one tenant with an allocation on every cluster and a quota on every pool."""
-    lines = [f"name: t{index:03d}", f"owners: [group:t{index:03d}-admins]", "priorityClass: low", "allocations:"]
+    lines = [
+        f"name: t{index:03d}",
+        f"owners: [group:t{index:03d}-admins]",
+        "priorityClass: low",
+        "allocations:",
+    ]
     for c in range(clusters):
-        lines += [f"  - cluster: c{c:02d}", "    cohort: all", f"    weight: {1 + index % 5}", "    quotas:"]
+        lines += [
+            f"  - cluster: c{c:02d}",
+            "    cohort: all",
+            f"    weight: {1 + index % 5}",
+            "    quotas:",
+        ]
         for p in range(pools):
             shape = SHAPES[p % len(SHAPES)]
             if shape == "mig":
@@ -55,7 +77,9 @@ def tenant_text(index: int, clusters: int, pools: int, variant: int = 0) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_fleet(root: Path, clusters: int, pools: int, tenants: int, changed_tenant: int | None = None) -> Path:
+def write_fleet(
+    root: Path, clusters: int, pools: int, tenants: int, changed_tenant: int | None = None
+) -> Path:
     """Write the fleet's input files under root (optionally one tenant with bigger quotas)."""
     (root / "clusters").mkdir(parents=True, exist_ok=True)
     (root / "tenants").mkdir(parents=True, exist_ok=True)

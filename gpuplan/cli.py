@@ -29,10 +29,28 @@ def _find_root(ctx: click.Context, param: click.Parameter, value: Path | None) -
     return Path(".")
 
 
-_root = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None, callback=_find_root, help="Repository holding clusters/ and tenants/ (default: the nearest folder up from here that has clusters/, as git finds its repository).")
+_root = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    callback=_find_root,
+    help="Repository holding clusters/ and tenants/ (default: the nearest folder up from here that has clusters/, as git finds its repository).",
+)
 _strict = click.option("--strict", is_flag=True, help="Fail on warnings too.")
-_format = click.option("--format", "fmt", type=click.Choice(["text", "github", "json"]), default="text", show_default=True, help="How diagnostics are printed.")
-_crds = click.option("--crds", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None, help="Folder of CRDs (YAML or JSON) added to the shipped ones; a kind it defines replaces the shipped CRD (default: $GPUPLAN_CRDS).")
+_format = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "github", "json"]),
+    default="text",
+    show_default=True,
+    help="How diagnostics are printed.",
+)
+_crds = click.option(
+    "--crds",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of CRDs (YAML or JSON) added to the shipped ones; a kind it defines replaces the shipped CRD (default: $GPUPLAN_CRDS).",
+)
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -45,20 +63,45 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version, help="Show the version and exit.")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def cli() -> None:
     """Plan, prove and compile a shared GPU Kubernetes fleet into GitOps manifests."""
 
 
 @cli.command()
 @_root
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Output folder (default: <root>/output).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Output folder (default: <root>/output).",
+)
 @click.option("--cluster", "clusters", multiple=True, help="Render only this cluster (repeatable).")
-@click.option("--check", "check_only", is_flag=True, help="Write nothing; exit 1 if the output on disk is stale.")
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Write nothing; exit 1 if the output on disk is stale.",
+)
 @_strict
 @_format
 @_crds
-def render(root: Path, out: Path | None, clusters: tuple[str, ...], check_only: bool, strict: bool, fmt: str, crds: Path | None) -> None:
+def render(
+    root: Path,
+    out: Path | None,
+    clusters: tuple[str, ...],
+    check_only: bool,
+    strict: bool,
+    fmt: str,
+    crds: Path | None,
+) -> None:
     """Load, check, compile, validate and write the fleet."""
     from gpuplan.commands import render as command
     from gpuplan.commands.common import Options
@@ -71,7 +114,12 @@ def render(root: Path, out: Path | None, clusters: tuple[str, ...], check_only: 
 @_strict
 @_format
 @_crds
-@click.option("--base", default=None, metavar="REF", help="Report a capacity overrun at the quotas changed since this git revision.")
+@click.option(
+    "--base",
+    default=None,
+    metavar="REF",
+    help="Report a capacity overrun at the quotas changed since this git revision.",
+)
 def check(root: Path, strict: bool, fmt: str, crds: Path | None, base: str | None) -> None:
     """Everything render does except writing."""
     from gpuplan.commands.check import check as run
@@ -92,7 +140,13 @@ def schema(kind: str) -> None:
 @cli.command()
 @_root
 @click.option("--cluster", default=None, help="Only this cluster.")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+)
 def capacity(root: Path, cluster: str | None, fmt: str) -> None:
     """Per cluster and pool: GPUs, schedulable units, quota per tenant, headroom, overcommit."""
     from gpuplan.commands.capacity import capacity as run
@@ -114,36 +168,118 @@ def requirements(root: Path, cluster: str | None) -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--kubernetes-version", default=None, help="Kubernetes minor version of the core schemas (default: the newest bundled).")
-@click.option("--component", "components", multiple=True, metavar="NAME=VERSION", help="Validate against the CRDs of this component version, e.g. kueue=v0.14.4 (repeatable; default: a rendered folder's `# Components:` header, else the newest shipped).")
+@click.option(
+    "--kubernetes-version",
+    default=None,
+    help="Kubernetes minor version of the core schemas (default: the newest bundled).",
+)
+@click.option(
+    "--component",
+    "components",
+    multiple=True,
+    metavar="NAME=VERSION",
+    help="Validate against the CRDs of this component version, e.g. kueue=v0.14.4 (repeatable; default: a rendered folder's `# Components:` header, else the newest shipped).",
+)
 @_strict
 @_format
 @_crds
-@click.option("--watch", is_flag=True, help="Keep running: validate again whenever a file changes, with the validators kept compiled (an editor on save, a pre-commit daemon).")
-@click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="With --watch: seconds between looks for changed files.")
-@click.option("--max-cycles", type=click.IntRange(min=1), default=None, help="With --watch: stop after this many looks; exit with the last run's code.")
-def validate(paths: tuple[Path, ...], kubernetes_version: str | None, components: tuple[str, ...], strict: bool, fmt: str, crds: Path | None, watch: bool, interval: float, max_cycles: int | None) -> None:
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Keep running: validate again whenever a file changes, with the validators kept compiled (an editor on save, a pre-commit daemon).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.05),
+    default=1.0,
+    show_default=True,
+    help="With --watch: seconds between looks for changed files.",
+)
+@click.option(
+    "--max-cycles",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --watch: stop after this many looks; exit with the last run's code.",
+)
+def validate(
+    paths: tuple[Path, ...],
+    kubernetes_version: str | None,
+    components: tuple[str, ...],
+    strict: bool,
+    fmt: str,
+    crds: Path | None,
+    watch: bool,
+    interval: float,
+    max_cycles: int | None,
+) -> None:
     """Validate any manifest files or folders: strict schemas, CEL, webhook rules, references."""
     from gpuplan.commands.validate import Watch
     from gpuplan.commands.validate import validate as run
 
-    sys.exit(run(list(paths), kubernetes_version, crds, fmt, strict, components, Watch(interval, max_cycles) if watch else None))
+    sys.exit(
+        run(
+            list(paths),
+            kubernetes_version,
+            crds,
+            fmt,
+            strict,
+            components,
+            Watch(interval, max_cycles) if watch else None,
+        )
+    )
 
 
 @cli.command()
 @_root
-@click.option("--base", default=None, metavar="REF", help="Compare with the inputs as they are at this git revision.")
+@click.option(
+    "--base",
+    default=None,
+    metavar="REF",
+    help="Compare with the inputs as they are at this git revision.",
+)
 @click.argument("old_dir", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.argument("new_dir", required=False, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+)
 @click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences.")
-@click.option("--fail-on", "fail_on", multiple=True, metavar="CODE|SEVERITY", help="Exit 1 when a finding has this code or severity (disruptive, risk); repeatable or comma-separated.")
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    metavar="CODE|SEVERITY",
+    help="Exit 1 when a finding has this code or severity (disruptive, risk); repeatable or comma-separated.",
+)
 @_crds
-def diff(root: Path, base: str | None, old_dir: Path | None, new_dir: Path | None, fmt: str, exit_code: bool, fail_on: tuple[str, ...], crds: Path | None) -> None:
+def diff(
+    root: Path,
+    base: str | None,
+    old_dir: Path | None,
+    new_dir: Path | None,
+    fmt: str,
+    exit_code: bool,
+    fail_on: tuple[str, ...],
+    crds: Path | None,
+) -> None:
     """What a change does to the rendered fleet (a pull-request comment with --format markdown)."""
     from gpuplan.commands.diff import diff as run
 
-    sys.exit(run(root=root, base=base, old_dir=old_dir, new_dir=new_dir, fmt=fmt, exit_code=exit_code, crds=crds, fail_on=fail_on))
+    sys.exit(
+        run(
+            root=root,
+            base=base,
+            old_dir=old_dir,
+            new_dir=new_dir,
+            fmt=fmt,
+            exit_code=exit_code,
+            crds=crds,
+            fail_on=fail_on,
+        )
+    )
 
 
 @cli.command()
@@ -157,7 +293,12 @@ def init(directory: Path) -> None:
 
 @cli.command()
 @_root
-@click.option("--out", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None, help="HTML file (default: <root>/gpuplan-report.html; '-': stdout).")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    default=None,
+    help="HTML file (default: <root>/gpuplan-report.html; '-': stdout).",
+)
 @click.option("--cluster", default=None, help="Only this cluster.")
 def report(root: Path, out: Path | None, cluster: str | None) -> None:
     """Write an HTML page with each MIG pool's GPU layout and capacity per tenant."""

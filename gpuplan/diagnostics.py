@@ -70,7 +70,19 @@ def with_code(diagnostics: Iterable[Diagnostic], code: str) -> list[Diagnostic]:
 
 def ordered(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     """Return the findings without repeats, by file, position, then severity."""
-    return sorted(set(diagnostics), key=lambda d: (d.file, d.line, d.col, d.severity, d.path, d.message, d.code, d.accepted or ""))
+    return sorted(
+        set(diagnostics),
+        key=lambda d: (
+            d.file,
+            d.line,
+            d.col,
+            d.severity,
+            d.path,
+            d.message,
+            d.code,
+            d.accepted or "",
+        ),
+    )
 
 
 def summary(diagnostics: Sequence[Diagnostic]) -> str:

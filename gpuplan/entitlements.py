@@ -81,7 +81,10 @@ def cpu_flavors(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     out: dict[str, dict[str, Amount]] = {}
     for quota in alloc.spec.cpu_quotas:
         if quota.pool in pools and quota.pool not in out:
-            amounts = {CPU: Amount(_floor(CPU, quota.cpu)), MEMORY: Amount(_floor(MEMORY, quota.memory))}
+            amounts = {
+                CPU: Amount(_floor(CPU, quota.cpu)),
+                MEMORY: Amount(_floor(MEMORY, quota.memory)),
+            }
             out[quota.pool] = amounts | {r: Amount(Fraction(0)) for r in alloc.resources()}
     return out
 
@@ -92,8 +95,16 @@ def _flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     for pool in alloc.pools():
         name = pool.name
         amounts = {
-            CPU: Amount(_floor(CPU, cpu[name]), _derived(alloc, CPU, name, "borrowing"), _derived(alloc, CPU, name, "lending")),
-            MEMORY: Amount(_floor(MEMORY, memory[name]), _derived(alloc, MEMORY, name, "borrowing"), _derived(alloc, MEMORY, name, "lending")),
+            CPU: Amount(
+                _floor(CPU, cpu[name]),
+                _derived(alloc, CPU, name, "borrowing"),
+                _derived(alloc, CPU, name, "lending"),
+            ),
+            MEMORY: Amount(
+                _floor(MEMORY, memory[name]),
+                _derived(alloc, MEMORY, name, "borrowing"),
+                _derived(alloc, MEMORY, name, "lending"),
+            ),
         }
         for resource in alloc.resources():
             grants = [g for g in alloc.grants if g.pool.name == name and g.resource == resource]
@@ -126,7 +137,10 @@ def _cohort_lends(alloc: AllocationPlan) -> dict[tuple[str, str], Fraction]:
     if key not in cache:
         total: dict[tuple[str, str], Fraction] = {}
         for member in alloc.cluster.allocations:
-            if member.spec.cohort is not None and alloc.cluster.cohort_root(member.spec.cohort) == root:
+            if (
+                member.spec.cohort is not None
+                and alloc.cluster.cohort_root(member.spec.cohort) == root
+            ):
                 for where, lend in _lends(member).items():
                     total[where] = total.get(where, Fraction(0)) + lend
         cache[key] = total
@@ -138,7 +152,9 @@ def _lendable(alloc: AllocationPlan) -> dict[tuple[str, str], Fraction]:
     if alloc.spec.cohort is None:
         return {}
     own = _lends(alloc)
-    return {where: total - own.get(where, Fraction(0)) for where, total in _cohort_lends(alloc).items()}
+    return {
+        where: total - own.get(where, Fraction(0)) for where, total in _cohort_lends(alloc).items()
+    }
 
 
 def namespace_ceiling(alloc: AllocationPlan) -> dict[str, Fraction]:
@@ -193,7 +209,13 @@ def apportion(total: int, weights: list[int]) -> list[int]:
 
 def _units(resource: str) -> Fraction:
     """Return the smallest amount of a resource the manifests state: a millicore, a MiB, one unit."""
-    return Fraction(1, 1000) if resource == CPU else Fraction(MIB) if resource == MEMORY else Fraction(1)
+    return (
+        Fraction(1, 1000)
+        if resource == CPU
+        else Fraction(MIB)
+        if resource == MEMORY
+        else Fraction(1)
+    )
 
 
 def namespace_quotas(alloc: AllocationPlan) -> dict[str, dict[str, Fraction]]:

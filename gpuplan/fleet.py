@@ -42,7 +42,9 @@ class AllocationPlan:
     index: int
     cluster: ClusterPlan
     grants: list[Grant] = field(default_factory=list)
-    cache: dict[str, object] = field(default_factory=dict, repr=False)  # derived figures, computed once
+    cache: dict[str, object] = field(
+        default_factory=dict, repr=False
+    )  # derived figures, computed once
 
     @property
     def spec(self) -> Allocation:
@@ -85,7 +87,9 @@ class AllocationPlan:
         key = f"{what}/{kind}"
         if key not in self.cache:
             factor = self._factor(what)
-            self.cache[key] = {pool: value * factor for pool, value in self._derived(kind, what).items()}
+            self.cache[key] = {
+                pool: value * factor for pool, value in self._derived(kind, what).items()
+            }
         return dict(self.cache[key])  # type: ignore[call-overload]
 
     def _factor(self, what: str) -> Fraction:
@@ -98,7 +102,11 @@ class AllocationPlan:
     def _derived(self, kind: str, what: str) -> dict[str, Fraction]:
         out: dict[str, Fraction] = {}
         for grant in self.grants:
-            units = {"nominal": grant.nominal, "borrowing": grant.borrowing, "lending": grant.lending}[kind]
+            units = {
+                "nominal": grant.nominal,
+                "borrowing": grant.borrowing,
+                "lending": grant.lending,
+            }[kind]
             per_unit = grant.pool.cpu_per_unit if what == "cpu" else grant.pool.memory_per_unit
             value = Fraction(units or 0) * per_unit(grant.resource)
             out[grant.pool.name] = out.get(grant.pool.name, Fraction(0)) + value
@@ -116,7 +124,9 @@ class ClusterPlan:
     located: Located[Cluster]
     pools: dict[str, PoolPlan] = field(default_factory=dict)
     allocations: list[AllocationPlan] = field(default_factory=list)
-    cache: dict[str, object] = field(default_factory=dict, repr=False)  # derived figures, computed once
+    cache: dict[str, object] = field(
+        default_factory=dict, repr=False
+    )  # derived figures, computed once
 
     @property
     def spec(self) -> Cluster:

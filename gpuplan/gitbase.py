@@ -42,7 +42,9 @@ def namespace_owners(fleet: Fleet | None) -> dict[str, str] | None:
     """Return namespace -> tenant at the base (None without a base)."""
     if fleet is None:
         return None
-    return {ns: name for name, tenant in fleet.tenants.items() for ns in tenant.model.namespace_names}
+    return {
+        ns: name for name, tenant in fleet.tenants.items() for ns in tenant.model.namespace_names
+    }
 
 
 def base_quotas(fleet: Fleet | None) -> dict[tuple[str, str, str, str], int]:

@@ -43,10 +43,17 @@ def node_labels(pool: Any) -> dict[str, str]:
 
 def gcloud_accelerator(pool: Any, gpus_per_node: int, accelerator: str, google_driver: bool) -> str:
     """Return the node pool's gcloud --accelerator value (type, count, driver, partition and sharing)."""
-    parts = [f"type={accelerator}", f"count={gpus_per_node}", f"gpu-driver-version={'default' if google_driver else 'disabled'}"]
+    parts = [
+        f"type={accelerator}",
+        f"count={gpus_per_node}",
+        f"gpu-driver-version={'default' if google_driver else 'disabled'}",
+    ]
     labels = node_labels(pool)
     if PARTITION_LABEL in labels:
         parts.append(f"gpu-partition-size={labels[PARTITION_LABEL]}")
     if STRATEGY_LABEL in labels:
-        parts += ["gpu-sharing-strategy=time-sharing", f"max-shared-clients-per-gpu={labels[CLIENTS_LABEL]}"]
+        parts += [
+            "gpu-sharing-strategy=time-sharing",
+            f"max-shared-clients-per-gpu={labels[CLIENTS_LABEL]}",
+        ]
     return ",".join(parts)

@@ -30,9 +30,17 @@ class Rule:
 
     def matches(self, found: Diagnostic) -> bool:
         """Tell whether this entry silences a finding."""
-        if found.severity is not Severity.WARNING or found.code != self.ignore.code or found.file != self.source.path:
+        if (
+            found.severity is not Severity.WARNING
+            or found.code != self.ignore.code
+            or found.file != self.source.path
+        ):
             return False
-        return not self.scope or found.path == self.scope or found.path.startswith((self.scope + ".", self.scope + "["))
+        return (
+            not self.scope
+            or found.path == self.scope
+            or found.path.startswith((self.scope + ".", self.scope + "["))
+        )
 
 
 def _entries(source: SourceFile, base: Key, ignores: list[Ignore]) -> Iterator[Rule]:
@@ -64,7 +72,11 @@ def accept(found: Iterable[Diagnostic], entries: list[Rule]) -> list[Diagnostic]
     out = []
     for item in found:
         rule = next((r for r in entries if r.matches(item)), None)
-        out.append(item if rule is None or item.accepted is not None else replace(item, accepted=rule.ignore.reason))
+        out.append(
+            item
+            if rule is None or item.accepted is not None
+            else replace(item, accepted=rule.ignore.reason)
+        )
     return out
 
 
@@ -83,7 +95,9 @@ def unused(found: list[Diagnostic], entries: list[Rule], known: set[str]) -> lis
     out = []
     for rule in entries:
         if rule.ignore.code in known and not any(rule.matches(d) for d in found):
-            message = f"no {rule.ignore.code} warning is reported here any more: remove this ignore entry"
+            message = (
+                f"no {rule.ignore.code} warning is reported here any more: remove this ignore entry"
+            )
             out.append(_at(rule, Severity.WARNING, message, UNUSED))
     return out
 

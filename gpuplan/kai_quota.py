@@ -79,7 +79,10 @@ def queue_tree(cluster: ClusterPlan) -> list[str]:
     enforced = authority(cluster.spec.components) == "kai"
 
     def line(depth: int, name: str, quota: dict[str, int], limit: dict[str, int] | None) -> str:
-        cells = [f"{r} {quota[r] if enforced else -1}/{limit[r] if enforced and limit else -1}" for r in RESOURCES]
+        cells = [
+            f"{r} {quota[r] if enforced else -1}/{limit[r] if enforced and limit else -1}"
+            for r in RESOURCES
+        ]
         return f"{'  ' * depth}{name:<{30 - 2 * depth}}  " + "  ".join(cells)
 
     head = f"cluster {cluster.name}: KAI Queues, quota/limit (cpu millicores, gpu GPUs, memory MB; -1 unlimited)"
@@ -88,6 +91,14 @@ def queue_tree(cluster: ClusterPlan) -> list[str]:
     lines = [head]
     for cohort in cohorts(cluster):
         lines.append(line(1, cohort, parent_quota(cluster, cohort), None))
-        lines += [line(2, a.name, leaf_quota(a), leaf_limit(a)) for a in cluster.allocations if a.spec.cohort == cohort]
-    lines += [line(1, a.name, leaf_quota(a), leaf_limit(a)) for a in cluster.allocations if a.spec.cohort is None]
+        lines += [
+            line(2, a.name, leaf_quota(a), leaf_limit(a))
+            for a in cluster.allocations
+            if a.spec.cohort == cohort
+        ]
+    lines += [
+        line(1, a.name, leaf_quota(a), leaf_limit(a))
+        for a in cluster.allocations
+        if a.spec.cohort is None
+    ]
     return lines

@@ -47,7 +47,9 @@ def crds_folder(option: Path | None) -> Path | None:
 
 def _crds_problem(crds: Path | None) -> list[Diagnostic]:
     if crds is not None and not crds.is_dir():
-        return [error(str(crds), 0, 0, "", f"the CRD folder does not exist (from --crds or {CRDS_ENV})")]
+        return [
+            error(str(crds), 0, 0, "", f"the CRD folder does not exist (from --crds or {CRDS_ENV})")
+        ]
     return []
 
 
@@ -70,10 +72,20 @@ def output_path(root: Path, out: Path | None) -> str:
 def _cluster_objects(root: Path, fleet: Fleet, where: str) -> Callable[[str], list[Manifest]]:
     """Return name -> a cluster's generated and own objects (for the AppProject of a partial render)."""
     extras = read_extras(root, fleet.clusters)[0]
-    return lambda name: emit(fleet, (name,), where) + [e.manifest for e in extras if e.manifest.cluster == name]
+    return lambda name: (
+        emit(fleet, (name,), where) + [e.manifest for e in extras if e.manifest.cluster == name]
+    )
 
 
-def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None = None, emit_output: bool = True, out: Path | None = None, verify_output: bool = True, base: str | None = None) -> Compiled:
+def compile_fleet(
+    root: Path,
+    clusters: tuple[str, ...] = (),
+    crds: Path | None = None,
+    emit_output: bool = True,
+    out: Path | None = None,
+    verify_output: bool = True,
+    base: str | None = None,
+) -> Compiled:
     """Load, resolve, check, emit and validate the fleet of a repository.
 
     verify_output=False skips proving the emitted objects (diff does: it shows what changes,
@@ -108,18 +120,27 @@ def compile_fleet(root: Path, clusters: tuple[str, ...] = (), crds: Path | None 
     where = output_path(root, out)
     result.manifests = emit(fleet, clusters, where)
     result.manifests, result.overlay, more = apply_overlay(root, fleet, result.manifests, where)
-    result.manifests = complete_projects(fleet, result.manifests, _cluster_objects(root, fleet, where) if clusters else None)
+    result.manifests = complete_projects(
+        fleet, result.manifests, _cluster_objects(root, fleet, where) if clusters else None
+    )
     result.diagnostics += with_code(more, "input")
     if has_errors(more):
         return result
     if verify_output:
-        result.diagnostics = accept(result.diagnostics + with_code(validate_manifests(result, folder, where), "output"), entries)
-    if verify_output and not clusters and not has_errors(result.diagnostics):  # stale only once everything ran
+        result.diagnostics = accept(
+            result.diagnostics + with_code(validate_manifests(result, folder, where), "output"),
+            entries,
+        )
+    if (
+        verify_output and not clusters and not has_errors(result.diagnostics)
+    ):  # stale only once everything ran
         result.diagnostics += unused(result.diagnostics, entries, known_codes())
     return result
 
 
-def validate_manifests(result: Compiled, crds: Path | None, where: str = "output") -> list[Diagnostic]:
+def validate_manifests(
+    result: Compiled, crds: Path | None, where: str = "output"
+) -> list[Diagnostic]:
     """Prove every emitted object (schemas, CEL, webhooks, references) before anything is written.
 
     Each cluster is checked against the shipped CRDs of its own component versions; the CRDs of
@@ -130,6 +151,12 @@ def validate_manifests(result: Compiled, crds: Path | None, where: str = "output
         index = load_crds(crds.absolute()) if crds is not None else None
     except (CrdLoadError, OSError) as exc:
         return [error(str(crds), 0, 0, "", f"cannot read the CRDs: {exc}")]
-    problems, notes = verify(result.manifests, result.fleet, index, where, result.overlay.place if result.overlay else None)
+    problems, notes = verify(
+        result.manifests,
+        result.fleet,
+        index,
+        where,
+        result.overlay.place if result.overlay else None,
+    )
     result.notes.extend(notes)
     return problems

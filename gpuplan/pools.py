@@ -52,7 +52,9 @@ class PoolPlan:
     mig_config: str | None = None
     device_plugin_config: str | None = None
     node_group_label: str | None = None  # the provider's node-group label (clouds only)
-    gke_labels: dict[str, str] = field(default_factory=dict)  # GKE's own MIG and time-sharing node labels
+    gke_labels: dict[str, str] = field(
+        default_factory=dict
+    )  # GKE's own MIG and time-sharing node labels
 
     @property
     def name(self) -> str:
@@ -177,10 +179,13 @@ def _mig_resources(plan: PoolPlan, strategy: str) -> dict[str, Resource]:
                 continue  # unknown profiles are reported by the checks; '+' is no valid resource name
             name = _shared(mig_resource(profile, strategy), sharing.renamed)
             per_node[name] = per_node.get(name, 0) + len(gpus) * count * sharing.replicas
-            fraction[name] = Fraction(spec.compute_slices, geometry.compute_slices) / sharing.replicas
+            fraction[name] = (
+                Fraction(spec.compute_slices, geometry.compute_slices) / sharing.replicas
+            )
             profile_of[name] = profile
     return {
-        name: Resource(name, per_node[name], fraction[name], profile_of[name]) for name in sorted(per_node)
+        name: Resource(name, per_node[name], fraction[name], profile_of[name])
+        for name in sorted(per_node)
     }
 
 
@@ -208,7 +213,9 @@ def build_pool(cluster: Cluster, index: int, model: GpuModel, gpus_per_node: int
             plan.mig_config = MIG_DISABLED
     if sharing.mode in ("time-slicing", "mps", "mig+time-slicing"):
         plan.device_plugin_config = pool.name
-    if google_stack(cluster):  # GKE partitions and shares GPUs from the node pool's settings, not labels
+    if google_stack(
+        cluster
+    ):  # GKE partitions and shares GPUs from the node pool's settings, not labels
         plan.mig_config = plan.device_plugin_config = None
     return plan
 

@@ -25,7 +25,9 @@ _SUFFIXES: dict[str, Fraction] = {
     "Ei": Fraction(2**60),
 }
 # The grammar of k8s.io/apimachinery/pkg/api/resource (quantity.go), without signs we never need.
-_QUANTITY = re.compile(r"^(?P<num>[0-9]+(\.[0-9]*)?|\.[0-9]+)(?P<suffix>[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE]|)$")
+_QUANTITY = re.compile(
+    r"^(?P<num>[0-9]+(\.[0-9]*)?|\.[0-9]+)(?P<suffix>[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE]|)$"
+)
 _BINARY = ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki")
 MAX_DIGITS = 40  # refuse absurd numbers before Fraction arithmetic sees them
 
@@ -65,7 +67,9 @@ def _parse(value: object) -> Fraction:
     text = value.strip()
     match = _QUANTITY.fullmatch(text)
     if match is None or len(text) > MAX_DIGITS:
-        raise QuantityError(f"{value!r} is not a Kubernetes quantity (examples: 500m, 64, 2000Gi, 2Ti)")
+        raise QuantityError(
+            f"{value!r} is not a Kubernetes quantity (examples: 500m, 64, 2000Gi, 2Ti)"
+        )
     number = Fraction(match["num"])
     suffix = match["suffix"]
     if suffix[:1] in ("e", "E"):

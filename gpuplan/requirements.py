@@ -25,7 +25,9 @@ def _aws(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
     autoscaler = cluster.spec.components.cluster_autoscaler
     assert autoscaler is not None
     nodes = pool.spec.nodes
-    lines = [f"  ASG min size {nodes.min}, max size {nodes.max} (the pool's nodes.min and nodes.max)"]
+    lines = [
+        f"  ASG min size {nodes.min}, max size {nodes.max} (the pool's nodes.min and nodes.max)"
+    ]
     if autoscaler.discovery == "auto":
         name = autoscaler.cluster_name or cluster.name
         lines.append("  tag k8s.io/cluster-autoscaler/enabled = true")
@@ -33,9 +35,13 @@ def _aws(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
     else:
         lines.append(f"  ASG name {autoscaler.node_groups[pool.name]}")
     labels = {NODE_GROUP_LABELS["aws"]: str(pool.spec.node_group), **pool.spec.labels}
-    lines += [f"  tag {NODE_TEMPLATE_TAG}/label/{key} = {value}" for key, value in sorted(labels.items())]
+    lines += [
+        f"  tag {NODE_TEMPLATE_TAG}/label/{key} = {value}" for key, value in sorted(labels.items())
+    ]
     for taint in pool.taints:
-        lines.append(f"  tag {NODE_TEMPLATE_TAG}/taint/{taint['key']} = {taint.get('value', '')}:{taint['effect']}")
+        lines.append(
+            f"  tag {NODE_TEMPLATE_TAG}/taint/{taint['key']} = {taint.get('value', '')}:{taint['effect']}"
+        )
     for resource, plan in sorted(pool.resources.items()):
         lines.append(f"  tag {NODE_TEMPLATE_TAG}/resources/{resource} = {plan.per_node}")
     return lines
@@ -43,22 +49,31 @@ def _aws(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
 
 def _managed(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
     nodes = pool.spec.nodes
-    return [f"  az aks nodepool update --name {pool.spec.node_group} --enable-cluster-autoscaler --min-count {nodes.min} --max-count {nodes.max}"]
+    return [
+        f"  az aks nodepool update --name {pool.spec.node_group} --enable-cluster-autoscaler --min-count {nodes.min} --max-count {nodes.max}"
+    ]
 
 
 def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
     accelerator = pool.spec.labels.get(ACCELERATOR_LABEL, "<accelerator>")
     google = google_stack(cluster.spec)
-    flags = [f"--accelerator {gcloud_accelerator(pool.spec, pool.gpus_per_node, accelerator, google)}"]
+    flags = [
+        f"--accelerator {gcloud_accelerator(pool.spec, pool.gpus_per_node, accelerator, google)}"
+    ]
     taints = [f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in pool.taints]
     if taints:
         flags.append("--node-taints " + ",".join(taints))
     nodes = pool.spec.nodes
     if nodes.by_cluster_autoscaler:
-        flags.append(f"--enable-autoscaling --total-min-nodes {nodes.min} --total-max-nodes {nodes.max}")
+        flags.append(
+            f"--enable-autoscaling --total-min-nodes {nodes.min} --total-max-nodes {nodes.max}"
+        )
     else:
         flags.append(f"--num-nodes {nodes.most}")
-    return [f"{cluster.name}: GKE node pool {pool.spec.node_group} (pool {pool.name})", f"  gcloud container node-pools create {pool.spec.node_group} " + " ".join(flags)]
+    return [
+        f"{cluster.name}: GKE node pool {pool.spec.node_group} (pool {pool.name})",
+        f"  gcloud container node-pools create {pool.spec.node_group} " + " ".join(flags),
+    ]
 
 
 def cluster_requirements(cluster: ClusterPlan) -> list[str]:
@@ -70,7 +85,9 @@ def cluster_requirements(cluster: ClusterPlan) -> list[str]:
             continue
         if not pool.spec.nodes.by_cluster_autoscaler:
             continue
-        lines.append(f"{cluster.name}: pool {pool.name}, node group {pool.spec.node_group} (Cluster Autoscaler)")
+        lines.append(
+            f"{cluster.name}: pool {pool.name}, node group {pool.spec.node_group} (Cluster Autoscaler)"
+        )
         lines += _aws(cluster, pool) if cluster.spec.provider == "aws" else _managed(cluster, pool)
     return lines
 

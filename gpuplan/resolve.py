@@ -7,6 +7,7 @@ the file, line and column of the input that causes it.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Set as AbstractSet
 
 from gpuplan.components import REGISTRY, UnknownVersion, chosen, namespaces_of
 from gpuplan.diagnostics import Diagnostic, Key, Located
@@ -31,7 +32,9 @@ def _duplicates(located: Located[Cluster], field_name: str, items: list) -> list
     problems = []
     for index, item in enumerate(items):
         if item.name in seen:
-            problems.append(located.at(field_name, index, "name", message=f"duplicate name {item.name!r}"))
+            problems.append(
+                located.at(field_name, index, "name", message=f"duplicate name {item.name!r}")
+            )
         seen.add(item.name)
     return problems
 
@@ -70,9 +73,15 @@ def _mig_problems(located: Located[Cluster], plan: PoolPlan) -> list[Diagnostic]
     if strategy is not None and strategy.mig_strategy == "single":
         kinds = {p for _, layout in layouts for p, n in layout.items() if n}
         if len(kinds) > 1:
-            problems.append(located.at(*base, message=(
-                f"migStrategy single allows one MIG profile type per node, this pool has {len(kinds)}: "
-                f"{', '.join(sorted(kinds))} (use migStrategy: mixed)")))
+            problems.append(
+                located.at(
+                    *base,
+                    message=(
+                        f"migStrategy single allows one MIG profile type per node, this pool has {len(kinds)}: "
+                        f"{', '.join(sorted(kinds))} (use migStrategy: mixed)"
+                    ),
+                )
+            )
     return problems
 
 
@@ -84,13 +93,28 @@ def _device_coverage(located: Located[Cluster], plan: PoolPlan) -> list[Diagnost
         for g_index, gpu in enumerate(devices.gpus):
             loc = base + (d_index, "gpus", g_index)
             if gpu >= plan.gpus_per_node:
-                problems.append(located.at(*loc, message=f"GPU index {gpu} does not exist: nodes have {plan.gpus_per_node} GPUs (0..{plan.gpus_per_node - 1})"))
+                problems.append(
+                    located.at(
+                        *loc,
+                        message=f"GPU index {gpu} does not exist: nodes have {plan.gpus_per_node} GPUs (0..{plan.gpus_per_node - 1})",
+                    )
+                )
             elif gpu in seen:
-                problems.append(located.at(*loc, message=f"GPU index {gpu} is already given a layout in devices[{seen[gpu]}]"))
+                problems.append(
+                    located.at(
+                        *loc,
+                        message=f"GPU index {gpu} is already given a layout in devices[{seen[gpu]}]",
+                    )
+                )
             seen.setdefault(gpu, d_index)
     missing = [i for i in range(plan.gpus_per_node) if i not in seen]
     if missing:
-        problems.append(located.at(*base, message=f"devices leave GPU index {', '.join(map(str, missing))} without a layout: cover 0..{plan.gpus_per_node - 1} exactly once"))
+        problems.append(
+            located.at(
+                *base,
+                message=f"devices leave GPU index {', '.join(map(str, missing))} without a layout: cover 0..{plan.gpus_per_node - 1} exactly once",
+            )
+        )
     return problems
 
 
@@ -103,11 +127,32 @@ def _pool_shape(located: Located[Cluster], index: int) -> list[Diagnostic]:
         return _karpenter_pool_shape(located, index)
     problems = []
     if not pool.hostnames and not pool.labels and pool.node_group is None:
-        problems.append(located.at("nodePools", index, "nodes", message="a static pool needs nodeGroup, hostnames or labels to select its nodes (or a karpenter section, for a static NodePool)"))
+        problems.append(
+            located.at(
+                "nodePools",
+                index,
+                "nodes",
+                message="a static pool needs nodeGroup, hostnames or labels to select its nodes (or a karpenter section, for a static NodePool)",
+            )
+        )
     if pool.node_group is not None and cluster.provider not in NODE_GROUP_LABELS:
-        problems.append(located.at("nodePools", index, "nodeGroup", message=f"nodeGroup selects nodes by a cloud's node-group label, which {cluster.provider} nodes have none of: use hostnames or labels"))
+        problems.append(
+            located.at(
+                "nodePools",
+                index,
+                "nodeGroup",
+                message=f"nodeGroup selects nodes by a cloud's node-group label, which {cluster.provider} nodes have none of: use hostnames or labels",
+            )
+        )
     if pool.node_group is not None and pool.hostnames:
-        problems.append(located.at("nodePools", index, "hostnames", message="set nodeGroup or hostnames, not both: nodeGroup already selects the pool's nodes"))
+        problems.append(
+            located.at(
+                "nodePools",
+                index,
+                "hostnames",
+                message="set nodeGroup or hostnames, not both: nodeGroup already selects the pool's nodes",
+            )
+        )
     return problems
 
 
@@ -118,15 +163,43 @@ def _cluster_autoscaler_pool_shape(located: Located[Cluster], index: int) -> lis
     at = ("nodePools", index, "nodes", "autoscaler")
     problems = []
     if pool.node_group is None:
-        problems.append(located.at(*at, message="a pool scaled by the Cluster Autoscaler needs nodeGroup: the managed node group it scales (min and max are that group's)"))
+        problems.append(
+            located.at(
+                *at,
+                message="a pool scaled by the Cluster Autoscaler needs nodeGroup: the managed node group it scales (min and max are that group's)",
+            )
+        )
     elif cluster.provider not in NODE_GROUP_LABELS:
-        problems.append(located.at(*at, message=f"the Cluster Autoscaler scales cloud node groups, which provider {cluster.provider} has none of"))
+        problems.append(
+            located.at(
+                *at,
+                message=f"the Cluster Autoscaler scales cloud node groups, which provider {cluster.provider} has none of",
+            )
+        )
     if cluster.components.cluster_autoscaler is None:
-        problems.append(located.at(*at, message="autoscaler: cluster-autoscaler needs components.clusterAutoscaler"))
+        problems.append(
+            located.at(
+                *at, message="autoscaler: cluster-autoscaler needs components.clusterAutoscaler"
+            )
+        )
     if pool.karpenter is not None:
-        problems.append(located.at("nodePools", index, "karpenter", message="a karpenter section applies to pools Karpenter makes, not to a Cluster Autoscaler node group"))
+        problems.append(
+            located.at(
+                "nodePools",
+                index,
+                "karpenter",
+                message="a karpenter section applies to pools Karpenter makes, not to a Cluster Autoscaler node group",
+            )
+        )
     if pool.hostnames:
-        problems.append(located.at("nodePools", index, "hostnames", message="the node group's label selects a Cluster Autoscaler pool's nodes: drop hostnames"))
+        problems.append(
+            located.at(
+                "nodePools",
+                index,
+                "hostnames",
+                message="the node group's label selects a Cluster Autoscaler pool's nodes: drop hostnames",
+            )
+        )
     return problems
 
 
@@ -139,15 +212,50 @@ def _karpenter_pool_shape(located: Located[Cluster], index: int) -> list[Diagnos
             message = "an autoscaled pool (min/max) needs components.karpenter; use {count: N} for a static pool"
         else:
             message = "a karpenter section (a static NodePool) needs components.karpenter; drop it to select existing nodes by nodeGroup, hostnames or labels"
-        problems.append(located.at("nodePools", index, "nodes" if pool.nodes.autoscaled else "karpenter", message=message))
+        problems.append(
+            located.at(
+                "nodePools",
+                index,
+                "nodes" if pool.nodes.autoscaled else "karpenter",
+                message=message,
+            )
+        )
     if cluster.provider not in ("aws", "azure"):
-        problems.append(located.at("nodePools", index, "nodes" if pool.nodes.autoscaled else "karpenter", message=f"Karpenter does not serve provider {cluster.provider}; use {{count: N}} with nodeGroup, hostnames or labels"))
+        problems.append(
+            located.at(
+                "nodePools",
+                index,
+                "nodes" if pool.nodes.autoscaled else "karpenter",
+                message=f"Karpenter does not serve provider {cluster.provider}; use {{count: N}} with nodeGroup, hostnames or labels",
+            )
+        )
     if pool.karpenter is None:
-        problems.append(located.at("nodePools", index, "nodes", message="an autoscaled pool needs a karpenter section (instanceTypes)"))
+        problems.append(
+            located.at(
+                "nodePools",
+                index,
+                "nodes",
+                message="an autoscaled pool needs a karpenter section (instanceTypes)",
+            )
+        )
     if pool.hostnames:
-        problems.append(located.at("nodePools", index, "hostnames", message="hostnames apply to static pools Karpenter does not make"))
+        problems.append(
+            located.at(
+                "nodePools",
+                index,
+                "hostnames",
+                message="hostnames apply to static pools Karpenter does not make",
+            )
+        )
     if pool.node_group is not None:
-        problems.append(located.at("nodePools", index, "nodeGroup", message="nodeGroup applies to static pools Karpenter does not make (its NodePool labels the nodes)"))
+        problems.append(
+            located.at(
+                "nodePools",
+                index,
+                "nodeGroup",
+                message="nodeGroup applies to static pools Karpenter does not make (its NodePool labels the nodes)",
+            )
+        )
     return problems
 
 
@@ -163,7 +271,14 @@ def _cohort_cycles(located: Located[Cluster]) -> list[Diagnostic]:
             parent = parents[parent]
         if parent == cohort.name:
             cycle = " -> ".join(chain + [cohort.name])
-            problems.append(located.at("cohorts", index, "parent", message=f"cohort {cohort.name} is its own ancestor, a cycle ({cycle}): Kueue would disable every ClusterQueue in it"))
+            problems.append(
+                located.at(
+                    "cohorts",
+                    index,
+                    "parent",
+                    message=f"cohort {cohort.name} is its own ancestor, a cycle ({cycle}): Kueue would disable every ClusterQueue in it",
+                )
+            )
     return problems
 
 
@@ -171,29 +286,70 @@ def _cluster_refs(located: Located[Cluster]) -> list[Diagnostic]:
     cluster = located.model
     problems = []
     for field_name in ("nodePools", "priorityClasses", "cohorts", "networks"):
-        items = getattr(cluster, {"nodePools": "node_pools", "priorityClasses": "priority_classes"}.get(field_name, field_name))
+        items = getattr(
+            cluster,
+            {"nodePools": "node_pools", "priorityClasses": "priority_classes"}.get(
+                field_name, field_name
+            ),
+        )
         problems.extend(_duplicates(located, field_name, items))
     cohorts = [c.name for c in cluster.cohorts]
     for index, cohort in enumerate(cluster.cohorts):
         if cohort.parent is not None and cohort.parent not in cohorts:
-            problems.append(located.at("cohorts", index, "parent", message=f"unknown cohort {cohort.parent!r}{_guess(cohort.parent, cohorts)}"))
+            problems.append(
+                located.at(
+                    "cohorts",
+                    index,
+                    "parent",
+                    message=f"unknown cohort {cohort.parent!r}{_guess(cohort.parent, cohorts)}",
+                )
+            )
     problems.extend(_cohort_cycles(located))
     autoscaler = cluster.components.cluster_autoscaler
     if autoscaler is not None and cluster.provider == "aws" and autoscaler.region is None:
         # The chart's cloudProvider aws needs awsRegion (kubernetes/autoscaler cluster-autoscaler-chart-9.59.0
         # cluster-autoscaler/charts/cluster-autoscaler/values.yaml).
-        problems.append(located.at("components", "clusterAutoscaler", message="the Cluster Autoscaler on aws needs region (the node groups' AWS region)"))
+        problems.append(
+            located.at(
+                "components",
+                "clusterAutoscaler",
+                message="the Cluster Autoscaler on aws needs region (the node groups' AWS region)",
+            )
+        )
     if autoscaler is not None and autoscaler.discovery == "explicit":
         scaled = {p.name for p in cluster.node_pools if p.nodes.by_cluster_autoscaler}
         for missing in sorted(scaled - set(autoscaler.node_groups)):
-            problems.append(located.at("components", "clusterAutoscaler", "discovery", message=f"discovery explicit needs nodeGroups[{missing}]: the Auto Scaling group of pool {missing}"))
+            problems.append(
+                located.at(
+                    "components",
+                    "clusterAutoscaler",
+                    "discovery",
+                    message=f"discovery explicit needs nodeGroups[{missing}]: the Auto Scaling group of pool {missing}",
+                )
+            )
         for extra in sorted(set(autoscaler.node_groups) - scaled):
-            problems.append(located.at("components", "clusterAutoscaler", "nodeGroups", extra, message=f"{extra} is no pool with autoscaler: cluster-autoscaler"))
+            problems.append(
+                located.at(
+                    "components",
+                    "clusterAutoscaler",
+                    "nodeGroups",
+                    extra,
+                    message=f"{extra} is no pool with autoscaler: cluster-autoscaler",
+                )
+            )
     pools = [p.name for p in cluster.node_pools]
     for n_index, network in enumerate(cluster.networks):
         for p_index, pool in enumerate(network.pools):
             if pool not in pools:
-                problems.append(located.at("networks", n_index, "pools", p_index, message=f"unknown pool {pool!r}{_guess(pool, pools)}"))
+                problems.append(
+                    located.at(
+                        "networks",
+                        n_index,
+                        "pools",
+                        p_index,
+                        message=f"unknown pool {pool!r}{_guess(pool, pools)}",
+                    )
+                )
     return problems
 
 
@@ -208,7 +364,12 @@ def _component_versions(located: Located[Cluster]) -> list[Diagnostic]:
         where = ("components", component.field)
         if component.line_field and line not in component.lines:
             lines = ", ".join(component.lines)
-            problems.append(located.at(*where, message=f"{component.name} has no releases for {component.line_field} {line}; gpuplan knows {lines}"))
+            problems.append(
+                located.at(
+                    *where,
+                    message=f"{component.name} has no releases for {component.line_field} {line}; gpuplan knows {lines}",
+                )
+            )
             continue
         try:
             component.release(version, line)
@@ -226,8 +387,14 @@ def build_cluster(located: Located[Cluster]) -> tuple[ClusterPlan, list[Diagnost
         model = catalog.lookup(pool.gpu)
         if model is None:
             guess = catalog.closest(pool.gpu)
-            hint = f" (did you mean {guess!r}?)" if guess else f"; known: {', '.join(catalog.names())}"
-            problems.append(located.at("nodePools", index, "gpu", message=f"unknown GPU model {pool.gpu!r}{hint}"))
+            hint = (
+                f" (did you mean {guess!r}?)" if guess else f"; known: {', '.join(catalog.names())}"
+            )
+            problems.append(
+                located.at(
+                    "nodePools", index, "gpu", message=f"unknown GPU model {pool.gpu!r}{hint}"
+                )
+            )
             continue
         gpus, found = _gpus_per_node(located, index)
         problems.extend(found)
@@ -241,21 +408,39 @@ def build_cluster(located: Located[Cluster]) -> tuple[ClusterPlan, list[Diagnost
     return plan, problems
 
 
-def _quota_grants(alloc: AllocationPlan, q_index: int, quota: Quota, pool: PoolPlan) -> tuple[list[Grant], list[Diagnostic]]:
+def _quota_grants(
+    alloc: AllocationPlan, q_index: int, quota: Quota, pool: PoolPlan
+) -> tuple[list[Grant], list[Diagnostic]]:
     loc = alloc.loc("quotas", q_index)
     where = alloc.tenant
     if quota.gpus is not None:
         if pool.spec.sharing.mig is not None:
             profiles = ", ".join(sorted({r.profile or "" for r in pool.resources.values()}))
-            return [], [where.at(*loc, "gpus", message=f"pool {pool.name} is a MIG pool: use mig: {{profile: count}} (its layout gives {profiles})")]
+            return [], [
+                where.at(
+                    *loc,
+                    "gpus",
+                    message=f"pool {pool.name} is a MIG pool: use mig: {{profile: count}} (its layout gives {profiles})",
+                )
+            ]
         if shapes := _limit_shapes(alloc, q_index, quota):
             return [], shapes
         (resource,) = pool.resources
-        grant = Grant(pool, resource, quota.gpus, _limit(quota.borrowing_limit), _limit(quota.lending_limit), loc + ("gpus",), alloc)
+        grant = Grant(
+            pool,
+            resource,
+            quota.gpus,
+            _limit(quota.borrowing_limit),
+            _limit(quota.lending_limit),
+            loc + ("gpus",),
+            alloc,
+        )
         return [grant], []
     if pool.spec.sharing.mig is None:
         unit = "shares" if pool.mode in ("time-slicing", "mps") else "whole GPUs"
-        return [], [where.at(*loc, "mig", message=f"pool {pool.name} is not a MIG pool: use gpus ({unit})")]
+        return [], [
+            where.at(*loc, "mig", message=f"pool {pool.name} is not a MIG pool: use gpus ({unit})")
+        ]
     if shapes := _limit_shapes(alloc, q_index, quota):
         return [], shapes
     return _mig_grants(alloc, q_index, quota, pool)
@@ -264,12 +449,20 @@ def _quota_grants(alloc: AllocationPlan, q_index: int, quota: Quota, pool: PoolP
 def _limit_shapes(alloc: AllocationPlan, q_index: int, quota: Quota) -> list[Diagnostic]:
     """Return errors where a limit's shape does not fit the quota's unit (once the unit fits the pool)."""
     problems = []
-    for field, value in (("borrowingLimit", quota.borrowing_limit), ("lendingLimit", quota.lending_limit)):
+    for field, value in (
+        ("borrowingLimit", quota.borrowing_limit),
+        ("lendingLimit", quota.lending_limit),
+    ):
         loc = alloc.loc("quotas", q_index, field)
         if quota.gpus is not None and isinstance(value, dict):
             problems.append(alloc.tenant.at(*loc, message="must be a number on a gpus quota"))
         if quota.mig is not None and isinstance(value, int):
-            problems.append(alloc.tenant.at(*loc, message="must be a mapping per MIG profile on a mig quota, such as {1g.10gb: 7}"))
+            problems.append(
+                alloc.tenant.at(
+                    *loc,
+                    message="must be a mapping per MIG profile on a mig quota, such as {1g.10gb: 7}",
+                )
+            )
     return problems
 
 
@@ -279,46 +472,97 @@ def _limit(value: int | dict[str, int] | None, profile: str | None = None) -> in
     return value
 
 
-def _mig_grants(alloc: AllocationPlan, q_index: int, quota: Quota, pool: PoolPlan) -> tuple[list[Grant], list[Diagnostic]]:
+def _mig_grants(
+    alloc: AllocationPlan, q_index: int, quota: Quota, pool: PoolPlan
+) -> tuple[list[Grant], list[Diagnostic]]:
     loc = alloc.loc("quotas", q_index, "mig")
     by_profile = {r.profile: r.name for r in pool.resources.values()}
     grants, problems = [], []
     for profile, count in sorted((quota.mig or {}).items()):
         if "+" in profile:
-            problems.append(alloc.tenant.at(*loc, profile, message=f"{profile} instances cannot be granted: '+' is not allowed in a Kubernetes resource name"))
+            problems.append(
+                alloc.tenant.at(
+                    *loc,
+                    profile,
+                    message=f"{profile} instances cannot be granted: '+' is not allowed in a Kubernetes resource name",
+                )
+            )
         elif profile not in by_profile:
             have = ", ".join(p for p in by_profile if p)
-            problems.append(alloc.tenant.at(*loc, profile, message=f"pool {pool.name} has no {profile} instances; its layout gives {have}"))
+            problems.append(
+                alloc.tenant.at(
+                    *loc,
+                    profile,
+                    message=f"pool {pool.name} has no {profile} instances; its layout gives {have}",
+                )
+            )
         else:
-            grants.append(Grant(pool, by_profile[profile], count, _limit(quota.borrowing_limit, profile), _limit(quota.lending_limit, profile), loc + (profile,), alloc))
+            grants.append(
+                Grant(
+                    pool,
+                    by_profile[profile],
+                    count,
+                    _limit(quota.borrowing_limit, profile),
+                    _limit(quota.lending_limit, profile),
+                    loc + (profile,),
+                    alloc,
+                )
+            )
     for kind in ("borrowingLimit", "lendingLimit"):
         limits = getattr(quota, "borrowing_limit" if kind == "borrowingLimit" else "lending_limit")
         for profile in sorted(limits or {}):
             if profile not in (quota.mig or {}):
-                problems.append(alloc.tenant.at(*alloc.loc("quotas", q_index, kind, profile), message=f"{profile} has no mig quota here"))
+                problems.append(
+                    alloc.tenant.at(
+                        *alloc.loc("quotas", q_index, kind, profile),
+                        message=f"{profile} has no mig quota here",
+                    )
+                )
     return grants, problems
 
 
-def _allocation(tenant: Located[Tenant], index: int, cluster: ClusterPlan) -> tuple[AllocationPlan, list[Diagnostic]]:
+def _allocation(
+    tenant: Located[Tenant], index: int, cluster: ClusterPlan
+) -> tuple[AllocationPlan, list[Diagnostic]]:
     alloc = AllocationPlan(tenant, index, cluster)
     spec = alloc.spec
     problems = []
     cohorts = [c.name for c in cluster.spec.cohorts]
     if spec.cohort is not None and spec.cohort not in cohorts:
-        problems.append(tenant.at(*alloc.loc("cohort"), message=f"cluster {cluster.name} has no cohort {spec.cohort!r}{_guess(spec.cohort, cohorts)}"))
+        problems.append(
+            tenant.at(
+                *alloc.loc("cohort"),
+                message=f"cluster {cluster.name} has no cohort {spec.cohort!r}{_guess(spec.cohort, cohorts)}",
+            )
+        )
     networks = [n.name for n in cluster.spec.networks]
     for n_index, network in enumerate(spec.networks):
         if network not in networks:
-            problems.append(tenant.at(*alloc.loc("networks", n_index), message=f"cluster {cluster.name} has no network {network!r}{_guess(network, networks)}"))
+            problems.append(
+                tenant.at(
+                    *alloc.loc("networks", n_index),
+                    message=f"cluster {cluster.name} has no network {network!r}{_guess(network, networks)}",
+                )
+            )
     declared = [p.name for p in cluster.spec.node_pools]
     seen: set[str] = set()
     for q_index, quota in enumerate(spec.quotas):
         if quota.pool in seen:
-            problems.append(tenant.at(*alloc.loc("quotas", q_index, "pool"), message=f"pool {quota.pool} has a quota already in this allocation"))
+            problems.append(
+                tenant.at(
+                    *alloc.loc("quotas", q_index, "pool"),
+                    message=f"pool {quota.pool} has a quota already in this allocation",
+                )
+            )
             continue
         seen.add(quota.pool)
         if quota.pool not in declared:
-            problems.append(tenant.at(*alloc.loc("quotas", q_index, "pool"), message=f"cluster {cluster.name} has no pool {quota.pool!r}{_guess(quota.pool, declared)}"))
+            problems.append(
+                tenant.at(
+                    *alloc.loc("quotas", q_index, "pool"),
+                    message=f"cluster {cluster.name} has no pool {quota.pool!r}{_guess(quota.pool, declared)}",
+                )
+            )
             continue
         if quota.pool not in cluster.pools:
             continue  # the pool itself has errors, reported on the cluster
@@ -331,7 +575,11 @@ def _allocation(tenant: Located[Tenant], index: int, cluster: ClusterPlan) -> tu
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-def _namespaces(tenants: list[Located[Tenant]], clusters: list[Located[Cluster]], base_owners: dict[str, str] | None = None) -> list[Diagnostic]:
+def _namespaces(
+    tenants: list[Located[Tenant]],
+    clusters: list[Located[Cluster]],
+    base_owners: dict[str, str] | None = None,
+) -> list[Diagnostic]:
     reserved = set(SYSTEM_NAMESPACES) | {"argocd"}
     for cluster in clusters:
         reserved |= set(namespaces_of(cluster.model))
@@ -340,9 +588,15 @@ def _namespaces(tenants: list[Located[Tenant]], clusters: list[Located[Cluster]]
     problems = []
     for tenant in tenants:
         for n_index, namespace in enumerate(tenant.model.namespace_names):
-            loc: tuple[str | int, ...] = ("namespaces", n_index) if tenant.model.namespaces else ("name",)
+            loc: tuple[str | int, ...] = (
+                ("namespaces", n_index) if tenant.model.namespaces else ("name",)
+            )
             if namespace in reserved or namespace.startswith("kube-"):
-                problems.append(tenant.at(*loc, message=f"namespace {namespace!r} is a system or component namespace"))
+                problems.append(
+                    tenant.at(
+                        *loc, message=f"namespace {namespace!r} is a system or component namespace"
+                    )
+                )
             elif namespace in owner and owner[namespace][0].model.name == tenant.model.name:
                 problems.append(tenant.at(*loc, message=f"namespace {namespace!r} is listed twice"))
             elif namespace in owner:
@@ -355,7 +609,9 @@ def _namespaces(tenants: list[Located[Tenant]], clusters: list[Located[Cluster]]
 Claim = tuple[Located[Tenant], tuple[str | int, ...]]
 
 
-def _collision(namespace: str, first: Claim, second: Claim, base_owners: dict[str, str] | None) -> list[Diagnostic]:
+def _collision(
+    namespace: str, first: Claim, second: Claim, base_owners: dict[str, str] | None
+) -> list[Diagnostic]:
     """Blame a namespace two tenants claim on the file that introduced the clash.
 
     With a git base (check --base), the tenant that held the namespace there keeps it and only
@@ -373,7 +629,9 @@ def _collision(namespace: str, first: Claim, second: Claim, base_owners: dict[st
     return problems
 
 
-def build_fleet(inputs: Inputs, base_owners: dict[str, str] | None = None) -> tuple[Fleet, list[Diagnostic]]:
+def build_fleet(
+    inputs: Inputs, base_owners: dict[str, str] | None = None
+) -> tuple[Fleet, list[Diagnostic]]:
     """Resolve every reference of the fleet and compute each pool's resources.
 
     base_owners (namespace -> tenant at a git base) tells which file introduced a namespace clash.
@@ -392,24 +650,48 @@ def build_fleet(inputs: Inputs, base_owners: dict[str, str] | None = None) -> tu
     return Fleet(clusters, tenants, inputs.files), problems
 
 
-def _tenant(tenant: Located[Tenant], clusters: dict[str, ClusterPlan], known: list[str], broken: set[str] = frozenset()) -> list[Diagnostic]:  # type: ignore[assignment]
+def _tenant(
+    tenant: Located[Tenant],
+    clusters: dict[str, ClusterPlan],
+    known: list[str],
+    broken: AbstractSet[str] = frozenset(),
+) -> list[Diagnostic]:
     problems = []
     seen: set[str] = set()
     for index, allocation in enumerate(tenant.model.allocations):
         if allocation.cluster in seen:
-            problems.append(tenant.at("allocations", index, "cluster", message=f"a second allocation on cluster {allocation.cluster}: merge them"))
+            problems.append(
+                tenant.at(
+                    "allocations",
+                    index,
+                    "cluster",
+                    message=f"a second allocation on cluster {allocation.cluster}: merge them",
+                )
+            )
             continue
         seen.add(allocation.cluster)
         cluster = clusters.get(allocation.cluster)
         if cluster is None and allocation.cluster in broken:
             continue  # the cluster file has errors of its own, reported there
         if cluster is None:
-            problems.append(tenant.at("allocations", index, "cluster", message=f"unknown cluster {allocation.cluster!r}{_guess(allocation.cluster, known)}"))
+            problems.append(
+                tenant.at(
+                    "allocations",
+                    index,
+                    "cluster",
+                    message=f"unknown cluster {allocation.cluster!r}{_guess(allocation.cluster, known)}",
+                )
+            )
             continue
         priority = tenant.model.priority_class
         names = [p.name for p in cluster.spec.priority_classes]
         if priority is not None and priority not in names:
-            problems.append(tenant.at("priorityClass", message=f"cluster {cluster.name} has no priority class {priority!r}{_guess(priority, names)}"))
+            problems.append(
+                tenant.at(
+                    "priorityClass",
+                    message=f"cluster {cluster.name} has no priority class {priority!r}{_guess(priority, names)}",
+                )
+            )
         plan, found = _allocation(tenant, index, cluster)
         problems.extend(found)
         cluster.allocations.append(plan)

@@ -23,20 +23,34 @@ from gpuplan.yamlout import dump
 BUG = "(gpuplan emitted an invalid object: please report this bug)"
 
 
-def _validators(fleet: Fleet, extra: CrdIndex | None) -> tuple[dict[str, Validator], list[Diagnostic]]:
+def _validators(
+    fleet: Fleet, extra: CrdIndex | None
+) -> tuple[dict[str, Validator], list[Diagnostic]]:
     """One Validator per cluster, with the CRDs of its own component versions (``extra`` overrides)."""
     validators: dict[str, Validator] = {}
     problems = []
     for name, cluster in fleet.clusters.items():
         try:
             versions = cluster_components(cluster.spec)
-            validators[name] = Validator(index_for(versions, extra), cluster.spec.kubernetes_version, cel=True, webhooks=True, crds_label=crds_label(versions))
+            validators[name] = Validator(
+                index_for(versions, extra),
+                cluster.spec.kubernetes_version,
+                cel=True,
+                webhooks=True,
+                crds_label=crds_label(versions),
+            )
         except UnknownKubernetesVersion as exc:
             problems.append(cluster.located.source.diagnostic(("kubernetesVersion",), str(exc)))
         except UnknownCrdSet as exc:
             problems.append(cluster.located.source.diagnostic(("components",), str(exc)))
     versions = fleet_components()
-    validators[""] = Validator(index_for(versions, extra), newest(), cel=True, webhooks=True, crds_label=crds_label(versions))
+    validators[""] = Validator(
+        index_for(versions, extra),
+        newest(),
+        cel=True,
+        webhooks=True,
+        crds_label=crds_label(versions),
+    )
     return validators, problems
 
 
@@ -49,7 +63,14 @@ def crds_label(versions: dict[str, str]) -> str:
 Place = Callable[[Manifest, str, str, Severity], "Diagnostic | None"]
 
 
-def _at(item: Manifest, path: str, message: str, severity: Severity = Severity.ERROR, place: Place | None = None, bug: bool = True) -> Diagnostic:
+def _at(
+    item: Manifest,
+    path: str,
+    message: str,
+    severity: Severity = Severity.ERROR,
+    place: Place | None = None,
+    bug: bool = True,
+) -> Diagnostic:
     placed = place(item, path, message, severity) if place is not None else None
     if placed is not None:
         return placed
@@ -59,7 +80,9 @@ def _at(item: Manifest, path: str, message: str, severity: Severity = Severity.E
     return Diagnostic(f"output/{item.path}", line, col, severity, where, message)
 
 
-def schema_problems(manifests: Iterable[Manifest], fleet: Fleet, index: CrdIndex | None, place: Place | None = None) -> tuple[list[Diagnostic], list[str]]:
+def schema_problems(
+    manifests: Iterable[Manifest], fleet: Fleet, index: CrdIndex | None, place: Place | None = None
+) -> tuple[list[Diagnostic], list[str]]:
     """Validate each object against its schema, CEL rules and webhook rules."""
     validators, problems = _validators(fleet, index)
     notes: list[str] = []
@@ -68,16 +91,23 @@ def schema_problems(manifests: Iterable[Manifest], fleet: Fleet, index: CrdIndex
         if item.kind == "Kustomization" or validator is None:
             continue
         # A missing CRD is the user's to supply (--crds), not a bug of what gpuplan emitted.
-        problems += [_at(item, p.path, p.message, place=place, bug=p.code != MISSING_CRD) for p in validator.validate(item.obj)]
+        problems += [
+            _at(item, p.path, p.message, place=place, bug=p.code != MISSING_CRD)
+            for p in validator.validate(item.obj)
+        ]
     for validator in validators.values():
         for rule in validator.skipped_rules:
-            notes.append(f"CEL rule of {rule.kind} at {rule.path} was not evaluated ({rule.reason}): {rule.rule}")
+            notes.append(
+                f"CEL rule of {rule.kind} at {rule.path} was not evaluated ({rule.reason}): {rule.rule}"
+            )
     return problems, sorted(set(notes))
 
 
 def _node_labels(cluster: ClusterPlan) -> list[dict[str, str]]:
     """Return label sets static pools without hostnames carry (the user labels their nodes)."""
-    cpu = [dict(p.labels) for p in cluster.spec.cpu_pools]  # CPU pools select nodes by labels they carry already
+    cpu = [
+        dict(p.labels) for p in cluster.spec.cpu_pools
+    ]  # CPU pools select nodes by labels they carry already
     return [p.selector_labels for p in cluster.pools.values() if p.label_selected] + cpu
 
 
@@ -88,7 +118,9 @@ def _external_namespaces(cluster: ClusterPlan) -> list[str]:
 def _in_repos(obj: dict, repos: set[str]) -> bool:
     """Tell whether an object is no Application, or one whose path-bearing source is in these repositories."""
     source = (obj.get("spec") or {}).get("source") or {}
-    return obj.get("kind") != "Application" or "path" not in source or source.get("repoURL") in repos
+    return (
+        obj.get("kind") != "Application" or "path" not in source or source.get("repoURL") in repos
+    )
 
 
 def graph_problems(manifests: list[Manifest], fleet: Fleet) -> list[Diagnostic]:
@@ -96,7 +128,9 @@ def graph_problems(manifests: list[Manifest], fleet: Fleet) -> list[Diagnostic]:
     from gpuplan.emit.bootstrap import graph as bootstrap_graph  # the operators' CRD sets
 
     fleet_items = [m for m in manifests if m.cluster is None and m.kind != "Kustomization"]
-    apps = [m.obj for m in fleet_items if m.kind == "Application"] + expand_application_sets(m.obj for m in fleet_items)
+    apps = [m.obj for m in fleet_items if m.kind == "Application"] + expand_application_sets(
+        m.obj for m in fleet_items
+    )
     projects = [m.obj for m in fleet_items if m.kind == "AppProject"]
     by_cluster: dict[str, list[Manifest]] = {}
     for item in manifests:
@@ -108,9 +142,22 @@ def graph_problems(manifests: list[Manifest], fleet: Fleet) -> list[Diagnostic]:
         cluster = fleet.clusters.get(name)
         if cluster is not None:
             external = bootstrap_graph.external(cluster)
-            found += [(items, p) for p in check_cluster(name, [m.obj for m in items], apps, installs, external, namespaces_of(cluster.spec))]
+            found += [
+                (items, p)
+                for p in check_cluster(
+                    name,
+                    [m.obj for m in items],
+                    apps,
+                    installs,
+                    external,
+                    namespaces_of(cluster.spec),
+                )
+            ]
     objects = {name: [m.obj for m in items] for name, items in by_cluster.items()}
-    found += [(fleet_items, p) for p in check_projects(apps, projects, objects, bootstrap_graph.cluster_kinds(fleet))]
+    found += [
+        (fleet_items, p)
+        for p in check_projects(apps, projects, objects, bootstrap_graph.cluster_kinds(fleet))
+    ]
     problems = []
     for items, problem in found:
         index = {(m.kind, m.namespace or "", m.name): m for m in items}
@@ -118,11 +165,15 @@ def graph_problems(manifests: list[Manifest], fleet: Fleet) -> list[Diagnostic]:
         if at is not None:
             problems.append(_at(at, problem.path, problem.message, bug=False))
         else:
-            problems.append(error(f"output/{problem.cluster or 'argocd'}", 0, 0, problem.kind, problem.message))
+            problems.append(
+                error(f"output/{problem.cluster or 'argocd'}", 0, 0, problem.kind, problem.message)
+            )
     return problems
 
 
-def reference_problems(manifests: list[Manifest], fleet: Fleet, output_path: str, place: Place | None = None) -> list[Diagnostic]:
+def reference_problems(
+    manifests: list[Manifest], fleet: Fleet, output_path: str, place: Place | None = None
+) -> list[Diagnostic]:
     """Check every reference between the objects of each cluster, and Applications -> paths."""
     problems: list[Diagnostic] = []
     by_cluster: dict[str | None, list[Manifest]] = {}
@@ -133,12 +184,21 @@ def reference_problems(manifests: list[Manifest], fleet: Fleet, output_path: str
         cluster = fleet.clusters.get(name) if name else None
         if cluster is not None:
             operator = cluster.spec.components.gpu_operator
-            report = check_references([m.obj for m in items], operator_namespace=operator.namespace if operator else None, node_labels=_node_labels(cluster), external_namespaces=_external_namespaces(cluster))
+            report = check_references(
+                [m.obj for m in items],
+                operator_namespace=operator.namespace if operator else None,
+                node_labels=_node_labels(cluster),
+                external_namespaces=_external_namespaces(cluster),
+            )
         else:
-            paths = {posixpath.join(output_path, c) for c in fleet.clusters} | {posixpath.join(output_path, "argocd")}
+            paths = {posixpath.join(output_path, c) for c in fleet.clusters} | {
+                posixpath.join(output_path, "argocd")
+            }
             # Paths are checked in the fleet's own repositories; upstream ones (Multus' manifests at a tag) are pinned facts.
             repos = {c.spec.gitops.repo_url for c in fleet.clusters.values()}
-            report = check_references([m.obj for m in items if _in_repos(m.obj, repos)], paths=paths)
+            report = check_references(
+                [m.obj for m in items if _in_repos(m.obj, repos)], paths=paths
+            )
         index = {(m.kind, m.namespace or "", m.name): m for m in items}
         for problem in report.problems:
             found = index.get((problem.kind, problem.namespace, problem.name))
@@ -150,7 +210,13 @@ def reference_problems(manifests: list[Manifest], fleet: Fleet, output_path: str
     return problems
 
 
-def verify(manifests: list[Manifest], fleet: Fleet, index: CrdIndex | None, output_path: str = "output", place: Place | None = None) -> tuple[list[Diagnostic], list[str]]:
+def verify(
+    manifests: list[Manifest],
+    fleet: Fleet,
+    index: CrdIndex | None,
+    output_path: str = "output",
+    place: Place | None = None,
+) -> tuple[list[Diagnostic], list[str]]:
     """Return every problem of the emitted objects, and notes on what could not be checked."""
     problems, notes = schema_problems(manifests, fleet, index, place)
     problems += reference_problems(manifests, fleet, output_path, place)
@@ -159,7 +225,9 @@ def verify(manifests: list[Manifest], fleet: Fleet, index: CrdIndex | None, outp
     return problems, notes
 
 
-def query_problems(manifests: list[Manifest], fleet: Fleet, place: Place | None = None) -> list[Diagnostic]:
+def query_problems(
+    manifests: list[Manifest], fleet: Fleet, place: Place | None = None
+) -> list[Diagnostic]:
     """Return the monitoring queries that are unbalanced or name metrics the cluster's exporters lack."""
     found = []
     for item in manifests:
@@ -169,5 +237,3 @@ def query_problems(manifests: list[Manifest], fleet: Fleet, place: Place | None 
         for path, message in promql_problems(item.obj, known_metrics(cluster)):
             found.append(_at(item, path, message, place=place))
     return found
-
-

@@ -33,7 +33,9 @@ def _scalar(value: Any) -> str:
     text = str(value)
     if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED and len(text) < 200:
         return text
-    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
+    return _UNPRINTABLE.sub(
+        lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False)
+    )
 
 
 def _literal(text: str, indent: str) -> list[str] | None:
@@ -58,7 +60,9 @@ def _ordered_items(mapping: dict[str, Any], top: bool) -> list[tuple[str, Any]]:
     if not top:  # sorted, but `name` first: list items read by their name
         return sorted(mapping.items(), key=lambda kv: (kv[0] != "name", str(kv[0])))
     first = [(k, mapping[k]) for k in TOP_ORDER if k in mapping]
-    rest = sorted((kv for kv in mapping.items() if kv[0] not in TOP_ORDER), key=lambda kv: str(kv[0]))
+    rest = sorted(
+        (kv for kv in mapping.items() if kv[0] not in TOP_ORDER), key=lambda kv: str(kv[0])
+    )
     return first + rest
 
 

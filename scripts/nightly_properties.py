@@ -82,28 +82,54 @@ def run_property(prop: Property, examples: int, seed: int, shrink: bool) -> None
     try:
         test()
     except Exception as exc:  # noqa: BLE001 - a falsified property: report it, go on
-        prop.failure = "".join(traceback.format_exception_only(type(exc), exc)).strip()  # with hypothesis' notes
+        prop.failure = "".join(
+            traceback.format_exception_only(type(exc), exc)
+        ).strip()  # with hypothesis' notes
     prop.seconds = time.perf_counter() - started
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--examples", type=int, default=5000, help="examples over all properties (default 5000)")
-    parser.add_argument("--seed", type=int, default=None, help="replay a run (default: random, printed)")
-    parser.add_argument("--include-known-bugs", action="store_true", help="also run properties that known bugs falsify")
-    parser.add_argument("--no-shrink", action="store_true", help="report the first failing example as found (faster)")
-    parser.add_argument("--only", default=None, help="run only properties whose name contains this text")
+    parser.add_argument(
+        "--examples", type=int, default=5000, help="examples over all properties (default 5000)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, help="replay a run (default: random, printed)"
+    )
+    parser.add_argument(
+        "--include-known-bugs",
+        action="store_true",
+        help="also run properties that known bugs falsify",
+    )
+    parser.add_argument(
+        "--no-shrink",
+        action="store_true",
+        help="report the first failing example as found (faster)",
+    )
+    parser.add_argument(
+        "--only", default=None, help="run only properties whose name contains this text"
+    )
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     crds = P.CRDS
     print(f"gpuplan nightly properties: {args.examples} examples, seed {seed}")
-    print(f"CRDs: {crds if crds else 'none (set GPUPLAN_CRDS): custom resources are not re-validated'}")
-    chosen = [p for p in properties() if (args.include_known_bugs or not p.known_bug) and (args.only is None or args.only in p.name)]
+    print(
+        f"CRDs: {crds if crds else 'none (set GPUPLAN_CRDS): custom resources are not re-validated'}"
+    )
+    chosen = [
+        p
+        for p in properties()
+        if (args.include_known_bugs or not p.known_bug)
+        and (args.only is None or args.only in p.name)
+    ]
     total_share = sum(p.share for p in chosen) or 1.0
     failed = 0
     for index, prop in enumerate(chosen):
         count = max(1, round(args.examples * prop.share / total_share))
-        print(f"\n== {prop.name}{' [known bug]' if prop.known_bug else ''}: {count} examples", flush=True)
+        print(
+            f"\n== {prop.name}{' [known bug]' if prop.known_bug else ''}: {count} examples",
+            flush=True,
+        )
         run_property(prop, count, seed + index, shrink=not args.no_shrink)
         ran = sum(prop.outcomes.values())
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(prop.outcomes.items())) or "none"
@@ -116,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n== summary")
     for prop in chosen:
         status = "FAILED" if prop.failure else "ok"
-        print(f"   {status:6} {sum(prop.outcomes.values()):6} runs {prop.seconds:7.1f}s  {prop.name}")
+        print(
+            f"   {status:6} {sum(prop.outcomes.values()):6} runs {prop.seconds:7.1f}s  {prop.name}"
+        )
     print(f"seed {seed}; {failed} of {len(chosen)} properties falsified")
     return 1 if failed else 0
 

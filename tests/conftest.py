@@ -24,7 +24,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--update-golden", action="store_true", help="rewrite the golden files of tests/cases on purpose")
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite the golden files of tests/cases on purpose",
+    )
 
 
 @pytest.fixture
@@ -90,7 +94,11 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     """Return every file under a folder with its bytes (to prove nothing was touched)."""
     if not folder.exists():
         return {}
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def write_repo(root: Path, files: dict[str, str]) -> Path:

@@ -114,7 +114,9 @@ def placeable(model: str, layout: dict[str, int]) -> bool | None:
         return False
     if sum(geometry.profiles[p].compute * n for p, n in items.items()) > geometry.compute:
         return False
-    instances = sorted((p for p, n in items.items() for _ in range(n)), key=lambda p: -geometry.profiles[p].size)
+    instances = sorted(
+        (p for p, n in items.items() for _ in range(n)), key=lambda p: -geometry.profiles[p].size
+    )
     used = [False] * geometry.memory
 
     def place(index: int) -> bool:
@@ -171,9 +173,23 @@ def quantity(value: Any) -> Fraction | None:
 # The generated case.
 # --------------------------------------------------------------------------------------------
 
-SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease", "argocd", "gpu-operator", "kueue-system", "volcano-system"}
+SYSTEM_NAMESPACES = {
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "argocd",
+    "gpu-operator",
+    "kueue-system",
+    "volcano-system",
+}
 K8S_VERSIONS = ("1.30", "1.33", "1.35")
-KUEUE_VERSIONS = ("v0.19.2", "v0.19.2", "v0.14.8", "v0.12.10")  # v1beta2 from 0.15, Cohort kind from 0.13 (supported releases: gpuplan/components/kueue.py)
+KUEUE_VERSIONS = (
+    "v0.19.2",
+    "v0.19.2",
+    "v0.14.8",
+    "v0.12.10",
+)  # v1beta2 from 0.15, Cohort kind from 0.13 (supported releases: gpuplan/components/kueue.py)
 INSTANCE_TYPE_GPUS = {"p5.48xlarge": 8, "g6e.12xlarge": 4}  # AWS EC2 instance pages
 
 
@@ -222,19 +238,32 @@ class Case:
     def describe(self) -> str:
         """Return the files and defects, for failure messages."""
         parts = [f"--- {p}\n{t}" for p, t in sorted(self.files().items())]
-        parts.append("defects: " + ("; ".join(f"{d.file or '(any file)'}: {d.what}{'' if d.certain else ' (uncertain)'}" for d in self.defects) or "none"))
+        parts.append(
+            "defects: "
+            + (
+                "; ".join(
+                    f"{d.file or '(any file)'}: {d.what}{'' if d.certain else ' (uncertain)'}"
+                    for d in self.defects
+                )
+                or "none"
+            )
+        )
         return "\n".join(parts)
 
     def __repr__(self) -> str:
         return "Case(\n" + self.describe() + "\n)"
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # what hypothesis prints for a falsifying example
+    def _repr_pretty_(
+        self, printer: Any, cycle: bool
+    ) -> None:  # what hypothesis prints for a falsifying example
         printer.text(repr(self))
 
 
 def dump(data: Any) -> str:
     """Return YAML text for input data (block style, keys in the order written)."""
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1000)
+    return yaml.safe_dump(
+        data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1000
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,11 +291,19 @@ def _draw_layout(draw: Callable, model: str, single: bool) -> dict[str, int]:
         if placeable(model, trial):
             layout = trial
     if not any("+" not in p for p in layout):  # keep at least one profile tenants can be granted
-        layout = {draw(st.sampled_from([n for n in names if "+" not in n and geometry.profiles[n].most >= 1])): 1}
+        layout = {
+            draw(
+                st.sampled_from(
+                    [n for n in names if "+" not in n and geometry.profiles[n].most >= 1]
+                )
+            ): 1
+        }
     return layout
 
 
-def _draw_pool(draw: Callable, cluster: str, index: int, autoscale_ok: bool, strategy: str | None) -> dict[str, Any]:
+def _draw_pool(
+    draw: Callable, cluster: str, index: int, autoscale_ok: bool, strategy: str | None
+) -> dict[str, Any]:
     name = f"p{index}"
     single = strategy == "single"
     shapes = ["exclusive", "mig", "mig-devices", "time-slicing", "mig+ts"]
@@ -274,7 +311,9 @@ def _draw_pool(draw: Callable, cluster: str, index: int, autoscale_ok: bool, str
         shapes.append("mps")  # the device plugin runs MPS only with migStrategy single
     shape = draw(st.sampled_from(shapes))
     mig = shape in ("mig", "mig-devices", "mig+ts")
-    model = draw(st.sampled_from(sorted(MIG_MODELS) if mig else sorted(MIG_MODELS) + list(PLAIN_MODELS)))
+    model = draw(
+        st.sampled_from(sorted(MIG_MODELS) if mig else sorted(MIG_MODELS) + list(PLAIN_MODELS))
+    )
     gpus = draw(st.integers(1, 8))
     pool: dict[str, Any] = {"name": name, "gpu": model, "gpusPerNode": gpus}
     pool["cpu"] = draw(st.sampled_from(CPU_CHOICES))
@@ -285,7 +324,9 @@ def _draw_pool(draw: Callable, cluster: str, index: int, autoscale_ok: bool, str
         types = ["p5.48xlarge"] if gpus == 8 and draw(st.booleans()) else [f"gpu-{gpus}x"]
         pool["karpenter"] = {"instanceTypes": types}
         if draw(st.booleans()):
-            pool["karpenter"]["capacityTypes"] = draw(st.sampled_from([["on-demand"], ["spot"], ["spot", "on-demand"]]))
+            pool["karpenter"]["capacityTypes"] = draw(
+                st.sampled_from([["on-demand"], ["spot"], ["spot", "on-demand"]])
+            )
     else:
         pool["nodes"] = {"count": draw(st.integers(0, 4) | st.just(2))}
         pool["hostnames"] = [f"{cluster}-{name}-[0-9]+"]
@@ -294,7 +335,10 @@ def _draw_pool(draw: Callable, cluster: str, index: int, autoscale_ok: bool, str
     if shape == "mig":
         pool["sharing"] = {"mig": {"layout": _draw_layout(draw, model, single)}}
     elif shape == "mig+ts":
-        pool["sharing"] = {"mig": {"layout": _draw_layout(draw, model, single)}, "timeSlicing": {"replicas": draw(st.integers(2, 8))}}
+        pool["sharing"] = {
+            "mig": {"layout": _draw_layout(draw, model, single)},
+            "timeSlicing": {"replicas": draw(st.integers(2, 8))},
+        }
     elif shape == "mig-devices":
         groups = draw(st.lists(st.integers(0, 2), min_size=gpus, max_size=gpus))
         used = sorted(set(groups))
@@ -333,7 +377,11 @@ def _draw_cluster(draw: Callable, index: int, hierarchy: bool) -> dict[str, Any]
     strategy = None
     if draw(st.integers(0, 4)) > 0:
         strategy = draw(st.sampled_from(["mixed", "mixed", "single"]))
-        components["gpuOperator"] = {"version": "v26.7.0", "driverVersion": "580.82.07", "migStrategy": strategy}
+        components["gpuOperator"] = {
+            "version": "v26.7.0",
+            "driverVersion": "580.82.07",
+            "migStrategy": strategy,
+        }
     if hierarchy:  # Cohort objects (and so cohort trees) exist from Kueue v0.13 on
         components["kueue"] = {"version": "v0.19.2"}
     elif draw(st.integers(0, 4)) > 0:
@@ -346,18 +394,40 @@ def _draw_cluster(draw: Callable, index: int, hierarchy: bool) -> dict[str, Any]
     if karpenter:
         # gpuplan renders the provider's node class; the provider's own release line (gpuplan/components/karpenter.py)
         if provider == "aws":
-            node_class: dict[str, Any] = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}
+            node_class: dict[str, Any] = {
+                "group": "karpenter.k8s.aws",
+                "kind": "EC2NodeClass",
+                "name": "gpu",
+            }
             node_class["aws"] = {"role": f"KarpenterNodeRole-{name}"}
             version = "v1.14.1"
         else:
-            node_class = {"group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "gpu", "azure": {"imageFamily": "Ubuntu2204"}}
+            node_class = {
+                "group": "karpenter.azure.com",
+                "kind": "AKSNodeClass",
+                "name": "gpu",
+                "azure": {"imageFamily": "Ubuntu2204"},
+            }
             version = "v1.14.2"
         components["karpenter"] = {"version": version, "nodeClass": node_class}
     data["components"] = components
-    classes = draw(st.lists(st.sampled_from([("high", 1000), ("low", 10), ("batch", 1)]), unique_by=lambda c: c[0], max_size=2))
+    classes = draw(
+        st.lists(
+            st.sampled_from([("high", 1000), ("low", 10), ("batch", 1)]),
+            unique_by=lambda c: c[0],
+            max_size=2,
+        )
+    )
     if classes:
         data["priorityClasses"] = [{"name": n, "value": v} for n, v in classes]
-    cohorts = draw(st.lists(st.sampled_from(["shared", "research", "infra"]), unique=True, min_size=2 if hierarchy else 0, max_size=3))
+    cohorts = draw(
+        st.lists(
+            st.sampled_from(["shared", "research", "infra"]),
+            unique=True,
+            min_size=2 if hierarchy else 0,
+            max_size=3,
+        )
+    )
     if cohorts:
         data["cohorts"] = []
         for position, cohort in enumerate(cohorts):
@@ -365,18 +435,24 @@ def _draw_cluster(draw: Callable, index: int, hierarchy: bool) -> dict[str, Any]
             if hierarchy and position > 0 and draw(st.integers(0, 3)) > 0:
                 entry["parent"] = cohorts[draw(st.integers(0, position - 1))]
             data["cohorts"].append(entry)
-    data["nodePools"] = [_draw_pool(draw, name, i, karpenter, strategy) for i in range(draw(st.integers(1, 3)))]
+    data["nodePools"] = [
+        _draw_pool(draw, name, i, karpenter, strategy) for i in range(draw(st.integers(1, 3)))
+    ]
     networks = []
     for n_index in range(draw(st.integers(0, 2))):
         kind = draw(st.sampled_from(["macvlan", "sriov", "host-device"]))
         network: dict[str, Any] = {"name": f"net{n_index}", "type": kind}
-        if kind == "sriov":  # sriov-cni takes VFs from the SR-IOV device plugin (never an RDMA shared device)
+        if (
+            kind == "sriov"
+        ):  # sriov-cni takes VFs from the SR-IOV device plugin (never an RDMA shared device)
             network["resourceName"] = "nvidia.com/sriov_vf"
         else:
             network["master"] = f"eth{n_index + 1}"
         network["ipam"] = {"type": "whereabouts", "range": f"10.{index}.{n_index * 16}.0/20"}
         pools = [p["name"] for p in data["nodePools"]]
-        network["pools"] = draw(st.lists(st.sampled_from(pools), min_size=1, max_size=len(pools), unique=True))
+        network["pools"] = draw(
+            st.lists(st.sampled_from(pools), min_size=1, max_size=len(pools), unique=True)
+        )
         networks.append(network)
     if networks:
         data["networks"] = networks
@@ -399,11 +475,17 @@ def pool_resources(cluster: dict[str, Any], pool: dict[str, Any]) -> dict[str, i
     if "mig" not in sharing:
         return {"nvidia.com/gpu" + suffix: gpus * replicas}
     mig = sharing["mig"]
-    groups = [(list(range(gpus)), mig["layout"])] if "layout" in mig else [(d["gpus"], d["layout"]) for d in mig["devices"]]
+    groups = (
+        [(list(range(gpus)), mig["layout"])]
+        if "layout" in mig
+        else [(d["gpus"], d["layout"]) for d in mig["devices"]]
+    )
     out: dict[str, int] = {}
     for members, layout in groups:
         for profile, count in layout.items():
-            resource = ("nvidia.com/gpu" if strategy == "single" else f"nvidia.com/mig-{profile}") + suffix
+            resource = (
+                "nvidia.com/gpu" if strategy == "single" else f"nvidia.com/mig-{profile}"
+            ) + suffix
             out[resource] = out.get(resource, 0) + len(members) * count * replicas
     return out
 
@@ -445,15 +527,24 @@ def _gpu_share(pools: list[dict[str, Any]], quotas: list[dict[str, Any]], what: 
         if "mig" in quota:
             geometry = MIG_MODELS[pool["gpu"]]
             for profile, count in quota["mig"].items():
-                total += per_gpu * count * Fraction(geometry.profiles[profile].compute, geometry.compute) / replicas
+                total += (
+                    per_gpu
+                    * count
+                    * Fraction(geometry.profiles[profile].compute, geometry.compute)
+                    / replicas
+                )
         else:
             total += per_gpu * quota["gpus"] / replicas
     return total
 
 
-def _draw_allocation(draw: Callable, cluster: dict[str, Any], left: dict[tuple[str, str, str], int]) -> dict[str, Any] | None:
+def _draw_allocation(
+    draw: Callable, cluster: dict[str, Any], left: dict[tuple[str, str, str], int]
+) -> dict[str, Any] | None:
     pools = cluster["nodePools"]
-    chosen = draw(st.lists(st.sampled_from(range(len(pools))), min_size=1, max_size=len(pools), unique=True))
+    chosen = draw(
+        st.lists(st.sampled_from(range(len(pools))), min_size=1, max_size=len(pools), unique=True)
+    )
     cohorts = [c["name"] for c in cluster.get("cohorts", [])]
     cohort = draw(st.sampled_from(cohorts)) if cohorts and draw(st.integers(0, 3)) > 0 else None
     alloc: dict[str, Any] = {"cluster": cluster["name"]}
@@ -470,7 +561,9 @@ def _draw_allocation(draw: Callable, cluster: dict[str, Any], left: dict[tuple[s
         if isinstance(pool.get("sharing"), dict) and "mig" in pool["sharing"]:
             if not profiles:
                 continue
-            picked = draw(st.lists(st.sampled_from(profiles), min_size=1, max_size=len(profiles), unique=True))
+            picked = draw(
+                st.lists(st.sampled_from(profiles), min_size=1, max_size=len(profiles), unique=True)
+            )
             mig = {}
             for profile in picked:
                 key = (cluster["name"], pool["name"], _profile_resource(cluster, pool, profile))
@@ -509,14 +602,25 @@ def _draw_allocation(draw: Callable, cluster: dict[str, Any], left: dict[tuple[s
         if total >= 2**30:
             alloc["memory"] = f"{draw(st.integers(1, int(total / 2**30)))}Gi"
     if whole_gpu_pools and draw(st.integers(0, 3)) == 0:
-        alloc["maxGpusPerPod"] = draw(st.integers(1, max(p["gpusPerNode"] for p in whole_gpu_pools)))
-    networks = [n["name"] for n in cluster.get("networks", []) if set(n["pools"]) & {p["name"] for p in granted}]
+        alloc["maxGpusPerPod"] = draw(
+            st.integers(1, max(p["gpusPerNode"] for p in whole_gpu_pools))
+        )
+    networks = [
+        n["name"]
+        for n in cluster.get("networks", [])
+        if set(n["pools"]) & {p["name"] for p in granted}
+    ]
     if networks and draw(st.booleans()):
         alloc["networks"] = draw(st.lists(st.sampled_from(networks), min_size=1, unique=True))
     return alloc
 
 
-def _draw_tenant(draw: Callable, index: int, clusters: list[dict[str, Any]], left: dict[tuple[str, str, str], int]) -> dict[str, Any]:
+def _draw_tenant(
+    draw: Callable,
+    index: int,
+    clusters: list[dict[str, Any]],
+    left: dict[tuple[str, str, str], int],
+) -> dict[str, Any]:
     name = f"team-{index}"
     tenant: dict[str, Any] = {"name": name}
     if draw(st.integers(0, 3)) == 0:
@@ -559,7 +663,12 @@ def capacities(case_clusters: Iterable[dict[str, Any]]) -> dict[tuple[str, str, 
 
 
 def _quotas(case: Case) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    return [(stem, alloc, q) for stem, t in case.tenants.items() for alloc in t.get("allocations", []) for q in alloc["quotas"]]
+    return [
+        (stem, alloc, q)
+        for stem, t in case.tenants.items()
+        for alloc in t.get("allocations", [])
+        for q in alloc["quotas"]
+    ]
 
 
 def _pool_of(case: Case, cluster: str, pool: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -642,10 +751,16 @@ def _defect_wrong_quantity(draw: Callable, case: Case) -> Defect | None:
     targets: list[tuple[str, dict[str, Any], str]] = []
     for stem, data in case.clusters.items():
         for pool in data.get("nodePools", []):
-            targets += [(f"clusters/{stem}.yaml", pool, "cpu"), (f"clusters/{stem}.yaml", pool, "memory")]
+            targets += [
+                (f"clusters/{stem}.yaml", pool, "cpu"),
+                (f"clusters/{stem}.yaml", pool, "memory"),
+            ]
     for stem, data in case.tenants.items():
         for alloc in data.get("allocations", []):
-            targets += [(f"tenants/{stem}.yaml", alloc, "cpu"), (f"tenants/{stem}.yaml", alloc, "memory")]
+            targets += [
+                (f"tenants/{stem}.yaml", alloc, "cpu"),
+                (f"tenants/{stem}.yaml", alloc, "memory"),
+            ]
     if not targets:
         return None
     file, where, key = draw(st.sampled_from(targets))
@@ -675,8 +790,16 @@ def _defect_wrong_quota_kind(draw: Callable, case: Case) -> Defect | None:
 
 
 def _defect_over_capacity(draw: Callable, case: Case) -> Defect | None:
-    quotas = [(s, a, q) for s, a, q in case.fresh(_quotas(case), lambda x: x[2]) if _pool_of(case, a["cluster"], q["pool"])]
-    quotas = [(s, a, q) for s, a, q in quotas if id(_pool_of(case, a["cluster"], q["pool"])[1]) not in case.touched]  # type: ignore[index]
+    quotas = [
+        (s, a, q)
+        for s, a, q in case.fresh(_quotas(case), lambda x: x[2])
+        if _pool_of(case, a["cluster"], q["pool"])
+    ]
+    quotas = [
+        (s, a, q)
+        for s, a, q in quotas
+        if id(_pool_of(case, a["cluster"], q["pool"])[1]) not in case.touched
+    ]  # type: ignore[index]
     if not quotas:
         return None
     _, alloc, quota = draw(st.sampled_from(quotas))
@@ -691,16 +814,24 @@ def _defect_over_capacity(draw: Callable, case: Case) -> Defect | None:
         per_node = pool_resources(cluster, pool)[_profile_resource(cluster, pool, profile)]
         quota["mig"][profile] = per_node * nodes_most(pool) + extra
     quota.pop("lendingLimit", None)
-    return Defect(None, "a quota above the pool's capacity")  # reported at the last grant of the pool
+    return Defect(
+        None, "a quota above the pool's capacity"
+    )  # reported at the last grant of the pool
 
 
 def _defect_random_layout(draw: Callable, case: Case) -> Defect | None:
-    pools = case.fresh([(s, p) for s, c in case.clusters.items() for p in c.get("nodePools", [])], lambda x: x[1])
+    pools = case.fresh(
+        [(s, p) for s, c in case.clusters.items() for p in c.get("nodePools", [])], lambda x: x[1]
+    )
     if not pools:
         return None
     stem, pool = draw(st.sampled_from(pools))
     case.touch(pool)
-    model = pool["gpu"] if pool["gpu"] in MIG_MODELS and draw(st.integers(0, 3)) > 0 else draw(st.sampled_from(sorted(MIG_MODELS) + list(PLAIN_MODELS)))
+    model = (
+        pool["gpu"]
+        if pool["gpu"] in MIG_MODELS and draw(st.integers(0, 3)) > 0
+        else draw(st.sampled_from(sorted(MIG_MODELS) + list(PLAIN_MODELS)))
+    )
     own = sorted(MIG_MODELS[model].profiles) if model in MIG_MODELS else []
     names = st.sampled_from(own) if own and draw(st.booleans()) else st.sampled_from(ALL_PROFILES)
     layout = draw(st.dictionaries(names, st.integers(1, 4), min_size=1, max_size=4))
@@ -710,23 +841,33 @@ def _defect_random_layout(draw: Callable, case: Case) -> Defect | None:
     sharing["mig"] = {"layout": layout}
     pool["sharing"] = sharing
     verdict = placeable(model, layout)
-    return Defect(f"clusters/{stem}.yaml", f"MIG layout {layout} on {model}", certain=verdict is False)
+    return Defect(
+        f"clusters/{stem}.yaml", f"MIG layout {layout} on {model}", certain=verdict is False
+    )
 
 
 def _defect_replicas(draw: Callable, case: Case) -> Defect | None:
-    pools = case.fresh([(s, p) for s, c in case.clusters.items() for p in c.get("nodePools", [])], lambda x: x[1])
+    pools = case.fresh(
+        [(s, p) for s, c in case.clusters.items() for p in c.get("nodePools", [])], lambda x: x[1]
+    )
     if not pools:
         return None
     stem, pool = draw(st.sampled_from(pools))
     case.touch(pool)
     kind = draw(st.sampled_from(["timeSlicing", "mps"]))
-    bad = draw(st.sampled_from([0, 1, -2] + ([MPS_MAX_CLIENTS + 1, 100] if kind == "mps" else [2000])))
+    bad = draw(
+        st.sampled_from([0, 1, -2] + ([MPS_MAX_CLIENTS + 1, 100] if kind == "mps" else [2000]))
+    )
     pool["sharing"] = {kind: {"replicas": bad}}
     return Defect(f"clusters/{stem}.yaml", f"{kind} replicas {bad}")
 
 
 def _defect_limit_without_cohort(draw: Callable, case: Case) -> Defect | None:
-    quotas = [(s, a, q) for s, a, q in case.fresh(_quotas(case), lambda x: x[2]) if "gpus" in q and not a.get("cohort")]
+    quotas = [
+        (s, a, q)
+        for s, a, q in case.fresh(_quotas(case), lambda x: x[2])
+        if "gpus" in q and not a.get("cohort")
+    ]
     if not quotas:
         return None
     stem, _, quota = draw(st.sampled_from(quotas))
@@ -736,7 +877,11 @@ def _defect_limit_without_cohort(draw: Callable, case: Case) -> Defect | None:
 
 
 def _defect_lending_above_nominal(draw: Callable, case: Case) -> Defect | None:
-    quotas = [(s, a, q) for s, a, q in case.fresh(_quotas(case), lambda x: x[2]) if "gpus" in q and a.get("cohort")]
+    quotas = [
+        (s, a, q)
+        for s, a, q in case.fresh(_quotas(case), lambda x: x[2])
+        if "gpus" in q and a.get("cohort")
+    ]
     if not quotas:
         return None
     stem, _, quota = draw(st.sampled_from(quotas))
@@ -747,7 +892,9 @@ def _defect_lending_above_nominal(draw: Callable, case: Case) -> Defect | None:
 
 def _defect_unknown_field(draw: Callable, case: Case) -> Defect | None:
     targets = [(f"clusters/{s}.yaml", c) for s, c in case.clusters.items()]
-    targets += [(f"clusters/{s}.yaml", p) for s, c in case.clusters.items() for p in c.get("nodePools", [])]
+    targets += [
+        (f"clusters/{s}.yaml", p) for s, c in case.clusters.items() for p in c.get("nodePools", [])
+    ]
     targets += [(f"tenants/{s}.yaml", t) for s, t in case.tenants.items()]
     targets += [(f"tenants/{s}.yaml", q) for s, _, q in _quotas(case)]
     file, where = draw(st.sampled_from(targets))
@@ -764,7 +911,15 @@ def _defect_stem(draw: Callable, case: Case) -> Defect | None:
 
 
 def _defect_mig_on_plain_gpu(draw: Callable, case: Case) -> Defect | None:
-    pools = case.fresh([(s, p) for s, c in case.clusters.items() for p in c.get("nodePools", []) if mig_profiles(p)], lambda x: x[1])
+    pools = case.fresh(
+        [
+            (s, p)
+            for s, c in case.clusters.items()
+            for p in c.get("nodePools", [])
+            if mig_profiles(p)
+        ],
+        lambda x: x[1],
+    )
     if not pools:
         return None
     stem, pool = draw(st.sampled_from(pools))
@@ -783,18 +938,29 @@ def _defect_devices_gap(draw: Callable, case: Case) -> Defect | None:
     case.touch(pool)
     devices = pool["sharing"]["mig"]["devices"]
     if draw(st.booleans()) and len(devices[0]["gpus"]) > 0:
-        devices[0]["gpus"] = devices[0]["gpus"] + [pool["gpusPerNode"]]  # an index past the last GPU
+        devices[0]["gpus"] = devices[0]["gpus"] + [
+            pool["gpusPerNode"]
+        ]  # an index past the last GPU
     else:
         devices.append({"gpus": [0], "layout": dict(devices[0]["layout"])})  # GPU 0 twice
     return Defect(f"clusters/{stem}.yaml", "mig.devices miss or repeat a GPU")
 
 
 def _defect_single_strategy(draw: Callable, case: Case) -> Defect | None:
-    pools = [(s, c, p) for s, c in case.clusters.items() for p in c.get("nodePools", []) if len(mig_profiles(p)) > 1]
+    pools = [
+        (s, c, p)
+        for s, c in case.clusters.items()
+        for p in c.get("nodePools", [])
+        if len(mig_profiles(p)) > 1
+    ]
     if not pools:
         return None
     stem, cluster, _ = draw(st.sampled_from(pools))
-    cluster.setdefault("components", {})["gpuOperator"] = {"version": "v26.7.0", "driverVersion": "580.82.07", "migStrategy": "single"}
+    cluster.setdefault("components", {})["gpuOperator"] = {
+        "version": "v26.7.0",
+        "driverVersion": "580.82.07",
+        "migStrategy": "single",
+    }
     return Defect(f"clusters/{stem}.yaml", "migStrategy single with two profile types on a node")
 
 
@@ -809,7 +975,11 @@ def _defect_system_namespace(draw: Callable, case: Case) -> Defect | None:
 def _defect_version(draw: Callable, case: Case) -> Defect | None:
     stem = draw(st.sampled_from(sorted(case.clusters)))
     data = case.clusters[stem]
-    key, bad = draw(st.sampled_from([("kubernetesVersion", "1.99"), ("kubernetesVersion", 13.0), ("provider", "ibm")]))
+    key, bad = draw(
+        st.sampled_from(
+            [("kubernetesVersion", "1.99"), ("kubernetesVersion", 13.0), ("provider", "ibm")]
+        )
+    )
     data[key] = bad
     return Defect(f"clusters/{stem}.yaml", f"{key}: {bad!r}")
 
@@ -825,15 +995,27 @@ DEFECTS = (  # hypothesis favours the first entries a little: the most telling o
 
 
 @st.composite
-def fleets(draw: Callable, defects: bool = False, hierarchy: bool = False, max_clusters: int = 2, max_tenants: int = 4) -> Case:
+def fleets(
+    draw: Callable,
+    defects: bool = False,
+    hierarchy: bool = False,
+    max_clusters: int = 2,
+    max_tenants: int = 4,
+) -> Case:
     """Draw a fleet: valid by construction, or (defects=True) with 0-3 defects put in.
 
     hierarchy=True also draws cohorts with parents (hierarchical cohorts, Kueue v0.11+).
     """
-    clusters = [_draw_cluster(draw, i, hierarchy) for i in range(draw(st.integers(1, max_clusters)))]
+    clusters = [
+        _draw_cluster(draw, i, hierarchy) for i in range(draw(st.integers(1, max_clusters)))
+    ]
     left = dict(capacities(clusters))
-    tenants = [_draw_tenant(draw, i, clusters, left) for i in range(draw(st.integers(0, max_tenants)))]
-    case = Case({c["name"]: c for c in clusters}, {t["name"]: t for t in tenants}, hierarchy=hierarchy)
+    tenants = [
+        _draw_tenant(draw, i, clusters, left) for i in range(draw(st.integers(0, max_tenants)))
+    ]
+    case = Case(
+        {c["name"]: c for c in clusters}, {t["name"]: t for t in tenants}, hierarchy=hierarchy
+    )
     if defects:
         for _ in range(draw(st.integers(0, 3))):
             make = draw(st.sampled_from(DEFECTS))
@@ -869,8 +1051,18 @@ def expected_errors(case: Case) -> list[str]:
                 asked[(cluster["name"], pool["name"], resource)] += quota["gpus"]
             elif isinstance(quota.get("mig"), dict) and mig_profiles(pool):
                 for profile, count in quota["mig"].items():
-                    if isinstance(count, int) and not isinstance(count, bool) and profile in mig_profiles(pool):
-                        asked[(cluster["name"], pool["name"], _profile_resource(cluster, pool, profile))] += count
+                    if (
+                        isinstance(count, int)
+                        and not isinstance(count, bool)
+                        and profile in mig_profiles(pool)
+                    ):
+                        asked[
+                            (
+                                cluster["name"],
+                                pool["name"],
+                                _profile_resource(cluster, pool, profile),
+                            )
+                        ] += count
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
     for key, total in asked.items():
@@ -881,10 +1073,16 @@ def expected_errors(case: Case) -> list[str]:
             sharing = pool.get("sharing")
             if isinstance(sharing, dict) and isinstance(sharing.get("mig"), dict):
                 mig = sharing["mig"]
-                layouts = [mig.get("layout")] if "layout" in mig else [d.get("layout") for d in mig.get("devices", []) if isinstance(d, dict)]
+                layouts = (
+                    [mig.get("layout")]
+                    if "layout" in mig
+                    else [d.get("layout") for d in mig.get("devices", []) if isinstance(d, dict)]
+                )
                 for layout in layouts:
                     if isinstance(layout, dict) and placeable(pool.get("gpu"), layout) is False:
-                        reasons.append(f"clusters/{stem}.yaml: layout {layout} cannot be placed on {pool.get('gpu')}")
+                        reasons.append(
+                            f"clusters/{stem}.yaml: layout {layout} cannot be placed on {pool.get('gpu')}"
+                        )
     return reasons
 
 
@@ -894,10 +1092,16 @@ def load_tree(files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
     for path, data in files.items():
         text = data.decode("utf-8")
         assert text.startswith("# Generated by gpuplan"), f"{path}: no ownership header"
-        assert "\r" not in text and text.endswith("\n") and not text.endswith("\n\n"), f"{path}: not LF with one trailing newline"
+        assert "\r" not in text and text.endswith("\n") and not text.endswith("\n\n"), (
+            f"{path}: not LF with one trailing newline"
+        )
         obj = yaml.load(text, Loader=_Loader)
-        assert isinstance(obj, dict) and {"apiVersion", "kind"} <= obj.keys(), f"{path}: not an object"
-        assert obj["kind"] == "Kustomization" or "name" in obj.get("metadata", {}), f"{path}: no metadata.name"
+        assert isinstance(obj, dict) and {"apiVersion", "kind"} <= obj.keys(), (
+            f"{path}: not an object"
+        )
+        assert obj["kind"] == "Kustomization" or "name" in obj.get("metadata", {}), (
+            f"{path}: no metadata.name"
+        )
         objects[path] = obj
     return objects
 
@@ -908,7 +1112,9 @@ def _amount(text: Any) -> Fraction:
     return value
 
 
-def _resource_capacity(case: Case, cluster: dict[str, Any], pool: dict[str, Any], resource: str) -> Fraction:
+def _resource_capacity(
+    case: Case, cluster: dict[str, Any], pool: dict[str, Any], resource: str
+) -> Fraction:
     most = nodes_most(pool)
     if resource == "cpu":
         return _amount(pool["cpu"]) * most
@@ -930,7 +1136,12 @@ def _input_grants(case: Case) -> dict[tuple[str, str, str, str], int]:
                     out[key] = out.get(key, 0) + quota["gpus"]
                 else:
                     for profile, count in quota["mig"].items():
-                        key = (tenant["name"], cluster["name"], pool["name"], _profile_resource(cluster, pool, profile))
+                        key = (
+                            tenant["name"],
+                            cluster["name"],
+                            pool["name"],
+                            _profile_resource(cluster, pool, profile),
+                        )
                         out[key] = out.get(key, 0) + count
     return out
 
@@ -944,7 +1155,11 @@ def admission_ceiling(cluster_objects: list[dict[str, Any]]) -> dict[str, dict[s
     own borrowingLimit caps what it takes (Kueue docs, concepts/cohort.md "Hierarchical Cohorts"
     and concepts/cluster_queue.md "Borrowing"/"LendingLimit").
     """
-    parents = {o["metadata"]["name"]: (o.get("spec") or {}).get("parentName") for o in cluster_objects if o["kind"] == "Cohort"}
+    parents = {
+        o["metadata"]["name"]: (o.get("spec") or {}).get("parentName")
+        for o in cluster_objects
+        if o["kind"] == "Cohort"
+    }
 
     def root(cohort: str) -> str:
         seen = set()
@@ -976,7 +1191,11 @@ def admission_ceiling(cluster_objects: list[dict[str, Any]]) -> dict[str, dict[s
             lendable = Fraction(0)
             if tree[name] is not None:
                 for other, other_table in rows.items():
-                    if other != name and tree[other] == tree[name] and (flavor, resource) in other_table:
+                    if (
+                        other != name
+                        and tree[other] == tree[name]
+                        and (flavor, resource) in other_table
+                    ):
                         lendable += other_table[(flavor, resource)][2]
             borrow = lendable if borrowing is None else min(borrowing, lendable)
             out[resource] = out.get(resource, Fraction(0)) + nominal + borrow
@@ -984,7 +1203,12 @@ def admission_ceiling(cluster_objects: list[dict[str, Any]]) -> dict[str, dict[s
     return ceiling
 
 
-CORE_API_VERSIONS = ("v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1")
+CORE_API_VERSIONS = (
+    "v1",
+    "rbac.authorization.k8s.io/v1",
+    "networking.k8s.io/v1",
+    "scheduling.k8s.io/v1",
+)
 
 
 def check_output(
@@ -1008,11 +1232,17 @@ def check_output(
         by_cluster.setdefault(top, []).append(obj)
         if obj["kind"] != "Kustomization":  # spec/output.md, "Safety for Argo CD"
             metadata = obj["metadata"]
-            assert metadata.get("labels", {}).get("app.kubernetes.io/managed-by") == "gpuplan", f"{path}: no managed-by label"
-            assert "argocd.argoproj.io/sync-wave" in metadata.get("annotations", {}), f"{path}: no sync-wave"
+            assert metadata.get("labels", {}).get("app.kubernetes.io/managed-by") == "gpuplan", (
+                f"{path}: no managed-by label"
+            )
+            assert "argocd.argoproj.io/sync-wave" in metadata.get("annotations", {}), (
+                f"{path}: no sync-wave"
+            )
             if obj["kind"] == "Namespace":
                 options = metadata["annotations"].get("argocd.argoproj.io/sync-options", "")
-                assert {"Prune=false", "Delete=false"} <= set(options.split(",")), f"{path}: a namespace Argo CD may delete"
+                assert {"Prune=false", "Delete=false"} <= set(options.split(",")), (
+                    f"{path}: a namespace Argo CD may delete"
+                )
         if validators is not None and obj["kind"] != "Kustomization":
             validator = validators(clusters[top]["kubernetesVersion"] if top in clusters else "")
             problems = validator.validate(obj)
@@ -1033,61 +1263,103 @@ def check_output(
                         asked[key] = asked.get(key, Fraction(0)) + _amount(res["nominalQuota"])
                         # 2. a tenant's GPU nominal quota is what its input grants, no more, no less
                         if res["name"] not in ("cpu", "memory"):
-                            want = grants.get((queue["metadata"]["name"], name, flavor["name"], res["name"]), 0)
+                            want = grants.get(
+                                (queue["metadata"]["name"], name, flavor["name"], res["name"]), 0
+                            )
                             assert _amount(res["nominalQuota"]) == want, (
                                 f"ClusterQueue {queue['metadata']['name']} flavor {flavor['name']} {res['name']}: "
-                                f"nominalQuota {res['nominalQuota']}, the input grants {want}")
+                                f"nominalQuota {res['nominalQuota']}, the input grants {want}"
+                            )
         for (flavor, resource), total in asked.items():
             if resource in ("cpu", "memory"):
                 continue  # see check_cpu_memory_capacity
             cap = _resource_capacity(case, cluster, pools[flavor], resource)
-            assert total <= cap, f"{name}/{flavor} {resource}: ClusterQueues hold {total}, the pool has {cap}"
+            assert total <= cap, (
+                f"{name}/{flavor} {resource}: ClusterQueues hold {total}, the pool has {cap}"
+            )
         # 3. every GPU unit the input grants appears in a ClusterQueue when Kueue runs
         if queues:
             for (tenant, c_name, pool, resource), count in grants.items():
                 if c_name == name and count:
-                    assert (pool, resource) in asked, f"{tenant} on {name}/{pool}: {resource} {count} missing"
+                    assert (pool, resource) in asked, (
+                        f"{tenant} on {name}/{pool}: {resource} {count} missing"
+                    )
         # 4. a tenant's ResourceQuotas (split over its namespaces, README) hold together exactly
         # what its ClusterQueue can admit: never less, so Kueue's total fits, and never more, so
         # pods that skip Kueue cannot use the quota once per namespace
         ceilings = admission_ceiling(objs)
-        quotas = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objs if o["kind"] == "ResourceQuota"}
+        quotas = {
+            (o["metadata"]["namespace"], o["metadata"]["name"]): o
+            for o in objs
+            if o["kind"] == "ResourceQuota"
+        }
         for queue_name, ceiling in ceilings.items():
-            selector = queues[queue_name]["spec"]["namespaceSelector"]["matchExpressions"][0]["values"]
+            selector = queues[queue_name]["spec"]["namespaceSelector"]["matchExpressions"][0][
+                "values"
+            ]
             for namespace in selector:
-                assert (namespace, queue_name) in quotas, f"{name}: no ResourceQuota {queue_name} in namespace {namespace}"
+                assert (namespace, queue_name) in quotas, (
+                    f"{name}: no ResourceQuota {queue_name} in namespace {namespace}"
+                )
             for resource, most in ceiling.items():
-                have = sum(_amount(quotas[(ns, queue_name)]["spec"]["hard"].get(f"requests.{resource}", "0")) for ns in selector)
+                have = sum(
+                    _amount(
+                        quotas[(ns, queue_name)]["spec"]["hard"].get(f"requests.{resource}", "0")
+                    )
+                    for ns in selector
+                )
                 assert have >= most, (
                     f"{name}: ResourceQuotas {queue_name} requests.{resource} add up to {have}, "
-                    f"but ClusterQueue {queue_name} can admit {most} (nominal + borrowable in its cohort tree)")
+                    f"but ClusterQueue {queue_name} can admit {most} (nominal + borrowable in its cohort tree)"
+                )
         # 5. without Kueue the tenant's ResourceQuotas still cover the input's grants, together
         for tenant, c_name, _pool, resource in grants:
             if c_name != name:
                 continue
-            total = sum(n for (t, c, _, r), n in grants.items() if (t, c, r) == (tenant, name, resource))
-            have = sum(_amount(q["spec"]["hard"].get(f"requests.{resource}", "0")) for (ns, qn), q in quotas.items() if qn == tenant)
-            assert have >= total, f"{name}: ResourceQuotas {tenant} {resource} add up to {have} < granted {total}"
+            total = sum(
+                n for (t, c, _, r), n in grants.items() if (t, c, r) == (tenant, name, resource)
+            )
+            have = sum(
+                _amount(q["spec"]["hard"].get(f"requests.{resource}", "0"))
+                for (ns, qn), q in quotas.items()
+                if qn == tenant
+            )
+            assert have >= total, (
+                f"{name}: ResourceQuotas {tenant} {resource} add up to {have} < granted {total}"
+            )
         # 6. Karpenter NodePools stop at nodes.max (spec/output.md: limits = nodes.max x per node)
         node_pools = {o["metadata"]["name"]: o for o in objs if o["kind"] == "NodePool"}
         if cluster.get("components", {}).get("karpenter"):
             autoscaled = {p["name"] for p in cluster["nodePools"] if "min" in p["nodes"]}
-            assert set(node_pools) == autoscaled, f"{name}: NodePools {sorted(node_pools)}, autoscaled pools {sorted(autoscaled)}"
+            assert set(node_pools) == autoscaled, (
+                f"{name}: NodePools {sorted(node_pools)}, autoscaled pools {sorted(autoscaled)}"
+            )
         for pool_name, node_pool in node_pools.items():
             pool = pools[pool_name]
             limits = node_pool["spec"]["limits"]
-            assert _amount(limits["nodes"]) == pool["nodes"]["max"], f"{name}/{pool_name}: NodePool limits {limits}"
-            assert _amount(limits["nvidia.com/gpu"]) == pool["nodes"]["max"] * pool["gpusPerNode"], f"{name}/{pool_name}: {limits}"
+            assert _amount(limits["nodes"]) == pool["nodes"]["max"], (
+                f"{name}/{pool_name}: NodePool limits {limits}"
+            )
+            assert (
+                _amount(limits["nvidia.com/gpu"]) == pool["nodes"]["max"] * pool["gpusPerNode"]
+            ), f"{name}/{pool_name}: {limits}"
         # 7. Volcano guarantees fit the cluster's GPUs
         guarantees: dict[str, Fraction] = {}
         for queue in (o for o in objs if o["kind"] == "Queue"):
-            for resource, value in ((queue["spec"].get("guarantee") or {}).get("resource") or {}).items():
+            for resource, value in (
+                (queue["spec"].get("guarantee") or {}).get("resource") or {}
+            ).items():
                 guarantees[resource] = guarantees.get(resource, Fraction(0)) + _amount(value)
         for resource, total in guarantees.items():
             if resource in ("cpu", "memory"):
                 continue
-            cap = sum((_resource_capacity(case, cluster, p, resource) for p in cluster["nodePools"]), Fraction(0))
-            assert total <= cap, f"{name}: Volcano queues guarantee {total} {resource}, the cluster has {cap}"
+            cap = sum(
+                (_resource_capacity(case, cluster, p, resource) for p in cluster["nodePools"]),
+                Fraction(0),
+            )
+            assert total <= cap, (
+                f"{name}: Volcano queues guarantee {total} {resource}, the cluster has {cap}"
+            )
 
 
 def cpu_memory_overcommit(case: Case, files: dict[str, bytes]) -> list[str]:
@@ -1104,23 +1376,33 @@ def cpu_memory_overcommit(case: Case, files: dict[str, bytes]) -> list[str]:
                         for res in flavor["resources"]:
                             if res["name"] in ("cpu", "memory"):
                                 key = (flavor["name"], res["name"])
-                                asked[key] = asked.get(key, Fraction(0)) + _amount(res["nominalQuota"])
+                                asked[key] = asked.get(key, Fraction(0)) + _amount(
+                                    res["nominalQuota"]
+                                )
         for (flavor, resource), total in sorted(asked.items()):
             cap = _resource_capacity(case, cluster, pools[flavor], resource)
             if total > cap:
-                found.append(f"{name}/{flavor} {resource}: ClusterQueues hold {float(total):g}, the pool's nodes have {float(cap):g}")
+                found.append(
+                    f"{name}/{flavor} {resource}: ClusterQueues hold {float(total):g}, the pool's nodes have {float(cap):g}"
+                )
     return found
 
 
 def check_failure(case: Case, diagnostics_text: list[str]) -> None:
     """Assert a refused render says why: at least one `file:line:col: error:` in an input file."""
     errors = [m for m in (DIAGNOSTIC.match(line) for line in diagnostics_text) if m]
-    assert errors, "render failed without a file:line:col: error: diagnostic:\n" + "\n".join(diagnostics_text)
+    assert errors, "render failed without a file:line:col: error: diagnostic:\n" + "\n".join(
+        diagnostics_text
+    )
     inputs = set(case.files())
     for match in errors:
         assert int(match["line"]) >= 1 and int(match["col"]) >= 1, match.group()
-    assert any(m["file"] in inputs for m in errors), "no error points at an input file:\n" + "\n".join(diagnostics_text)
+    assert any(m["file"] in inputs for m in errors), (
+        "no error points at an input file:\n" + "\n".join(diagnostics_text)
+    )
     certain = [d for d in case.defects if d.certain and d.file]
     if len(case.defects) == 1 and certain:
         assert any(m["file"] == certain[0].file for m in errors), (
-            f"the defect in {certain[0].file} ({certain[0].what}) got no error there:\n" + "\n".join(diagnostics_text))
+            f"the defect in {certain[0].file} ({certain[0].what}) got no error there:\n"
+            + "\n".join(diagnostics_text)
+        )

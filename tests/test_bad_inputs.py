@@ -157,7 +157,10 @@ class Bad:
 
 
 def _alias_bomb() -> str:
-    lines = ["name: team-a", 'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines = [
+        "name: team-a",
+        'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]',
+    ]
     previous = "a"
     for name in "bcdefghij":
         lines.append(f"{name}: &{name} [" + ", ".join([f"*{previous}"] * 9) + "]")
@@ -448,7 +451,9 @@ def _render(root: Path, hostile: bool) -> tuple[int, str, str]:
         return result.code, result.stdout, result.stderr
     env = dict(os.environ, PYTHONPATH=str(PROJECT))
     command = [sys.executable, "-m", "gpuplan", "render", "--root", str(root)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     return done.returncode, done.stdout, done.stderr
 
 
@@ -467,7 +472,13 @@ def test_the_base_repository_is_valid(tmp_path: Path) -> None:
     # its aws static pools are found by hostnames (tests/test_node_groups.py has the node-group form).
     # Its autoscaled pool states nodes.min 1, which Karpenter does not keep, so its quota depends on
     # autoscaling (tests/test_static_pools.py).
-    codes = ("[cpu-only-work]", "[rdma-pod-security]", "[cloud-hostnames]", "[karpenter-minimum]", "[pool-capacity-autoscaled]")
+    codes = (
+        "[cpu-only-work]",
+        "[rdma-pod-security]",
+        "[cloud-hostnames]",
+        "[karpenter-minimum]",
+        "[pool-capacity-autoscaled]",
+    )
     assert all(line.endswith(codes) for line in warnings), result.stderr
     assert ": error: " not in result.stderr
 
@@ -487,7 +498,9 @@ def test_bad_input_is_refused(tmp_path: Path, case: Bad) -> None:
     assert "internal error" not in stderr, stderr
     assert code == 1, f"exit {code}\n{stderr}"
     prefix = case.where + (":" if case.where.count(":") == 1 else "")
-    found = [line for line in stderr.splitlines() if line.startswith(prefix) and ": error: " in line]
+    found = [
+        line for line in stderr.splitlines() if line.startswith(prefix) and ": error: " in line
+    ]
     assert found, f"no error at {case.where}:\n{stderr}"
     if case.where.count(":") == 2:
         assert any(line.startswith(f"{case.where}: error: ") for line in found), stderr
@@ -518,7 +531,9 @@ def test_bom_and_crlf_positions_stay_right(tmp_path: Path) -> None:
     (repo / TENANT_FILE).write_bytes(b"\xef\xbb\xbf" + broken.replace("\n", "\r\n").encode())
     result = run("check", "--root", str(repo))
     assert result.code == 1
-    assert f"{TENANT_FILE}:8:15: error: allocations[0].quotas[0].pool: " in result.stderr, result.stderr
+    assert f"{TENANT_FILE}:8:15: error: allocations[0].quotas[0].pool: " in result.stderr, (
+        result.stderr
+    )
 
 
 # --- several errors in several files, in every output format -------------------------------------
@@ -571,16 +586,30 @@ def test_all_errors_of_all_files_in_one_run(tmp_path: Path) -> None:
 def test_errors_in_three_files_are_all_reported(tmp_path: Path) -> None:
     """Three independent breaks in three files (the cluster stays loadable): three errors."""
     repo = _valid_repo(tmp_path / "repo")
-    (repo / CLUSTER_FILE).write_text(_edit(CLUSTER, "    pools: [train]\n", "    pools: [trian]\n"))  # 53:13
-    (repo / TENANT_FILE).write_text(_edit(TENANT, "networks: [ib-net]", "networks: [ib-nte]"))  # 14:16
+    (repo / CLUSTER_FILE).write_text(
+        _edit(CLUSTER, "    pools: [train]\n", "    pools: [trian]\n")
+    )  # 53:13
+    (repo / TENANT_FILE).write_text(
+        _edit(TENANT, "networks: [ib-net]", "networks: [ib-nte]")
+    )  # 14:16
     (repo / "tenants/team-b.yaml").write_text(SECOND_TENANT)  # 7:25
     result = run("render", "--root", str(repo))
     assert result.code == 1
-    assert f"{CLUSTER_FILE}:53:13: error: networks[0].pools[0]: unknown pool 'trian'" in result.stderr, result.stderr
+    assert (
+        f"{CLUSTER_FILE}:53:13: error: networks[0].pools[0]: unknown pool 'trian'" in result.stderr
+    ), result.stderr
     assert f"{TENANT_FILE}:14:16: error: allocations[0].networks[0]: " in result.stderr
-    assert "tenants/team-b.yaml:7:25: error: allocations[0].quotas[0].borrowingLimit: " in result.stderr
-    assert "clusters/c1.yaml:25:18: warning: nodePools[0].nodes.min: tenants' 16 GPUs of pool train (team-a 8 + team-b 8) all depend on autoscaling" in result.stderr
-    assert result.stderr.splitlines()[-1] == "3 errors, 6 warnings in 3 files", result.stderr  # 2 cloud-hostnames, karpenter-minimum
+    assert (
+        "tenants/team-b.yaml:7:25: error: allocations[0].quotas[0].borrowingLimit: "
+        in result.stderr
+    )
+    assert (
+        "clusters/c1.yaml:25:18: warning: nodePools[0].nodes.min: tenants' 16 GPUs of pool train (team-a 8 + team-b 8) all depend on autoscaling"
+        in result.stderr
+    )
+    assert result.stderr.splitlines()[-1] == "3 errors, 6 warnings in 3 files", (
+        result.stderr
+    )  # 2 cloud-hostnames, karpenter-minimum
     assert not (repo / "output").exists()
 
 
@@ -589,11 +618,18 @@ def test_github_format(tmp_path: Path) -> None:
     result = run("check", "--root", str(repo), "--format", "github")
     assert result.code == 1
     lines = result.stderr.splitlines()
-    assert "::error file=clusters/c1.yaml,line=52,col=38::networks[0].ipam.range: " in result.stderr, result.stderr
-    assert "::error file=tenants/team-a.yaml,line=3,col=1::priorityClas: unknown field" in result.stderr
+    assert (
+        "::error file=clusters/c1.yaml,line=52,col=38::networks[0].ipam.range: " in result.stderr
+    ), result.stderr
+    assert (
+        "::error file=tenants/team-a.yaml,line=3,col=1::priorityClas: unknown field"
+        in result.stderr
+    )
     annotations = [line for line in lines if line.startswith("::")]
     assert len(annotations) >= 2
-    assert all(re.match(r"^::(error|warning) file=[^,]+,line=\d+,col=\d+::", line) for line in annotations)
+    assert all(
+        re.match(r"^::(error|warning) file=[^,]+,line=\d+,col=\d+::", line) for line in annotations
+    )
 
 
 def test_json_format(tmp_path: Path) -> None:
@@ -602,9 +638,18 @@ def test_json_format(tmp_path: Path) -> None:
     assert result.code == 1
     rows = json.loads(result.stderr)
     assert isinstance(rows, list) and len(rows) >= 2
-    want = {"file": "clusters/c1.yaml", "line": 52, "col": 38, "severity": "error", "path": "networks[0].ipam.range"}
+    want = {
+        "file": "clusters/c1.yaml",
+        "line": 52,
+        "col": 38,
+        "severity": "error",
+        "path": "networks[0].ipam.range",
+    }
     assert any(want.items() <= row.items() for row in rows), rows
-    assert any(row["file"] == "tenants/team-a.yaml" and row["line"] == 3 and row["col"] == 1 for row in rows)
+    assert any(
+        row["file"] == "tenants/team-a.yaml" and row["line"] == 3 and row["col"] == 1
+        for row in rows
+    )
     assert all({"file", "line", "col", "severity", "message"} <= set(row) for row in rows)
 
 
@@ -643,7 +688,7 @@ MERGE_POOLS = """\
 
 def test_yaml_merge_key_does_not_crash(tmp_path: Path) -> None:
     repo = _valid_repo(tmp_path / "repo")
-    old = CLUSTER[CLUSTER.index("  - name: dev\n"): CLUSTER.index("networks:")]
+    old = CLUSTER[CLUSTER.index("  - name: dev\n") : CLUSTER.index("networks:")]
     (repo / CLUSTER_FILE).write_text(_edit(CLUSTER, old, MERGE_POOLS))
     try:
         result = run("check", "--root", str(repo))

@@ -45,7 +45,9 @@ def _tenant(name: str, body: str) -> str:
     return f"name: {name}\nallocations:\n  - cluster: c1\n{body}"
 
 
-def check(tmp_path: Path, tenants: dict[str, str], components: str = COMPONENTS, sharing: str = MIG) -> tuple[int, str]:
+def check(
+    tmp_path: Path, tenants: dict[str, str], components: str = COMPONENTS, sharing: str = MIG
+) -> tuple[int, str]:
     files = {"clusters/c1.yaml": CLUSTER.format(components=components, sharing=sharing)}
     files |= {f"tenants/{n}.yaml": _tenant(n, b) for n, b in tenants.items()}
     result = run("check", "--root", str(write_repo(tmp_path, files)))
@@ -67,8 +69,14 @@ def test_capacity_exactly_at_nodes_max_passes(tmp_path: Path) -> None:
 def test_capacity_one_over_nodes_max_fails(tmp_path: Path) -> None:
     code, err = check(tmp_path, {"a": quota(16), "b": quota(17)})
     assert code == 1
-    assert "tenants/b.yaml:5:29: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant b asks 17, with a 16" in err
-    assert "tenants/a.yaml:5:29: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant a asks 16, with b 17" in err
+    assert (
+        "tenants/b.yaml:5:29: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant b asks 17, with a 16"
+        in err
+    )
+    assert (
+        "tenants/a.yaml:5:29: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant a asks 16, with b 17"
+        in err
+    )
 
 
 def test_capacity_within_nodes_min_still_depends_on_autoscaling(tmp_path: Path) -> None:
@@ -82,7 +90,11 @@ def test_mig_capacity_counts_instances(tmp_path: Path) -> None:
     mig = "    quotas:\n      - {{pool: infer, mig: {{1g.10gb: {n}}}}}\n"
     assert check(tmp_path / "ok", {"a": mig.format(n=112)})[0] == 0  # 2 nodes x 8 GPUs x 7
     code, err = check(tmp_path / "over", {"a": mig.format(n=113)})
-    assert code == 1 and "tenants ask 113 1g.10gb instances of pool infer, which has at most 112 (2 nodes x 56)" in err
+    assert (
+        code == 1
+        and "tenants ask 113 1g.10gb instances of pool infer, which has at most 112 (2 nodes x 56)"
+        in err
+    )
 
 
 def test_shares_capacity_counts_replicas(tmp_path: Path) -> None:
@@ -96,22 +108,39 @@ def test_shares_capacity_counts_replicas(tmp_path: Path) -> None:
 def test_lending_limit_equal_to_quota_passes_above_fails(tmp_path: Path) -> None:
     assert check(tmp_path / "ok", {"a": quota(8, ", lendingLimit: 8", cohort=True)})[0] == 0
     code, err = check(tmp_path / "bad", {"a": quota(8, ", lendingLimit: 9", cohort=True)})
-    assert code == 1 and "allocations[0].quotas[0].lendingLimit: lendingLimit 9 is above the quota 8" in err
+    assert (
+        code == 1
+        and "allocations[0].quotas[0].lendingLimit: lendingLimit 9 is above the quota 8" in err
+    )
 
 
 @pytest.mark.parametrize("field", ["borrowingLimit", "lendingLimit"])
 def test_limits_need_a_cohort(tmp_path: Path, field: str) -> None:
-    assert check(tmp_path / "ok", {"a": quota(8, f", {field}: 4", cohort=True), "b": quota(8, cohort=True)})[0] == 0
+    assert (
+        check(
+            tmp_path / "ok",
+            {"a": quota(8, f", {field}: 4", cohort=True), "b": quota(8, cohort=True)},
+        )[0]
+        == 0
+    )
     code, err = check(tmp_path / "bad", {"a": quota(8, f", {field}: 4")})
     assert code == 1 and f"{field} needs a cohort" in err
 
 
 def test_borrowing_beyond_what_the_cohort_lends_warns(tmp_path: Path) -> None:
     lender = quota(8, ", lendingLimit: 4", cohort=True)
-    code, err = check(tmp_path / "ok", {"a": quota(8, ", borrowingLimit: 4", cohort=True), "b": lender})
+    code, err = check(
+        tmp_path / "ok", {"a": quota(8, ", borrowingLimit: 4", cohort=True), "b": lender}
+    )
     assert code == 0 and "can lend" not in err
-    code, err = check(tmp_path / "warn", {"a": quota(8, ", borrowingLimit: 5", cohort=True), "b": lender})
-    assert code == 0 and "warning: allocations[0].quotas[0].borrowingLimit: borrowingLimit 5 is more than the rest of cohort shared can lend" in err
+    code, err = check(
+        tmp_path / "warn", {"a": quota(8, ", borrowingLimit: 5", cohort=True), "b": lender}
+    )
+    assert (
+        code == 0
+        and "warning: allocations[0].quotas[0].borrowingLimit: borrowingLimit 5 is more than the rest of cohort shared can lend"
+        in err
+    )
     strict = run("check", "--root", str(tmp_path / "warn"), "--strict")
     assert strict.code == 1
 
@@ -126,7 +155,9 @@ def test_quota_without_scheduler_warns(tmp_path: Path) -> None:
     components = "\n".join(line for line in COMPONENTS.splitlines() if "kueue" not in line)
     static = "    quotas:\n      - {pool: infer, mig: {1g.10gb: 7}}\n"
     code, err = check(tmp_path, {"a": static}, components=components)
-    assert code == 0 and "warning: allocations[0].cluster: cluster c1 has no Kueue or Volcano" in err
+    assert (
+        code == 0 and "warning: allocations[0].cluster: cluster c1 has no Kueue or Volcano" in err
+    )
 
 
 def test_cpu_above_the_pools_fails_exactly_at_passes(tmp_path: Path) -> None:
@@ -151,15 +182,27 @@ def test_mps_with_mixed_strategy_fails_single_passes(tmp_path: Path) -> None:
     mps = "{mps: {replicas: 4}}"
     shares = "    quotas:\n      - {pool: infer, gpus: 8}\n"
     code, err = check(tmp_path / "bad", {"a": shares}, sharing=mps)
-    assert code == 1 and "nodePools[1].sharing.mps: the NVIDIA device plugin does not run MPS with migStrategy mixed" in err
+    assert (
+        code == 1
+        and "nodePools[1].sharing.mps: the NVIDIA device plugin does not run MPS with migStrategy mixed"
+        in err
+    )
     single = COMPONENTS.replace("migStrategy: mixed", "migStrategy: single")
     assert check(tmp_path / "ok", {"a": shares}, components=single, sharing=mps)[0] == 0
 
 
 def test_single_strategy_with_two_profiles_fails(tmp_path: Path) -> None:
     single = COMPONENTS.replace("migStrategy: mixed", "migStrategy: single")
-    code, err = check(tmp_path, {"a": quota(8)}, components=single, sharing="{mig: {layout: {1g.10gb: 3, 2g.20gb: 2}}}")
-    assert code == 1 and "migStrategy single allows one MIG profile type per node, this pool has 2" in err
+    code, err = check(
+        tmp_path,
+        {"a": quota(8)},
+        components=single,
+        sharing="{mig: {layout: {1g.10gb: 3, 2g.20gb: 2}}}",
+    )
+    assert (
+        code == 1
+        and "migStrategy single allows one MIG profile type per node, this pool has 2" in err
+    )
 
 
 @pytest.mark.parametrize(("sharing", "phrase"), [
@@ -178,20 +221,35 @@ def _labels(count: int) -> str:
 def test_flavor_labels_at_most_eight(tmp_path: Path) -> None:
     static = CLUSTER.replace('    hostnames: ["infer-[0-9]+"]\n', "    labels: {labels}\n")
     for count, code in ((8, 0), (9, 1)):
-        files = {"clusters/c1.yaml": static.format(components=COMPONENTS, sharing=MIG, labels=_labels(count))}
+        files = {
+            "clusters/c1.yaml": static.format(
+                components=COMPONENTS, sharing=MIG, labels=_labels(count)
+            )
+        }
         files |= {"tenants/a.yaml": _tenant("a", quota(8))}
         result = run("check", "--root", str(write_repo(tmp_path / str(count), files)))
         assert result.code == code, result.stderr
         if code:
-            assert "9 labels select this pool's nodes: a Kueue ResourceFlavor takes at most 8" in result.stderr
+            assert (
+                "9 labels select this pool's nodes: a Kueue ResourceFlavor takes at most 8"
+                in result.stderr
+            )
 
 
 def test_taints_at_most_eight(tmp_path: Path) -> None:
     def taints(count: int) -> str:
-        return "    taints: [" + ", ".join(f"{{{{key: example.com/t{i}, value: x, effect: NoSchedule}}}}" for i in range(count)) + "]\n"
+        return (
+            "    taints: ["
+            + ", ".join(
+                f"{{{{key: example.com/t{i}, value: x, effect: NoSchedule}}}}" for i in range(count)
+            )
+            + "]\n"
+        )
 
     for count, code in ((8, 0), (9, 1)):
-        text = CLUSTER.replace("    sharing: {sharing}\n", taints(count) + "    sharing: {sharing}\n")
+        text = CLUSTER.replace(
+            "    sharing: {sharing}\n", taints(count) + "    sharing: {sharing}\n"
+        )
         files = {"clusters/c1.yaml": text.format(components=COMPONENTS, sharing=MIG)}
         files |= {"tenants/a.yaml": _tenant("a", quota(8))}
         result = run("check", "--root", str(write_repo(tmp_path / str(count), files)))
@@ -205,7 +263,9 @@ def test_taints_at_most_eight(tmp_path: Path) -> None:
     ("max_covered_resources", 3, "4 resources (cpu, memory and 2 GPU resources): a Kueue v0.19.2 resource group covers at most 3"),
     ("max_group_entries", 7, "2 pools x 4 resources = 8 quota entries: Kueue v0.19.2 allows at most 7"),
 ])  # fmt: skip
-def test_resource_group_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str, value: int, phrase: str) -> None:
+def test_resource_group_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str, value: int, phrase: str
+) -> None:
     """Kueue's 64 flavors / 64 resources / 512 entries (the release's facts), scaled down to reach them with two pools."""
     from dataclasses import replace
 
@@ -218,7 +278,9 @@ def test_resource_group_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
         monkeypatch.setitem(components.REGISTRY, "kueue", replace(kueue, releases=releases))
 
     limit_to(value)
-    two_pools = "    quotas:\n      - {pool: train, gpus: 8}\n      - {pool: infer, mig: {1g.10gb: 7}}\n"
+    two_pools = (
+        "    quotas:\n      - {pool: train, gpus: 8}\n      - {pool: infer, mig: {1g.10gb: 7}}\n"
+    )
     code, err = check(tmp_path / "over", {"a": two_pools})
     assert code == 1 and phrase in err
     limit_to(value + 1)

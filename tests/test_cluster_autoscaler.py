@@ -38,34 +38,54 @@ def _chosen(priorities: dict[int, list[str]], groups: list[str]) -> list[str]:
 
 def test_production_prefers_on_demand() -> None:
     values = _values(APPLICATION)
-    assert "priority" in values["extraArgs"]["expander"].split(",")  # else the chart writes no ConfigMap
+    assert "priority" in values["extraArgs"]["expander"].split(
+        ","
+    )  # else the chart writes no ConfigMap
     priorities = YAML(typ="safe").load(values["expanderPriorities"])
-    assert all(isinstance(k, int) and k > 0 for k in priorities)  # positive values, as the readme asks
+    assert all(
+        isinstance(k, int) and k > 0 for k in priorities
+    )  # positive values, as the readme asks
     assert _chosen(priorities, [ON_DEMAND, SPOT]) == [ON_DEMAND]
     assert _chosen(priorities, [SPOT]) == [SPOT]  # spot still grows when it is the only fit
-    assert _chosen(priorities, ["eks-unrelated"]) == ["eks-unrelated"]  # the catch-all keeps other groups scaling
+    assert _chosen(priorities, ["eks-unrelated"]) == [
+        "eks-unrelated"
+    ]  # the catch-all keeps other groups scaling
 
 
 def test_priority_of_the_pool_overrides_the_capacity_type(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     shutil.copytree(CASE / "input", root)
     cluster = root / "clusters" / "ca-explicit.yaml"
-    cluster.write_text(cluster.read_text().replace("capacityType: spot}", "capacityType: spot, priority: 90}"))
+    cluster.write_text(
+        cluster.read_text().replace("capacityType: spot}", "capacityType: spot, priority: 90}")
+    )
     out = tmp_path / "out"
     result = run("render", "--root", str(root), "--out", str(out))
     assert result.code == 0, result.stderr
-    priorities = YAML(typ="safe").load(_values(out / "argocd" / "ca-explicit" / "cluster-autoscaler.yaml")["expanderPriorities"])
+    priorities = YAML(typ="safe").load(
+        _values(out / "argocd" / "ca-explicit" / "cluster-autoscaler.yaml")["expanderPriorities"]
+    )
     assert _chosen(priorities, [ON_DEMAND, SPOT]) == [SPOT]
 
 
 def test_explicit_groups_carry_the_pools_min_and_max() -> None:
-    groups = {g["name"]: (g["minSize"], g["maxSize"]) for g in _values(APPLICATION)["autoscalingGroups"]}
+    groups = {
+        g["name"]: (g["minSize"], g["maxSize"]) for g in _values(APPLICATION)["autoscalingGroups"]
+    }
     assert groups == {ON_DEMAND: (2, 4), SPOT: (0, 8)}
 
 
 def test_twin_pools_are_balanced_and_others_not() -> None:
-    assert "balance-similar-node-groups" not in _values(APPLICATION)["extraArgs"]  # on-demand and spot differ
-    example = Path(__file__).resolve().parents[1] / "output" / "argocd" / "eks-batch" / "cluster-autoscaler.yaml"
+    assert (
+        "balance-similar-node-groups" not in _values(APPLICATION)["extraArgs"]
+    )  # on-demand and spot differ
+    example = (
+        Path(__file__).resolve().parents[1]
+        / "output"
+        / "argocd"
+        / "eks-batch"
+        / "cluster-autoscaler.yaml"
+    )
     values = _values(example)
     assert values["extraArgs"]["balance-similar-node-groups"] is True
     assert values["autoDiscovery"] == {"clusterName": "eks-batch"}
@@ -94,8 +114,14 @@ def test_requirements_print_the_scale_from_zero_tags() -> None:
     block = lines[spot : spot + 7]
     assert "  ASG name " + SPOT in block
     assert "  tag k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu = 8" in block
-    assert "  tag k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu = present:NoSchedule" in block
-    assert "  tag k8s.io/cluster-autoscaler/node-template/label/eks.amazonaws.com/nodegroup = h100-spot" in block
+    assert (
+        "  tag k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu = present:NoSchedule"
+        in block
+    )
+    assert (
+        "  tag k8s.io/cluster-autoscaler/node-template/label/eks.amazonaws.com/nodegroup = h100-spot"
+        in block
+    )
 
 
 def test_requirements_of_a_bad_fleet_fail_with_diagnostics() -> None:

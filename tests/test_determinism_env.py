@@ -22,7 +22,9 @@ from tests.conftest import PROJECT, copy_example
 
 def _locales() -> set[str]:
     try:
-        listed = subprocess.run(["locale", "-a"], capture_output=True, text=True, check=False).stdout
+        listed = subprocess.run(
+            ["locale", "-a"], capture_output=True, text=True, check=False
+        ).stdout
     except OSError:
         return set()
     return {name.strip().lower().replace("utf-8", "utf8") for name in listed.splitlines()}
@@ -38,7 +40,15 @@ def _second_locale() -> dict[str, str]:
 
 MACHINE_A = {"PYTHONHASHSEED": "0", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
 MACHINE_B = {"PYTHONHASHSEED": "2718281", "TZ": "Pacific/Auckland", **_second_locale()}
-VARIABLES = ("PYTHONHASHSEED", "LANG", "LANGUAGE", "TZ", "PYTHONCOERCECLOCALE", "PYTHONUTF8", "PYTHONIOENCODING")
+VARIABLES = (
+    "PYTHONHASHSEED",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "PYTHONCOERCECLOCALE",
+    "PYTHONUTF8",
+    "PYTHONIOENCODING",
+)
 
 
 def _env(machine: dict[str, str]) -> dict[str, str]:
@@ -58,21 +68,32 @@ def render(root_arg: str, cwd: Path, machine: dict[str, str]) -> subprocess.Comp
 
 def copy_reversed(source: Path, target: Path) -> None:
     """Copy the input files into a fresh folder, creating folders and files in reverse order."""
-    files = sorted(p.relative_to(source) for p in source.rglob("*.yaml") if "output" not in p.relative_to(source).parts)
+    files = sorted(
+        p.relative_to(source)
+        for p in source.rglob("*.yaml")
+        if "output" not in p.relative_to(source).parts
+    )
     for relative in reversed(files):
         (target / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source / relative, target / relative)
 
 
 def tree(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _example(root: Path) -> Path:
     copy_example(root)
     cluster = root / "clusters" / "h100-prod.yaml"
     text = cluster.read_text(encoding="utf-8")
-    marked = text.replace("{name: production, value: 1000}", '{name: production, value: 1000, description: "Produktion – höchste Priorität ✓"}')
+    marked = text.replace(
+        "{name: production, value: 1000}",
+        '{name: production, value: 1000, description: "Produktion – höchste Priorität ✓"}',
+    )
     assert marked != text
     cluster.write_text(marked, encoding="utf-8")
     return root
@@ -98,8 +119,12 @@ def test_two_machines_render_byte_identical_output(tmp_path: Path, make: object)
     assert sorted(a) == sorted(b), f"different files: {sorted(set(a) ^ set(b))[:10]}"
     differing = [p for p in a if a[p] != b[p]]
     assert differing == [], f"{len(differing)} files differ, e.g. {differing[:5]}"
-    diagnostics = [line for line in one.stderr.splitlines() if ": warning: " in line or ": error: " in line]
-    assert diagnostics == [line for line in two.stderr.splitlines() if ": warning: " in line or ": error: " in line]
+    diagnostics = [
+        line for line in one.stderr.splitlines() if ": warning: " in line or ": error: " in line
+    ]
+    assert diagnostics == [
+        line for line in two.stderr.splitlines() if ": warning: " in line or ": error: " in line
+    ]
 
 
 def test_the_non_ascii_description_reaches_the_output(tmp_path: Path) -> None:

@@ -45,14 +45,28 @@ def test_code_derives_from_the_check_name() -> None:
 
 
 def _finding(**changes: object) -> Diagnostic:
-    base = Diagnostic("tenants/a.yaml", 3, 5, Severity.WARNING, "allocations[0].quotas", "message", "cpu-only-work")
+    base = Diagnostic(
+        "tenants/a.yaml",
+        3,
+        5,
+        Severity.WARNING,
+        "allocations[0].quotas",
+        "message",
+        "cpu-only-work",
+    )
     return Diagnostic(**(base.__dict__ | changes))  # type: ignore[arg-type]
 
 
 def test_every_format_shows_the_code() -> None:
     found = [_finding()]
-    assert render(found, "text").splitlines()[0] == "tenants/a.yaml:3:5: warning: allocations[0].quotas: message [cpu-only-work]"
-    assert render(found, "github") == "::warning file=tenants/a.yaml,line=3,col=5::allocations[0].quotas: message [cpu-only-work]\n"
+    assert (
+        render(found, "text").splitlines()[0]
+        == "tenants/a.yaml:3:5: warning: allocations[0].quotas: message [cpu-only-work]"
+    )
+    assert (
+        render(found, "github")
+        == "::warning file=tenants/a.yaml,line=3,col=5::allocations[0].quotas: message [cpu-only-work]\n"
+    )
     assert json.loads(render(found, "json"))[0]["code"] == "cpu-only-work"
 
 
@@ -72,10 +86,15 @@ def _repo(tmp_path: Path, tenant_extra: str = "", cluster_extra: str = "") -> Pa
     quota = "    quotas:\n      - {pool: train, gpus: 16}\n"
     network = "networks:\n  - {name: n, type: macvlan, master: eth1, ipam: {type: whereabouts, range: 10.0.0.0/30}, pools: [train]}\n"
     cluster = CLUSTER.format(components=COMPONENTS, sharing=MIG) + network + cluster_extra
-    return write_repo(tmp_path, {"clusters/c1.yaml": cluster, "tenants/a.yaml": _tenant("a", quota + tenant_extra)})
+    return write_repo(
+        tmp_path,
+        {"clusters/c1.yaml": cluster, "tenants/a.yaml": _tenant("a", quota + tenant_extra)},
+    )
 
 
-def test_the_example_fleet_warns_without_its_ignores_and_every_finding_has_a_code(tmp_path: Path) -> None:
+def test_the_example_fleet_warns_without_its_ignores_and_every_finding_has_a_code(
+    tmp_path: Path,
+) -> None:
     root = copy_example(tmp_path)
     for path in [*root.glob("clusters/*.yaml"), *root.glob("tenants/*.yaml")]:
         lines = path.read_text().splitlines(keepends=True)
@@ -85,7 +104,11 @@ def test_the_example_fleet_warns_without_its_ignores_and_every_finding_has_a_cod
             if line.strip() == "ignore:":
                 skipping, depth = True, indent
                 continue
-            if skipping and (indent > depth or line.lstrip().startswith("- code:") or line.lstrip().startswith("reason:")):
+            if skipping and (
+                indent > depth
+                or line.lstrip().startswith("- code:")
+                or line.lstrip().startswith("reason:")
+            ):
                 continue
             skipping = False
             kept.append(line)
@@ -102,9 +125,17 @@ def _json(root: Path) -> list[dict[str, object]]:
 
 
 WHERE = {
-    "allocation": ("", "    ignore: [{code: cpu-only-work, reason: the team runs no CPU-only work}]\n", "cpu-only-work"),
+    "allocation": (
+        "",
+        "    ignore: [{code: cpu-only-work, reason: the team runs no CPU-only work}]\n",
+        "cpu-only-work",
+    ),
     "tenant": ("", "", "cpu-only-work"),
-    "cluster": ("ignore: [{code: range-size, reason: only two pods attach at once}]\n", "", "range-size"),
+    "cluster": (
+        "ignore: [{code: range-size, reason: only two pods attach at once}]\n",
+        "",
+        "range-size",
+    ),
 }
 
 
@@ -114,7 +145,10 @@ def test_a_warning_is_silenced_where_it_stands_with_its_reason(tmp_path: Path, w
     root = _repo(tmp_path, tenant_extra, cluster_extra)
     if where == "tenant":
         tenant = root / "tenants/a.yaml"
-        tenant.write_text("ignore: [{code: cpu-only-work, reason: the team runs no CPU-only work}]\n" + tenant.read_text())
+        tenant.write_text(
+            "ignore: [{code: cpu-only-work, reason: the team runs no CPU-only work}]\n"
+            + tenant.read_text()
+        )
     text = run("check", "--root", str(root)).stderr
     assert f"[{code}]" not in text and "(1 warning accepted)" in text, text
     accepted = [(r["code"], r["accepted"]) for r in _json(root) if r["accepted"]]
@@ -125,7 +159,10 @@ def test_strict_passes_when_every_warning_is_accepted(tmp_path: Path) -> None:
     root = _repo(tmp_path, WHERE["allocation"][1], WHERE["cluster"][0])
     assert run("check", "--root", str(root), "--strict").code == 0
     assert run("check", "--root", str(_repo(tmp_path / "b", WHERE["allocation"][1]))).code == 0
-    assert run("check", "--root", str(_repo(tmp_path / "c", WHERE["allocation"][1])), "--strict").code == 1
+    assert (
+        run("check", "--root", str(_repo(tmp_path / "c", WHERE["allocation"][1])), "--strict").code
+        == 1
+    )
 
 
 def test_an_ignore_elsewhere_does_not_silence(tmp_path: Path) -> None:
@@ -133,28 +170,40 @@ def test_an_ignore_elsewhere_does_not_silence(tmp_path: Path) -> None:
     result = run("check", "--root", str(root), "--strict")
     assert result.code == 1
     assert "[cpu-only-work]" in result.stderr and "accepted" not in result.stderr
-    assert "warning: ignore[0].code: no cpu-only-work warning is reported here any more: remove this ignore entry [unused-ignore]" in result.stderr
+    assert (
+        "warning: ignore[0].code: no cpu-only-work warning is reported here any more: remove this ignore entry [unused-ignore]"
+        in result.stderr
+    )
 
 
 def test_an_unknown_code_is_an_error(tmp_path: Path) -> None:
     root = _repo(tmp_path, tenant_extra="    ignore: [{code: pool-capacty, reason: typo}]\n")
     result = run("check", "--root", str(root))
     assert result.code == 1
-    assert "allocations[0].ignore[0].code: 'pool-capacty' is not a diagnostic code of gpuplan" in result.stderr
+    assert (
+        "allocations[0].ignore[0].code: 'pool-capacty' is not a diagnostic code of gpuplan"
+        in result.stderr
+    )
 
 
 def test_errors_are_never_silenced(tmp_path: Path) -> None:
     quota = "    quotas:\n      - {pool: train, gpus: 40}\n    ignore: [{code: pool-capacity, reason: no}]\n"
     cluster = CLUSTER.format(components=COMPONENTS, sharing=MIG)
-    root = write_repo(tmp_path, {"clusters/c1.yaml": cluster, "tenants/a.yaml": _tenant("a", quota)})
+    root = write_repo(
+        tmp_path, {"clusters/c1.yaml": cluster, "tenants/a.yaml": _tenant("a", quota)}
+    )
     result = run("check", "--root", str(root))
     assert result.code == 1 and "[pool-capacity]" in result.stderr
 
 
-def test_strict_passes_on_the_example_fleet_with_every_accepted_warning_giving_its_reason(example_repo: Path) -> None:
+def test_strict_passes_on_the_example_fleet_with_every_accepted_warning_giving_its_reason(
+    example_repo: Path,
+) -> None:
     result = run("check", "--root", str(example_repo), "--strict")
     assert result.code == 0, result.stderr
-    rows = json.loads(run("check", "--root", str(example_repo), "--format", "json").stderr.split("\n]")[0] + "\n]")
+    rows = json.loads(
+        run("check", "--root", str(example_repo), "--format", "json").stderr.split("\n]")[0] + "\n]"
+    )
     assert rows and all(r["severity"] == "warning" and r["accepted"] for r in rows)
 
 
@@ -164,7 +213,10 @@ def test_strict_passes_on_the_example_fleet_with_every_accepted_warning_giving_i
 def _two_tenants(tmp_path: Path, a: int, b: int) -> Path:
     quota = "    quotas:\n      - {{pool: train, gpus: {n}}}\n"
     files = {"clusters/c1.yaml": CLUSTER.format(components=COMPONENTS, sharing=MIG)}
-    files |= {"tenants/a.yaml": _tenant("a", quota.format(n=a)), "tenants/b.yaml": _tenant("b", quota.format(n=b))}
+    files |= {
+        "tenants/a.yaml": _tenant("a", quota.format(n=a)),
+        "tenants/b.yaml": _tenant("b", quota.format(n=b)),
+    }
     return write_repo(tmp_path, files)
 
 
@@ -172,12 +224,22 @@ def test_an_overrun_without_base_stands_at_every_tenant_with_its_own_share(tmp_p
     result = run("check", "--root", str(_two_tenants(tmp_path, 16, 17)))
     assert result.code == 1
     head = "error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); "
-    assert f"tenants/a.yaml:5:29: {head}tenant a asks 16, with b 17 [pool-capacity]" in result.stderr
-    assert f"tenants/b.yaml:5:29: {head}tenant b asks 17, with a 16 [pool-capacity]" in result.stderr
+    assert (
+        f"tenants/a.yaml:5:29: {head}tenant a asks 16, with b 17 [pool-capacity]" in result.stderr
+    )
+    assert (
+        f"tenants/b.yaml:5:29: {head}tenant b asks 17, with a 16 [pool-capacity]" in result.stderr
+    )
 
 
 def _git(root: Path, *args: str) -> None:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com", "HOME": str(root)}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "HOME": str(root),
+    }
     subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
 
 
@@ -186,10 +248,15 @@ def test_an_overrun_with_base_stands_at_the_quota_that_changed(tmp_path: Path) -
     _git(root, "init", "-q")
     _git(root, "add", "clusters", "tenants")
     _git(root, "commit", "-q", "-m", "fits")
-    (root / "tenants/b.yaml").write_text((root / "tenants/b.yaml").read_text().replace("gpus: 16", "gpus: 17"))
+    (root / "tenants/b.yaml").write_text(
+        (root / "tenants/b.yaml").read_text().replace("gpus: 16", "gpus: 17")
+    )
     result = run("check", "--root", str(root), "--base", "HEAD")
     assert result.code == 1
-    assert "tenants/b.yaml:5:29: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant b asks 17, with a 16 [pool-capacity]" in result.stderr
+    assert (
+        "tenants/b.yaml:5:29: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant b asks 17, with a 16 [pool-capacity]"
+        in result.stderr
+    )
     assert "tenants/a.yaml:5:29" not in result.stderr
 
 
@@ -202,7 +269,10 @@ def test_an_overrun_from_a_shrunk_pool_stands_at_the_pool(tmp_path: Path) -> Non
     cluster.write_text(cluster.read_text().replace("nodes: {count: 4}", "nodes: {count: 3}"))
     result = run("check", "--root", str(root), "--base", "HEAD")
     assert result.code == 1
-    assert "clusters/c1.yaml:16:12: error: nodePools[0].nodes: tenants ask 32 GPUs of pool train, which has at most 24 (3 nodes x 8): the pool shrank below its quotas [pool-capacity]" in result.stderr
+    assert (
+        "clusters/c1.yaml:16:12: error: nodePools[0].nodes: tenants ask 32 GPUs of pool train, which has at most 24 (3 nodes x 8): the pool shrank below its quotas [pool-capacity]"
+        in result.stderr
+    )
     assert "error: allocations" not in result.stderr
 
 
@@ -213,7 +283,10 @@ def test_an_overrun_already_at_the_base_stands_at_every_tenant(tmp_path: Path) -
     _git(root, "commit", "-q", "-m", "over already")
     result = run("check", "--root", str(root), "--base", "HEAD")
     assert result.code == 1
-    assert "tenants/a.yaml:5:29: error:" in result.stderr and "tenants/b.yaml:5:29: error:" in result.stderr
+    assert (
+        "tenants/a.yaml:5:29: error:" in result.stderr
+        and "tenants/b.yaml:5:29: error:" in result.stderr
+    )
 
 
 def test_base_that_is_no_commit_is_a_usage_error(tmp_path: Path) -> None:
@@ -234,11 +307,20 @@ def test_a_pool_entry_silences_only_inside_its_pool() -> None:
     from gpuplan.load import SourceFile
     from gpuplan.model.common import Ignore
 
-    rule = Rule(SourceFile("clusters/c1.yaml", {}), "nodePools[1]", ("nodePools", 1, "ignore", 0), Ignore(code="range-size", reason="r"))
+    rule = Rule(
+        SourceFile("clusters/c1.yaml", {}),
+        "nodePools[1]",
+        ("nodePools", 1, "ignore", 0),
+        Ignore(code="range-size", reason="r"),
+    )
     at = {"file": "clusters/c1.yaml", "code": "range-size", "severity": Severity.WARNING}
     assert rule.matches(_finding(**at, path="nodePools[1].nodes.min"))
     assert rule.matches(_finding(**at, path="nodePools[1]"))
     assert not rule.matches(_finding(**at, path="nodePools[10].nodes"))
     assert not rule.matches(_finding(**at, path="nodePools[0].nodes"))
-    assert not rule.matches(_finding(**(at | {"file": "clusters/c2.yaml"}), path="nodePools[1].nodes"))
-    assert not rule.matches(_finding(**(at | {"severity": Severity.ERROR}), path="nodePools[1].nodes"))
+    assert not rule.matches(
+        _finding(**(at | {"file": "clusters/c2.yaml"}), path="nodePools[1].nodes")
+    )
+    assert not rule.matches(
+        _finding(**(at | {"severity": Severity.ERROR}), path="nodePools[1].nodes")
+    )

@@ -114,7 +114,11 @@ def repo(root: Path, clusters: list[dict[str, Any]], tenants: list[dict[str, Any
     return write_repo(root, files)
 
 
-def compiled(root: Path, clusters: list[dict[str, Any]] | None = None, tenants: list[dict[str, Any]] | None = None):
+def compiled(
+    root: Path,
+    clusters: list[dict[str, Any]] | None = None,
+    tenants: list[dict[str, Any]] | None = None,
+):
     """Compile a repository in-process (no CRDs) and return the result."""
     repo(root, clusters or [cluster()], [ALPHA, BETA] if tenants is None else tenants)
     return compile_fleet(root)
@@ -125,7 +129,9 @@ def objects(root: Path, **kwargs: Any) -> dict[tuple[str, str | None, str], dict
     result = compiled(root, **kwargs)
     errors = [d.text() for d in result.diagnostics if d.severity.value == "error"]
     assert not errors, errors
-    return {(m.kind, m.namespace, m.name): m.obj for m in result.manifests if m.kind != "Kustomization"}
+    return {
+        (m.kind, m.namespace, m.name): m.obj for m in result.manifests if m.kind != "Kustomization"
+    }
 
 
 def texts(root: Path, *args: str) -> list[str]:
@@ -135,12 +141,18 @@ def texts(root: Path, *args: str) -> list[str]:
     return result.stderr.splitlines()
 
 
-def meta(name: str, wave: str, namespace: str | None = None, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def meta(
+    name: str, wave: str, namespace: str | None = None, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name}
     if namespace is not None:
         metadata["namespace"] = namespace
     metadata["labels"] = dict(FINAL)
-    metadata["annotations"] = {**(annotations or {}), "argocd.argoproj.io/sync-wave": wave, "argocd.argoproj.io/sync-options": CR_SYNC}
+    metadata["annotations"] = {
+        **(annotations or {}),
+        "argocd.argoproj.io/sync-wave": wave,
+        "argocd.argoproj.io/sync-options": CR_SYNC,
+    }
     return metadata
 
 
@@ -151,7 +163,12 @@ def test_queue_exact(tmp_path: Path) -> None:
     # train: 8 GPUs, 96 cpu, 800Gi per node -> 12 cpu and 100Gi per GPU. alpha has 4 GPUs and may
     # borrow 4, which beta (8 GPUs, nothing held back) can lend: capability = 8 GPUs' worth.
     small = cluster(nodePools=cluster()["nodePools"][:1], networks=[])
-    alpha = tenant("alpha", cohort="shared", weight=3, quotas=[{"pool": "train", "gpus": 4, "borrowingLimit": 4}])
+    alpha = tenant(
+        "alpha",
+        cohort="shared",
+        weight=3,
+        quotas=[{"pool": "train", "gpus": 4, "borrowingLimit": 4}],
+    )
     beta = tenant("beta", cohort="shared", quotas=[{"pool": "train", "gpus": 8}])
     found = objects(tmp_path, clusters=[small], tenants=[alpha, beta])
     assert found[("Queue", None, "alpha")] == {
@@ -179,13 +196,19 @@ def test_queue_capability_equals_resource_quota(tmp_path: Path) -> None:
 
     for name in ("alpha", "beta"):
         queue = found[("Queue", None, name)]["spec"]
-        quotas = [o["spec"]["hard"] for (kind, _, n), o in found.items() if kind == "ResourceQuota" and n == name]
+        quotas = [
+            o["spec"]["hard"]
+            for (kind, _, n), o in found.items()
+            if kind == "ResourceQuota" and n == name
+        ]
         assert quotas
         # the tenant's namespaces split its total: together they hold exactly the Queue's capability
         total = {key: sum(parse_quantity(q[key]) for q in quotas) for key in quotas[0]}
         assert {f"requests.{k}": parse_quantity(v) for k, v in queue["capability"].items()} == total
         assert queue["deserved"] == queue["guarantee"]["resource"]
-        assert set(queue["deserved"]) == set(queue["capability"])  # Volcano's webhook wants every name in capability
+        assert set(queue["deserved"]) == set(
+            queue["capability"]
+        )  # Volcano's webhook wants every name in capability
 
 
 def test_no_queues_without_volcano(tmp_path: Path) -> None:
@@ -238,7 +261,9 @@ def test_node_pool_exact(tmp_path: Path) -> None:
     }  # fmt: skip
 
 
-def test_node_pool_carries_pool_taints_config_labels_and_no_zone_without_zones(tmp_path: Path) -> None:
+def test_node_pool_carries_pool_taints_config_labels_and_no_zone_without_zones(
+    tmp_path: Path,
+) -> None:
     spec = objects(tmp_path)[("NodePool", None, "dev")]["spec"]
     template = spec["template"]
     assert template["metadata"]["labels"] == {"gpuplan.io/pool": "dev"}  # L40S: no MIG label
@@ -247,8 +272,14 @@ def test_node_pool_carries_pool_taints_config_labels_and_no_zone_without_zones(t
         {"key": "example.com/preemptible", "effect": "PreferNoSchedule"},
     ]
     keys = [r["key"] for r in template["spec"]["requirements"]]
-    assert keys == ["node.kubernetes.io/instance-type", "karpenter.sh/capacity-type", "kubernetes.io/arch"]
-    assert template["spec"]["requirements"][1]["values"] == ["on-demand"]  # the default capacity type
+    assert keys == [
+        "node.kubernetes.io/instance-type",
+        "karpenter.sh/capacity-type",
+        "kubernetes.io/arch",
+    ]
+    assert template["spec"]["requirements"][1]["values"] == [
+        "on-demand"
+    ]  # the default capacity type
     assert spec["limits"] == {"nodes": "2", "nvidia.com/gpu": "8"}
 
 
@@ -256,13 +287,23 @@ def test_node_pool_limits_count_physical_gpus_on_shared_and_mig_pools(tmp_path: 
     pools = cluster()["nodePools"]
     pools[1]["sharing"] = {"timeSlicing": {"replicas": 4}}  # dev: nvidia.com/gpu.shared x 4
     pools[0]["sharing"] = {"mig": {"layout": {"1g.10gb": 7}}}  # train: nvidia.com/mig-1g.10gb
-    alpha = tenant("alpha", quotas=[{"pool": "dev", "gpus": 8}, {"pool": "train", "mig": {"1g.10gb": 7}}])
+    alpha = tenant(
+        "alpha", quotas=[{"pool": "dev", "gpus": 8}, {"pool": "train", "mig": {"1g.10gb": 7}}]
+    )
     found = objects(tmp_path, clusters=[cluster(nodePools=pools)], tenants=[alpha])
-    assert found[("NodePool", None, "dev")]["spec"]["limits"] == {"nodes": "2", "nvidia.com/gpu": "8"}
+    assert found[("NodePool", None, "dev")]["spec"]["limits"] == {
+        "nodes": "2",
+        "nvidia.com/gpu": "8",
+    }
     train = found[("NodePool", None, "train")]["spec"]
     assert train["limits"] == {"nodes": "4", "nvidia.com/gpu": "32"}
     assert train["template"]["metadata"]["labels"]["nvidia.com/mig.config"] == "gpuplan-7x1g.10gb"
-    assert found[("NodePool", None, "dev")]["spec"]["template"]["metadata"]["labels"]["nvidia.com/device-plugin.config"] == "dev"
+    assert (
+        found[("NodePool", None, "dev")]["spec"]["template"]["metadata"]["labels"][
+            "nvidia.com/device-plugin.config"
+        ]
+        == "dev"
+    )
 
 
 def test_node_pools_only_for_autoscaled_pools_with_karpenter(tmp_path: Path) -> None:
@@ -276,7 +317,8 @@ def test_karpenter_before_v1_is_an_unknown_version(tmp_path: Path) -> None:
     repo(tmp_path, [cluster(components=components)], [ALPHA, BETA])
     lines = texts(tmp_path)
     assert any(
-        "clusters/gpu.yaml:" in line and "error: components.karpenter.version: karpenter (aws) v0.37.2 is not supported" in line
+        "clusters/gpu.yaml:" in line
+        and "error: components.karpenter.version: karpenter (aws) v0.37.2 is not supported" in line
         and "supported versions: v1.0.14, " in line
         for line in lines
     ), lines
@@ -287,11 +329,18 @@ def test_autoscaled_pool_without_karpenter_or_on_an_unserved_provider(tmp_path: 
     del components["karpenter"]
     repo(tmp_path / "a", [cluster(components=components)], [ALPHA, BETA])
     lines = texts(tmp_path / "a")
-    assert any("error: nodePools[0].nodes: an autoscaled pool (min/max) needs components.karpenter" in x for x in lines), lines
+    assert any(
+        "error: nodePools[0].nodes: an autoscaled pool (min/max) needs components.karpenter" in x
+        for x in lines
+    ), lines
     repo(tmp_path / "b", [cluster(provider="gcp")], [ALPHA, BETA])
     lines = texts(tmp_path / "b")
-    assert any("error: nodePools[0].nodes: Karpenter does not serve provider gcp" in x for x in lines), lines
-    assert any("error: nodePools[1].nodes: Karpenter does not serve provider gcp" in x for x in lines), lines
+    assert any(
+        "error: nodePools[0].nodes: Karpenter does not serve provider gcp" in x for x in lines
+    ), lines
+    assert any(
+        "error: nodePools[1].nodes: Karpenter does not serve provider gcp" in x for x in lines
+    ), lines
 
 
 def test_instance_type_gpu_count_must_match_gpus_per_node(tmp_path: Path) -> None:
@@ -300,7 +349,9 @@ def test_instance_type_gpu_count_must_match_gpus_per_node(tmp_path: Path) -> Non
     repo(tmp_path, [cluster(nodePools=pools)], [ALPHA, BETA])
     lines = texts(tmp_path)
     assert any(
-        "error: nodePools[0].karpenter.instanceTypes[1]: g6e.12xlarge has 4 GPUs, but the pool's nodes have 8" in x for x in lines
+        "error: nodePools[0].karpenter.instanceTypes[1]: g6e.12xlarge has 4 GPUs, but the pool's nodes have 8"
+        in x
+        for x in lines
     ), lines
     assert not any("instanceTypes[0]" in x for x in lines)
 
@@ -309,16 +360,25 @@ def test_requirement_values_must_be_label_values(tmp_path: Path) -> None:
     pools = cluster()["nodePools"]
     pools[0]["karpenter"]["zones"] = ["us east 1a"]
     repo(tmp_path, [cluster(nodePools=pools)], [ALPHA, BETA])
-    assert any("error: nodePools[0].karpenter.zones[0]: 'us east 1a' is not a valid Kubernetes label value" in x for x in texts(tmp_path))
+    assert any(
+        "error: nodePools[0].karpenter.zones[0]: 'us east 1a' is not a valid Kubernetes label value"
+        in x
+        for x in texts(tmp_path)
+    )
 
 
-@pytest.mark.parametrize("key", ["karpenter.sh/nodepool", "team.karpenter.sh/x", "kubernetes.io/hostname"])
+@pytest.mark.parametrize(
+    "key", ["karpenter.sh/nodepool", "team.karpenter.sh/x", "kubernetes.io/hostname"]
+)
 def test_labels_the_node_pool_crd_refuses(tmp_path: Path, key: str) -> None:
     pools = cluster()["nodePools"]
     pools[0]["labels"] = {key: "x"}
     repo(tmp_path, [cluster(nodePools=pools)], [ALPHA, BETA])
     lines = texts(tmp_path)
-    assert any(f"error: nodePools[0].labels.{key}: " in x and "the NodePool would be rejected" in x for x in lines), lines
+    assert any(
+        f"error: nodePools[0].labels.{key}: " in x and "the NodePool would be rejected" in x
+        for x in lines
+    ), lines
 
 
 def test_capacity_type_label_is_allowed_on_node_pools(tmp_path: Path) -> None:
@@ -366,13 +426,20 @@ def test_node_feature_rule_exact(tmp_path: Path) -> None:
 
 def test_node_feature_rules_for_static_pools_with_hostnames_only(tmp_path: Path) -> None:
     found = objects(tmp_path)
-    assert sorted(k[2] for k in found if k[0] == "NodeFeatureRule") == ["gpuplan-a100", "gpuplan-infer", "gpuplan-shared"]
+    assert sorted(k[2] for k in found if k[0] == "NodeFeatureRule") == [
+        "gpuplan-a100",
+        "gpuplan-infer",
+        "gpuplan-shared",
+    ]
     shared = found[("NodeFeatureRule", None, "gpuplan-shared")]["spec"]["rules"][0]["labels"]
     assert shared == {"gpuplan.io/pool": "shared", "nvidia.com/device-plugin.config": "shared"}
 
 
 def test_no_node_feature_rules_without_gpu_operator_or_kueue(tmp_path: Path) -> None:
-    components = {"volcano": {"version": "v1.15.1"}, "karpenter": cluster()["components"]["karpenter"]}
+    components = {
+        "volcano": {"version": "v1.15.1"},
+        "karpenter": cluster()["components"]["karpenter"],
+    }
     found = objects(tmp_path, clusters=[cluster(components=components)])
     assert not [k for k in found if k[0] == "NodeFeatureRule"]
 
@@ -409,11 +476,23 @@ def test_static_pool_selected_by_labels_only_gets_no_rule_and_a_warning(tmp_path
 
 def test_nfd_label_keys(tmp_path: Path) -> None:
     pools = cluster()["nodePools"]
-    pools[2]["labels"] = {"node-role.kubernetes.io/gpu": "", "fabric": "ib", "feature.node.kubernetes.io/x": "1"}
+    pools[2]["labels"] = {
+        "node-role.kubernetes.io/gpu": "",
+        "fabric": "ib",
+        "feature.node.kubernetes.io/x": "1",
+    }
     repo(tmp_path, [cluster(nodePools=pools)], [ALPHA, BETA])
     lines = texts(tmp_path)
-    assert any("error: nodePools[2].labels.node-role.kubernetes.io/gpu: nfd-master never sets labels in the kubernetes.io domain" in x for x in lines), lines
-    assert any("warning: nodePools[2].labels.fabric: NFD puts unprefixed labels under feature.node.kubernetes.io/" in x for x in lines), lines
+    assert any(
+        "error: nodePools[2].labels.node-role.kubernetes.io/gpu: nfd-master never sets labels in the kubernetes.io domain"
+        in x
+        for x in lines
+    ), lines
+    assert any(
+        "warning: nodePools[2].labels.fabric: NFD puts unprefixed labels under feature.node.kubernetes.io/"
+        in x
+        for x in lines
+    ), lines
     assert not any("feature.node.kubernetes.io/x:" in x for x in lines)
 
 
@@ -433,7 +512,11 @@ def test_hostnames_go_cannot_compile_are_errors(tmp_path: Path) -> None:
     pools = cluster()["nodePools"]
     pools[2]["hostnames"] = ["infer-[0-9]+", "(?!old-)inf-.*"]
     repo(tmp_path, [cluster(nodePools=pools)], [ALPHA, BETA])
-    assert any("error: nodePools[2].hostnames[1]: NFD matches node names with Go's regexp (RE2), which has no lookahead" in x for x in texts(tmp_path))
+    assert any(
+        "error: nodePools[2].hostnames[1]: NFD matches node names with Go's regexp (RE2), which has no lookahead"
+        in x
+        for x in texts(tmp_path)
+    )
 
 
 # --- Multus -------------------------------------------------------------------------------------
@@ -456,7 +539,9 @@ def test_network_attachment_sriov_exact(tmp_path: Path) -> None:
         '    "gateway": "10.10.0.1",\n    "range": "10.10.0.0/24",\n    "type": "whereabouts"\n  },\n'
         '  "name": "ib",\n  "type": "sriov"\n}'
     )
-    assert found[("NetworkAttachmentDefinition", "alpha", "ib")] == nad("ib", "alpha", config, "nvidia.com/sriov_ib")
+    assert found[("NetworkAttachmentDefinition", "alpha", "ib")] == nad(
+        "ib", "alpha", config, "nvidia.com/sriov_ib"
+    )
 
 
 @pytest.mark.parametrize(
@@ -476,7 +561,9 @@ def test_network_attachment_sriov_exact(tmp_path: Path) -> None:
         }, None),
     ],
 )  # fmt: skip
-def test_network_attachment_of_each_type_exact(tmp_path: Path, key: tuple[str, str], cni: dict, resource: str | None) -> None:
+def test_network_attachment_of_each_type_exact(
+    tmp_path: Path, key: tuple[str, str], cni: dict, resource: str | None
+) -> None:
     namespace, name = key
     obj = objects(tmp_path)[("NetworkAttachmentDefinition", namespace, name)]
     assert obj == nad(name, namespace, json.dumps(cni, sort_keys=True, indent=2), resource)
@@ -487,7 +574,9 @@ def test_host_device_from_a_device_plugin_has_no_device_but_the_annotation(tmp_p
     networks = cluster()["networks"]
     networks[3] = {"name": "hostdev", "type": "host-device", "resourceName": "example.com/nic",
                    "ipam": {"type": "whereabouts", "range": "10.13.0.0/26"}, "pools": ["a100"]}  # fmt: skip
-    obj = objects(tmp_path, clusters=[cluster(networks=networks)])[("NetworkAttachmentDefinition", "beta", "hostdev")]
+    obj = objects(tmp_path, clusters=[cluster(networks=networks)])[
+        ("NetworkAttachmentDefinition", "beta", "hostdev")
+    ]
     assert json.loads(obj["spec"]["config"]) == {
         "cniVersion": "0.3.1", "name": "hostdev", "type": "host-device",
         "ipam": {"type": "whereabouts", "range": "10.13.0.0/26"},
@@ -508,7 +597,13 @@ def test_config_is_built_from_a_dict_not_a_template() -> None:
     from gpuplan.model.cluster import Network
 
     network = Network.model_validate(
-        {"name": "n", "type": "macvlan", "master": 'eth"1', "ipam": {"type": "whereabouts", "range": "10.0.0.0/24"}, "pools": ["p"]},
+        {
+            "name": "n",
+            "type": "macvlan",
+            "master": 'eth"1',
+            "ipam": {"type": "whereabouts", "range": "10.0.0.0/24"},
+            "pools": ["p"],
+        },
         by_alias=True,
     )
     from gpuplan.components import REGISTRY
@@ -594,7 +689,9 @@ def test_labels_flavors_and_configs_fit_together(tmp_path: Path) -> None:
     for name, spec in inputs.items():
         objs = _rendered(tmp_path, name)
         flavors = {o["metadata"]["name"]: o["spec"] for o in objs if o["kind"] == "ResourceFlavor"}
-        node_pools = {o["metadata"]["name"]: o["spec"]["template"] for o in objs if o["kind"] == "NodePool"}
+        node_pools = {
+            o["metadata"]["name"]: o["spec"]["template"] for o in objs if o["kind"] == "NodePool"
+        }
         rules = {}
         for o in objs:
             if o["kind"] == "NodeFeatureRule":
@@ -603,28 +700,47 @@ def test_labels_flavors_and_configs_fit_together(tmp_path: Path) -> None:
         maps = {o["metadata"]["name"]: o["data"] for o in objs if o["kind"] == "ConfigMap"}
         mig_configs = set()
         if "gpuplan-mig-parted-config" in maps:
-            mig_configs = set(yaml.safe_load(maps["gpuplan-mig-parted-config"]["config.yaml"])["mig-configs"])
+            mig_configs = set(
+                yaml.safe_load(maps["gpuplan-mig-parted-config"]["config.yaml"])["mig-configs"]
+            )
         plugin_configs = set(maps.get("gpuplan-device-plugin-config", {}))
         assert set(flavors) == {p["name"] for p in spec["nodePools"]}
         for pool in spec["nodePools"]:
             flavor = flavors[pool["name"]]
             autoscaled = "min" in pool["nodes"]
-            assert (pool["name"] in node_pools) == autoscaled and (pool["name"] in rules) != autoscaled
-            labels = node_pools[pool["name"]]["metadata"]["labels"] if autoscaled else rules[pool["name"]]
+            assert (pool["name"] in node_pools) == autoscaled and (
+                pool["name"] in rules
+            ) != autoscaled
+            labels = (
+                node_pools[pool["name"]]["metadata"]["labels"]
+                if autoscaled
+                else rules[pool["name"]]
+            )
             # The flavor selects only labels its labeller sets, with the same values.
             assert flavor["nodeLabels"].items() <= labels.items(), pool["name"]
             # The flavor tolerates exactly the taints the nodes get (the NodePool's, or the pool's).
-            taints = node_pools[pool["name"]]["spec"]["taints"] if autoscaled else pool.get("taints", [
-                {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
+            taints = (
+                node_pools[pool["name"]]["spec"]["taints"]
+                if autoscaled
+                else pool.get(
+                    "taints",
+                    [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+                )
+            )
             assert all(_tolerated(t, flavor["tolerations"]) for t in taints), pool["name"]
             assert len(flavor["tolerations"]) == len(taints)
             # Config labels name configs that exist.
             if "nvidia.com/mig.config" in labels:
                 assert labels["nvidia.com/mig.config"] in mig_configs, (pool["name"], mig_configs)
             if "nvidia.com/device-plugin.config" in labels:
-                assert labels["nvidia.com/device-plugin.config"] in plugin_configs, (pool["name"], plugin_configs)
+                assert labels["nvidia.com/device-plugin.config"] in plugin_configs, (
+                    pool["name"],
+                    plugin_configs,
+                )
             sharing = pool.get("sharing", {})
-            assert ("nvidia.com/device-plugin.config" in labels) == bool({"timeSlicing", "mps"} & set(sharing))
+            assert ("nvidia.com/device-plugin.config" in labels) == bool(
+                {"timeSlicing", "mps"} & set(sharing)
+            )
             assert ("nvidia.com/mig.config" in labels) == (pool["gpu"] not in ("L40S", "L4", "T4"))
             checked += 1
     assert checked == 8

@@ -56,7 +56,9 @@ def tree(folder: Path) -> Tree:
 
 def leftovers(root: Path) -> list[str]:
     """Return the entries beside output/ that are neither inputs nor the output."""
-    return sorted(p.name for p in root.iterdir() if p.name not in ("clusters", "tenants", "extra", "output"))
+    return sorted(
+        p.name for p in root.iterdir() if p.name not in ("clusters", "tenants", "extra", "output")
+    )
 
 
 def _env() -> dict[str, str]:
@@ -164,7 +166,8 @@ def test_a_render_killed_at_any_moment_leaves_the_old_or_the_new_output(tmp_path
         after = tree(root / "output")
         assert after in (trees["A"], trees["B"]), (
             f"killed {delay:.3f}s after the {mode}: the output is neither the old nor the new render "
-            f"({len(after)} entries)")
+            f"({len(after)} entries)"
+        )
         landed = "old" if after == trees[current] else "new"
         seen.append((running, in_write, landed))
         result = run("render", "--root", str(root))
@@ -190,7 +193,9 @@ def test_a_render_killed_at_any_moment_leaves_the_old_or_the_new_output(tmp_path
         f"new {sum(s[2] == 'new' for s in seen)}; staging kept by an up-to-date render {len(unclean)}x"
     )
     assert len(killed) >= UNIFORM_KILLS // 2, f"most kills must land while the render runs: {seen}"
-    assert sum(1 for s in killed if s[1]) >= WRITE_KILLS // 2, f"kills must land in the write phase: {seen}"
+    assert sum(1 for s in killed if s[1]) >= WRITE_KILLS // 2, (
+        f"kills must land in the write phase: {seen}"
+    )
     assert any(s[0] and s[2] == "new" for s in seen), f"some kills must land after the swap: {seen}"
 
 
@@ -222,8 +227,6 @@ def test_a_render_with_nothing_to_change_still_cleans_stale_staging(tmp_path: Pa
     result = run("render", "--root", str(root))
     assert result.code == 0 and "0 added, 0 changed, 0 removed" in result.stderr, result.stderr
     assert leftovers(root) == [], f"stale staging kept: {leftovers(root)}"
-
-
 
 
 # --- a full disk --------------------------------------------------------------------------------
@@ -275,7 +278,9 @@ class _FullFile:
         self.handle.close()
 
 
-@pytest.mark.parametrize(("nth", "at_write"), [(1, False), (2, True), (17, False), (60, True), (120, False)])
+@pytest.mark.parametrize(
+    ("nth", "at_write"), [(1, False), (2, True), (17, False), (60, True), (120, False)]
+)
 def test_a_full_disk_fails_clearly_and_leaves_the_old_output(
     rendered_example: Path, monkeypatch: pytest.MonkeyPatch, nth: int, at_write: bool
 ) -> None:
@@ -287,7 +292,9 @@ def test_a_full_disk_fails_clearly_and_leaves_the_old_output(
     monkeypatch.undo()
     assert disk.count >= nth, "the fault was never injected"
     assert result.code == 1, result.stderr
-    assert "No space left on device" in result.stderr and "old output is unchanged" in result.stderr, result.stderr
+    assert (
+        "No space left on device" in result.stderr and "old output is unchanged" in result.stderr
+    ), result.stderr
     assert "Traceback" not in result.stderr
     assert tree(root / "output") == before
     assert leftovers(root) == []
@@ -319,7 +326,9 @@ def _can_write(folder: Path) -> bool:
     return probe.returncode == 0
 
 
-def test_a_read_only_output_parent_fails_clearly_and_leaves_the_old_output(rendered_example: Path) -> None:
+def test_a_read_only_output_parent_fails_clearly_and_leaves_the_old_output(
+    rendered_example: Path,
+) -> None:
     root = rendered_example
     before = tree(root / "output")
     root.chmod(0o555)
@@ -332,7 +341,11 @@ def test_a_read_only_output_parent_fails_clearly_and_leaves_the_old_output(rende
         root.chmod(0o755)
     stderr = err.decode()
     assert proc.returncode == 1, stderr
-    assert "error: cannot write" in stderr and "Permission denied" in stderr and "old output is unchanged" in stderr, stderr
+    assert (
+        "error: cannot write" in stderr
+        and "Permission denied" in stderr
+        and "old output is unchanged" in stderr
+    ), stderr
     assert "Traceback" not in stderr
     assert tree(root / "output") == before
     assert leftovers(root) == []

@@ -27,7 +27,9 @@ def test_mig_partitions_are_gpus_in_the_capacity() -> None:
     assert {n: r.per_node for n, r in pools["a100-mig"].resources.items()} == {"nvidia.com/gpu": 56}
     # time-sharing, 4 clients per GPU: the single L4 is advertised 4 times as nvidia.com/gpu.
     assert {n: r.per_node for n, r in pools["l4-shared"].resources.items()} == {"nvidia.com/gpu": 4}
-    assert pools["l4-shared"].nodes_least == 1  # GKE's cluster autoscaler keeps the node pool's minimum
+    assert (
+        pools["l4-shared"].nodes_least == 1
+    )  # GKE's cluster autoscaler keeps the node pool's minimum
 
 
 def test_flavors_select_gkes_node_labels() -> None:
@@ -42,7 +44,11 @@ def test_flavors_select_gkes_node_labels() -> None:
 
 def test_quota_is_in_gkes_resource_name() -> None:
     queue = _load(KUEUE / "clusterqueue-gke-apps.yaml")["spec"]
-    flavors = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for g in queue["resourceGroups"] for f in g["flavors"]}
+    flavors = {
+        f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]}
+        for g in queue["resourceGroups"]
+        for f in g["flavors"]
+    }
     assert flavors["a100-mig"]["nvidia.com/gpu"] == "112"
     assert flavors["l4-shared"]["nvidia.com/gpu"] == "40"
 
@@ -56,7 +62,11 @@ def test_opting_out_of_googles_stack_brings_the_gpu_operator(tmp_path: Path) -> 
     root = tmp_path / "repo"
     shutil.copytree(CASE / "input", root)
     cluster = root / "clusters" / "gke-serving.yaml"
-    cluster.write_text(cluster.read_text().replace("components:\n", "components:\n  gpuOperator:\n    version: v26.7.0\n"))
+    cluster.write_text(
+        cluster.read_text().replace(
+            "components:\n", "components:\n  gpuOperator:\n    version: v26.7.0\n"
+        )
+    )
     result = run("requirements", "--root", str(root))
     assert result.code == 0, result.stderr
     assert "gpu-driver-version=disabled" in result.stdout

@@ -80,11 +80,15 @@ def test_golden(case: Path, tmp_path: Path, update_golden: bool) -> None:
         want = errors_file.read_text()
         got = _diagnostics(result.stderr)
         assert got == want, "diagnostics differ:\n" + "".join(
-            difflib.unified_diff(want.splitlines(True), got.splitlines(True), f"{case.name}/{ERRORS}", "stderr")
+            difflib.unified_diff(
+                want.splitlines(True), got.splitlines(True), f"{case.name}/{ERRORS}", "stderr"
+            )
         )
         return
 
-    assert expected_dir.is_dir(), f"{case.name}: no {EXPECTED}/ or {ERRORS}; run pytest --update-golden"
+    assert expected_dir.is_dir(), (
+        f"{case.name}: no {EXPECTED}/ or {ERRORS}; run pytest --update-golden"
+    )
     assert result.code == 0, result.stderr
     expected, actual = snapshot(expected_dir), snapshot(out)
     assert actual == expected, _first_difference(expected, actual)

@@ -124,8 +124,10 @@ def test_h100_placements_match_lgipp(profile, expected):
 
 def test_a30_table():
     mig = CATALOG["A30"].mig
-    got = {p.name: (p.compute_slices, p.memory_slices, p.max_instances, p.starts, p.size)
-           for p in mig.profiles}
+    got = {
+        p.name: (p.compute_slices, p.memory_slices, p.max_instances, p.starts, p.size)
+        for p in mig.profiles
+    }
     assert got == {
         "1g.6gb": (1, 1, 4, (0, 1, 2, 3), 1),
         "1g.6gb+me": (1, 1, 1, (0, 1, 2, 3), 1),
@@ -159,8 +161,17 @@ def test_profile_geometry_is_consistent(model: GpuModel):
 
 
 def test_memory_sizes():
-    expected = {"A100-SXM4-40GB": 40, "A30": 24, "H100-NVL-94GB": 94, "GH200-144GB": 144,
-                "H200-NVL-141GB": 141, "B200": 180, "GB200": 186, "L40S": 48, "T4": 16}
+    expected = {
+        "A100-SXM4-40GB": 40,
+        "A30": 24,
+        "H100-NVL-94GB": 94,
+        "GH200-144GB": 144,
+        "H200-NVL-141GB": 141,
+        "B200": 180,
+        "GB200": 186,
+        "L40S": 48,
+        "T4": 16,
+    }
     assert {name: CATALOG[name].memory_gb for name in expected} == expected
 
 

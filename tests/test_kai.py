@@ -27,14 +27,28 @@ def _compile(tmp_path: Path, edit: tuple[str, str] | None = None) -> Any:
 
 
 def _objects(compiled: Any, kind: str, group: str = "") -> dict[str, dict[str, Any]]:
-    return {m.obj["metadata"]["name"]: m.obj for m in compiled.manifests if m.kind == kind and m.obj["apiVersion"].startswith(group)}
+    return {
+        m.obj["metadata"]["name"]: m.obj
+        for m in compiled.manifests
+        if m.kind == kind and m.obj["apiVersion"].startswith(group)
+    }
 
 
 def test_kai_counts_a_mig_instance_of_ng_as_n_gpus() -> None:
-    assert [gpu_units(r) for r in ("nvidia.com/gpu", "nvidia.com/mig-3g.40gb", "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared")] == [1, 3, 1, 0]
+    assert [
+        gpu_units(r)
+        for r in (
+            "nvidia.com/gpu",
+            "nvidia.com/mig-3g.40gb",
+            "nvidia.com/mig-1g.10gb",
+            "nvidia.com/gpu.shared",
+        )
+    ] == [1, 3, 1, 0]
 
 
-def test_a_parent_without_a_stated_quota_gets_its_childrens_sum(tmp_path: Path, crds_dir: Path) -> None:
+def test_a_parent_without_a_stated_quota_gets_its_childrens_sum(
+    tmp_path: Path, crds_dir: Path
+) -> None:
     compiled = _compile(tmp_path, ("    parents:\n      research: {gpu: 28}\n", ""))
     assert not [d for d in compiled.diagnostics if d.severity.value == "error"]
     queues = _objects(compiled, "Queue", "scheduling.run.ai/")
@@ -44,34 +58,65 @@ def test_a_parent_without_a_stated_quota_gets_its_childrens_sum(tmp_path: Path, 
         assert parent[resource]["quota"] == sum(c[resource]["quota"] for c in children)
         assert parent[resource]["limit"] == -1
     assert parent["gpu"]["quota"] == 28  # nlp: 8 H100 + 4 x mig-3g.40gb (3 each); vision: 8
-    assert "parentQueue" not in queues["serving"]["spec"] and queues["vision"]["spec"]["parentQueue"] == "research"
-    assert queues["vision"]["spec"]["resources"]["gpu"] == {"quota": 8, "limit": 16, "overQuotaWeight": 2}
+    assert (
+        "parentQueue" not in queues["serving"]["spec"]
+        and queues["vision"]["spec"]["parentQueue"] == "research"
+    )
+    assert queues["vision"]["spec"]["resources"]["gpu"] == {
+        "quota": 8,
+        "limit": 16,
+        "overQuotaWeight": 2,
+    }
 
 
-def test_beside_kueue_kueue_enforces_and_kai_queues_are_unlimited(tmp_path: Path, crds_dir: Path) -> None:
+def test_beside_kueue_kueue_enforces_and_kai_queues_are_unlimited(
+    tmp_path: Path, crds_dir: Path
+) -> None:
     compiled = _compile(tmp_path, ("  quotaAuthority: kai\n", "  kueue:\n    version: v0.19.2\n"))
     warnings = [d for d in compiled.diagnostics if d.code == "kai-authority"]
     assert len(warnings) == 1 and "beside Kueue, so Kueue enforces" in warnings[0].message
     for queue in _objects(compiled, "Queue", "scheduling.run.ai/").values():
-        assert all(r == {"quota": -1, "limit": -1, "overQuotaWeight": r["overQuotaWeight"]} for r in queue["spec"]["resources"].values())
+        assert all(
+            r == {"quota": -1, "limit": -1, "overQuotaWeight": r["overQuotaWeight"]}
+            for r in queue["spec"]["resources"].values()
+        )
     app = _objects(compiled, "Application")["kai-kai-scheduler"]
     assert "valuesObject" not in app["spec"]["source"]["helm"]  # the chart's default queues stay
 
 
-def test_where_kai_enforces_the_chart_creates_no_unlimited_default_queue(tmp_path: Path, crds_dir: Path) -> None:
+def test_where_kai_enforces_the_chart_creates_no_unlimited_default_queue(
+    tmp_path: Path, crds_dir: Path
+) -> None:
     compiled = _compile(tmp_path)
     assert not [d for d in compiled.diagnostics if d.severity.value == "error"]
     app = _objects(compiled, "Application")["kai-kai-scheduler"]
-    assert app["spec"]["source"]["helm"]["valuesObject"] == {"defaultQueue": {"createDefaultQueue": False}}
-    assert app["spec"]["source"]["repoURL"] == "ghcr.io/kai-scheduler/kai-scheduler" and app["spec"]["source"]["targetRevision"] == "v0.17.0"
+    assert app["spec"]["source"]["helm"]["valuesObject"] == {
+        "defaultQueue": {"createDefaultQueue": False}
+    }
+    assert (
+        app["spec"]["source"]["repoURL"] == "ghcr.io/kai-scheduler/kai-scheduler"
+        and app["spec"]["source"]["targetRevision"] == "v0.17.0"
+    )
 
 
 @pytest.mark.parametrize("authority", ["kai", "volcano"])
-def test_volcano_enforces_queues_only_as_the_authority(tmp_path: Path, crds_dir: Path, authority: str) -> None:
-    compiled = _compile(tmp_path, ("  quotaAuthority: kai\n", f"  volcano:\n    version: v1.15.1\n  quotaAuthority: {authority}\n"))
+def test_volcano_enforces_queues_only_as_the_authority(
+    tmp_path: Path, crds_dir: Path, authority: str
+) -> None:
+    compiled = _compile(
+        tmp_path,
+        (
+            "  quotaAuthority: kai\n",
+            f"  volcano:\n    version: v1.15.1\n  quotaAuthority: {authority}\n",
+        ),
+    )
     assert not [d for d in compiled.diagnostics if d.severity.value == "error"]
-    conf = _objects(compiled, "Application")["kai-volcano"]["spec"]["source"]["helm"]["valuesObject"]["custom"]["scheduler_config_override"]
-    kai_gpu = _objects(compiled, "Queue", "scheduling.run.ai/")["vision"]["spec"]["resources"]["gpu"]
+    conf = _objects(compiled, "Application")["kai-volcano"]["spec"]["source"]["helm"][
+        "valuesObject"
+    ]["custom"]["scheduler_config_override"]
+    kai_gpu = _objects(compiled, "Queue", "scheduling.run.ai/")["vision"]["spec"]["resources"][
+        "gpu"
+    ]
     if authority == "kai":
         assert "proportion" not in conf and "capacity" not in conf and kai_gpu["quota"] == 8
     else:
@@ -88,10 +133,19 @@ def test_kai_gets_a_topology_per_pool_with_levels(tmp_path: Path, crds_dir: Path
 
 
 def test_an_nvlink_level_needs_gpu_feature_discovery(tmp_path: Path, crds_dir: Path) -> None:
-    compiled = _compile(tmp_path, ("  gpuOperator:\n    version: v26.7.0\n    driverVersion: \"580.82.07\"\n", ""))
+    compiled = _compile(
+        tmp_path, ('  gpuOperator:\n    version: v26.7.0\n    driverVersion: "580.82.07"\n', "")
+    )
     found = [d for d in compiled.diagnostics if d.code == "topology-labels"]
-    assert len(found) == 1 and "carries label nvidia.com/gpu.clique: run the GPU Operator" in found[0].message
-    assert (found[0].file, found[0].path, found[0].severity.value) == ("clusters/kai.yaml", "nodePools[0].topology[0]", "error")
+    assert (
+        len(found) == 1
+        and "carries label nvidia.com/gpu.clique: run the GPU Operator" in found[0].message
+    )
+    assert (found[0].file, found[0].path, found[0].severity.value) == (
+        "clusters/kai.yaml",
+        "nodePools[0].topology[0]",
+        "error",
+    )
 
 
 def test_capacity_shows_the_kai_queue_tree(crds_dir: Path) -> None:

@@ -56,8 +56,18 @@ def test_every_rule_left_to_a_check_names_a_registered_check() -> None:
 
 def test_no_webhook_rule_fires_on_anything_gpuplan_renders() -> None:
     objects = _kueue_objects()
-    assert {o["kind"] for o in objects} >= {"ClusterQueue", "ResourceFlavor", "LocalQueue", "Cohort", "WorkloadPriorityClass"}
-    assert {(o["kind"], o["metadata"]["name"]): webhook_problems(o) for o in objects if webhook_problems(o)} == {}
+    assert {o["kind"] for o in objects} >= {
+        "ClusterQueue",
+        "ResourceFlavor",
+        "LocalQueue",
+        "Cohort",
+        "WorkloadPriorityClass",
+    }
+    assert {
+        (o["kind"], o["metadata"]["name"]): webhook_problems(o)
+        for o in objects
+        if webhook_problems(o)
+    } == {}
 
 
 def test_no_schema_or_cel_rule_fires_on_anything_gpuplan_renders(crds_dir: Path) -> None:
@@ -67,7 +77,11 @@ def test_no_schema_or_cel_rule_fires_on_anything_gpuplan_renders(crds_dir: Path)
     assert not validator.skipped_rules
 
 
-@pytest.mark.parametrize("queue", [o for o in _kueue_objects() if o["kind"] == "ClusterQueue"], ids=lambda o: o["metadata"]["name"])
+@pytest.mark.parametrize(
+    "queue",
+    [o for o in _kueue_objects() if o["kind"] == "ClusterQueue"],
+    ids=lambda o: o["metadata"]["name"],
+)
 def test_cluster_queue_structure(queue: dict) -> None:
     groups = queue["spec"]["resourceGroups"]
     assert len(groups) == 1

@@ -19,7 +19,9 @@ from tests.conftest import PROJECT
 OUTPUT = PROJECT / "output"
 KUSTOMIZE_FILE = "kustomization.yaml"
 
-pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (with its built-in kustomize) is not installed")
+pytestmark = pytest.mark.skipif(
+    shutil.which("kubectl") is None, reason="kubectl (with its built-in kustomize) is not installed"
+)
 
 
 def _folders() -> list[Path]:
@@ -28,7 +30,12 @@ def _folders() -> list[Path]:
 
 def _key(obj: dict) -> tuple[str, str, str, str]:
     meta = obj.get("metadata") or {}
-    return obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace", ""), meta.get("name", "")
+    return (
+        obj.get("apiVersion", ""),
+        obj.get("kind", ""),
+        meta.get("namespace", ""),
+        meta.get("name", ""),
+    )
 
 
 def _written(folder: Path) -> dict[tuple[str, str, str, str], dict]:
@@ -37,7 +44,14 @@ def _written(folder: Path) -> dict[tuple[str, str, str, str], dict]:
     for path in sorted(folder.rglob("*.yaml")):
         if path.name == KUSTOMIZE_FILE:
             continue
-        nested = next((p for p in path.parents if p != folder and (p / KUSTOMIZE_FILE).exists() and folder in p.parents), None)
+        nested = next(
+            (
+                p
+                for p in path.parents
+                if p != folder and (p / KUSTOMIZE_FILE).exists() and folder in p.parents
+            ),
+            None,
+        )
         if nested is not None:
             continue  # built by its own kustomization (tested on its own)
         for obj in yaml.safe_load_all(path.read_text()):
@@ -48,8 +62,12 @@ def _written(folder: Path) -> dict[tuple[str, str, str, str], dict]:
 
 
 def _built(folder: Path) -> dict[tuple[str, str, str, str], dict]:
-    run = subprocess.run(["kubectl", "kustomize", str(folder)], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, f"kubectl kustomize {folder.relative_to(PROJECT)} failed:\n{run.stderr}"
+    run = subprocess.run(
+        ["kubectl", "kustomize", str(folder)], capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, (
+        f"kubectl kustomize {folder.relative_to(PROJECT)} failed:\n{run.stderr}"
+    )
     built: dict[tuple[str, str, str, str], dict] = {}
     for obj in yaml.safe_load_all(run.stdout):
         if obj is not None:

@@ -88,12 +88,20 @@ def test_non_mig_models_have_no_nvidia_layouts():
 
 IMPOSSIBLE = [
     # the "all-balanced" from popular blog guides: 9 compute slices
-    ("H100-SXM5-80GB", {"1g.10gb": 2, "2g.20gb": 2, "3g.40gb": 1}, "compute",
-     "2x1g.10gb + 2x2g.20gb + 1x3g.40gb cannot be placed on one H100-SXM5-80GB"
-     " (9 of 7 compute slices)"),
+    (
+        "H100-SXM5-80GB",
+        {"1g.10gb": 2, "2g.20gb": 2, "3g.40gb": 1},
+        "compute",
+        "2x1g.10gb + 2x2g.20gb + 1x3g.40gb cannot be placed on one H100-SXM5-80GB"
+        " (9 of 7 compute slices)",
+    ),
     # compute 6 <= 7, but memory 4 + 3x2 = 10
-    ("H100-SXM5-80GB", {"3g.40gb": 1, "1g.20gb": 3}, "memory",
-     "3x1g.20gb + 1x3g.40gb cannot be placed on one H100-SXM5-80GB (10 of 8 memory slices)"),
+    (
+        "H100-SXM5-80GB",
+        {"3g.40gb": 1, "1g.20gb": 3},
+        "memory",
+        "3x1g.20gb + 1x3g.40gb cannot be placed on one H100-SXM5-80GB (10 of 8 memory slices)",
+    ),
     # memory 8 <= 8, but compute 4 + 2x2 = 8
     ("H100-SXM5-80GB", {"4g.40gb": 1, "2g.20gb": 2}, "compute", "(8 of 7 compute slices)"),
     # compute 7, memory 9
@@ -104,21 +112,37 @@ IMPOSSIBLE = [
     # two +me instances
     ("H100-SXM5-80GB", {"1g.10gb+me": 2}, "me", "(at most one +me instance per GPU)"),
     ("A30", {"1g.6gb+me": 1, "2g.12gb+me": 1}, "me", "(at most one +me instance per GPU)"),
-    ("A30", {"2g.12gb+me": 2}, "me",
-     "2x2g.12gb+me cannot be placed on one A30 (at most one +me instance per GPU)"),
-    ("A30", {"2g.12gb": 1, "1g.6gb": 3}, "compute",
-     "3x1g.6gb + 1x2g.12gb cannot be placed on one A30 (5 of 4 compute slices)"),
+    (
+        "A30",
+        {"2g.12gb+me": 2},
+        "me",
+        "2x2g.12gb+me cannot be placed on one A30 (at most one +me instance per GPU)",
+    ),
+    (
+        "A30",
+        {"2g.12gb": 1, "1g.6gb": 3},
+        "compute",
+        "3x1g.6gb + 1x2g.12gb cannot be placed on one A30 (5 of 4 compute slices)",
+    ),
     ("H100-SXM5-80GB", {"1g.10gb": 8}, "compute", "(8 of 7 compute slices)"),
     ("H100-SXM5-80GB", {"7g.80gb": 2}, "compute", "(14 of 7 compute slices)"),
     ("H200-141GB", {"7g.141gb": 1, "1g.18gb": 1}, "compute", "(8 of 7 compute slices)"),
     # a profile from another model: names follow the memory size
-    ("H100-SXM5-80GB", {"1g.12gb": 1}, "unknown-profile",
-     "profile 1g.12gb does not exist on H100-SXM5-80GB; it has 1g.10gb, 1g.10gb+me,"
-     " 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb"),
+    (
+        "H100-SXM5-80GB",
+        {"1g.12gb": 1},
+        "unknown-profile",
+        "profile 1g.12gb does not exist on H100-SXM5-80GB; it has 1g.10gb, 1g.10gb+me,"
+        " 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb",
+    ),
     ("H100-NVL-94GB", {"1g.10gb": 7}, "unknown-profile", "it has 1g.12gb, 1g.12gb+me"),
     ("GB200", {"2g.45gb": 1}, "unknown-profile", "profile 2g.45gb does not exist on GB200"),
-    ("H100-SXM5-80GB", {"2g.10gb": 1, "1g.5gb": 1}, "unknown-profile",
-     "profiles 1g.5gb, 2g.10gb do not exist on H100-SXM5-80GB"),
+    (
+        "H100-SXM5-80GB",
+        {"2g.10gb": 1, "1g.5gb": 1},
+        "unknown-profile",
+        "profiles 1g.5gb, 2g.10gb do not exist on H100-SXM5-80GB",
+    ),
     ("L40S", {"1g.10gb": 1}, "no-mig", "L40S does not support MIG"),
     ("H100-SXM5-80GB", {"1g.10gb": -1}, "count", "count of 1g.10gb"),
     ("H100-SXM5-80GB", {"1g.10gb": 1.5}, "count", "count of 1g.10gb"),
@@ -198,9 +222,21 @@ def _packings(mig: MigGeometry) -> set[tuple[tuple[str, int], ...]]:
 def _shape(model: GpuModel) -> tuple:
     """A model's MIG geometry without the profile names."""
     mig = model.mig
-    return (mig.compute_slices, mig.memory_slices,
-            tuple((p.compute_slices, p.memory_slices, p.max_instances, p.starts, p.size,
-                   p.media_extensions) for p in mig.profiles))
+    return (
+        mig.compute_slices,
+        mig.memory_slices,
+        tuple(
+            (
+                p.compute_slices,
+                p.memory_slices,
+                p.max_instances,
+                p.starts,
+                p.size,
+                p.media_extensions,
+            )
+            for p in mig.profiles
+        ),
+    )
 
 
 def test_every_seven_slot_model_has_the_h100_shape():
@@ -320,8 +356,15 @@ def test_config_names_are_label_values_for_every_nvidia_layout():
 
 
 def test_long_config_names_are_shortened_with_a_hash():
-    layout = {"1g.23gb": 1, "1g.23gb+me": 1, "1g.47gb": 1, "2g.47gb": 1, "3g.93gb": 1,
-              "4g.93gb": 1, "7g.186gb": 1}
+    layout = {
+        "1g.23gb": 1,
+        "1g.23gb+me": 1,
+        "1g.47gb": 1,
+        "2g.47gb": 1,
+        "3g.93gb": 1,
+        "4g.93gb": 1,
+        "7g.186gb": 1,
+    }
     name = config_name(layout)
     assert LABEL_VALUE.match(name) and len(name) <= 63
     assert name.startswith("gpuplan-1x1g.23gb-")

@@ -41,15 +41,29 @@ def net(name: str, cidr: str, pools: list[str], **extra: Any) -> dict[str, Any]:
     """Return a sriov network on whereabouts (ipam keys in `extra` go into ipam)."""
     ipam = {"type": extra.pop("ipam_type", "whereabouts"), "range": cidr}
     ipam |= {k: extra.pop(k) for k in ("gateway", "exclude") if k in extra}
-    return {"name": name, "type": "sriov", "resourceName": "nvidia.com/sriov", "ipam": ipam, "pools": pools, **extra}
+    return {
+        "name": name,
+        "type": "sriov",
+        "resourceName": "nvidia.com/sriov",
+        "ipam": ipam,
+        "pools": pools,
+        **extra,
+    }
 
 
-def alpha(networks: list[str], cluster_name: str = "gpu", pools: tuple[str, ...] = ("seven", "eight")) -> dict[str, Any]:
+def alpha(
+    networks: list[str], cluster_name: str = "gpu", pools: tuple[str, ...] = ("seven", "eight")
+) -> dict[str, Any]:
     quotas = [{"pool": p, "gpus": 1} for p in pools]
-    return {"name": "alpha", "allocations": [{"cluster": cluster_name, "quotas": quotas, "networks": networks}]}
+    return {
+        "name": "alpha",
+        "allocations": [{"cluster": cluster_name, "quotas": quotas, "networks": networks}],
+    }
 
 
-def check(root: Path, clusters: list[dict[str, Any]], tenants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def check(
+    root: Path, clusters: list[dict[str, Any]], tenants: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Write the repository, run `gpuplan check --format json`, return the diagnostics."""
     files = {f"clusters/{c['name']}.yaml": yaml.safe_dump(c, sort_keys=False) for c in clusters}
     files |= {f"tenants/{t['name']}.yaml": yaml.safe_dump(t, sort_keys=False) for t in tenants}
@@ -77,7 +91,11 @@ def about(found: list[dict[str, Any]], path: str) -> list[dict[str, Any]]:
 
 
 def test_overlapping_ranges_are_an_error_at_the_second_range(tmp_path: Path) -> None:
-    networks = [net("a", "10.0.0.0/16", ["seven"]), net("b", "10.1.0.0/24", ["seven"]), net("c", "10.0.128.0/24", ["eight"])]
+    networks = [
+        net("a", "10.0.0.0/16", ["seven"]),
+        net("b", "10.1.0.0/24", ["seven"]),
+        net("c", "10.0.128.0/24", ["eight"]),
+    ]
     found = check(tmp_path, [cluster(networks)], [alpha(["a"])])
     (diag,) = about(found, "networks[2].ipam.range")
     assert diag["severity"] == "error"
@@ -98,7 +116,10 @@ def test_adjacent_and_other_family_ranges_do_not_overlap(tmp_path: Path) -> None
 
 
 def test_the_same_range_in_two_clusters_is_fine(tmp_path: Path) -> None:
-    clusters = [cluster([net("a", "10.0.0.0/24", ["seven"])]), cluster([net("a", "10.0.0.0/24", ["seven"])], name="other")]
+    clusters = [
+        cluster([net("a", "10.0.0.0/24", ["seven"])]),
+        cluster([net("a", "10.0.0.0/24", ["seven"])], name="other"),
+    ]
     found = check(tmp_path, clusters, [alpha(["a"])])
     assert not [d for d in found if "overlaps" in d["message"]]
 
@@ -125,9 +146,13 @@ def test_one_address_short_warns(tmp_path: Path) -> None:
 
 def test_pods_are_summed_over_the_networks_pools(tmp_path: Path) -> None:
     # 14 + 8 = 22 pods; a /27 gives 30 (passes), a /28 14 (warns).
-    found = check(tmp_path, [cluster([net("a", "10.0.0.0/27", ["seven", "eight"])])], [alpha(["a"])])
+    found = check(
+        tmp_path, [cluster([net("a", "10.0.0.0/27", ["seven", "eight"])])], [alpha(["a"])]
+    )
     assert not about(found, "networks[0].ipam.range")
-    found = check(tmp_path / "small", [cluster([net("a", "10.0.0.0/28", ["seven", "eight"])])], [alpha(["a"])])
+    found = check(
+        tmp_path / "small", [cluster([net("a", "10.0.0.0/28", ["seven", "eight"])])], [alpha(["a"])]
+    )
     (diag,) = about(found, "networks[0].ipam.range")
     assert "14 usable addresses for up to 22 pods (seven 2 x 7, eight 1 x 8)" in diag["message"]
 
@@ -135,7 +160,15 @@ def test_pods_are_summed_over_the_networks_pools(tmp_path: Path) -> None:
 def test_autoscaled_pools_count_at_nodes_max(tmp_path: Path) -> None:
     data = cluster([net("a", "10.0.0.0/27", ["auto"])])
     data["provider"] = "aws"
-    data["components"]["karpenter"] = {"version": "v1.14.1", "nodeClass": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu", "aws": {"role": "GpuNodes"}}}
+    data["components"]["karpenter"] = {
+        "version": "v1.14.1",
+        "nodeClass": {
+            "group": "karpenter.k8s.aws",
+            "kind": "EC2NodeClass",
+            "name": "gpu",
+            "aws": {"role": "GpuNodes"},
+        },
+    }
     data["nodePools"].append({
         "name": "auto", "gpu": "L40S", "gpusPerNode": 4, "cpu": 48, "memory": "360Gi",
         "nodes": {"min": 0, "max": 8}, "karpenter": {"instanceTypes": ["g6e.12xlarge"]},
@@ -178,7 +211,9 @@ def test_usable_addresses(ipam: dict[str, Any], usable: int) -> None:
     ],
 )
 def test_gateway_outside_its_range_is_an_error(tmp_path: Path, gateway: str, message: str) -> None:
-    found = check(tmp_path, [cluster([net("a", "10.0.0.0/24", ["seven"], gateway=gateway)])], [alpha(["a"])])
+    found = check(
+        tmp_path, [cluster([net("a", "10.0.0.0/24", ["seven"], gateway=gateway)])], [alpha(["a"])]
+    )
     (diag,) = about(found, "networks[0].ipam.gateway")
     assert (diag["severity"], diag["message"]) == ("error", message)
     assert (diag["line"], diag["col"]) == where(tmp_path, CLUSTER_FILE, gateway)
@@ -191,9 +226,14 @@ def test_exclude_needs_whereabouts_and_should_be_inside_the_range(tmp_path: Path
     ]
     found = check(tmp_path, [cluster(networks)], [alpha(["a", "b"])])
     (host_local,) = about(found, "networks[0].ipam.exclude")
-    assert host_local["severity"] == "error" and host_local["message"].startswith("exclude is a whereabouts setting")
+    assert host_local["severity"] == "error" and host_local["message"].startswith(
+        "exclude is a whereabouts setting"
+    )
     (outside,) = about(found, "networks[1].ipam.exclude[1]")
-    assert (outside["severity"], outside["message"]) == ("warning", "10.9.0.0/28 is outside range 10.1.0.0/24: it excludes nothing")
+    assert (outside["severity"], outside["message"]) == (
+        "warning",
+        "10.9.0.0/28 is outside range 10.1.0.0/24: it excludes nothing",
+    )
     assert not about(found, "networks[1].ipam.exclude[0]")
 
 
@@ -204,21 +244,39 @@ def test_host_local_across_nodes_warns_and_on_one_node_passes(tmp_path: Path) ->
     ]
     found = check(tmp_path, [cluster(networks)], [alpha(["a", "b"])])
     (diag,) = about(found, "networks[0].ipam.type")
-    assert diag["severity"] == "warning" and "pods on the 2 nodes of network a get the same addresses" in diag["message"]
+    assert (
+        diag["severity"] == "warning"
+        and "pods on the 2 nodes of network a get the same addresses" in diag["message"]
+    )
     assert not about(found, "networks[1].ipam.type")
 
 
 def test_host_local_range_too_small_is_an_error(tmp_path: Path) -> None:
-    found = check(tmp_path, [cluster([net("a", "10.0.0.0/31", ["eight"], ipam_type="host-local")])], [alpha(["a"])])
+    found = check(
+        tmp_path,
+        [cluster([net("a", "10.0.0.0/31", ["eight"], ipam_type="host-local")])],
+        [alpha(["a"])],
+    )
     errors = [d for d in about(found, "networks[0].ipam.range") if d["severity"] == "error"]
-    assert errors and errors[0]["message"] == "host-local refuses range 10.0.0.0/31: it is too small to allocate from (at most /30)"
+    assert (
+        errors
+        and errors[0]["message"]
+        == "host-local refuses range 10.0.0.0/31: it is too small to allocate from (at most /30)"
+    )
 
 
 def test_host_device_needs_a_device_or_a_resource(tmp_path: Path) -> None:
-    bare = {"name": "hd", "type": "host-device", "ipam": {"type": "whereabouts", "range": "10.0.0.0/24"}, "pools": ["seven"]}
+    bare = {
+        "name": "hd",
+        "type": "host-device",
+        "ipam": {"type": "whereabouts", "range": "10.0.0.0/24"},
+        "pools": ["seven"],
+    }
     found = check(tmp_path, [cluster([bare])], [alpha(["hd"])])
     (diag,) = about(found, "networks[0].type")
-    assert diag["severity"] == "error" and diag["message"].startswith("a host-device network needs master")
+    assert diag["severity"] == "error" and diag["message"].startswith(
+        "a host-device network needs master"
+    )
     for fix in ({"master": "ens5f0"}, {"resourceName": "example.com/nic"}):
         found = check(tmp_path / next(iter(fix)), [cluster([bare | fix])], [alpha(["hd"])])
         assert not about(found, "networks[0].type")
@@ -230,17 +288,30 @@ def test_host_device_needs_a_device_or_a_resource(tmp_path: Path) -> None:
 def test_invalid_cidr_and_missing_resource_name_are_input_errors(tmp_path: Path) -> None:
     networks = [net("a", "10.0.0.1/24", ["seven"])]
     found = check(tmp_path, [cluster(networks)], [alpha([])])
-    assert any(d["path"] == "networks[0].ipam.range" and "not a valid CIDR" in d["message"] for d in found), found
-    bare = {"name": "ib", "type": "ipoib", "master": "ib0", "ipam": {"type": "whereabouts", "range": "10.0.0.0/24"}, "pools": ["seven"]}
+    assert any(
+        d["path"] == "networks[0].ipam.range" and "not a valid CIDR" in d["message"] for d in found
+    ), found
+    bare = {
+        "name": "ib",
+        "type": "ipoib",
+        "master": "ib0",
+        "ipam": {"type": "whereabouts", "range": "10.0.0.0/24"},
+        "pools": ["seven"],
+    }
     found = check(tmp_path / "ipoib", [cluster([bare])], [alpha([])])
-    assert any(d["severity"] == "error" and "needs resourceName" in d["message"] for d in found), found
+    assert any(d["severity"] == "error" and "needs resourceName" in d["message"] for d in found), (
+        found
+    )
 
 
 # --- tenants and the networks they attach -----------------------------------------------------------
 
 
 def test_a_tenant_attaches_only_networks_of_its_cluster(tmp_path: Path) -> None:
-    clusters = [cluster([net("a", "10.0.0.0/24", ["seven"])]), cluster([net("b", "10.1.0.0/24", ["seven"])], name="other")]
+    clusters = [
+        cluster([net("a", "10.0.0.0/24", ["seven"])]),
+        cluster([net("b", "10.1.0.0/24", ["seven"])], name="other"),
+    ]
     found = check(tmp_path, clusters, [alpha(["a", "b"])])
     (diag,) = about(found, "allocations[0].networks[1]")
     assert diag["file"] == TENANT_FILE and diag["severity"] == "error"
@@ -251,7 +322,10 @@ def test_a_tenant_attaches_only_networks_of_its_cluster(tmp_path: Path) -> None:
 
 
 def test_network_attachments_go_to_the_tenants_cluster_only(tmp_path: Path) -> None:
-    clusters = [cluster([net("a", "10.0.0.0/24", ["seven"])]), cluster([net("a", "10.0.0.0/24", ["seven"])], name="other")]
+    clusters = [
+        cluster([net("a", "10.0.0.0/24", ["seven"])]),
+        cluster([net("a", "10.0.0.0/24", ["seven"])], name="other"),
+    ]
     files = {f"clusters/{c['name']}.yaml": yaml.safe_dump(c, sort_keys=False) for c in clusters}
     files[TENANT_FILE] = yaml.safe_dump(alpha(["a"]), sort_keys=False)
     write_repo(tmp_path, files)
@@ -272,5 +346,8 @@ def test_a_network_on_pools_without_the_tenants_quota_warns(tmp_path: Path) -> N
     found = check(tmp_path, [cluster(networks)], [alpha(["a", "b"], pools=("seven",))])
     (diag,) = about(found, "allocations[0].networks[0]")
     assert diag["severity"] == "warning"
-    assert diag["message"] == "network a reaches only pool(s) eight, where tenant alpha has no quota: its pods can never use it"
+    assert (
+        diag["message"]
+        == "network a reaches only pool(s) eight, where tenant alpha has no quota: its pods can never use it"
+    )
     assert not about(found, "allocations[0].networks[1]")

@@ -36,7 +36,11 @@ from gpuplan.validate.crds import CrdIndex
 from tests.conftest import copy_example, run
 
 CASES = Path(__file__).resolve().parent / "cases"
-GOLDEN = sorted(p / "expected" for p in CASES.iterdir() if (p / "expected").is_dir()) if CASES.is_dir() else []
+GOLDEN = (
+    sorted(p / "expected" for p in CASES.iterdir() if (p / "expected").is_dir())
+    if CASES.is_dir()
+    else []
+)
 EXAMPLE = "example"  # the repository's example fleet, rendered fresh
 
 # Every custom resource kind gpuplan emits (group, kind); the sources together must show each.
@@ -64,8 +68,13 @@ CUSTOM_KINDS = {
     ("monitoring.coreos.com", "PrometheusRule"),
 }
 # Groups with no CRD: built-in Kubernetes APIs, and kustomize files that are never applied.
-BUILT_IN_GROUPS = {"", "networking.k8s.io", "rbac.authorization.k8s.io", "scheduling.k8s.io",
-                   "kustomize.config.k8s.io"}
+BUILT_IN_GROUPS = {
+    "",
+    "networking.k8s.io",
+    "rbac.authorization.k8s.io",
+    "scheduling.k8s.io",
+    "kustomize.config.k8s.io",
+}
 
 
 # --- rendered objects ----------------------------------------------------------------------------
@@ -138,8 +147,9 @@ def _cluster_index(folder: Path, name: str, fallback: CrdIndex) -> CrdIndex:
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=SOURCE_IDS)
-def test_crd_defaults_change_no_rendered_object(source: str | Path, crd_index: CrdIndex,
-                                                request: pytest.FixtureRequest) -> None:
+def test_crd_defaults_change_no_rendered_object(
+    source: str | Path, crd_index: CrdIndex, request: pytest.FixtureRequest
+) -> None:
     drift = []
     folder = _source(request, source)
     for name, obj in _objects(folder):
@@ -154,7 +164,9 @@ def test_crd_defaults_change_no_rendered_object(source: str | Path, crd_index: C
         assert candidates, f"{name}: no CRD serves {obj['apiVersion']} {obj['kind']}"
         for crd_version in candidates:
             defaulted = apply_defaults(obj, crd_version)
-            crd = "/".join(crd_version.crd.source.parts[-2:])  # e.g. karpenter/karpenter.sh_nodepools.yaml
+            crd = "/".join(
+                crd_version.crd.source.parts[-2:]
+            )  # e.g. karpenter/karpenter.sh_nodepools.yaml
             drift += [f"{name} ({crd}): {d}" for d in _differences(obj, defaulted)]
     assert not drift, "the API server would change these objects:\n" + "\n".join(drift)
 
@@ -177,41 +189,70 @@ def _crd_version(index: CrdIndex, api_version: str, kind: str, folder: str = "")
     return found[0]
 
 
-def test_apply_defaults_applies_nested_defaults_without_touching_the_input(crd_index: CrdIndex) -> None:
-    queue = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-             "metadata": {"name": "q"}, "spec": {"resourceGroups": []}}
-    spec = apply_defaults(queue, _crd_version(crd_index, queue["apiVersion"], "ClusterQueue"))["spec"]
+def test_apply_defaults_applies_nested_defaults_without_touching_the_input(
+    crd_index: CrdIndex,
+) -> None:
+    queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "q"},
+        "spec": {"resourceGroups": []},
+    }
+    spec = apply_defaults(queue, _crd_version(crd_index, queue["apiVersion"], "ClusterQueue"))[
+        "spec"
+    ]
     assert queue["spec"] == {"resourceGroups": []}  # the input is not modified
     # preemption defaults to {} and is then defaulted inside, as the API server does
-    assert spec["preemption"] == {"borrowWithinCohort": {"policy": "Never"},
-                                  "reclaimWithinCohort": "Never", "withinClusterQueue": "Never"}
-    assert spec["flavorFungibility"] == {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"}
+    assert spec["preemption"] == {
+        "borrowWithinCohort": {"policy": "Never"},
+        "reclaimWithinCohort": "Never",
+        "withinClusterQueue": "Never",
+    }
+    assert spec["flavorFungibility"] == {
+        "whenCanBorrow": "MayStopSearch",
+        "whenCanPreempt": "TryNextFlavor",
+    }
     assert spec["queueingStrategy"] == "BestEffortFIFO" and spec["stopPolicy"] == "None"
     assert "fairSharing" not in spec  # weight is defaulted only inside a fairSharing that exists
     with_weight = {**queue, "spec": {"fairSharing": {}}}
-    defaulted = apply_defaults(with_weight, _crd_version(crd_index, queue["apiVersion"], "ClusterQueue"))
+    defaulted = apply_defaults(
+        with_weight, _crd_version(crd_index, queue["apiVersion"], "ClusterQueue")
+    )
     assert defaulted["spec"]["fairSharing"] == {"weight": 1}
 
 
 def test_apply_defaults_defaults_list_items_and_defaulted_objects(crd_index: CrdIndex) -> None:
     version = _crd_version(crd_index, "karpenter.sh/v1", "NodePool", "/karpenter/")
-    pool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
-            "spec": {"template": {"spec": {"requirements": []}}}}
+    pool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "p"},
+        "spec": {"template": {"spec": {"requirements": []}}},
+    }
     spec = apply_defaults(pool, version)["spec"]
-    assert spec["disruption"] == {"consolidateAfter": "0s", "budgets": [{"nodes": "10%"}],
-                                  "consolidationPolicy": "WhenEmptyOrUnderutilized"}
+    assert spec["disruption"] == {
+        "consolidateAfter": "0s",
+        "budgets": [{"nodes": "10%"}],
+        "consolidationPolicy": "WhenEmptyOrUnderutilized",
+    }
     assert spec["template"]["spec"]["expireAfter"] == "720h"
-    budgets = {**pool, "spec": {**pool["spec"], "disruption": {"budgets": [{"reasons": ["Empty"]}]}}}
+    budgets = {
+        **pool,
+        "spec": {**pool["spec"], "disruption": {"budgets": [{"reasons": ["Empty"]}]}},
+    }
     assert apply_defaults(budgets, version)["spec"]["disruption"]["budgets"] == [
-        {"reasons": ["Empty"], "nodes": "10%"}]
+        {"reasons": ["Empty"], "nodes": "10%"}
+    ]
     unchanged = apply_defaults(pool, version)
     assert apply_defaults(unchanged, version) is unchanged  # nothing left to default: same object
 
 
 # --- quantities ----------------------------------------------------------------------------------
 
-_QUANTITY = re.compile(r"^(?P<sign>[+-]?)(?P<num>[0-9]*)(?:\.(?P<denom>[0-9]*))?"
-                       r"(?P<suffix>[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE]|)$")
+_QUANTITY = re.compile(
+    r"^(?P<sign>[+-]?)(?P<num>[0-9]*)(?:\.(?P<denom>[0-9]*))?"
+    r"(?P<suffix>[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE]|)$"
+)
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BINARY_BY_POWER = {0: "", **{exponent // 10: suffix for suffix, exponent in _BINARY.items()}}
@@ -273,7 +314,9 @@ def stored_quantity(text: str) -> str:
             return text
 
     # The slow path and Quantity.CanonicalizeBytes.
-    value = Fraction(f"{num}.{denom or 0}") * (Fraction(10) ** exponent if base == 10 else 2**exponent)
+    value = Fraction(f"{num}.{denom or 0}") * (
+        Fraction(10) ** exponent if base == 10 else 2**exponent
+    )
     nano = value * 10**9
     if nano.denominator != 1:  # round up to nano
         value = Fraction(-(-nano.numerator // nano.denominator), 10**9)
@@ -307,17 +350,47 @@ def stored_quantity(text: str) -> str:
 
 # Checked against kubectl v1.32 (`kubectl set resources --local --requests=cpu=<q> -o yaml`,
 # which parses each value into a resource.Quantity and prints it back).
-@pytest.mark.parametrize(("text", "stored"), [
-    ("0", "0"), ("0m", "0"), ("0Gi", "0"),
-    ("1000", "1k"), ("3000", "3k"), ("12000", "12k"), ("1536000", "1536k"), ("1024000", "1024k"),
-    ("1536", "1536"), ("1540", "1540"), ("1048576", "1048576"), ("64", "64"),
-    ("0.5", "500m"), ("2000m", "2"), ("10m", "10m"), ("1275428m", "1275428m"), ("0.0001", "100u"),
-    ("1.5Gi", "1536Mi"), ("0.5Ki", "512"), ("1.5Ki", "1536"), ("1000Ki", "1000Ki"),
-    ("1024Mi", "1Gi"), ("1123474Mi", "1123474Mi"), ("800Gi", "800Gi"),
-    ("1e3", "1e3"), ("1500e3", "1500e3"), ("1e9", "1e9"),
-    ("1500", "1500"), ("1.5", "1500m"), ("1460.357", "1460.357"), ("6428150.", "6428150."),
-    ("2048Mi", "2Gi"), ("7Ki", "7Ki"), ("8Ki", "8Ki"), ("1536Mi", "1536Mi"), ("2000Mi", "2000Mi"),
-])
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("0", "0"),
+        ("0m", "0"),
+        ("0Gi", "0"),
+        ("1000", "1k"),
+        ("3000", "3k"),
+        ("12000", "12k"),
+        ("1536000", "1536k"),
+        ("1024000", "1024k"),
+        ("1536", "1536"),
+        ("1540", "1540"),
+        ("1048576", "1048576"),
+        ("64", "64"),
+        ("0.5", "500m"),
+        ("2000m", "2"),
+        ("10m", "10m"),
+        ("1275428m", "1275428m"),
+        ("0.0001", "100u"),
+        ("1.5Gi", "1536Mi"),
+        ("0.5Ki", "512"),
+        ("1.5Ki", "1536"),
+        ("1000Ki", "1000Ki"),
+        ("1024Mi", "1Gi"),
+        ("1123474Mi", "1123474Mi"),
+        ("800Gi", "800Gi"),
+        ("1e3", "1e3"),
+        ("1500e3", "1500e3"),
+        ("1e9", "1e9"),
+        ("1500", "1500"),
+        ("1.5", "1500m"),
+        ("1460.357", "1460.357"),
+        ("6428150.", "6428150."),
+        ("2048Mi", "2Gi"),
+        ("7Ki", "7Ki"),
+        ("8Ki", "8Ki"),
+        ("1536Mi", "1536Mi"),
+        ("2000Mi", "2000Mi"),
+    ],
+)
 def test_stored_quantity_follows_apimachinery(text: str, stored: str) -> None:
     assert stored_quantity(text) == stored
 
@@ -355,7 +428,9 @@ def _quantities(obj: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=SOURCE_IDS)
-def test_rendered_quantities_are_stored_as_written(source: str | Path, request: pytest.FixtureRequest) -> None:
+def test_rendered_quantities_are_stored_as_written(
+    source: str | Path, request: pytest.FixtureRequest
+) -> None:
     wrong, count = [], 0
     for name, obj in _objects(_source(request, source)):
         for where, value in _quantities(obj):
@@ -369,15 +444,20 @@ def test_rendered_quantities_are_stored_as_written(source: str | Path, request: 
 
 
 # gpuplan.quantity's formatters against the canonical form, on values the fleet can produce.
-@pytest.mark.parametrize("value", [Fraction(n) for n in (0, 1, 7, 64, 384, 999, 1001, 1024, 1500)]
-                         + [Fraction(1, 2), Fraction(1, 3), Fraction(3, 2), Fraction(1275428, 1000)])
+@pytest.mark.parametrize(
+    "value",
+    [Fraction(n) for n in (0, 1, 7, 64, 384, 999, 1001, 1024, 1500)]
+    + [Fraction(1, 2), Fraction(1, 3), Fraction(3, 2), Fraction(1275428, 1000)],
+)
 def test_format_cpu_is_canonical(value: Fraction) -> None:
     text = format_cpu(value)
     assert stored_quantity(text) == text
 
 
-@pytest.mark.parametrize("value", [0, 1, 1023, 1536, 1540, 2**20, 1123474 * 2**20, 1536 * 2**20,
-                                   3800 * 2**30, 2**40, 1024000])
+@pytest.mark.parametrize(
+    "value",
+    [0, 1, 1023, 1536, 1540, 2**20, 1123474 * 2**20, 1536 * 2**20, 3800 * 2**30, 2**40, 1024000],
+)
 def test_format_bytes_is_canonical(value: int) -> None:
     text = format_bytes(Fraction(value))
     assert stored_quantity(text) == text
@@ -391,14 +471,25 @@ def test_format_count_is_canonical(value: int) -> None:
 
 # Values the API server would rewrite if gpuplan wrote them naively: a plain number ending in
 # "000" is stored as "1k", a cpu amount floored to whole cores as "2", one below a millicore as "0".
-@pytest.mark.parametrize(("formatter", "value"), [
-    (format_cpu, Fraction(1000)),  # "1000", stored "1k"
-    (format_cpu, Fraction(1, 10000)),  # "0m", stored "0"
-    (format_cpu, Fraction(20001, 10000)),  # "2000m" (floored), stored "2"
-    (format_bytes, Fraction(3000)),  # "3000", stored "3k"
-    (format_bytes, Fraction(5 * 10**6)),  # "5000000", stored "5M"
-    (format_count, 1000),  # "1000", stored "1k"
-], ids=["cpu-1000", "cpu-sub-milli", "cpu-floored-to-whole", "bytes-3000", "bytes-5000000", "count-1000"])
+@pytest.mark.parametrize(
+    ("formatter", "value"),
+    [
+        (format_cpu, Fraction(1000)),  # "1000", stored "1k"
+        (format_cpu, Fraction(1, 10000)),  # "0m", stored "0"
+        (format_cpu, Fraction(20001, 10000)),  # "2000m" (floored), stored "2"
+        (format_bytes, Fraction(3000)),  # "3000", stored "3k"
+        (format_bytes, Fraction(5 * 10**6)),  # "5000000", stored "5M"
+        (format_count, 1000),  # "1000", stored "1k"
+    ],
+    ids=[
+        "cpu-1000",
+        "cpu-sub-milli",
+        "cpu-floored-to-whole",
+        "bytes-3000",
+        "bytes-5000000",
+        "count-1000",
+    ],
+)
 def test_formatter_edge_cases_are_canonical(formatter: Any, value: Any) -> None:
     text = formatter(value)
     assert stored_quantity(text) == text

@@ -54,7 +54,10 @@ def test_hostnames_on_a_cloud_warn_and_name_the_node_group_label(
         f"clusters/c1.yaml:14:16: warning: nodePools[0].hostnames: {provider} names nodes at launch"
         in err
     )
-    assert f"select its nodes by node group instead, nodeGroup: <group> (the {label} label), and drop hostnames" in err
+    assert (
+        f"select its nodes by node group instead, nodeGroup: <group> (the {label} label), and drop hostnames"
+        in err
+    )
 
 
 def test_hostnames_on_prem_are_fine(tmp_path: Path) -> None:

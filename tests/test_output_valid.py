@@ -44,7 +44,13 @@ def test_custom_resources_validate_against_the_crds(rendered: Path, crds_dir: Pa
     index = newest_index(CrdIndex.load(crds_dir))
     validator = Validator(index, "1.33")
     custom = [(p, o) for p, o in _objects(rendered) if o["apiVersion"] not in CORE]
-    assert {o["kind"] for _, o in custom} >= {"ClusterQueue", "ResourceFlavor", "LocalQueue", "ClusterPolicy", "Application"}
+    assert {o["kind"] for _, o in custom} >= {
+        "ClusterQueue",
+        "ResourceFlavor",
+        "LocalQueue",
+        "ClusterPolicy",
+        "Application",
+    }
     problems = {p: validator.validate(o) for p, o in custom}
     assert {p: v for p, v in problems.items() if v} == {}
     assert not validator.skipped_kinds
@@ -63,10 +69,19 @@ def test_core_kinds_validate_with_kubernetes_validate_strict(rendered: Path) -> 
 
 def test_strict_validation_catches_an_unknown_field(crds_dir: Path) -> None:
     validator = Validator(CrdIndex.load(crds_dir), "1.33")
-    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "x"}, "spec": {"nodeLabel": {}}}
+    flavor = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "x"},
+        "spec": {"nodeLabel": {}},
+    }
     assert [p.path for p in validator.validate(flavor)] == ["spec"]
     with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}, "spce": {}}, "1.33.0", strict=True)
+        kubernetes_validate.validate(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}, "spce": {}},
+            "1.33.0",
+            strict=True,
+        )
 
 
 def test_an_invalid_emitted_object_is_reported_at_its_line_and_nothing_is_written(
@@ -107,7 +122,9 @@ def test_a_mig_config_label_naming_no_config_can_never_be_written(
     assert not (example_repo / "output").exists()
 
 
-def test_a_local_queue_pointing_nowhere_is_caught(example_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_local_queue_pointing_nowhere_is_caught(
+    example_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from gpuplan.emit import kueue
 
     original = kueue.local_queues
@@ -121,5 +138,5 @@ def test_a_local_queue_pointing_nowhere_is_caught(example_repo: Path, monkeypatc
     monkeypatch.setattr(kueue, "local_queues", dangling)
     result = run("render", "--root", str(example_repo))
     assert result.code == 1
-    assert 'output/h100-prod/namespaces/team-a/localqueue-default.yaml' in result.stderr
+    assert "output/h100-prod/namespaces/team-a/localqueue-default.yaml" in result.stderr
     assert 'ClusterQueue "nobody" does not exist' in result.stderr

@@ -215,7 +215,9 @@ def test_two_own_manifests_with_one_identity_collide(repo: Path) -> None:
 
 
 def test_a_file_gpuplan_did_not_write_is_a_warning_and_fails_check_strict(repo: Path) -> None:
-    write_repo(repo, {f"extra/{CLUSTER}/gpu.yaml": NODE_CLASS.format(name="gpu")})  # the NodePools' node class
+    write_repo(
+        repo, {f"extra/{CLUSTER}/gpu.yaml": NODE_CLASS.format(name="gpu")}
+    )  # the NodePools' node class
     assert render(repo)[0] == 0
     stray = repo / "output" / CLUSTER / "karpenter" / "ec2nodeclass-gpu.yaml"
     stray.write_text(NODE_CLASS.format(name="gpu"))

@@ -33,7 +33,11 @@ PROPERTY = settings(
     database=None,
     derandomize=True,
     print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
 )
 
 
@@ -65,7 +69,9 @@ def _kubernetes_validate(obj: dict[str, Any], version: str) -> None:
     try:
         kubernetes_validate.validate(obj, f"{version}.0", strict=True)
     except kubernetes_validate.ValidationError as exc:
-        raise AssertionError(f"{obj['kind']}/{obj['metadata'].get('name')}: {exc.message}") from None
+        raise AssertionError(
+            f"{obj['kind']}/{obj['metadata'].get('name')}: {exc.message}"
+        ) from None
 
 
 def compile_case(case: S.Case) -> tuple[Compiled, dict[str, bytes] | None]:
@@ -87,7 +93,9 @@ def _error_lines(result: Compiled) -> list[str]:
 def prop_valid_fleet_renders(case: S.Case) -> str:
     """A fleet valid by construction renders, and its output keeps the invariants."""
     result, files = compile_case(case)
-    assert files is not None, "a valid fleet was refused:\n" + "\n".join(_error_lines(result)) + "\n" + case.describe()
+    assert files is not None, (
+        "a valid fleet was refused:\n" + "\n".join(_error_lines(result)) + "\n" + case.describe()
+    )
     assert not S.expected_errors(case)
     S.check_output(case, files, VALIDATORS)
     return "rendered"
@@ -112,7 +120,9 @@ def prop_command_line(case: S.Case) -> str:
         root = case.write(Path(folder))
         result = run("render", "--root", str(root), env=env)
         assert result.code in (0, 1), f"exit {result.code}:\n{result.stderr}\n{case.describe()}"
-        assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr and "internal error" not in result.stderr, (
+            result.stderr
+        )
         if result.code == 1:
             S.check_failure(case, result.stderr.splitlines())
             assert not (root / "output").exists(), "a refused render wrote output"
@@ -121,7 +131,9 @@ def prop_command_line(case: S.Case) -> str:
         S.check_output(case, snapshot(root / "output"), VALIDATORS, core=_kubernetes_validate)
         again = run("render", "--root", str(root), "--check", env=env)
         assert again.code == 0, f"render --check right after render:\n{again.stderr}"
-        assert sorted(p.name for p in root.iterdir()) == ["clusters", "output", "tenants"], "staging left behind"
+        assert sorted(p.name for p in root.iterdir()) == ["clusters", "output", "tenants"], (
+            "staging left behind"
+        )
         return "rendered"
 
 
@@ -169,7 +181,11 @@ def test_the_command_line_exits_0_or_1_and_a_render_is_then_up_to_date(case: S.C
         ("H100-SXM5-80GB", {"1g.10gb": 8}, False),
         ("H100-SXM5-80GB", {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}, True),
         ("H100-SXM5-80GB", {"4g.40gb": 1, "3g.40gb": 1}, True),
-        ("H100-SXM5-80GB", {"3g.40gb": 2, "1g.10gb": 1}, False),  # 7 compute, but no memory slot left
+        (
+            "H100-SXM5-80GB",
+            {"3g.40gb": 2, "1g.10gb": 1},
+            False,
+        ),  # 7 compute, but no memory slot left
         ("H100-SXM5-80GB", {"1g.20gb": 4}, True),
         ("H100-SXM5-80GB", {"1g.20gb": 3, "1g.10gb": 2}, True),
         ("H100-SXM5-80GB", {"1g.10gb+me": 2}, False),
@@ -181,7 +197,9 @@ def test_the_command_line_exits_0_or_1_and_a_render_is_then_up_to_date(case: S.C
         ("L40S", {"1g.10gb": 1}, False),
     ],
 )
-def test_the_oracle_places_mig_layouts_like_the_facts_say(model: str, layout: dict[str, int], verdict: bool) -> None:
+def test_the_oracle_places_mig_layouts_like_the_facts_say(
+    model: str, layout: dict[str, int], verdict: bool
+) -> None:
     assert S.placeable(model, layout) is verdict
 
 
@@ -203,7 +221,9 @@ def test_the_oracle_computes_capacity_from_the_input() -> None:
 
 def test_the_admission_ceiling_follows_the_cohort_tree() -> None:
     def queue(name: str, cohort: str, gpus: int, **limits: Any) -> dict[str, Any]:
-        res = {"name": "nvidia.com/gpu", "nominalQuota": str(gpus)} | {k: str(v) for k, v in limits.items()}
+        res = {"name": "nvidia.com/gpu", "nominalQuota": str(gpus)} | {
+            k: str(v) for k, v in limits.items()
+        }
         return {"kind": "ClusterQueue", "metadata": {"name": name}, "spec": {"cohortName": cohort, "resourceGroups": [
             {"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "p", "resources": [res]}]}]}}  # fmt: skip
 
@@ -256,8 +276,12 @@ def test_resource_quota_covers_borrowing_across_a_cohort_tree(tmp_path: Path) ->
     out = snapshot(tmp_path / "output")
     objects = S.load_tree(out)
     # b (cohort child, parent root) can borrow a's 6 idle GPUs; a can borrow b's 2
-    quota_b = objects["c1/namespaces/b/resourcequota-b.yaml"]["spec"]["hard"]["requests.nvidia.com/gpu"]
-    quota_a = objects["c1/namespaces/a/resourcequota-a.yaml"]["spec"]["hard"]["requests.nvidia.com/gpu"]
+    quota_b = objects["c1/namespaces/b/resourcequota-b.yaml"]["spec"]["hard"][
+        "requests.nvidia.com/gpu"
+    ]
+    quota_a = objects["c1/namespaces/a/resourcequota-a.yaml"]["spec"]["hard"][
+        "requests.nvidia.com/gpu"
+    ]
     assert (S.quantity(quota_b), S.quantity(quota_a)) == (8, 8)
 
 
@@ -277,7 +301,9 @@ def _flavor_totals(objects: dict[str, dict[str, Any]], resource: str) -> dict[st
             for flavor in obj["spec"]["resourceGroups"][0]["flavors"]:
                 for res in flavor["resources"]:
                     if res["name"] == resource:
-                        totals[flavor["name"]] = totals.get(flavor["name"], 0) + S.quantity(res["nominalQuota"])
+                        totals[flavor["name"]] = totals.get(flavor["name"], 0) + S.quantity(
+                            res["nominalQuota"]
+                        )
     return totals
 
 
@@ -310,7 +336,9 @@ nodePools:
 
 def test_one_tenants_memory_quota_never_exceeds_a_pool(tmp_path: Path) -> None:
     tenant = "name: a\nallocations:\n  - cluster: c1\n    quotas: [{pool: p0, gpus: 0}, {pool: p1, gpus: 1}]\n    memory: 129Gi\n"
-    code, stderr, objects = _render_repo(tmp_path, {"clusters/c1.yaml": TWO_SMALL_POOLS, "tenants/a.yaml": tenant})
+    code, stderr, objects = _render_repo(
+        tmp_path, {"clusters/c1.yaml": TWO_SMALL_POOLS, "tenants/a.yaml": tenant}
+    )
     if code == 1:
         assert "tenants/a.yaml:" in stderr and ": error: " in stderr
         return

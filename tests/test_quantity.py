@@ -11,13 +11,25 @@ from gpuplan.quantity import QuantityError, format_bytes, format_cpu, parse_quan
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("500m", Fraction(1, 2)), ("64", 64), (64, 64), ("2000Gi", 2000 * 2**30), ("2Ti", 2 * 2**40), ("1.5", Fraction(3, 2)), ("1e3", 1000), ("100M", 10**8), (0.25, Fraction(1, 4))],
+    [
+        ("500m", Fraction(1, 2)),
+        ("64", 64),
+        (64, 64),
+        ("2000Gi", 2000 * 2**30),
+        ("2Ti", 2 * 2**40),
+        ("1.5", Fraction(3, 2)),
+        ("1e3", 1000),
+        ("100M", 10**8),
+        (0.25, Fraction(1, 4)),
+    ],
 )
 def test_parse(text: object, value: Fraction) -> None:
     assert parse_quantity(text) == value
 
 
-@pytest.mark.parametrize("text", ["", "12x", "-1", "Gi", "1.2.3", True, None, "1" * 60, float("nan")])
+@pytest.mark.parametrize(
+    "text", ["", "12x", "-1", "Gi", "1.2.3", True, None, "1" * 60, float("nan")]
+)
 def test_reject(text: object) -> None:
     with pytest.raises(QuantityError):
         parse_quantity(text)

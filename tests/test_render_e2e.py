@@ -65,7 +65,16 @@ def test_render_is_byte_identical_across_hash_seeds(tmp_path: Path, example_repo
     for seed in ("0", "12345"):
         out = tmp_path / f"out-{seed}"
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        command = [sys.executable, "-m", "gpuplan", "render", "--root", str(example_repo), "--out", str(out)]
+        command = [
+            sys.executable,
+            "-m",
+            "gpuplan",
+            "render",
+            "--root",
+            str(example_repo),
+            "--out",
+            str(out),
+        ]
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stderr
         outputs.append(snapshot(out))
@@ -84,11 +93,16 @@ def test_every_file_has_header_label_and_wave(example_repo: Path) -> None:
         obj = yaml.safe_load(text)
         if obj["kind"] == "Kustomization":
             continue
-        if "extra" not in path.relative_to(example_repo / "output").parts:  # own manifests keep their labels
+        if (
+            "extra" not in path.relative_to(example_repo / "output").parts
+        ):  # own manifests keep their labels
             assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpuplan", path
         assert "argocd.argoproj.io/sync-wave" in obj["metadata"]["annotations"], path
         if obj["kind"] == "Namespace":
-            assert obj["metadata"]["annotations"]["argocd.argoproj.io/sync-options"] == "Prune=false,Delete=false"
+            assert (
+                obj["metadata"]["annotations"]["argocd.argoproj.io/sync-options"]
+                == "Prune=false,Delete=false"
+            )
 
 
 def test_kustomization_lists_every_file(example_repo: Path) -> None:
@@ -97,7 +111,11 @@ def test_kustomization_lists_every_file(example_repo: Path) -> None:
     assert run("render", "--root", str(example_repo)).code == 0
     cluster = example_repo / "output/h100-prod"
     listed = yaml.safe_load((cluster / "kustomization.yaml").read_text())["resources"]
-    on_disk = sorted(p.relative_to(cluster).as_posix() for p in cluster.rglob("*.yaml") if p.name != "kustomization.yaml")
+    on_disk = sorted(
+        p.relative_to(cluster).as_posix()
+        for p in cluster.rglob("*.yaml")
+        if p.name != "kustomization.yaml"
+    )
     assert listed == on_disk
 
 
@@ -124,7 +142,9 @@ def test_render_one_cluster_leaves_the_others_alone(example_repo: Path) -> None:
     before = snapshot(example_repo / "output")
     for tenant in ("team-a", "vision"):
         path = example_repo / f"tenants/{tenant}.yaml"
-        path.write_text(path.read_text().replace("gpus: 16\n", "gpus: 15\n").replace("gpus: 24\n", "gpus: 23\n"))
+        path.write_text(
+            path.read_text().replace("gpus: 16\n", "gpus: 15\n").replace("gpus: 24\n", "gpus: 23\n")
+        )
     result = run("render", "--root", str(example_repo), "--cluster", "h100-prod")
     assert result.code == 0, result.stderr
     after = snapshot(example_repo / "output")
@@ -139,7 +159,10 @@ def test_github_format_annotations(example_repo: Path) -> None:
     tenant.write_text(text[: text.index("    ignore:\n")])  # its accepted RDMA warning shows again
     result = run("check", "--root", str(example_repo), "--format", "github")
     assert result.code == 1
-    assert "::error file=tenants/team-b.yaml,line=" in result.stderr and "tenants ask 192 GPUs" in result.stderr
+    assert (
+        "::error file=tenants/team-b.yaml,line=" in result.stderr
+        and "tenants ask 192 GPUs" in result.stderr
+    )
     assert "::warning file=" in result.stderr
 
 
@@ -152,7 +175,10 @@ def test_exit_codes_of_main(monkeypatch, capsys, example_repo: Path) -> None:  #
     def boom(*args: object, **kwargs: object) -> int:
         raise RuntimeError("a bug")
 
-    for argv, code in ((["gpuplan", "render", "--bogus"], 2), (["gpuplan", "render", "--root", str(example_repo)], 3)):
+    for argv, code in (
+        (["gpuplan", "render", "--bogus"], 2),
+        (["gpuplan", "render", "--root", str(example_repo)], 3),
+    ):
         if code == 3:
             monkeypatch.setattr(render_command, "render_fleet", boom)
         monkeypatch.setattr("sys.argv", argv)
@@ -160,4 +186,7 @@ def test_exit_codes_of_main(monkeypatch, capsys, example_repo: Path) -> None:  #
             cli.main()
         assert exited.value.code == code
     err = capsys.readouterr().err
-    assert "internal error: gpuplan has a bug; details were written to" in err and "Traceback" not in err
+    assert (
+        "internal error: gpuplan has a bug; details were written to" in err
+        and "Traceback" not in err
+    )

@@ -35,7 +35,9 @@ def _ci_lines() -> list[str]:
 def test_ci_runs_the_readme_test_command_verbatim() -> None:
     test_command = _readme_commands()[1]
     assert "pytest" in test_command
-    assert test_command in CI.read_text(encoding="utf-8"), f".ci/run must run the README's `{test_command}`"
+    assert test_command in CI.read_text(encoding="utf-8"), (
+        f".ci/run must run the README's `{test_command}`"
+    )
 
 
 def test_ci_runs_the_tests_then_drift_check_then_linters_and_stops_at_the_first_failure() -> None:
@@ -90,14 +92,19 @@ def _uses(path: Path, package: str) -> list[str]:
     return [
         f"{module} {name}".strip()
         for module, name in _imports(path)
-        if module == package or module.startswith(package + ".") or (module == parent and name == leaf)
+        if module == package
+        or module.startswith(package + ".")
+        or (module == parent and name == leaf)
     ]
 
 
 @pytest.mark.parametrize("stage", ["check", "validate"])
 def test_stage_never_imports_emit(stage: str) -> None:
     """check/ and validate/ prove what emit/ makes: they share no code with it."""
-    found = {str(p.relative_to(PROJECT)): _uses(p, "gpuplan.emit") for p in sorted((PACKAGE / stage).rglob("*.py"))}
+    found = {
+        str(p.relative_to(PROJECT)): _uses(p, "gpuplan.emit")
+        for p in sorted((PACKAGE / stage).rglob("*.py"))
+    }
     assert {file: uses for file, uses in found.items() if uses} == {}
 
 
@@ -118,11 +125,18 @@ def test_location_types_come_from_diagnostics() -> None:
 def test_every_command_is_a_function_in_gpuplan_commands() -> None:
     """cli.py only turns flags into calls: every subcommand imports its function from gpuplan.commands."""
     tree = ast.parse((PACKAGE / "cli.py").read_text(encoding="utf-8"))
-    commands = [f for f in tree.body if isinstance(f, ast.FunctionDef) and any("command" in ast.unparse(d) for d in f.decorator_list)]
+    commands = [
+        f
+        for f in tree.body
+        if isinstance(f, ast.FunctionDef)
+        and any("command" in ast.unparse(d) for d in f.decorator_list)
+    ]
     assert len(commands) >= 8
     for function in commands:
         sources = {node.module for node in ast.walk(function) if isinstance(node, ast.ImportFrom)}
-        assert sources and all(s and s.startswith("gpuplan.commands") for s in sources), function.name
+        assert sources and all(s and s.startswith("gpuplan.commands") for s in sources), (
+            function.name
+        )
         assert (PACKAGE / "commands" / f"{function.name}.py").is_file(), function.name
 
 
@@ -135,7 +149,11 @@ def _literal_exit_codes(path: Path) -> list[str]:
             value = node.args[0]
         elif isinstance(node, ast.Return) and path.parent.name == "commands":
             value = node.value
-        if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
+        if (
+            isinstance(value, ast.Constant)
+            and isinstance(value.value, int)
+            and not isinstance(value.value, bool)
+        ):
             found.append(f"{path.relative_to(PROJECT)}:{node.lineno}: {ast.unparse(node)}")
     return found
 
@@ -144,8 +162,19 @@ def test_exit_codes_come_from_the_enum() -> None:
     """Exit codes are declared once (gpuplan.exitcode.ExitCode); no command spells one as a number."""
     from gpuplan.exitcode import ExitCode
 
-    assert [(c.name, c.value) for c in ExitCode] == [("OK", 0), ("FAILED", 1), ("USAGE", 2), ("INTERNAL", 3), ("INTERRUPTED", 130), ("TERMINATED", 143)]
-    files = [PACKAGE / "cli.py", PACKAGE / "__main__.py", *sorted((PACKAGE / "commands").glob("*.py"))]
+    assert [(c.name, c.value) for c in ExitCode] == [
+        ("OK", 0),
+        ("FAILED", 1),
+        ("USAGE", 2),
+        ("INTERNAL", 3),
+        ("INTERRUPTED", 130),
+        ("TERMINATED", 143),
+    ]
+    files = [
+        PACKAGE / "cli.py",
+        PACKAGE / "__main__.py",
+        *sorted((PACKAGE / "commands").glob("*.py")),
+    ]
     assert [hit for path in files for hit in _literal_exit_codes(path)] == []
 
 
@@ -153,15 +182,33 @@ def test_exit_codes_come_from_the_enum() -> None:
 
 
 # /home/kubernetes/... is a real node path (GKE keeps the NVIDIA driver there), not a person's home.
-MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:" + "|".join(("work", "root", "home(?!/kubernetes/)")) + r")/")
+MACHINE_PATH = re.compile(
+    r"(?<![\w.~-])/(?:" + "|".join(("work", "root", "home(?!/kubernetes/)")) + r")/"
+)
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".yaml", ".yml", ".txt", ".j2", ".cfg", ""}
 
 
 def _repository_text_files() -> Iterator[Path]:
-    skip = {".git", "output", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".benchmarks", "build", "dist"}
+    skip = {
+        ".git",
+        "output",
+        "__pycache__",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".benchmarks",
+        "build",
+        "dist",
+    }
     for path in sorted(PROJECT.rglob("*")):
         parts = set(path.relative_to(PROJECT).parts)
-        if path.is_file() and not parts & skip and not any(p.endswith(".egg-info") for p in parts) and path.suffix in TEXT_SUFFIXES:
+        if (
+            path.is_file()
+            and not parts & skip
+            and not any(p.endswith(".egg-info") for p in parts)
+            and path.suffix in TEXT_SUFFIXES
+        ):
             yield path
 
 
@@ -173,14 +220,20 @@ def test_no_absolute_path_of_a_machine_in_the_repository() -> None:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue
-        found += [f"{path.relative_to(PROJECT)}:{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1) if MACHINE_PATH.search(line)]
+        found += [
+            f"{path.relative_to(PROJECT)}:{n}: {line.strip()}"
+            for n, line in enumerate(text.splitlines(), 1)
+            if MACHINE_PATH.search(line)
+        ]
     assert found == []
 
 
 # Every input field documented
 
 
-def _undocumented(node: Any, defs: dict[str, Any], path: str, seen: frozenset[str]) -> Iterator[str]:
+def _undocumented(
+    node: Any, defs: dict[str, Any], path: str, seen: frozenset[str]
+) -> Iterator[str]:
     """Yield the field paths under a schema node whose property has no description."""
     if "$ref" in node:
         name = node["$ref"].rsplit("/", 1)[-1]
@@ -205,7 +258,9 @@ def test_every_input_field_has_a_description(kind: str, capsys: pytest.CaptureFi
     assert schema(kind) == 0
     document = json.loads(capsys.readouterr().out)
     missing = sorted(set(_undocumented(document, document.get("$defs", {}), "", frozenset())))
-    assert missing == [], f"document these {kind} fields (an attribute docstring under each): {missing}"
+    assert missing == [], (
+        f"document these {kind} fields (an attribute docstring under each): {missing}"
+    )
 
 
 def test_the_walk_finds_an_undocumented_field() -> None:

@@ -19,8 +19,13 @@ CPU_POOL = "cpuPools:\n  - {name: general, cpu: 16, memory: 64Gi, nodes: {count:
 QUOTA = "    quotas:\n      - {pool: train, gpus: 8}\n      - {pool: infer, mig: {1g.10gb: 7}}\n    cpuQuotas: [{pool: general, cpu: 8, memory: 32Gi}]\n"
 
 
-def _render(tmp_path: Path, tenant: str, cluster_extra: str = CPU_POOL, name: str = "a") -> tuple[int, str, Path]:
-    files = {"clusters/c1.yaml": CLUSTER.format(components=COMPONENTS, sharing=MIG) + cluster_extra, f"tenants/{name}.yaml": tenant}
+def _render(
+    tmp_path: Path, tenant: str, cluster_extra: str = CPU_POOL, name: str = "a"
+) -> tuple[int, str, Path]:
+    files = {
+        "clusters/c1.yaml": CLUSTER.format(components=COMPONENTS, sharing=MIG) + cluster_extra,
+        f"tenants/{name}.yaml": tenant,
+    }
     root = write_repo(tmp_path / "repo", files)
     out = tmp_path / "out"
     result = run("render", "--root", str(root), "--out", str(out))
@@ -46,7 +51,12 @@ def _tolerated(taint: dict[str, str], tolerations: list[dict[str, str]]) -> bool
     return False
 
 
-def assign_flavor(queue: dict[str, Any], flavors: dict[str, dict[str, Any]], requests: dict[str, str], tolerations: list[dict[str, str]] | None = None) -> str | None:
+def assign_flavor(
+    queue: dict[str, Any],
+    flavors: dict[str, dict[str, Any]],
+    requests: dict[str, str],
+    tolerations: list[dict[str, str]] | None = None,
+) -> str | None:
     """Return the flavor Kueue assigns an empty ClusterQueue's workload, or None (kubernetes-sigs/kueue
     v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go: flavors in order, untolerated NoSchedule
     nodeTaints skip a flavor (the flavor's own tolerations count), the first whose quota holds every
@@ -57,11 +67,19 @@ def assign_flavor(queue: dict[str, Any], flavors: dict[str, dict[str, Any]], req
             continue
         for flavor in group["flavors"]:
             spec = flavors[flavor["name"]]["spec"]
-            taints = [t for t in spec.get("nodeTaints", []) if t["effect"] in ("NoSchedule", "NoExecute")]
-            if any(not _tolerated(t, (tolerations or []) + spec.get("tolerations", [])) for t in taints):
+            taints = [
+                t for t in spec.get("nodeTaints", []) if t["effect"] in ("NoSchedule", "NoExecute")
+            ]
+            if any(
+                not _tolerated(t, (tolerations or []) + spec.get("tolerations", [])) for t in taints
+            ):
                 continue
             quota = {r["name"]: parse_quantity(r["nominalQuota"]) for r in flavor["resources"]}
-            if all(wanted[r] <= quota.get(r, Fraction(0)) for r in wanted if r in group["coveredResources"]):
+            if all(
+                wanted[r] <= quota.get(r, Fraction(0))
+                for r in wanted
+                if r in group["coveredResources"]
+            ):
                 return flavor["name"]
         return None
     return None
@@ -73,49 +91,88 @@ def _kueue(out: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     return _load(folder / "clusterqueue-a.yaml"), flavors
 
 
-def test_a_cpu_only_job_is_admitted_on_the_cpu_pool_and_a_gpu_job_on_a_gpu_pool(tmp_path: Path) -> None:
+def test_a_cpu_only_job_is_admitted_on_the_cpu_pool_and_a_gpu_job_on_a_gpu_pool(
+    tmp_path: Path,
+) -> None:
     code, err, out = _render(tmp_path, _tenant("a", QUOTA))
     assert code == 0, err
     queue, flavors = _kueue(out)
     cpu_job = assign_flavor(queue, flavors, {"cpu": "2", "memory": "4Gi"})
     assert cpu_job == "general"
-    assert flavors["general"]["spec"] == {"nodeLabels": {"pool": "general"}, "tolerations": []}  # no GPU toleration
-    assert assign_flavor(queue, flavors, {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"}) == "train"
-    assert assign_flavor(queue, flavors, {"cpu": "1", "memory": "1Gi", "nvidia.com/mig-1g.10gb": "1"}) == "infer"
+    assert flavors["general"]["spec"] == {
+        "nodeLabels": {"pool": "general"},
+        "tolerations": [],
+    }  # no GPU toleration
+    assert (
+        assign_flavor(queue, flavors, {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"})
+        == "train"
+    )
+    assert (
+        assign_flavor(queue, flavors, {"cpu": "1", "memory": "1Gi", "nvidia.com/mig-1g.10gb": "1"})
+        == "infer"
+    )
     first = queue["spec"]["resourceGroups"][0]["flavors"][0]
     assert first["name"] == "general" and {r["name"]: r["nominalQuota"] for r in first["resources"]} == {
         "cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "0", "nvidia.com/mig-1g.10gb": "0"}  # fmt: skip
 
 
-def test_without_a_cpu_pool_a_cpu_only_job_takes_the_first_gpu_flavor_and_gpuplan_warns(tmp_path: Path) -> None:
-    code, err, out = _render(tmp_path, _tenant("a", "    quotas:\n      - {pool: train, gpus: 8}\n"), cluster_extra="")
+def test_without_a_cpu_pool_a_cpu_only_job_takes_the_first_gpu_flavor_and_gpuplan_warns(
+    tmp_path: Path,
+) -> None:
+    code, err, out = _render(
+        tmp_path, _tenant("a", "    quotas:\n      - {pool: train, gpus: 8}\n"), cluster_extra=""
+    )
     assert code == 0, err
     queue, flavors = _kueue(out)
     assert assign_flavor(queue, flavors, {"cpu": "2", "memory": "4Gi"}) == "train"
-    assert "allocations[0].quotas: Kueue admits the CPU-only workloads of tenant a on the first flavor that has cpu, GPU pool train: they take GPU nodes; add cpuPools to the cluster and give the tenant cpuQuotas there [cpu-only-work]" in err
+    assert (
+        "allocations[0].quotas: Kueue admits the CPU-only workloads of tenant a on the first flavor that has cpu, GPU pool train: they take GPU nodes; add cpuPools to the cluster and give the tenant cpuQuotas there [cpu-only-work]"
+        in err
+    )
 
 
-def test_a_cpu_pool_quota_above_its_nodes_fails_at_every_tenant_and_passes_exactly_at(tmp_path: Path) -> None:
+def test_a_cpu_pool_quota_above_its_nodes_fails_at_every_tenant_and_passes_exactly_at(
+    tmp_path: Path,
+) -> None:
     ok = CPU_POOL.replace("cpu: 16", "cpu: 4")  # 2 nodes x 4 = 8 cores: exactly the quota
     assert _render(tmp_path / "ok", _tenant("a", QUOTA), cluster_extra=ok)[0] == 0
-    code, err, _ = _render(tmp_path / "over", _tenant("a", QUOTA.replace("cpu: 8", "cpu: 9")), cluster_extra=ok)
+    code, err, _ = _render(
+        tmp_path / "over", _tenant("a", QUOTA.replace("cpu: 8", "cpu: 9")), cluster_extra=ok
+    )
     assert code == 1
-    assert "allocations[0].cpuQuotas[0].cpu: tenants ask 9 cpu of CPU pool general, which has 8 (2 x 4); tenant a asks 9 (a 9) [cpu-pool-capacity]" in err
+    assert (
+        "allocations[0].cpuQuotas[0].cpu: tenants ask 9 cpu of CPU pool general, which has 8 (2 x 4); tenant a asks 9 (a 9) [cpu-pool-capacity]"
+        in err
+    )
 
 
 def test_a_cpu_quota_on_an_unknown_pool_fails(tmp_path: Path) -> None:
     code, err, _ = _render(tmp_path, _tenant("a", QUOTA.replace("pool: general", "pool: genral")))
-    assert code == 1 and "cluster c1 has no CPU pool 'genral' (its cpuPools: general) [cpu-quota-pools]" in err
+    assert (
+        code == 1
+        and "cluster c1 has no CPU pool 'genral' (its cpuPools: general) [cpu-quota-pools]" in err
+    )
 
 
 # --- LimitRange defaults and a pod without requests --------------------------------------------
 
 
-def test_the_limit_range_gives_cpu_and_memory_defaults_from_the_tenant_or_the_cluster(tmp_path: Path) -> None:
-    code, err, out = _render(tmp_path / "cluster", _tenant("a", QUOTA), cluster_extra=CPU_POOL + "containerDefaults: {requests: {cpu: 250m}, limits: {memory: 2Gi}}\n")
+def test_the_limit_range_gives_cpu_and_memory_defaults_from_the_tenant_or_the_cluster(
+    tmp_path: Path,
+) -> None:
+    code, err, out = _render(
+        tmp_path / "cluster",
+        _tenant("a", QUOTA),
+        cluster_extra=CPU_POOL
+        + "containerDefaults: {requests: {cpu: 250m}, limits: {memory: 2Gi}}\n",
+    )
     assert code == 0, err
     limits = _load(out / "c1/namespaces/a/limitrange-container-defaults.yaml")["spec"]["limits"]
-    assert limits[0] == {"type": "Container", "defaultRequest": {"cpu": "250m", "memory": "256Mi", "nvidia.com/gpu": "0"}, "default": {"memory": "2Gi", "nvidia.com/gpu": "0"}}
+    assert limits[0] == {
+        "type": "Container",
+        "defaultRequest": {"cpu": "250m", "memory": "256Mi", "nvidia.com/gpu": "0"},
+        "default": {"memory": "2Gi", "nvidia.com/gpu": "0"},
+    }
     tenant = "containerDefaults: {requests: {cpu: 1, memory: 1Gi}}\n" + _tenant("a", QUOTA)
     code, err, out = _render(tmp_path / "tenant", tenant)
     assert code == 0, err
@@ -125,15 +182,31 @@ def test_the_limit_range_gives_cpu_and_memory_defaults_from_the_tenant_or_the_cl
 
 
 def test_a_default_request_above_the_limit_is_an_input_error(tmp_path: Path) -> None:
-    tenant = "containerDefaults: {requests: {memory: 2Gi}, limits: {memory: 1Gi}}\n" + _tenant("a", QUOTA)
+    tenant = "containerDefaults: {requests: {memory: 2Gi}, limits: {memory: 1Gi}}\n" + _tenant(
+        "a", QUOTA
+    )
     code, err, _ = _render(tmp_path, tenant)
-    assert code == 1 and "tenants/a.yaml:1:" in err and "the default memory request 2147483648 is above the default memory limit 1073741824" in err
+    assert (
+        code == 1
+        and "tenants/a.yaml:1:" in err
+        and "the default memory request 2147483648 is above the default memory limit 1073741824"
+        in err
+    )
 
 
 def test_a_default_request_above_a_namespace_quota_fails(tmp_path: Path) -> None:
-    tenant = "containerDefaults: {requests: {cpu: 9}}\n" + _tenant("a", QUOTA.replace("gpus: 8", "gpus: 0").replace("1g.10gb: 7", "1g.10gb: 0").replace("cpu: 8,", "cpu: 8,"))
+    tenant = "containerDefaults: {requests: {cpu: 9}}\n" + _tenant(
+        "a",
+        QUOTA.replace("gpus: 8", "gpus: 0")
+        .replace("1g.10gb: 7", "1g.10gb: 0")
+        .replace("cpu: 8,", "cpu: 8,"),
+    )
     code, err, _ = _render(tmp_path, tenant)
-    assert code == 1 and "containerDefaults.requests.cpu: the default cpu request 9 is above the cpu quota 8 of namespace a (tenant a)" in err
+    assert (
+        code == 1
+        and "containerDefaults.requests.cpu: the default cpu request 9 is above the cpu quota 8 of namespace a (tenant a)"
+        in err
+    )
 
 
 def _limit_ranges(folder: Path) -> list[dict[str, Any]]:
@@ -155,13 +228,23 @@ def _admit_pod_without_requests(folder: Path) -> list[str]:
     for item in _limit_ranges(folder):
         for limit in item["spec"]["limits"]:
             if limit["type"] == "Container":
-                limits |= {k: parse_quantity(v) for k, v in limit.get("default", {}).items() if k not in limits}
-                requests |= {k: parse_quantity(v) for k, v in limit.get("defaultRequest", {}).items() if k not in requests}
+                limits |= {
+                    k: parse_quantity(v)
+                    for k, v in limit.get("default", {}).items()
+                    if k not in limits
+                }
+                requests |= {
+                    k: parse_quantity(v)
+                    for k, v in limit.get("defaultRequest", {}).items()
+                    if k not in requests
+                }
     for item in _limit_ranges(folder):
         for limit in item["spec"]["limits"]:
             for resource, most in (limit.get("max", {}) if limit["type"] == "Pod" else {}).items():
                 if resource not in limits or limits[resource] > parse_quantity(most):
-                    problems.append(f"LimitRange {item['metadata']['name']}: no {resource} limit or above max")
+                    problems.append(
+                        f"LimitRange {item['metadata']['name']}: no {resource} limit or above max"
+                    )
     for resource in requests:
         if resource in limits and requests[resource] > limits[resource]:
             problems.append(f"{resource} request above its limit")
@@ -171,11 +254,17 @@ def _admit_pod_without_requests(folder: Path) -> list[str]:
         for key, hard in quota["spec"]["hard"].items():
             resource = key.removeprefix("requests.")
             if key in ("requests.cpu", "requests.memory") and resource not in requests:
-                problems.append(f"ResourceQuota {quota['metadata']['name']}: must specify {resource}")
+                problems.append(
+                    f"ResourceQuota {quota['metadata']['name']}: must specify {resource}"
+                )
             elif key == "pods" and parse_quantity(hard) < 1:
                 problems.append(f"ResourceQuota {quota['metadata']['name']}: no pods allowed")
-            elif key.startswith("requests.") and requests.get(resource, Fraction(0)) > parse_quantity(hard):
-                problems.append(f"ResourceQuota {quota['metadata']['name']}: {resource} over {hard}")
+            elif key.startswith("requests.") and requests.get(
+                resource, Fraction(0)
+            ) > parse_quantity(hard):
+                problems.append(
+                    f"ResourceQuota {quota['metadata']['name']}: {resource} over {hard}"
+                )
     return problems
 
 
@@ -202,7 +291,16 @@ def test_the_simulation_rejects_a_namespace_without_defaults(tmp_path: Path) -> 
 # --- several namespaces ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("total", "weights", "parts"), [(32, [1, 1], [16, 16]), (3, [1, 1], [2, 1]), (7, [3, 1], [5, 2]), (1, [1, 1, 1], [1, 0, 0]), (0, [1, 2], [0, 0])])
+@pytest.mark.parametrize(
+    ("total", "weights", "parts"),
+    [
+        (32, [1, 1], [16, 16]),
+        (3, [1, 1], [2, 1]),
+        (7, [3, 1], [5, 2]),
+        (1, [1, 1, 1], [1, 0, 0]),
+        (0, [1, 2], [0, 0]),
+    ],
+)
 def test_apportion_adds_up_to_the_total(total: int, weights: list[int], parts: list[int]) -> None:
     assert apportion(total, weights) == parts
 
@@ -211,7 +309,9 @@ def _hard(out: Path, namespace: str) -> dict[str, str]:
     return _load(out / f"c1/namespaces/{namespace}/resourcequota-a.yaml")["spec"]["hard"]
 
 
-def test_several_namespaces_split_the_quota_evenly_by_default_never_adding_up_to_more(tmp_path: Path) -> None:
+def test_several_namespaces_split_the_quota_evenly_by_default_never_adding_up_to_more(
+    tmp_path: Path,
+) -> None:
     tenant = "namespaces: [a, a-batch, a-dev]\n" + _tenant("a", QUOTA)
     code, err, out = _render(tmp_path, tenant)
     assert code == 0, err
@@ -219,20 +319,36 @@ def test_several_namespaces_split_the_quota_evenly_by_default_never_adding_up_to
     assert [h["requests.nvidia.com/gpu"] for h in hards] == ["3", "3", "2"]
     assert [h["requests.nvidia.com/mig-1g.10gb"] for h in hards] == ["3", "2", "2"]
     for key in hards[0]:
-        assert sum(parse_quantity(h[key]) for h in hards) <= {"requests.nvidia.com/gpu": 8, "requests.nvidia.com/mig-1g.10gb": 7}.get(key, 10**15)
+        assert sum(parse_quantity(h[key]) for h in hards) <= {
+            "requests.nvidia.com/gpu": 8,
+            "requests.nvidia.com/mig-1g.10gb": 7,
+        }.get(key, 10**15)
     total_cpu = sum(parse_quantity(h["requests.cpu"]) for h in hards)
     assert total_cpu == 8 + 192 + 24  # CPU pool 8 + train 8 GPUs x 24 + infer 7 x 1/7 GPU x 24
 
 
-def test_an_explicit_split_follows_the_weights_and_must_list_every_namespace(tmp_path: Path) -> None:
-    tenant = "namespaces: [a, a-batch]\n" + _tenant("a", QUOTA + "    namespaceShares: {a: 3, a-batch: 1}\n")
+def test_an_explicit_split_follows_the_weights_and_must_list_every_namespace(
+    tmp_path: Path,
+) -> None:
+    tenant = "namespaces: [a, a-batch]\n" + _tenant(
+        "a", QUOTA + "    namespaceShares: {a: 3, a-batch: 1}\n"
+    )
     code, err, out = _render(tmp_path / "ok", tenant)
     assert code == 0, err
-    assert (_hard(out, "a")["requests.nvidia.com/gpu"], _hard(out, "a-batch")["requests.nvidia.com/gpu"]) == ("6", "2")
+    assert (
+        _hard(out, "a")["requests.nvidia.com/gpu"],
+        _hard(out, "a-batch")["requests.nvidia.com/gpu"],
+    ) == ("6", "2")
     code, err, _ = _render(tmp_path / "bad", tenant.replace("a-batch: 1", "a-btach: 1"))
     assert code == 1
-    assert "allocations[0].namespaceShares.a-btach: a-btach is not a namespace of tenant a (a, a-batch) [namespace-shares]" in err
-    assert "namespace a-batch has no share: list every namespace of the tenant [namespace-shares]" in err
+    assert (
+        "allocations[0].namespaceShares.a-btach: a-btach is not a namespace of tenant a (a, a-batch) [namespace-shares]"
+        in err
+    )
+    assert (
+        "namespace a-batch has no share: list every namespace of the tenant [namespace-shares]"
+        in err
+    )
 
 
 # --- RDMA networks under Pod Security ------------------------------------------------------------
@@ -240,20 +356,31 @@ def test_an_explicit_split_follows_the_weights_and_must_list_every_namespace(tmp
 NETWORK = "networks:\n  - {{name: ib, type: {type}, {extra}ipam: {{type: whereabouts, range: 10.0.0.0/20}}, pools: [train]}}\n"
 
 
-@pytest.mark.parametrize(("security", "warns"), [("restricted", True), ("baseline", True), ("privileged", False)])
-def test_an_rdma_network_under_baseline_or_restricted_warns_naming_the_fix(tmp_path: Path, security: str, warns: bool) -> None:
-    network = NETWORK.format(type="ipoib", extra="master: ib0, resourceName: rdma/hca_shared_devices_a, ")
+@pytest.mark.parametrize(
+    ("security", "warns"), [("restricted", True), ("baseline", True), ("privileged", False)]
+)
+def test_an_rdma_network_under_baseline_or_restricted_warns_naming_the_fix(
+    tmp_path: Path, security: str, warns: bool
+) -> None:
+    network = NETWORK.format(
+        type="ipoib", extra="master: ib0, resourceName: rdma/hca_shared_devices_a, "
+    )
     tenant = f"podSecurity: {security}\n" + _tenant("a", QUOTA + "    networks: [ib]\n")
     code, err, _ = _render(tmp_path, tenant, cluster_extra=CPU_POOL + network)
     assert code == 0, err
     assert ("[rdma-pod-security]" in err) is warns
     if warns:
-        assert f"allocations[0].networks[0]: network ib is RDMA, and RDMA pods add the IPC_LOCK capability to pin memory, which PSA {security} refuses: set podSecurity: privileged" in err
+        assert (
+            f"allocations[0].networks[0]: network ib is RDMA, and RDMA pods add the IPC_LOCK capability to pin memory, which PSA {security} refuses: set podSecurity: privileged"
+            in err
+        )
 
 
 def test_a_network_without_rdma_does_not_warn(tmp_path: Path) -> None:
     network = NETWORK.format(type="macvlan", extra="master: eth1, ")
-    code, err, _ = _render(tmp_path, _tenant("a", QUOTA + "    networks: [ib]\n"), cluster_extra=CPU_POOL + network)
+    code, err, _ = _render(
+        tmp_path, _tenant("a", QUOTA + "    networks: [ib]\n"), cluster_extra=CPU_POOL + network
+    )
     assert code == 0 and "rdma-pod-security" not in err, err
 
 
@@ -273,42 +400,72 @@ def test_kueue_settings_per_tenant_reach_the_cluster_queue_and_local_queues(tmp_
     code, err, out = _render(tmp_path, tenant)
     assert code == 0, err
     spec = _load(out / "c1/kueue/clusterqueue-a.yaml")["spec"]
-    assert spec["preemption"] == {"withinClusterQueue": "LowerOrNewerEqualPriority", "reclaimWithinCohort": "LowerPriority", "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100}}
+    assert spec["preemption"] == {
+        "withinClusterQueue": "LowerOrNewerEqualPriority",
+        "reclaimWithinCohort": "LowerPriority",
+        "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100},
+    }
     assert (spec["queueingStrategy"], spec["stopPolicy"]) == ("StrictFIFO", "Hold")
     for namespace in ("a", "a-batch"):
-        queues = {o["metadata"]["name"]: o["spec"] for o in map(_load, (out / f"c1/namespaces/{namespace}").glob("localqueue-*.yaml"))}
-        assert queues == {"default": {"clusterQueue": "a", "stopPolicy": "None"}, "batch": {"clusterQueue": "a", "stopPolicy": "HoldAndDrain"}}
+        queues = {
+            o["metadata"]["name"]: o["spec"]
+            for o in map(_load, (out / f"c1/namespaces/{namespace}").glob("localqueue-*.yaml"))
+        }
+        assert queues == {
+            "default": {"clusterQueue": "a", "stopPolicy": "None"},
+            "batch": {"clusterQueue": "a", "stopPolicy": "HoldAndDrain"},
+        }
 
 
 def test_kueue_defaults_are_unchanged(tmp_path: Path) -> None:
     code, err, out = _render(tmp_path, _tenant("a", "    cohort: shared\n" + QUOTA))
     assert code == 0, err
     spec = _load(out / "c1/kueue/clusterqueue-a.yaml")["spec"]
-    assert spec["preemption"] == {"borrowWithinCohort": {"policy": "Never"}, "reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+    assert spec["preemption"] == {
+        "borrowWithinCohort": {"policy": "Never"},
+        "reclaimWithinCohort": "Any",
+        "withinClusterQueue": "LowerPriority",
+    }
     assert (spec["queueingStrategy"], spec["stopPolicy"]) == ("BestEffortFIFO", "None")
 
 
 def test_reclaim_never_with_borrow_preemption_is_refused_as_kueue_does(tmp_path: Path) -> None:
     bad = "    kueue: {preemption: {reclaimWithinCohort: Never, borrowWithinCohort: {policy: LowerPriority}}}\n"
     code, err, _ = _render(tmp_path, _tenant("a", "    cohort: shared\n" + QUOTA + bad))
-    assert code == 1 and "reclaimWithinCohort Never cannot be combined with borrowWithinCohort.policy other than Never" in err
+    assert (
+        code == 1
+        and "reclaimWithinCohort Never cannot be combined with borrowWithinCohort.policy other than Never"
+        in err
+    )
 
 
 def test_borrow_preemption_without_a_cohort_and_repeated_local_queues_fail(tmp_path: Path) -> None:
     bad = "    kueue: {preemption: {borrowWithinCohort: {policy: LowerPriority}}, localQueues: [{name: q}, {name: q}]}\n"
     code, err, _ = _render(tmp_path, _tenant("a", QUOTA + bad))
     assert code == 1
-    assert "allocations[0].kueue.preemption.borrowWithinCohort.policy: borrowWithinCohort needs a cohort to borrow from: set the allocation's cohort [local-queues]" in err
-    assert "allocations[0].kueue.localQueues[1].name: LocalQueue q is listed already [local-queues]" in err
+    assert (
+        "allocations[0].kueue.preemption.borrowWithinCohort.policy: borrowWithinCohort needs a cohort to borrow from: set the allocation's cohort [local-queues]"
+        in err
+    )
+    assert (
+        "allocations[0].kueue.localQueues[1].name: LocalQueue q is listed already [local-queues]"
+        in err
+    )
 
 
 @pytest.mark.parametrize("version", ["v0.12.10", "v0.14.8", "v0.19.2"])
-def test_kueue_settings_validate_against_the_crds_of_every_supported_line(tmp_path: Path, version: str) -> None:
+def test_kueue_settings_validate_against_the_crds_of_every_supported_line(
+    tmp_path: Path, version: str
+) -> None:
     components = COMPONENTS.replace("kueue: {version: v0.19.2}", f"kueue: {{version: {version}}}")
     files = {"clusters/c1.yaml": CLUSTER.format(components=components, sharing=MIG) + CPU_POOL}
-    files["tenants/a.yaml"] = "namespaces: [a, a-batch]\n" + _tenant("a", "    cohort: shared\n" + QUOTA + KUEUE)
+    files["tenants/a.yaml"] = "namespaces: [a, a-batch]\n" + _tenant(
+        "a", "    cohort: shared\n" + QUOTA + KUEUE
+    )
     root = write_repo(tmp_path / "repo", files)
     result = run("render", "--root", str(root), "--out", str(tmp_path / "out"))
     assert result.code == 0, result.stderr
     queue = _load(tmp_path / "out/c1/kueue/clusterqueue-a.yaml")
-    assert queue["spec"]["queueingStrategy"] == "StrictFIFO" and queue["spec"]["stopPolicy"] == "Hold"
+    assert (
+        queue["spec"]["queueingStrategy"] == "StrictFIFO" and queue["spec"]["stopPolicy"] == "Hold"
+    )

@@ -82,13 +82,30 @@ spec:
 
 EXPECTED = [
     ("6:3", "ResourceFlavor/unknown-field spec", 'unknown field "nodeLabelz"'),
-    ("20:9", "ClusterQueue/cel-rule spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit", "must be nil when cohort is empty"),
-    ("35:9", "ClusterQueue/webhook-rule spec.resourceGroups[0].flavors[0].resources[0].lendingLimit", "nominalQuota"),
+    (
+        "20:9",
+        "ClusterQueue/cel-rule spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit",
+        "must be nil when cohort is empty",
+    ),
+    (
+        "35:9",
+        "ClusterQueue/webhook-rule spec.resourceGroups[0].flavors[0].resources[0].lendingLimit",
+        "nominalQuota",
+    ),
     # The API server accepts a LocalQueue whose ClusterQueue is elsewhere: a warning (error with --strict).
-    ("43:3", "LocalQueue/dangling spec.clusterQueue", 'ClusterQueue "nowhere" does not exist', "warning"),
+    (
+        "43:3",
+        "LocalQueue/dangling spec.clusterQueue",
+        'ClusterQueue "nowhere" does not exist',
+        "warning",
+    ),
     ("45:1", "ClusterQueue/unserved", "not served"),
     ("56:3", "ResourceQuota/wrong-type spec.hard", "must be object"),
-    ("58:1", "Gizmo/unknown-kind", "no CustomResourceDefinition for kind Gizmo (apiVersion example.com/v1)"),
+    (
+        "58:1",
+        "Gizmo/unknown-kind",
+        "no CustomResourceDefinition for kind Gizmo (apiVersion example.com/v1)",
+    ),
     ("68:3", "Queue/wrong-enum spec.reclaimable", "boolean"),
 ]
 
@@ -106,7 +123,13 @@ def test_every_wrong_object_is_flagged_at_its_place(wrong_file: Path, crds_dir: 
     lines = result.stderr.splitlines()
     for position, where, phrase, *severity in EXPECTED:
         prefix = f"{wrong_file}:{position}:" if position else f"{wrong_file}:"
-        hits = [x for x in lines if x.startswith(prefix) and f"{(severity or ['error'])[0]}: {where}" in x and phrase in x]
+        hits = [
+            x
+            for x in lines
+            if x.startswith(prefix)
+            and f"{(severity or ['error'])[0]}: {where}" in x
+            and phrase in x
+        ]
         assert hits, f"no error {prefix} {where} {phrase!r} in:\n{result.stderr}"
     assert "errors" in lines[-1] and "in 1 file" in lines[-1]
 
@@ -120,7 +143,9 @@ def test_rendered_example_fleet_validates_clean(crds_dir: Path) -> None:
 def test_json_format(wrong_file: Path, crds_dir: Path) -> None:
     result = run("validate", str(wrong_file), "--crds", str(crds_dir), "--format", "json")
     rows = json.loads(result.stdout)  # a result: stdout, like diff and capacity
-    assert {r["severity"] for r in rows} >= {"error"} and all(r["file"] == str(wrong_file) for r in rows)
+    assert {r["severity"] for r in rows} >= {"error"} and all(
+        r["file"] == str(wrong_file) for r in rows
+    )
 
 
 def test_unknown_kubernetes_version_is_a_usage_error(wrong_file: Path) -> None:
@@ -130,7 +155,9 @@ def test_unknown_kubernetes_version_is_a_usage_error(wrong_file: Path) -> None:
 
 def test_without_crds_custom_resources_are_said_to_be_unchecked(tmp_path: Path) -> None:
     path = tmp_path / "ns.yaml"
-    path.write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ok\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: bad\n  labelz: {}\n")
+    path.write_text(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ok\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: bad\n  labelz: {}\n"
+    )
     result = run("validate", str(path), env={"GPUPLAN_CRDS": ""})
     assert result.code == 1
     assert f"{path}:10:3: error: Namespace/bad metadata" in result.stderr
@@ -142,7 +169,9 @@ def test_fast_reader_agrees_with_pyyaml_on_everything_rendered() -> None:
 
     from gpuplan.validate.command import _fast_documents
 
-    files = sorted((PROJECT / "output").rglob("*.yaml")) + sorted((PROJECT / "tests" / "cases").rglob("*.yaml"))
+    files = sorted((PROJECT / "output").rglob("*.yaml")) + sorted(
+        (PROJECT / "tests" / "cases").rglob("*.yaml")
+    )
     assert len(files) > 100
     fast = 0
     for path in files:
@@ -154,7 +183,9 @@ def test_fast_reader_agrees_with_pyyaml_on_everything_rendered() -> None:
     assert fast > len(files) // 2
 
 
-@pytest.mark.parametrize("text", ["enabled: yes\n", "mode: 0755\n", "a: [on, off]\n", "a: 1\na: 2\n", "- a\n- b\n"])
+@pytest.mark.parametrize(
+    "text", ["enabled: yes\n", "mode: 0755\n", "a: [on, off]\n", "a: 1\na: 2\n", "- a\n- b\n"]
+)
 def test_fast_reader_leaves_yaml_1_1_scalars_and_oddities_to_pyyaml(text: str) -> None:
     from gpuplan.validate.command import _fast_documents
 

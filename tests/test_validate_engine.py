@@ -55,45 +55,77 @@ def meta(name: str, namespace: str | None = None) -> dict:
 
 
 CLUSTER_QUEUE = {
-    "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": meta("team-a"),
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "ClusterQueue",
+    "metadata": meta("team-a"),
     "spec": {
-        "cohortName": "gpu", "namespaceSelector": {}, "queueingStrategy": "BestEffortFIFO",
-        "resourceGroups": [{
-            "coveredResources": ["cpu", "nvidia.com/gpu"],
-            "flavors": [
-                {"name": "h100", "resources": [{"name": "cpu", "nominalQuota": "96"},
-                                               {"name": "nvidia.com/gpu", "nominalQuota": 8,
-                                                "borrowingLimit": 4}]},
-                {"name": "a100", "resources": [{"name": "cpu", "nominalQuota": 64},
-                                               {"name": "nvidia.com/gpu", "nominalQuota": 4}]},
-            ],
-        }],
+        "cohortName": "gpu",
+        "namespaceSelector": {},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "nvidia.com/gpu"],
+                "flavors": [
+                    {
+                        "name": "h100",
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": "96"},
+                            {"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 4},
+                        ],
+                    },
+                    {
+                        "name": "a100",
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": 64},
+                            {"name": "nvidia.com/gpu", "nominalQuota": 4},
+                        ],
+                    },
+                ],
+            }
+        ],
     },
 }
 RESOURCE_FLAVOR = {
-    "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": meta("h100"),
-    "spec": {"nodeLabels": {"gpuplan.io/pool": "h100"},
-             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
-                              "effect": "NoSchedule"}]},
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "ResourceFlavor",
+    "metadata": meta("h100"),
+    "spec": {
+        "nodeLabels": {"gpuplan.io/pool": "h100"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    },
 }
 LOCAL_QUEUE = {
-    "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-    "metadata": meta("default", "team-a"), "spec": {"clusterQueue": "team-a"},
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "LocalQueue",
+    "metadata": meta("default", "team-a"),
+    "spec": {"clusterQueue": "team-a"},
 }
 VOLCANO_QUEUE = {
-    "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": meta("team-a"),
+    "apiVersion": "scheduling.volcano.sh/v1beta1",
+    "kind": "Queue",
+    "metadata": meta("team-a"),
     "spec": {"weight": 2, "reclaimable": True, "capability": {"nvidia.com/gpu": 8, "cpu": "64"}},
 }
 NODE_POOL = {
-    "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": meta("h100"),
+    "apiVersion": "karpenter.sh/v1",
+    "kind": "NodePool",
+    "metadata": meta("h100"),
     "spec": {
         "template": {
             "metadata": {"labels": {"gpuplan.io/pool": "h100"}},
             "spec": {
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
-                                 "name": "gpu"},
-                "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
-                                  "values": ["p5.48xlarge"]}],
+                "nodeClassRef": {
+                    "group": "karpenter.k8s.aws",
+                    "kind": "EC2NodeClass",
+                    "name": "gpu",
+                },
+                "requirements": [
+                    {
+                        "key": "node.kubernetes.io/instance-type",
+                        "operator": "In",
+                        "values": ["p5.48xlarge"],
+                    }
+                ],
                 "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
             },
         },
@@ -102,64 +134,122 @@ NODE_POOL = {
     },
 }
 NODE_FEATURE_RULE = {
-    "apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule", "metadata": meta("gpu"),
-    "spec": {"rules": [{
-        "name": "nvidia gpu", "labels": {"gpuplan.io/gpu": "true"},
-        "matchFeatures": [{"feature": "pci.device",
-                           "matchExpressions": {"vendor": {"op": "In", "value": ["10de"]}}}],
-    }]},
+    "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+    "kind": "NodeFeatureRule",
+    "metadata": meta("gpu"),
+    "spec": {
+        "rules": [
+            {
+                "name": "nvidia gpu",
+                "labels": {"gpuplan.io/gpu": "true"},
+                "matchFeatures": [
+                    {
+                        "feature": "pci.device",
+                        "matchExpressions": {"vendor": {"op": "In", "value": ["10de"]}},
+                    }
+                ],
+            }
+        ]
+    },
 }
 NAD = {
-    "apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+    "apiVersion": "k8s.cni.cncf.io/v1",
+    "kind": "NetworkAttachmentDefinition",
     "metadata": meta("ib0", "team-a"),
     "spec": {"config": '{"cniVersion": "0.3.1", "type": "ipoib", "master": "ib0"}'},
 }
 APPLICATION = {
-    "apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": meta("h100", "argocd"),
+    "apiVersion": "argoproj.io/v1alpha1",
+    "kind": "Application",
+    "metadata": meta("h100", "argocd"),
     "spec": {
         "project": "default",
-        "source": {"repoURL": "https://git.example.com/fleet.git", "path": "clusters/h100",
-                   "targetRevision": "main"},
+        "source": {
+            "repoURL": "https://git.example.com/fleet.git",
+            "path": "clusters/h100",
+            "targetRevision": "main",
+        },
         "destination": {"server": "https://kubernetes.default.svc", "namespace": "default"},
         "syncPolicy": {"automated": {"prune": True, "selfHeal": True}},
     },
 }
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": meta("team-a")}
 RESOURCE_QUOTA = {
-    "apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta("gpu", "team-a"),
+    "apiVersion": "v1",
+    "kind": "ResourceQuota",
+    "metadata": meta("gpu", "team-a"),
     "spec": {"hard": {"requests.nvidia.com/gpu": "8", "limits.cpu": 64}},
 }
 LIMIT_RANGE = {
-    "apiVersion": "v1", "kind": "LimitRange", "metadata": meta("defaults", "team-a"),
-    "spec": {"limits": [{"type": "Container", "default": {"cpu": "1", "memory": "2Gi"},
-                         "max": {"nvidia.com/gpu": 8}}]},
+    "apiVersion": "v1",
+    "kind": "LimitRange",
+    "metadata": meta("defaults", "team-a"),
+    "spec": {
+        "limits": [
+            {
+                "type": "Container",
+                "default": {"cpu": "1", "memory": "2Gi"},
+                "max": {"nvidia.com/gpu": 8},
+            }
+        ]
+    },
 }
 NETWORK_POLICY = {
-    "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+    "apiVersion": "networking.k8s.io/v1",
+    "kind": "NetworkPolicy",
     "metadata": meta("isolate", "team-a"),
-    "spec": {"podSelector": {}, "policyTypes": ["Ingress"],
-             "ingress": [{"from": [{"podSelector": {"matchLabels": {"team": "a"}}}],
-                          "ports": [{"port": 8080}, {"port": "http", "protocol": "TCP"}]}]},
+    "spec": {
+        "podSelector": {},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {
+                "from": [{"podSelector": {"matchLabels": {"team": "a"}}}],
+                "ports": [{"port": 8080}, {"port": "http", "protocol": "TCP"}],
+            }
+        ],
+    },
 }
 ROLE_BINDING = {
-    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "RoleBinding",
     "metadata": meta("team-a-admins", "team-a"),
     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
     "subjects": [{"kind": "Group", "name": "team-a", "apiGroup": "rbac.authorization.k8s.io"}],
 }
 PRIORITY_CLASS = {
-    "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": meta("gpu-high"),
-    "value": 1000, "preemptionPolicy": "PreemptLowerPriority", "description": "training",
+    "apiVersion": "scheduling.k8s.io/v1",
+    "kind": "PriorityClass",
+    "metadata": meta("gpu-high"),
+    "value": 1000,
+    "preemptionPolicy": "PreemptLowerPriority",
+    "description": "training",
 }
 CONFIG_MAP = {
-    "apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("mig-parted", "gpu-operator"),
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": meta("mig-parted", "gpu-operator"),
     "data": {"config.yaml": "version: v1\n"},
 }
 
-CUSTOM = [CLUSTER_QUEUE, RESOURCE_FLAVOR, LOCAL_QUEUE, VOLCANO_QUEUE, NODE_POOL,
-          NODE_FEATURE_RULE, NAD, APPLICATION]
-CORE = [NAMESPACE, RESOURCE_QUOTA, LIMIT_RANGE, NETWORK_POLICY, ROLE_BINDING, PRIORITY_CLASS,
-        CONFIG_MAP]
+CUSTOM = [
+    CLUSTER_QUEUE,
+    RESOURCE_FLAVOR,
+    LOCAL_QUEUE,
+    VOLCANO_QUEUE,
+    NODE_POOL,
+    NODE_FEATURE_RULE,
+    NAD,
+    APPLICATION,
+]
+CORE = [
+    NAMESPACE,
+    RESOURCE_QUOTA,
+    LIMIT_RANGE,
+    NETWORK_POLICY,
+    ROLE_BINDING,
+    PRIORITY_CLASS,
+    CONFIG_MAP,
+]
 
 
 def changed(obj: dict, path: str, value=..., delete: bool = False) -> dict:
@@ -205,7 +295,8 @@ def test_unknown_field_at_spec_level(validator: Validator) -> None:
 def test_unknown_field_deeply_nested(validator: Validator) -> None:
     bad = changed(CLUSTER_QUEUE, "spec.resourceGroups.0.flavors.1.resources.1.nominalQouta", 4)
     assert validator.validate(bad) == [
-        Problem("spec.resourceGroups[0].flavors[1].resources[1]", 'unknown field "nominalQouta"')]
+        Problem("spec.resourceGroups[0].flavors[1].resources[1]", 'unknown field "nominalQouta"')
+    ]
 
 
 def test_unknown_fields_are_all_named(validator: Validator) -> None:
@@ -216,7 +307,8 @@ def test_unknown_fields_are_all_named(validator: Validator) -> None:
 def test_unknown_field_in_core_object_nested(core_only: Validator) -> None:
     bad = changed(NETWORK_POLICY, "spec.ingress.0.from.0.podSelector.matchLabel", {"a": "b"})
     assert core_only.validate(bad) == [
-        Problem("spec.ingress[0].from[0].podSelector", 'unknown field "matchLabel"')]
+        Problem("spec.ingress[0].from[0].podSelector", 'unknown field "matchLabel"')
+    ]
 
 
 def pick(request: pytest.FixtureRequest, obj: dict) -> Validator:
@@ -227,7 +319,8 @@ def pick(request: pytest.FixtureRequest, obj: dict) -> Validator:
 @pytest.mark.parametrize("obj", [CLUSTER_QUEUE, CONFIG_MAP], ids=kid)
 def test_unknown_top_level_field(request: pytest.FixtureRequest, obj: dict) -> None:
     assert pick(request, obj).validate(changed(obj, "extra", True)) == [
-        Problem("", 'unknown field "extra"')]
+        Problem("", 'unknown field "extra"')
+    ]
 
 
 def test_missing_required_field(validator: Validator) -> None:
@@ -236,10 +329,15 @@ def test_missing_required_field(validator: Validator) -> None:
 
 
 def test_missing_required_nested_in_list(validator: Validator) -> None:
-    bad = changed(CLUSTER_QUEUE, "spec.resourceGroups.0.flavors.0.resources.0.nominalQuota",
-                  delete=True)
-    assert validator.validate(bad) == [Problem(
-        "spec.resourceGroups[0].flavors[0].resources[0]", 'missing required field "nominalQuota"')]
+    bad = changed(
+        CLUSTER_QUEUE, "spec.resourceGroups.0.flavors.0.resources.0.nominalQuota", delete=True
+    )
+    assert validator.validate(bad) == [
+        Problem(
+            "spec.resourceGroups[0].flavors[0].resources[0]",
+            'missing required field "nominalQuota"',
+        )
+    ]
 
 
 def test_missing_required_core(core_only: Validator) -> None:
@@ -255,21 +353,23 @@ def test_required_field_with_default_may_be_omitted(validator: Validator) -> Non
 
 def test_missing_name_and_metadata(validator: Validator) -> None:
     assert validator.validate(changed(LOCAL_QUEUE, "metadata.name", delete=True)) == [
-        Problem("metadata", 'missing required field "name"')]
+        Problem("metadata", 'missing required field "name"')
+    ]
     assert validator.validate(changed(NAMESPACE, "metadata", delete=True)) == [
-        Problem("", 'missing required field "metadata"')]
+        Problem("", 'missing required field "metadata"')
+    ]
 
 
 def test_wrong_enum(validator: Validator) -> None:
     bad = changed(CLUSTER_QUEUE, "spec.queueingStrategy", "Fifo")
-    assert validator.validate(bad) == [Problem(
-        "spec.queueingStrategy", 'must be one of: BestEffortFIFO, StrictFIFO (got "Fifo")')]
+    assert validator.validate(bad) == [
+        Problem("spec.queueingStrategy", 'must be one of: BestEffortFIFO, StrictFIFO (got "Fifo")')
+    ]
 
 
 def test_wrong_type(validator: Validator) -> None:
     bad = changed(VOLCANO_QUEUE, "spec.weight", "high")
-    assert validator.validate(bad) == [
-        Problem("spec.weight", "must be integer (got string)")]
+    assert validator.validate(bad) == [Problem("spec.weight", "must be integer (got string)")]
 
 
 def test_wrong_type_core(core_only: Validator) -> None:
@@ -287,21 +387,27 @@ def test_int_or_string_rejects_other_types(validator: Validator) -> None:
     path = "spec.resourceGroups.0.flavors.0.resources.1.nominalQuota"
     where = "spec.resourceGroups[0].flavors[0].resources[1].nominalQuota"
     assert validator.validate(changed(CLUSTER_QUEUE, path, True)) == [
-        Problem(where, "must be integer or string (got boolean)")]
+        Problem(where, "must be integer or string (got boolean)")
+    ]
     assert [p.path for p in validator.validate(changed(CLUSTER_QUEUE, path, "eight"))] == [where]
 
 
 def test_core_int_or_string(core_only: Validator) -> None:
     bad = changed(NETWORK_POLICY, "spec.ingress.0.ports.0.port", 80.5)
     assert core_only.validate(bad) == [
-        Problem("spec.ingress[0].ports[0].port", "must be string or integer (got number)")]
+        Problem("spec.ingress[0].ports[0].port", "must be string or integer (got number)")
+    ]
 
 
 def test_unserved_api_version(validator: Validator) -> None:
     bad = changed(CLUSTER_QUEUE, "apiVersion", "kueue.x-k8s.io/v1alpha9")
-    assert validator.validate(bad) == [Problem(
-        "apiVersion", "apiVersion kueue.x-k8s.io/v1alpha9 is not served by the ClusterQueue CRD "
-        "(served: v1beta1, v1beta2)")]
+    assert validator.validate(bad) == [
+        Problem(
+            "apiVersion",
+            "apiVersion kueue.x-k8s.io/v1alpha9 is not served by the ClusterQueue CRD "
+            "(served: v1beta1, v1beta2)",
+        )
+    ]
 
 
 def test_unserved_core_api_version(core_only: Validator) -> None:
@@ -313,18 +419,22 @@ def test_unserved_core_api_version(core_only: Validator) -> None:
 def test_unknown_kind(validator: Validator, core_only: Validator) -> None:
     widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta("w")}
     [problem] = validator.validate(widget)  # a custom resource without CRD: the user supplies it
-    assert problem.code == MISSING_CRD and "kind Widget (apiVersion example.com/v1)" in problem.message
+    assert (
+        problem.code == MISSING_CRD and "kind Widget (apiVersion example.com/v1)" in problem.message
+    )
     assert "--crds DIR" in problem.message and "GPUPLAN_CRDS" in problem.message
     core_widget = {"apiVersion": "v1", "kind": "Widget", "metadata": meta("w")}
     assert core_only.validate(core_widget) == [
-        Problem("", "no schema for apiVersion v1 kind Widget")]
+        Problem("", "no schema for apiVersion v1 kind Widget")
+    ]
 
 
 @pytest.mark.parametrize("obj", [LOCAL_QUEUE, RESOURCE_QUOTA], ids=kid)
 def test_label_value_must_be_string(request: pytest.FixtureRequest, obj: dict) -> None:
     bad = changed(obj, "metadata.labels.gpus", 8)
     assert pick(request, obj).validate(bad) == [
-        Problem("metadata.labels[gpus]", "must be string (got integer)")]
+        Problem("metadata.labels[gpus]", "must be string (got integer)")
+    ]
 
 
 def test_metadata_of_custom_resource_is_strict_object_meta(validator: Validator) -> None:
@@ -335,19 +445,24 @@ def test_metadata_of_custom_resource_is_strict_object_meta(validator: Validator)
 def test_map_keys_render_in_brackets(core_only: Validator) -> None:
     bad = changed(RESOURCE_QUOTA, "spec.hard", {"requests.nvidia.com/gpu": [8]})
     assert core_only.validate(bad) == [
-        Problem("spec.hard[requests.nvidia.com/gpu]", "must be string or number (got array)")]
+        Problem("spec.hard[requests.nvidia.com/gpu]", "must be string or number (got array)")
+    ]
 
 
 def test_list_map_keys_must_be_unique(validator: Validator) -> None:
     bad = changed(CLUSTER_QUEUE, "spec.resourceGroups.0.flavors.1.name", "h100")
-    assert validator.validate(bad) == [Problem(
-        "spec.resourceGroups[0].flavors[1]", 'duplicate entry with name="h100" (first at [0])')]
+    assert validator.validate(bad) == [
+        Problem(
+            "spec.resourceGroups[0].flavors[1]", 'duplicate entry with name="h100" (first at [0])'
+        )
+    ]
 
 
 def test_namespace_on_cluster_scoped_custom_resource(validator: Validator) -> None:
     bad = changed(CLUSTER_QUEUE, "metadata.namespace", "team-a")
     assert validator.validate(bad) == [
-        Problem("metadata.namespace", "must not be set: ClusterQueue is cluster-scoped")]
+        Problem("metadata.namespace", "must not be set: ClusterQueue is cluster-scoped")
+    ]
 
 
 def test_custom_resources_skipped_without_crds(core_only: Validator) -> None:
@@ -359,9 +474,11 @@ def test_custom_resources_skipped_without_crds(core_only: Validator) -> None:
 
 def test_missing_api_version_or_kind(core_only: Validator) -> None:
     assert core_only.validate({"kind": "ConfigMap", "metadata": meta("x")}) == [
-        Problem("", 'missing required field "apiVersion"')]
+        Problem("", 'missing required field "apiVersion"')
+    ]
     assert core_only.validate(["not", "an", "object"]) == [
-        Problem("", "must be an object (got array)")]
+        Problem("", "must be an object (got array)")
+    ]
 
 
 # --- CRD index ----------------------------------------------------------------------
@@ -372,7 +489,8 @@ def test_duplicate_crds_are_kept_in_path_order(crds: CrdIndex, validator: Valida
     assert [p.source.parent.name for p in pools] == ["karpenter", "karpenter-provider-aws"]
     assert crds.scope("karpenter.sh", "NodePool") == "Cluster"
     assert validator.validate(changed(NODE_POOL, "spec.template.spec.bogus", 1)) == [
-        Problem("spec.template.spec", 'unknown field "bogus"')]
+        Problem("spec.template.spec", 'unknown field "bogus"')
+    ]
 
 
 def test_index_contents(crds: CrdIndex) -> None:
@@ -393,11 +511,18 @@ def test_cel_rules_are_kept(crds: CrdIndex) -> None:
 
 
 def test_load_multi_document_and_ignores_other_kinds(tmp_path: Path) -> None:
-    crd = _widget_crd({"type": "object", "properties": {"spec": {"type": "object", "properties": {
-        "size": {"type": "integer"}}}}})
+    crd = _widget_crd(
+        {
+            "type": "object",
+            "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+        }
+    )
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "all.yaml").write_text(yaml.safe_dump_all(
-        [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, crd]))
+    (tmp_path / "sub" / "all.yaml").write_text(
+        yaml.safe_dump_all(
+            [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, crd]
+        )
+    )
     (tmp_path / "README.md").write_text("not a CRD")
     index = CrdIndex.load(tmp_path)
     assert index.kinds() == [("example.com", "Widget")]
@@ -409,50 +534,87 @@ def test_load_multi_document_and_ignores_other_kinds(tmp_path: Path) -> None:
 def _widget_crd(schema: dict) -> dict:
     """A one-version Widget CRD around ``schema``."""
     return {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"kind": "Widget", "plural": "widgets"},
-                 "versions": [{"name": "v1", "served": True, "storage": True,
-                               "schema": {"openAPIV3Schema": schema}}]},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
     }
 
 
 @pytest.fixture()
 def widget(tmp_path: Path) -> Validator:
     """A Validator for a synthetic CRD exercising every Kubernetes extension."""
-    spec = {"type": "object", "properties": {
-        "count": {"type": "integer", "nullable": True, "minimum": 0, "exclusiveMinimum": True},
-        "port": {"x-kubernetes-int-or-string": True},
-        "mode": {"type": "string", "enum": ["A", "B"], "nullable": True},
-        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
-                 "properties": {"known": {"type": "string"}}},
-        "closed": {"type": "object"},
-        "sizes": {"type": "object", "additionalProperties": {"type": "integer"}},
-        "template": {"type": "object", "x-kubernetes-embedded-resource": True,
-                     "x-kubernetes-preserve-unknown-fields": True},
-        "when": {"type": "string", "format": "date-time"},
-        "odd": {"type": "string", "format": "gpuplan-unknown-format"},
-        "wait": {"type": "string", "format": "duration"},
-        "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
-    }}
-    (tmp_path / "widget.yaml").write_text(yaml.safe_dump(_widget_crd(
-        {"type": "object", "properties": {"spec": spec}})))
+    spec = {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer", "nullable": True, "minimum": 0, "exclusiveMinimum": True},
+            "port": {"x-kubernetes-int-or-string": True},
+            "mode": {"type": "string", "enum": ["A", "B"], "nullable": True},
+            "free": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True,
+                "properties": {"known": {"type": "string"}},
+            },
+            "closed": {"type": "object"},
+            "sizes": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "template": {
+                "type": "object",
+                "x-kubernetes-embedded-resource": True,
+                "x-kubernetes-preserve-unknown-fields": True,
+            },
+            "when": {"type": "string", "format": "date-time"},
+            "odd": {"type": "string", "format": "gpuplan-unknown-format"},
+            "wait": {"type": "string", "format": "duration"},
+            "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+        },
+    }
+    (tmp_path / "widget.yaml").write_text(
+        yaml.safe_dump(_widget_crd({"type": "object", "properties": {"spec": spec}}))
+    )
     return Validator(CrdIndex.load(tmp_path), K8S)
 
 
 def _w(**spec) -> dict:
     """A Widget object."""
-    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta("w", "ns"),
-            "spec": spec}
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": meta("w", "ns"),
+        "spec": spec,
+    }
 
 
 def test_strict_extensions_accept(widget: Validator) -> None:
-    ok = _w(count=None, port="http", mode=None, free={"known": "x", "anything": [1]},
-            closed={}, sizes={"a": 1}, when="2026-01-02T03:04:05Z", odd="whatever",
-            wait="1h30m", tags=["a", "b"],
-            template={"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-                      "spec": {"any": "thing"}})
+    ok = _w(
+        count=None,
+        port="http",
+        mode=None,
+        free={"known": "x", "anything": [1]},
+        closed={},
+        sizes={"a": 1},
+        when="2026-01-02T03:04:05Z",
+        odd="whatever",
+        wait="1h30m",
+        tags=["a", "b"],
+        template={
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"any": "thing"},
+        },
+    )
     assert widget.validate(ok) == []
     assert widget.validate(_w(port=8080, count=1)) == []
 
@@ -460,30 +622,45 @@ def test_strict_extensions_accept(widget: Validator) -> None:
 def test_strict_extensions_reject(widget: Validator) -> None:
     assert widget.validate(_w(count=0)) == [Problem("spec.count", "must be > 0 (got 0)")]
     assert widget.validate(_w(port=[1])) == [
-        Problem("spec.port", "must be integer or string (got array)")]
+        Problem("spec.port", "must be integer or string (got array)")
+    ]
     assert widget.validate(_w(free={"known": 1})) == [
-        Problem("spec.free.known", "must be string (got integer)")]
+        Problem("spec.free.known", "must be string (got integer)")
+    ]
     assert widget.validate(_w(closed={"x": 1})) == [Problem("spec.closed", 'unknown field "x"')]
     assert widget.validate(_w(sizes={"a": "1"})) == [
-        Problem("spec.sizes[a]", "must be integer (got string)")]
+        Problem("spec.sizes[a]", "must be integer (got string)")
+    ]
     assert widget.validate(_w(template={"kind": "Pod", "metadata": {"bogus": 1}})) == [
         Problem("spec.template", 'missing required field "apiVersion"'),
-        Problem("spec.template.metadata", 'unknown field "bogus"')]
+        Problem("spec.template.metadata", 'unknown field "bogus"'),
+    ]
     assert widget.validate(_w(when="yesterday")) == [
-        Problem("spec.when", 'must be a valid date-time (got "yesterday")')]
+        Problem("spec.when", 'must be a valid date-time (got "yesterday")')
+    ]
     assert widget.validate(_w(tags=["a", "a"])) == [
-        Problem("spec.tags", "must not contain duplicate items")]
+        Problem("spec.tags", "must not contain duplicate items")
+    ]
 
 
 def test_strictify_keeps_schema_additional_properties() -> None:
     out = strictify({"type": "object", "additionalProperties": {"type": "string"}})
     assert out == {"type": "object", "additionalProperties": {"type": "string"}}
-    assert strictify({"type": "object", "properties": {"a": {"type": "string"}}})[
-        "additionalProperties"] is False
+    assert (
+        strictify({"type": "object", "properties": {"a": {"type": "string"}}})[
+            "additionalProperties"
+        ]
+        is False
+    )
     assert strictify({"type": "object"})["additionalProperties"] is False
     # Inside anyOf only value validations: closing there would reject the parent's fields.
-    inner = strictify({"type": "object", "properties": {"a": {}, "b": {}},
-                       "anyOf": [{"properties": {"a": {"type": "string"}}}]})
+    inner = strictify(
+        {
+            "type": "object",
+            "properties": {"a": {}, "b": {}},
+            "anyOf": [{"properties": {"a": {"type": "string"}}}],
+        }
+    )
     assert "additionalProperties" not in inner["anyOf"][0]
 
 

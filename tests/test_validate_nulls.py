@@ -7,10 +7,24 @@ from hypothesis import strategies as st
 
 from gpuplan.validate.nulls import _drop, drop_nulls, has_nulls, prune_nulls
 
-SCHEMA = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string", "nullable": True}}}}}
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": "string", "nullable": True}},
+        }
+    },
+}
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=8) | st.sampled_from(["null", "a null b"]),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=8)
+    | st.sampled_from(["null", "a null b"]),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 

@@ -11,27 +11,47 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("pydantic", "gpuplan.model", "gpuplan.pipeline", "kubernetes_validate", "prompt_toolkit", "typer", "importlib.metadata", "gpuplan.twocores", "gpuplan.gpus")
+HEAVY = (
+    "pydantic",
+    "gpuplan.model",
+    "gpuplan.pipeline",
+    "kubernetes_validate",
+    "prompt_toolkit",
+    "typer",
+    "importlib.metadata",
+    "gpuplan.twocores",
+    "gpuplan.gpus",
+)
 
 
 def _modules_after(code: str) -> set[str]:
     """Run code in a fresh interpreter; return the names in its sys.modules."""
     script = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        check=True,
+    )
     return set(json.loads(done.stdout.splitlines()[-1]))
 
 
 @pytest.mark.parametrize("code", ["import gpuplan.commands.validate", "import gpuplan.cli"])
 def test_validate_command_imports_nothing_heavy(code: str) -> None:
     loaded = _modules_after(code)
-    assert not [name for name in loaded for heavy in HEAVY if name == heavy or name.startswith(heavy + ".")]
+    assert not [
+        name for name in loaded for heavy in HEAVY if name == heavy or name.startswith(heavy + ".")
+    ]
 
 
 def test_validate_run_with_cel_imports_no_repl_nor_model(tmp_path: Path) -> None:
     manifest = tmp_path / "queue.yaml"
     manifest.write_text(
-        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: a100\n", encoding="utf-8"
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata:\n  name: a100\n",
+        encoding="utf-8",
     )
     code = (
         "import sys\nfrom gpuplan.commands.validate import validate\n"
@@ -39,7 +59,9 @@ def test_validate_run_with_cel_imports_no_repl_nor_model(tmp_path: Path) -> None
     )
     loaded = _modules_after(code)
     assert "cel" in loaded
-    assert not [name for name in loaded for heavy in HEAVY if name == heavy or name.startswith(heavy + ".")]
+    assert not [
+        name for name in loaded for heavy in HEAVY if name == heavy or name.startswith(heavy + ".")
+    ]
 
 
 def test_cel_cli_still_importable_after_the_lazy_import() -> None:
@@ -67,4 +89,7 @@ def test_version_is_still_printed() -> None:
 
     result = run("--version")
     assert result.code == 0
-    assert result.stdout.startswith("gpuplan, version ") and result.stdout.strip() != "gpuplan, version"
+    assert (
+        result.stdout.startswith("gpuplan, version ")
+        and result.stdout.strip() != "gpuplan, version"
+    )

@@ -40,7 +40,9 @@ def _edits(monkeypatch: pytest.MonkeyPatch, manifest: Path, texts: list[str | No
     monkeypatch.setattr(command.time, "sleep", sleep)
 
 
-def test_watch_revalidates_each_change_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled: list[object]) -> None:
+def test_watch_revalidates_each_change_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled: list[object]
+) -> None:
     manifest = tmp_path / "settings.yaml"
     manifest.write_text(GOOD, encoding="utf-8")
     _edits(monkeypatch, manifest, [BAD, None, GOOD])
@@ -48,11 +50,16 @@ def test_watch_revalidates_each_change_only(tmp_path: Path, monkeypatch: pytest.
     assert result.code == 0  # the last run saw the fixed file
     assert result.stderr.count("watching for changes") == 3  # runs 1, 2 and 4: look 3 saw no change
     assert result.stderr.count("1 objects in 1 files are valid") == 2
-    assert f"{manifest}:6:3: error: ConfigMap/settings data[mode]: must be string (got integer) [manifest]" in result.stderr
+    assert (
+        f"{manifest}:6:3: error: ConfigMap/settings data[mode]: must be string (got integer) [manifest]"
+        in result.stderr
+    )
     assert len(compiled) == 1
 
 
-def test_watch_exits_with_the_last_runs_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled: list[object]) -> None:
+def test_watch_exits_with_the_last_runs_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled: list[object]
+) -> None:
     manifest = tmp_path / "settings.yaml"
     manifest.write_text(GOOD, encoding="utf-8")
     _edits(monkeypatch, manifest, [BAD])

@@ -43,7 +43,9 @@ def test_scope_limits_pruning_to_the_rendered_clusters(tmp_path: Path) -> None:
     assert snapshot(out) == {"c1/b.yaml": B, "c2/a.yaml": A}
 
 
-def test_failure_while_staging_leaves_old_output_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failure_while_staging_leaves_old_output_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "output"
     write_tree(out, {"c1/a.yaml": A})
     before = snapshot(out)

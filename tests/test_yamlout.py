@@ -29,16 +29,38 @@ def test_round_trips_through_pyyaml_and_ruamel(body: dict) -> None:
 
 
 def test_top_level_order_and_name_first() -> None:
-    obj = {"spec": {"b": 1, "name": "web", "a": 2}, "metadata": {"name": "m"}, "kind": "K", "apiVersion": "v1"}
-    assert dump(obj) == "apiVersion: v1\nkind: K\nmetadata:\n  name: m\nspec:\n  name: web\n  a: 2\n  b: 1\n"
+    obj = {
+        "spec": {"b": 1, "name": "web", "a": 2},
+        "metadata": {"name": "m"},
+        "kind": "K",
+        "apiVersion": "v1",
+    }
+    assert (
+        dump(obj)
+        == "apiVersion: v1\nkind: K\nmetadata:\n  name: m\nspec:\n  name: web\n  a: 2\n  b: 1\n"
+    )
 
 
 def test_ambiguous_strings_are_quoted() -> None:
-    text = dump({"apiVersion": "v1", "kind": "K", "metadata": {"name": "x"}, "data": {"a": "yes", "b": "8", "c": "1.33", "d": "null", "e": "on"}})
+    text = dump(
+        {
+            "apiVersion": "v1",
+            "kind": "K",
+            "metadata": {"name": "x"},
+            "data": {"a": "yes", "b": "8", "c": "1.33", "d": "null", "e": "on"},
+        }
+    )
     for quoted in ('"yes"', '"8"', '"1.33"', '"null"', '"on"'):
         assert quoted in text
 
 
 def test_multiline_text_is_a_literal_block() -> None:
-    text = dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"config.yaml": "version: v1\nflags:\n  a: 1\n"}})
+    text = dump(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "x"},
+            "data": {"config.yaml": "version: v1\nflags:\n  a: 1\n"},
+        }
+    )
     assert "config.yaml: |\n    version: v1\n    flags:\n      a: 1\n" in text

@@ -17,7 +17,16 @@ Check = Callable[[Fleet], Iterable[Diagnostic]]
 CHECKS: list[Check] = []
 EXTRA_CODES: dict[str, str] = {}  # explicit code -> the check that reports it
 # Codes of the stages around the checks (sources.py, resolve.py, verify.py, ignores.py, `validate`).
-STAGE_CODES = ("yaml", "schema", "input", "resolve", "output", "manifest", "unused-ignore", "unknown-code")
+STAGE_CODES = (
+    "yaml",
+    "schema",
+    "input",
+    "resolve",
+    "output",
+    "manifest",
+    "unused-ignore",
+    "unknown-code",
+)
 
 
 def check(fn: Check) -> Check:

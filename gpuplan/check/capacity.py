@@ -43,16 +43,24 @@ def _per_node_text(pool: PoolPlan, resource: str) -> str:
     return str(pool.resources[resource].per_node)
 
 
-def base_key(cluster: ClusterPlan, pool: str, resource: str, tenant: str) -> tuple[str, str, str, str]:
+def base_key(
+    cluster: ClusterPlan, pool: str, resource: str, tenant: str
+) -> tuple[str, str, str, str]:
     """Return the key of a quota (or with tenant "" a pool's capacity) in Fleet.base."""
     return (cluster.name, pool, resource, tenant)
 
 
-def _changed(fleet: Fleet, cluster: ClusterPlan, pool: PoolPlan, resource: str, grants: list[Grant]) -> list[Grant] | None:
+def _changed(
+    fleet: Fleet, cluster: ClusterPlan, pool: PoolPlan, resource: str, grants: list[Grant]
+) -> list[Grant] | None:
     """Return the grants whose quota differs from the git base (None: no base, or only the pool changed)."""
     if fleet.base is None:
         return None
-    changed = [g for g in grants if fleet.base.get(base_key(cluster, pool.name, resource, g.owner.name)) != g.nominal]
+    changed = [
+        g
+        for g in grants
+        if fleet.base.get(base_key(cluster, pool.name, resource, g.owner.name)) != g.nominal
+    ]
     return changed or None
 
 
@@ -66,7 +74,9 @@ def _shrank(fleet: Fleet, cluster: ClusterPlan, pool: PoolPlan, resource: str) -
 
 def _share(grant: Grant, grants: list[Grant]) -> str:
     others = " + ".join(f"{g.owner.name} {g.nominal}" for g in grants if g is not grant)
-    return f"tenant {grant.owner.name} asks {grant.nominal}" + (f", with {others}" if others else "")
+    return f"tenant {grant.owner.name} asks {grant.nominal}" + (
+        f", with {others}" if others else ""
+    )
 
 
 @check
@@ -88,25 +98,49 @@ def check_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
                 total = f"tenants ask {asked} {units} of pool {pool_name}, which has at most {most} ({_nodes(pool.nodes_most)} x {per_node})"
                 changed = _changed(fleet, cluster, pool, resource, grants)
                 if changed is None and _shrank(fleet, cluster, pool, resource):
-                    yield _pool_at(cluster, pool, ("nodes",), Severity.ERROR, f"{total}: the pool shrank below its quotas")
+                    yield _pool_at(
+                        cluster,
+                        pool,
+                        ("nodes",),
+                        Severity.ERROR,
+                        f"{total}: the pool shrank below its quotas",
+                    )
                     continue
                 for grant in changed or grants:
                     file, line, col, path = _where(grant)
-                    yield Diagnostic(file, line, col, Severity.ERROR, path, f"{total}; {_share(grant, grants)}")
+                    yield Diagnostic(
+                        file, line, col, Severity.ERROR, path, f"{total}; {_share(grant, grants)}"
+                    )
             elif asked > least and pool.spec.nodes.by_karpenter:
                 share = " + ".join(f"{g.owner.name} {g.nominal}" for g in grants)
                 # Karpenter keeps no minimum, so no node of an autoscaled pool is always there
                 # (PoolPlan.nodes_least): every unit asked depends on Karpenter launching nodes.
-                kept = f" (nodes.min {pool.spec.nodes.min} is not kept)" if pool.spec.nodes.min else ""
+                kept = (
+                    f" (nodes.min {pool.spec.nodes.min} is not kept)" if pool.spec.nodes.min else ""
+                )
                 message = (
                     f"tenants' {asked} {units} of pool {pool_name} ({share}) all depend on autoscaling: Karpenter "
                     f"keeps no minimum, so none of the pool is always-on{kept}; "
                     "for capacity that must stay up, use a static pool ({count: N})"
                 )
-                yield _pool_at(cluster, pool, ("nodes", "min"), Severity.WARNING, message, "pool-capacity-autoscaled")
+                yield _pool_at(
+                    cluster,
+                    pool,
+                    ("nodes", "min"),
+                    Severity.WARNING,
+                    message,
+                    "pool-capacity-autoscaled",
+                )
 
 
-def _pool_at(cluster: ClusterPlan, pool: PoolPlan, rest: tuple[str, ...], severity: Severity, message: str, code: str = "") -> Diagnostic:
+def _pool_at(
+    cluster: ClusterPlan,
+    pool: PoolPlan,
+    rest: tuple[str, ...],
+    severity: Severity,
+    message: str,
+    code: str = "",
+) -> Diagnostic:
     loc: tuple[str | int, ...] = ("nodePools", pool.index, *rest)
     source = cluster.located.source
     line, col = source.position(loc)

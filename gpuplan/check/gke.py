@@ -29,15 +29,24 @@ def _mig_problem(pool: PoolPlan) -> tuple[tuple[str, ...], str] | None:
     if mig is None:
         return None
     if mig.layout is None:
-        return ("devices",), "GKE partitions every GPU of a node pool alike (gpu-partition-size): give one layout, not devices"
+        return (
+            ("devices",),
+            "GKE partitions every GPU of a node pool alike (gpu-partition-size): give one layout, not devices",
+        )
     profiles = [name for name, count in mig.layout.items() if count]
     if len(profiles) != 1:
         listed = ", ".join(profiles) or "none"
-        return ("layout",), f"GKE sets one MIG partition size per node pool (gpu-partition-size), this layout has {listed}: split the pool into node pools of one profile each"
+        return (
+            ("layout",),
+            f"GKE sets one MIG partition size per node pool (gpu-partition-size), this layout has {listed}: split the pool into node pools of one profile each",
+        )
     geometry = pool.model.mig
     spec = geometry.profile(profiles[0]) if geometry is not None else None
     if spec is not None and mig.layout[profiles[0]] != spec.max_instances:
-        return ("layout", profiles[0]), f"GKE cuts each GPU into as many {profiles[0]} partitions as fit, {spec.max_instances} on {pool.model.name}: set {profiles[0]}: {spec.max_instances}"
+        return (
+            ("layout", profiles[0]),
+            f"GKE cuts each GPU into as many {profiles[0]} partitions as fit, {spec.max_instances} on {pool.model.name}: set {profiles[0]}: {spec.max_instances}",
+        )
     return None
 
 
@@ -48,7 +57,9 @@ def check_gke_mig(fleet: Fleet) -> Iterator[Diagnostic]:
         found = _mig_problem(pool)
         if found is not None:
             rest, message = found
-            yield cluster.located.source.diagnostic(("nodePools", pool.index, "sharing", "mig", *rest), message)
+            yield cluster.located.source.diagnostic(
+                ("nodePools", pool.index, "sharing", "mig", *rest), message
+            )
 
 
 @check
@@ -58,7 +69,10 @@ def check_gke_time_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
         sharing = pool.spec.sharing
         base = ("nodePools", pool.index, "sharing")
         if sharing.mps is not None:
-            yield cluster.located.source.diagnostic((*base, "mps"), "gpuplan does not set up GKE's MPS sharing yet: use timeSlicing, or the GPU Operator (components.gpuOperator)")
+            yield cluster.located.source.diagnostic(
+                (*base, "mps"),
+                "gpuplan does not set up GKE's MPS sharing yet: use timeSlicing, or the GPU Operator (components.gpuOperator)",
+            )
         sharer = sharing.time_slicing
         if sharer is None:
             continue
@@ -81,4 +95,6 @@ def check_gke_accelerator_label(fleet: Fleet) -> Iterator[Diagnostic]:
             )
             loc = ("nodePools", pool.index, "name")
             line, col = cluster.located.source.position(loc, False)
-            yield Diagnostic(cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), message)
+            yield Diagnostic(
+                cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), message
+            )

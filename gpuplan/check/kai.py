@@ -29,9 +29,14 @@ def check_kai_parent_quota(fleet: Fleet) -> Iterator[Diagnostic]:
         for cohort, stated in kai.parents.items():
             where = ("components", "kai", "parents", cohort)
             if cohort not in used:
-                yield source.diagnostic(where, f"no tenant allocation on cluster {cluster.name} is in cohort {cohort!r}: its KAI parent Queue would have no children")
+                yield source.diagnostic(
+                    where,
+                    f"no tenant allocation on cluster {cluster.name} is in cohort {cohort!r}: its KAI parent Queue would have no children",
+                )
                 continue
-            yield from _over_parent(cluster, cohort, {r for r in RESOURCES if getattr(stated, r) is not None})
+            yield from _over_parent(
+                cluster, cohort, {r for r in RESOURCES if getattr(stated, r) is not None}
+            )
 
 
 def _over_parent(cluster: ClusterPlan, cohort: str, stated: set[str]) -> Iterator[Diagnostic]:
@@ -56,9 +61,15 @@ def check_kai_queue_names(fleet: Fleet) -> Iterator[Diagnostic]:
         parents = set(cohorts(cluster))
         for alloc in cluster.allocations:
             if alloc.name in parents:
-                yield alloc.tenant.source.diagnostic(("name",), f"tenant {alloc.name!r} and cohort {alloc.name!r} would both be KAI Queue {alloc.name!r} on cluster {cluster.name}: rename one")
+                yield alloc.tenant.source.diagnostic(
+                    ("name",),
+                    f"tenant {alloc.name!r} and cohort {alloc.name!r} would both be KAI Queue {alloc.name!r} on cluster {cluster.name}: rename one",
+                )
             elif alloc.name in RESERVED_QUEUES:
-                yield alloc.tenant.source.diagnostic(("name",), f"tenant {alloc.name!r} would take over KAI's own queue of that name on cluster {cluster.name}: rename the tenant")
+                yield alloc.tenant.source.diagnostic(
+                    ("name",),
+                    f"tenant {alloc.name!r} would take over KAI's own queue of that name on cluster {cluster.name}: rename the tenant",
+                )
 
 
 @check

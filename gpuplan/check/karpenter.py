@@ -28,7 +28,10 @@ def _pools(fleet: Fleet, autoscaled: bool) -> Iterator[tuple[ClusterPlan, PoolPl
     for name in sorted(fleet.clusters):
         cluster = fleet.clusters[name]
         for pool in cluster.pools.values():
-            if pool.spec.nodes.autoscaled == autoscaled and not pool.spec.nodes.by_cluster_autoscaler:
+            if (
+                pool.spec.nodes.autoscaled == autoscaled
+                and not pool.spec.nodes.by_cluster_autoscaler
+            ):
                 yield cluster, pool
 
 

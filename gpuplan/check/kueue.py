@@ -27,17 +27,30 @@ def check_resource_group_size(fleet: Fleet) -> Iterator[Diagnostic]:
     for cluster in clusters_with(fleet, "kueue"):
         release = cluster.release("kueue")
         assert isinstance(release, KueueRelease)
-        most_flavors, most_covered, most_entries = release.max_flavors, release.max_covered_resources, release.max_group_entries
+        most_flavors, most_covered, most_entries = (
+            release.max_flavors,
+            release.max_covered_resources,
+            release.max_group_entries,
+        )
         kueue = f"Kueue {release.version}"
         for alloc in cluster.allocations:
             flavors, covered = len(alloc.pools()), len(covered_resources(alloc))
             where = alloc.loc("quotas")
             if flavors > most_flavors:
-                yield alloc.tenant.source.diagnostic(where, f"quota on {flavors} pools: a {kueue} resource group holds at most {most_flavors} flavors (one per pool)")
+                yield alloc.tenant.source.diagnostic(
+                    where,
+                    f"quota on {flavors} pools: a {kueue} resource group holds at most {most_flavors} flavors (one per pool)",
+                )
             if covered > most_covered:
-                yield alloc.tenant.source.diagnostic(where, f"{covered} resources (cpu, memory and {covered - 2} GPU resources): a {kueue} resource group covers at most {most_covered}")
+                yield alloc.tenant.source.diagnostic(
+                    where,
+                    f"{covered} resources (cpu, memory and {covered - 2} GPU resources): a {kueue} resource group covers at most {most_covered}",
+                )
             if most_entries is not None and flavors * covered > most_entries:
-                yield alloc.tenant.source.diagnostic(where, f"{flavors} pools x {covered} resources = {flavors * covered} quota entries: {kueue} allows at most {most_entries} in one resource group")
+                yield alloc.tenant.source.diagnostic(
+                    where,
+                    f"{flavors} pools x {covered} resources = {flavors * covered} quota entries: {kueue} allows at most {most_entries} in one resource group",
+                )
 
 
 @check
@@ -47,9 +60,15 @@ def check_flavor_size(fleet: Fleet) -> Iterator[Diagnostic]:
         for pool in cluster.pools.values():
             source = cluster.located.source
             if len(pool.selector_labels) > MAX_FLAVOR_LABELS:
-                yield source.diagnostic(("nodePools", pool.index, "labels"), f"{len(pool.selector_labels)} labels select this pool's nodes: a Kueue ResourceFlavor takes at most {MAX_FLAVOR_LABELS} (give the pool hostnames so gpuplan labels the nodes itself)")
+                yield source.diagnostic(
+                    ("nodePools", pool.index, "labels"),
+                    f"{len(pool.selector_labels)} labels select this pool's nodes: a Kueue ResourceFlavor takes at most {MAX_FLAVOR_LABELS} (give the pool hostnames so gpuplan labels the nodes itself)",
+                )
             if len(pool.taints) > MAX_TOLERATIONS:
-                yield source.diagnostic(("nodePools", pool.index, "taints"), f"{len(pool.taints)} taints: a Kueue ResourceFlavor takes at most {MAX_TOLERATIONS} tolerations")
+                yield source.diagnostic(
+                    ("nodePools", pool.index, "taints"),
+                    f"{len(pool.taints)} taints: a Kueue ResourceFlavor takes at most {MAX_TOLERATIONS} tolerations",
+                )
 
 
 @check
@@ -57,8 +76,17 @@ def check_admission_fair_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on admission fair sharing with a Kueue release whose ClusterQueue has no admission modes (before v0.15)."""
     for cluster in clusters_with(fleet, "kueue"):
         kueue, release = cluster.spec.components.kueue, cluster.release("kueue")
-        if kueue is None or kueue.admission_fair_sharing is None or not isinstance(release, KueueRelease):
+        if (
+            kueue is None
+            or kueue.admission_fair_sharing is None
+            or not isinstance(release, KueueRelease)
+        ):
             continue
-        if not release.admission_modes:  # an alpha gate, off by default, before v0.15 (pkg/features/kube_features.go)
+        if (
+            not release.admission_modes
+        ):  # an alpha gate, off by default, before v0.15 (pkg/features/kube_features.go)
             where = ("components", "kueue", "admissionFairSharing")
-            yield cluster.located.source.diagnostic(where, f"admission fair sharing needs Kueue v0.15 or later (cluster {cluster.name} runs {release.version})")
+            yield cluster.located.source.diagnostic(
+                where,
+                f"admission fair sharing needs Kueue v0.15 or later (cluster {cluster.name} runs {release.version})",
+            )

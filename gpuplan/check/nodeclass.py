@@ -22,11 +22,22 @@ def check_node_class_settings(fleet: Fleet) -> Iterator[Diagnostic]:
         where = ("components", "karpenter", "nodeClass")
         for key in ("aws", "azure"):
             if getattr(ref, key) is not None and provider != key:
-                yield source.diagnostic((*where, key), f"{key} node class settings on a cluster whose provider is {provider}: remove them", at_key=True)
+                yield source.diagnostic(
+                    (*where, key),
+                    f"{key} node class settings on a cluster whose provider is {provider}: remove them",
+                    at_key=True,
+                )
         expected = NODE_CLASSES.get(provider)
         rendered = getattr(ref, provider, None) if provider in SETTINGS else None
-        if rendered is not None and expected is not None and (ref.group, ref.kind) != (expected.group, expected.kind):
-            yield source.diagnostic((*where, "kind"), f"gpuplan renders a {expected.kind} ({expected.group}) from nodeClass.{provider}: name that kind and group")
+        if (
+            rendered is not None
+            and expected is not None
+            and (ref.group, ref.kind) != (expected.group, expected.kind)
+        ):
+            yield source.diagnostic(
+                (*where, "kind"),
+                f"gpuplan renders a {expected.kind} ({expected.group}) from nodeClass.{provider}: name that kind and group",
+            )
 
 
 # nodeClass.aws setting -> the EC2NodeClass field it renders (absent from older provider releases).

@@ -26,7 +26,10 @@ def check_lending_within_nominal(fleet: Fleet) -> Iterator[Diagnostic]:
                 loc = grant.loc[:4] + ("lendingLimit",)
                 if grant.loc[-1] not in ("gpus",):
                     loc += (grant.loc[-1],)
-                yield alloc.tenant.source.diagnostic(loc, f"lendingLimit {grant.lending} is above the quota {grant.nominal}: a tenant can lend at most what it has")
+                yield alloc.tenant.source.diagnostic(
+                    loc,
+                    f"lendingLimit {grant.lending} is above the quota {grant.nominal}: a tenant can lend at most what it has",
+                )
 
 
 @check
@@ -36,10 +39,15 @@ def check_limits_need_cohort(fleet: Fleet) -> Iterator[Diagnostic]:
         if alloc.spec.cohort is not None:
             continue
         for q_index, quota in enumerate(alloc.spec.quotas):
-            for field, value in (("borrowingLimit", quota.borrowing_limit), ("lendingLimit", quota.lending_limit)):
+            for field, value in (
+                ("borrowingLimit", quota.borrowing_limit),
+                ("lendingLimit", quota.lending_limit),
+            ):
                 if value is not None:
                     loc = alloc.loc("quotas", q_index, field)
-                    yield alloc.tenant.source.diagnostic(loc, f"{field} needs a cohort: set allocations[{alloc.index}].cohort")
+                    yield alloc.tenant.source.diagnostic(
+                        loc, f"{field} needs a cohort: set allocations[{alloc.index}].cohort"
+                    )
 
 
 @check
@@ -61,11 +69,23 @@ def check_scheduler_present(fleet: Fleet) -> Iterator[Diagnostic]:
     """Warn when a tenant has quota on a cluster with neither Kueue, Volcano nor KAI to enforce it."""
     for alloc in _allocations(fleet):
         components = alloc.cluster.spec.components
-        if components.kueue is None and components.volcano is None and components.kai is None and alloc.grants:
+        if (
+            components.kueue is None
+            and components.volcano is None
+            and components.kai is None
+            and alloc.grants
+        ):
             loc = alloc.loc("cluster")
             line, col = alloc.tenant.source.position(loc)
             message = f"cluster {alloc.cluster.name} has no Kueue or Volcano: only the namespace ResourceQuota enforces this quota"
-            yield Diagnostic(alloc.tenant.source.path, line, col, Severity.WARNING, f"allocations[{alloc.index}].cluster", message)
+            yield Diagnostic(
+                alloc.tenant.source.path,
+                line,
+                col,
+                Severity.WARNING,
+                f"allocations[{alloc.index}].cluster",
+                message,
+            )
 
 
 @check
@@ -77,7 +97,9 @@ def check_cpu_memory_within_pools(fleet: Fleet) -> Iterator[Diagnostic]:
             if explicit is None:
                 continue
             pools = alloc.pools()
-            available = sum((getattr(p.spec, field) * p.nodes_most for p in pools), start=explicit * 0)
+            available = sum(
+                (getattr(p.spec, field) * p.nodes_most for p in pools), start=explicit * 0
+            )
             if explicit > available:
                 names = ", ".join(p.name for p in pools)
                 message = f"{field} {getattr(alloc.spec, field)} is more than the {field} of every node of its pools ({names}) at their largest size"
@@ -91,7 +113,10 @@ def _cohort_lends(alloc: AllocationPlan) -> dict[tuple[str, str], int]:
     if key not in alloc.cluster.cache:
         total: dict[tuple[str, str], int] = {}
         for member in alloc.cluster.allocations:
-            if member.spec.cohort is not None and alloc.cluster.cohort_root(member.spec.cohort) == root:
+            if (
+                member.spec.cohort is not None
+                and alloc.cluster.cohort_root(member.spec.cohort) == root
+            ):
                 for grant in member.grants:
                     where = (grant.pool.name, grant.resource)
                     total[where] = total.get(where, 0) + _lend(grant)
@@ -104,7 +129,9 @@ def _lend(grant: Grant) -> int:
 
 
 def _lendable(alloc: AllocationPlan, grant: Grant) -> int:
-    own = sum(_lend(g) for g in alloc.grants if g.pool is grant.pool and g.resource == grant.resource)
+    own = sum(
+        _lend(g) for g in alloc.grants if g.pool is grant.pool and g.resource == grant.resource
+    )
     return _cohort_lends(alloc).get((grant.pool.name, grant.resource), 0) - own
 
 
@@ -119,13 +146,19 @@ def check_borrowing_within_cohort(fleet: Fleet) -> Iterator[Diagnostic]:
                 continue
             lendable = _lendable(alloc, grant)
             if grant.borrowing > lendable:
-                loc = grant.loc[:4] + ("borrowingLimit",) + (() if grant.loc[-1] == "gpus" else (grant.loc[-1],))
+                loc = (
+                    grant.loc[:4]
+                    + ("borrowingLimit",)
+                    + (() if grant.loc[-1] == "gpus" else (grant.loc[-1],))
+                )
                 line, col = alloc.tenant.source.position(loc)
                 message = (
                     f"borrowingLimit {grant.borrowing} is more than the rest of cohort {alloc.spec.cohort} "
                     f"can lend of {grant.resource} on pool {grant.pool.name} ({lendable})"
                 )
-                yield Diagnostic(alloc.tenant.source.path, line, col, Severity.WARNING, format_path(loc), message)
+                yield Diagnostic(
+                    alloc.tenant.source.path, line, col, Severity.WARNING, format_path(loc), message
+                )
 
 
 @check
@@ -151,7 +184,11 @@ def check_pool_cpu_memory(fleet: Fleet) -> Iterator[Diagnostic]:
                 available = per_node * pool.nodes_most
                 if total > available:
                     alloc = last[pool_name]
-                    shown = (format_cpu if what == "cpu" else format_bytes)
-                    loc = alloc.loc(what) if getattr(alloc.spec, what) is not None else alloc.loc("quotas")
+                    shown = format_cpu if what == "cpu" else format_bytes
+                    loc = (
+                        alloc.loc(what)
+                        if getattr(alloc.spec, what) is not None
+                        else alloc.loc("quotas")
+                    )
                     message = f"tenants' {what} quotas on pool {pool_name} add up to {shown(total)}, more than its nodes have ({shown(available)} = {pool.nodes_most} x {shown(per_node)})"
                     yield alloc.tenant.source.diagnostic(loc, message)

@@ -36,7 +36,10 @@ def check_cpu_pool_names(fleet: Fleet) -> Iterator[Diagnostic]:
         seen = {p.name for p in cluster.spec.node_pools}
         for index, pool in enumerate(cluster.spec.cpu_pools):
             if pool.name in seen:
-                yield cluster.located.source.diagnostic(("cpuPools", index, "name"), f"pool {pool.name} is defined already: every pool, GPU or CPU, needs its own name (it names its Kueue ResourceFlavor)")
+                yield cluster.located.source.diagnostic(
+                    ("cpuPools", index, "name"),
+                    f"pool {pool.name} is defined already: every pool, GPU or CPU, needs its own name (it names its Kueue ResourceFlavor)",
+                )
             seen.add(pool.name)
 
 
@@ -50,14 +53,24 @@ def check_cpu_quota_pools(fleet: Fleet) -> Iterator[Diagnostic]:
             loc = alloc.loc("cpuQuotas", index, "pool")
             if quota.pool not in pools:
                 known = ", ".join(pools) or "none"
-                yield alloc.tenant.source.diagnostic(loc, f"cluster {alloc.cluster.name} has no CPU pool {quota.pool!r} (its cpuPools: {known})")
+                yield alloc.tenant.source.diagnostic(
+                    loc,
+                    f"cluster {alloc.cluster.name} has no CPU pool {quota.pool!r} (its cpuPools: {known})",
+                )
             elif quota.pool in seen:
-                yield alloc.tenant.source.diagnostic(loc, f"CPU pool {quota.pool} has a quota already in this allocation")
+                yield alloc.tenant.source.diagnostic(
+                    loc, f"CPU pool {quota.pool} has a quota already in this allocation"
+                )
             seen.add(quota.pool)
 
 
 def _cpu_grants(cluster: ClusterPlan, pool: str) -> list[tuple[AllocationPlan, int]]:
-    return [(a, i) for a in cluster.allocations for i, q in enumerate(a.spec.cpu_quotas) if q.pool == pool]
+    return [
+        (a, i)
+        for a in cluster.allocations
+        for i, q in enumerate(a.spec.cpu_quotas)
+        if q.pool == pool
+    ]
 
 
 @check
@@ -73,11 +86,19 @@ def check_cpu_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
                 most = per_node * pool.nodes.most
                 if asked <= most:
                     continue
-                shares = " + ".join(f"{a.name} {_show(what, getattr(a.spec.cpu_quotas[i], what))}" for a, i in grants)
-                for alloc, index in grants:  # at every contributing quota: each tenant sees its own share
+                shares = " + ".join(
+                    f"{a.name} {_show(what, getattr(a.spec.cpu_quotas[i], what))}"
+                    for a, i in grants
+                )
+                for (
+                    alloc,
+                    index,
+                ) in grants:  # at every contributing quota: each tenant sees its own share
                     own = _show(what, getattr(alloc.spec.cpu_quotas[index], what))
                     message = f"tenants ask {_show(what, asked)} {what} of CPU pool {pool.name}, which has {_show(what, most)} ({pool.nodes.most} x {_show(what, per_node)}); tenant {alloc.name} asks {own} ({shares})"
-                    yield alloc.tenant.source.diagnostic(alloc.loc("cpuQuotas", index, what), message)
+                    yield alloc.tenant.source.diagnostic(
+                        alloc.loc("cpuQuotas", index, what), message
+                    )
 
 
 @check
@@ -87,7 +108,11 @@ def check_cpu_only_work(fleet: Fleet) -> Iterator[Diagnostic]:
         if alloc.cluster.spec.components.kueue is None or not alloc.grants or alloc.spec.cpu_quotas:
             continue
         first = alloc.pools()[0].name
-        hint = "give it cpuQuotas on one of the cluster's cpuPools" if alloc.cluster.spec.cpu_pools else "add cpuPools to the cluster and give the tenant cpuQuotas there"
+        hint = (
+            "give it cpuQuotas on one of the cluster's cpuPools"
+            if alloc.cluster.spec.cpu_pools
+            else "add cpuPools to the cluster and give the tenant cpuQuotas there"
+        )
         message = f"Kueue admits the CPU-only workloads of tenant {alloc.name} on the first flavor that has cpu, GPU pool {first}: they take GPU nodes; {hint}"
         yield _warning(alloc.tenant.source, alloc.loc("quotas"), message)
 
@@ -101,10 +126,16 @@ def check_namespace_shares(fleet: Fleet) -> Iterator[Diagnostic]:
             continue
         names = alloc.namespaces
         for namespace in sorted(set(shares) - set(names)):
-            yield alloc.tenant.source.diagnostic(alloc.loc("namespaceShares", namespace), f"{namespace} is not a namespace of tenant {alloc.name} ({', '.join(names)})")
+            yield alloc.tenant.source.diagnostic(
+                alloc.loc("namespaceShares", namespace),
+                f"{namespace} is not a namespace of tenant {alloc.name} ({', '.join(names)})",
+            )
         missing = [n for n in names if n not in shares]
         if missing:
-            yield alloc.tenant.source.diagnostic(alloc.loc("namespaceShares"), f"namespace {', '.join(missing)} has no share: list every namespace of the tenant")
+            yield alloc.tenant.source.diagnostic(
+                alloc.loc("namespaceShares"),
+                f"namespace {', '.join(missing)} has no share: list every namespace of the tenant",
+            )
 
 
 @check
@@ -118,7 +149,9 @@ def check_container_defaults_fit(fleet: Fleet) -> Iterator[Diagnostic]:
                 request = getattr(defaults.requests, what)
                 if 0 < quota.get(what, Fraction(0)) < request:  # a zero quota admits no pod anyway
                     message = f"the default {what} request {_show(what, request)} is above the {what} quota {_show(what, quota.get(what, Fraction(0)))} of namespace {namespace} (tenant {alloc.name}): every pod without its own request would be rejected"
-                    yield owner.source.diagnostic(loc + ((what,) if loc[0] == "containerDefaults" else ()), message)
+                    yield owner.source.diagnostic(
+                        loc + ((what,) if loc[0] == "containerDefaults" else ()), message
+                    )
 
 
 def _defaults_at(alloc: AllocationPlan) -> tuple[Located[Any], Key]:
@@ -138,16 +171,24 @@ def check_local_queues(fleet: Fleet) -> Iterator[Diagnostic]:
         seen: set[str] = set()
         for index, queue in enumerate(settings.local_queues):
             if queue.name in seen:
-                yield alloc.tenant.source.diagnostic(alloc.loc("kueue", "localQueues", index, "name"), f"LocalQueue {queue.name} is listed already")
+                yield alloc.tenant.source.diagnostic(
+                    alloc.loc("kueue", "localQueues", index, "name"),
+                    f"LocalQueue {queue.name} is listed already",
+                )
             seen.add(queue.name)
         if alloc.spec.cohort is None and settings.preemption.borrow_within_cohort.policy != "Never":
             loc = alloc.loc("kueue", "preemption", "borrowWithinCohort", "policy")
-            yield alloc.tenant.source.diagnostic(loc, "borrowWithinCohort needs a cohort to borrow from: set the allocation's cohort")
+            yield alloc.tenant.source.diagnostic(
+                loc, "borrowWithinCohort needs a cohort to borrow from: set the allocation's cohort"
+            )
 
 
 def is_rdma(network: Network) -> bool:
     """Tell whether pods on this network use RDMA: InfiniBand (ipoib, ib-sriov), EFA, or an RDMA device-plugin resource."""
-    return network.type in ("ipoib", "ib-sriov", "efa") or "rdma" in (network.resource_name or "").lower()
+    return (
+        network.type in ("ipoib", "ib-sriov", "efa")
+        or "rdma" in (network.resource_name or "").lower()
+    )
 
 
 @check

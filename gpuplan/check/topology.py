@@ -26,24 +26,44 @@ def check_topology_labels(fleet: Fleet) -> Iterator[Diagnostic]:
 
 def _pool_levels(cluster: ClusterPlan, pool: PoolPlan) -> Iterator[Diagnostic]:
     source, provider = cluster.located.source, str(cluster.spec.provider)
-    gfd = cluster.spec.components.gpu_operator is not None  # GPU Feature Discovery sets nvidia.com/gpu.clique
+    gfd = (
+        cluster.spec.components.gpu_operator is not None
+    )  # GPU Feature Discovery sets nvidia.com/gpu.clique
     seen: set[str] = set()
     levels = pool.spec.topology
     for index, level in enumerate(levels):
         where = ("nodePools", pool.index, "topology", index)
         label = node_label(provider, level)
         if label is None:
-            yield source.diagnostic(where, f"no node label is known for topology level {level.level} on {provider}: name it with nodeLabel and set it in the pool's labels")
+            yield source.diagnostic(
+                where,
+                f"no node label is known for topology level {level.level} on {provider}: name it with nodeLabel and set it in the pool's labels",
+            )
         elif label in seen:
-            yield source.diagnostic(where, f"topology level {level.level} repeats node label {label}")
+            yield source.diagnostic(
+                where, f"topology level {level.level} repeats node label {label}"
+            )
         elif not carried(provider, label, pool.spec, gfd):
-            hint = "run the GPU Operator (its GPU Feature Discovery sets it)" if level.level == "clique" else "set it in the pool's labels (NFD or Karpenter puts them on its nodes)"
-            yield source.diagnostic(where, f"topology level {level.level}: no node of pool {pool.name} carries label {label}: {hint}")
+            hint = (
+                "run the GPU Operator (its GPU Feature Discovery sets it)"
+                if level.level == "clique"
+                else "set it in the pool's labels (NFD or Karpenter puts them on its nodes)"
+            )
+            yield source.diagnostic(
+                where,
+                f"topology level {level.level}: no node of pool {pool.name} carries label {label}: {hint}",
+            )
         elif label == HOSTNAME and index != len(levels) - 1:
             # Kueue (../shared/facts/upstream-components.md) and KAI (kai.scheduler_topologies.yaml CEL at v0.17.0): hostname only last
-            yield source.diagnostic(where, f"topology level {level.level} uses {HOSTNAME}, which Kueue and KAI allow only as the last level")
+            yield source.diagnostic(
+                where,
+                f"topology level {level.level} uses {HOSTNAME}, which Kueue and KAI allow only as the last level",
+            )
         if label is not None:
             seen.add(label)
     release = cluster.release("kueue")
     if isinstance(release, KueueRelease) and len(levels) > release.max_topology_levels:
-        yield source.diagnostic(("nodePools", pool.index, "topology"), f"Kueue {release.version} takes at most {release.max_topology_levels} topology levels")
+        yield source.diagnostic(
+            ("nodePools", pool.index, "topology"),
+            f"Kueue {release.version} takes at most {release.max_topology_levels} topology levels",
+        )

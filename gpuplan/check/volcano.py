@@ -19,9 +19,15 @@ def check_volcano_queues(fleet: Fleet) -> Iterator[Diagnostic]:
         for alloc in cluster.allocations:
             weight = alloc.spec.weight or 1
             if most is not None and weight > most:
-                yield alloc.tenant.source.diagnostic(alloc.loc("weight"), f"weight {weight} is above {most}, the most a Volcano queue takes (cluster {name} runs Volcano)")
+                yield alloc.tenant.source.diagnostic(
+                    alloc.loc("weight"),
+                    f"weight {weight} is above {most}, the most a Volcano queue takes (cluster {name} runs Volcano)",
+                )
             if alloc.name in RESERVED_QUEUES:
-                yield alloc.tenant.source.diagnostic(("name",), f"tenant {alloc.name!r} would take over Volcano's own queue of that name on cluster {name}: rename the tenant")
+                yield alloc.tenant.source.diagnostic(
+                    ("name",),
+                    f"tenant {alloc.name!r} would take over Volcano's own queue of that name on cluster {name}: rename the tenant",
+                )
 
 
 @check
@@ -33,7 +39,10 @@ def check_quota_authority(fleet: Fleet) -> Iterator[Diagnostic]:
         named = components.quota_authority
         source = cluster.located.source
         if named is not None and getattr(components, named) is None:
-            yield source.diagnostic(("components", "quotaAuthority"), f"quotaAuthority {named}: cluster {cluster.name} does not run {named.capitalize()}")
+            yield source.diagnostic(
+                ("components", "quotaAuthority"),
+                f"quotaAuthority {named}: cluster {cluster.name} does not run {named.capitalize()}",
+            )
         elif both and named is None:
             line, col = source.position(("components",), True)
             yield Diagnostic(source.path, line, col, Severity.WARNING, "components", (

@@ -13,13 +13,24 @@ from gpuplan.pipeline import compile_fleet
 
 def capacity(options: Options, cluster: str | None, fmt: str) -> int:
     """Print the capacity picture of the fleet (or one cluster); return the exit code."""
-    result = compile_fleet(options.root, (cluster,) if cluster else (), options.crds, emit_output=False)
-    if print_findings(result, Options(options.root, strict=False, fmt="text")) or result.fleet is None:
+    result = compile_fleet(
+        options.root, (cluster,) if cluster else (), options.crds, emit_output=False
+    )
+    if (
+        print_findings(result, Options(options.root, strict=False, fmt="text"))
+        or result.fleet is None
+    ):
         return ExitCode.FAILED
     rows = capacity_rows(result.fleet, cluster)
     render_rows = {"text": as_text, "markdown": as_markdown, "json": as_json}[fmt]
     sys.stdout.write(render_rows(rows))
-    if fmt == "text":  # the KAI Queue trees after the pools (json and markdown keep their row shape)
-        for plan in (c for n, c in sorted(result.fleet.clusters.items()) if cluster in (None, n) and c.release("kai-scheduler")):
+    if (
+        fmt == "text"
+    ):  # the KAI Queue trees after the pools (json and markdown keep their row shape)
+        for plan in (
+            c
+            for n, c in sorted(result.fleet.clusters.items())
+            if cluster in (None, n) and c.release("kai-scheduler")
+        ):
             sys.stdout.write("\n" + "\n".join(queue_tree(plan)) + "\n")
     return ExitCode.OK

@@ -13,7 +13,9 @@ from gpuplan.write import WriteError, clean_stale, compare, refuse_holding, rend
 
 def _scope(options: Options) -> tuple[str, ...]:
     """Return the output folders this run owns (all of them unless --cluster narrowed it)."""
-    return tuple(f"{name}/" for name in options.clusters) + (("argocd/",) if options.clusters else ())
+    return tuple(f"{name}/" for name in options.clusters) + (
+        ("argocd/",) if options.clusters else ()
+    )
 
 
 def render_fleet(options: Options, check_only: bool = False) -> int:
@@ -21,7 +23,9 @@ def render_fleet(options: Options, check_only: bool = False) -> int:
     result = compile_fleet(options.root, options.clusters, options.crds, out=options.out)
     if result.fleet is not None:  # files nobody renders: Argo CD never applies them
         fail = check_only and options.strict
-        result.diagnostics += unmanaged_files(options.output, result.fleet.clusters, _scope(options), fail)
+        result.diagnostics += unmanaged_files(
+            options.output, result.fleet.clusters, _scope(options), fail
+        )
     if print_findings(result, options):
         return ExitCode.FAILED
     try:
@@ -32,14 +36,18 @@ def render_fleet(options: Options, check_only: bool = False) -> int:
             for line in changes.lines():
                 sys.stderr.write(f"{line}\n")
             if changes.any:
-                sys.stderr.write(f"{options.output} is stale: run `gpuplan render` and commit the result\n")
+                sys.stderr.write(
+                    f"{options.output} is stale: run `gpuplan render` and commit the result\n"
+                )
                 return ExitCode.FAILED
             sys.stderr.write(f"{options.output} is up to date ({len(files)} files)\n")
             return ExitCode.OK
         if changes.any:
             write_tree(options.output, files, _scope(options))
         else:
-            clean_stale(options.output.absolute())  # a killed render's staging, even with nothing to write
+            clean_stale(
+                options.output.absolute()
+            )  # a killed render's staging, even with nothing to write
     except WriteError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return ExitCode.FAILED

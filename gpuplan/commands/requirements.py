@@ -12,8 +12,15 @@ from gpuplan.requirements import requirements as fleet_requirements
 
 def requirements(options: Options, cluster: str | None) -> int:
     """Print the node-group requirements of the fleet (or one cluster) once it checks; return the exit code."""
-    result = compile_fleet(options.root, (cluster,) if cluster else (), options.crds, emit_output=False)
-    if print_findings(result, Options(options.root, strict=False, fmt="text")) or result.fleet is None:
+    result = compile_fleet(
+        options.root, (cluster,) if cluster else (), options.crds, emit_output=False
+    )
+    if (
+        print_findings(result, Options(options.root, strict=False, fmt="text"))
+        or result.fleet is None
+    ):
         return ExitCode.FAILED
-    sys.stdout.write(fleet_requirements(result.fleet, cluster) or "no node group needs anything set\n")
+    sys.stdout.write(
+        fleet_requirements(result.fleet, cluster) or "no node group needs anything set\n"
+    )
     return ExitCode.OK

@@ -39,7 +39,9 @@ def validate(
         sys.stderr.write(f"error: cannot read the CRDs in {crds}: {exc}\n")
         return ExitCode.USAGE
     try:
-        validators = Validators(minor_version(kubernetes_version or newest()), chosen_sets(list(components)), index)
+        validators = Validators(
+            minor_version(kubernetes_version or newest()), chosen_sets(list(components)), index
+        )
         core_schemas(validators.kubernetes_version)
     except (UnknownKubernetesVersion, UsageError) as exc:
         sys.stderr.write(f"error: {exc}\n")
@@ -93,11 +95,15 @@ def _watch(paths: list[Path], validators: Validators, fmt: str, strict: bool, wa
 def _once(paths: list[Path], validators: Validators, fmt: str, strict: bool) -> int:
     """Validate the paths once with validators compiled before; print the findings; return the exit code."""
     docs, files, found, skipped = validate_paths(paths, validators, strict)
-    found = with_code(found, "manifest")  # every finding of `validate` is about a manifest it was given
+    found = with_code(
+        found, "manifest"
+    )  # every finding of `validate` is about a manifest it was given
     (sys.stdout if fmt == "json" else sys.stderr).write(render(found, fmt))  # json is a result
     if fmt == "text":
         for rule in sorted(skipped):
-            sys.stderr.write(f"note: CEL rule of {rule[0]} at {rule[1]} was not evaluated: {rule[2]}\n")
+            sys.stderr.write(
+                f"note: CEL rule of {rule[0]} at {rule[1]} was not evaluated: {rule[2]}\n"
+            )
         if not found:
             sys.stderr.write(f"{len(docs)} objects in {files} files are valid\n")
     return ExitCode.FAILED if has_errors(found, strict) else ExitCode.OK

@@ -24,7 +24,9 @@ REPO = "kai-scheduler/KAI-Scheduler"
 QUEUE_CRD = "deployments/kai-scheduler/crds/scheduling.run.ai_queues.yaml"
 CHART_REPO = "oci://ghcr.io/kai-scheduler/kai-scheduler"
 API_VERSION = "scheduling.run.ai/v2"
-TOPOLOGY_API_VERSION = "kai.scheduler/v1alpha1"  # deployments/kai-scheduler/crds/kai.scheduler_topologies.yaml
+TOPOLOGY_API_VERSION = (
+    "kai.scheduler/v1alpha1"  # deployments/kai-scheduler/crds/kai.scheduler_topologies.yaml
+)
 QUEUE_LABEL = "kai.scheduler/queue"  # values.yaml operator.queueLabelKey
 SCHEDULER_NAME = "kai-scheduler"  # pods' spec.schedulerName (docs/quickstart/pods/gpu-pod.yaml)
 UNLIMITED = -1

@@ -116,7 +116,9 @@ _V012 = dict(
     admission_modes=(), config_versions=("v1beta1",), gates_on=frozenset({"HierarchicalCohorts"}),
     topology_version="v1alpha1", max_topology_levels=8,
 )  # fmt: skip
-_V013 = _V012 | dict(cohort_version="v1beta1", cohort_parent_field="parentName", max_topology_levels=16)
+_V013 = _V012 | dict(
+    cohort_version="v1beta1", cohort_parent_field="parentName", max_topology_levels=16
+)
 _V014 = _V013 | dict(
     max_flavors=64, max_covered_resources=64, max_group_entries=512,
     gates_on=frozenset({"HierarchicalCohorts", "TopologyAwareScheduling"}), topology_version="v1beta1",

@@ -53,7 +53,11 @@ def taint_refused(key: str) -> str | None:
     if not prefix:
         return "nfd-master sets no taint without a prefix (example.com/key)"
     in_kubernetes_io = prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io")
-    if in_kubernetes_io and prefix != TAINT_NAMESPACE and not prefix.endswith("." + TAINT_NAMESPACE):
+    if (
+        in_kubernetes_io
+        and prefix != TAINT_NAMESPACE
+        and not prefix.endswith("." + TAINT_NAMESPACE)
+    ):
         return f"nfd-master sets no taint in the kubernetes.io domain (except {TAINT_NAMESPACE})"
     return None
 

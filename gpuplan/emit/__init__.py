@@ -26,7 +26,9 @@ FLEET_EMITTERS: tuple[FleetEmitter, ...] = tuple(
 )
 
 
-def emit(fleet: Fleet, only: Iterable[str] = (), output_path: str = argocd.OUTPUT_PATH) -> list[Manifest]:
+def emit(
+    fleet: Fleet, only: Iterable[str] = (), output_path: str = argocd.OUTPUT_PATH
+) -> list[Manifest]:
     """Return every manifest of the fleet (or of the named clusters), finalized and sorted."""
     wanted = set(only)
     manifests: list[Manifest] = []

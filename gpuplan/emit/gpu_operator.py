@@ -103,7 +103,9 @@ def settings(operator: GpuOperator, drivers: DriverLayout) -> policy.Settings:
         else {"interval": monitor.interval, "additionalLabels": monitor.additional_labels},
         node_status_exporter=operator.node_status_exporter,
         mirror=operator.registry.mirror,
-        repositories={str(component): repo for component, repo in operator.registry.repositories.items()},
+        repositories={
+            str(component): repo for component, repo in operator.registry.repositories.items()
+        },
         pull_secrets=tuple(operator.registry.image_pull_secrets),
     )
 

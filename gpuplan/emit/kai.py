@@ -32,7 +32,9 @@ FOLDER = "kai"
 DEFAULT_WEIGHT = 1
 
 
-def _resources(quota: dict[str, int], limit: dict[str, int] | None, weight: int, enforced: bool) -> dict[str, Any]:
+def _resources(
+    quota: dict[str, int], limit: dict[str, int] | None, weight: int, enforced: bool
+) -> dict[str, Any]:
     out = {}
     for name in RESOURCES:
         out[name] = {
@@ -65,12 +67,23 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
         return []  # not a component here (an unknown version is reported by resolve.py)
     enforced = authority(cluster.spec.components) == "kai"
     source = cluster.located.source.path
-    out = [manifest(cluster.name, FOLDER, parent(cluster, c, enforced), source) for c in cohorts(cluster)]
+    out = [
+        manifest(cluster.name, FOLDER, parent(cluster, c, enforced), source)
+        for c in cohorts(cluster)
+    ]
     for alloc in cluster.allocations:
-        out.append(manifest(cluster.name, FOLDER, leaf(alloc, enforced), alloc.tenant.source.path, source))
+        out.append(
+            manifest(cluster.name, FOLDER, leaf(alloc, enforced), alloc.tenant.source.path, source)
+        )
     for pool in cluster.pools.values():
         if pool.spec.topology:
             levels = [{"nodeLabel": label} for label in labels_of(cluster.spec.provider, pool.spec)]
-            out.append(manifest(cluster.name, FOLDER, k8s(TOPOLOGY_API_VERSION, "Topology", pool.name, spec={"levels": levels}), source))
+            out.append(
+                manifest(
+                    cluster.name,
+                    FOLDER,
+                    k8s(TOPOLOGY_API_VERSION, "Topology", pool.name, spec={"levels": levels}),
+                    source,
+                )
+            )
     return out
-

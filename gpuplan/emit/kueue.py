@@ -42,7 +42,10 @@ def resource_flavor(api: str, pool: PoolPlan) -> dict[str, Any]:
 def cpu_flavor(api: str, pool: CpuPool) -> dict[str, Any]:
     """Return the ResourceFlavor of a CPU-only pool: its own node labels, tolerations of its taints only."""
     taints = [t.model_dump(exclude_none=True, by_alias=True) for t in pool.taints]
-    spec = {"nodeLabels": dict(sorted(pool.labels.items())), "tolerations": [_toleration(t) for t in taints]}
+    spec = {
+        "nodeLabels": dict(sorted(pool.labels.items())),
+        "tolerations": [_toleration(t) for t in taints],
+    }
     return k8s(api, "ResourceFlavor", pool.name, spec=spec)
 
 
@@ -74,7 +77,10 @@ def cluster_queue(release: KueueRelease, alloc: AllocationPlan) -> dict[str, Any
         "queueingStrategy": settings.queueing_strategy,
         "stopPolicy": settings.stop_policy,
         # Stop at the first flavor that fits, borrowing: MayStopSearch from v0.15, Borrow before.
-        "flavorFungibility": {"whenCanBorrow": release.stop_search, "whenCanPreempt": "TryNextFlavor"},
+        "flavorFungibility": {
+            "whenCanBorrow": release.stop_search,
+            "whenCanPreempt": "TryNextFlavor",
+        },
         "preemption": preemption(alloc),
         "resourceGroups": resource_groups(alloc),
     }
@@ -96,7 +102,11 @@ def preemption(alloc: AllocationPlan) -> dict[str, Any]:
     borrow: dict[str, Any] = {"policy": wanted.borrow_within_cohort.policy}
     if wanted.borrow_within_cohort.max_priority_threshold is not None:
         borrow["maxPriorityThreshold"] = wanted.borrow_within_cohort.max_priority_threshold
-    return {"borrowWithinCohort": borrow, "reclaimWithinCohort": reclaim, "withinClusterQueue": wanted.within_cluster_queue}
+    return {
+        "borrowWithinCohort": borrow,
+        "reclaimWithinCohort": reclaim,
+        "withinClusterQueue": wanted.within_cluster_queue,
+    }
 
 
 def local_queues(api: str, alloc: AllocationPlan, namespace: str) -> list[dict[str, Any]]:
@@ -130,7 +140,9 @@ def cohorts(release: KueueRelease, cluster: ClusterPlan) -> list[Cohort]:
 def topology(release: KueueRelease, cluster: ClusterPlan, pool: PoolPlan) -> dict[str, Any]:
     """Return the Topology of a pool's levels (TAS), named after the pool; the levels' labels are checked (check/topology.py)."""
     levels = [{"nodeLabel": label} for label in labels_of(cluster.spec.provider, pool.spec)]
-    return k8s(f"{GROUP}/{release.topology_version}", "Topology", pool.name, spec={"levels": levels})
+    return k8s(
+        f"{GROUP}/{release.topology_version}", "Topology", pool.name, spec={"levels": levels}
+    )
 
 
 def _gpu_flavors(release: KueueRelease, cluster: ClusterPlan) -> list[dict[str, Any]]:
@@ -139,7 +151,9 @@ def _gpu_flavors(release: KueueRelease, cluster: ClusterPlan) -> list[dict[str, 
     for pool in cluster.pools.values():
         flavor = resource_flavor(release.api_version, pool)
         if pool.spec.topology:
-            flavor["spec"]["topologyName"] = pool.name  # ResourceFlavor spec.topologyName, every supported tag
+            flavor["spec"]["topologyName"] = (
+                pool.name
+            )  # ResourceFlavor spec.topologyName, every supported tag
         out.append(flavor)
     return out
 
@@ -151,9 +165,17 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
         return []  # not a component here (an unknown version is reported by resolve.py)
     api = release.api_version
     source = cluster.located.source.path
-    out = [manifest(cluster.name, "kueue", flavor, source) for flavor in _gpu_flavors(release, cluster)]
-    out += [manifest(cluster.name, "kueue", topology(release, cluster, p), source) for p in cluster.pools.values() if p.spec.topology]
-    out += [manifest(cluster.name, "kueue", cpu_flavor(api, p), source) for p in cluster.spec.cpu_pools]
+    out = [
+        manifest(cluster.name, "kueue", flavor, source) for flavor in _gpu_flavors(release, cluster)
+    ]
+    out += [
+        manifest(cluster.name, "kueue", topology(release, cluster, p), source)
+        for p in cluster.pools.values()
+        if p.spec.topology
+    ]
+    out += [
+        manifest(cluster.name, "kueue", cpu_flavor(api, p), source) for p in cluster.spec.cpu_pools
+    ]
     for priority in cluster.spec.priority_classes:
         body: dict[str, Any] = {"value": priority.value}
         if priority.description:

@@ -30,7 +30,9 @@ class Manifest:
     obj: dict[str, Any]
     sources: tuple[str, ...]
     cluster: str | None = None  # None for fleet-level files (argocd/)
-    comments: tuple[str, ...] = ()  # header lines after the sources, e.g. "Components: kueue=v0.14.4"
+    comments: tuple[
+        str, ...
+    ] = ()  # header lines after the sources, e.g. "Components: kueue=v0.14.4"
 
     @property
     def kind(self) -> str:
@@ -48,7 +50,9 @@ class Manifest:
         return self.obj.get("metadata", {}).get("namespace")
 
 
-def k8s(api_version: str, kind: str, name: str, namespace: str | None = None, **body: Any) -> dict[str, Any]:
+def k8s(
+    api_version: str, kind: str, name: str, namespace: str | None = None, **body: Any
+) -> dict[str, Any]:
     """Return a Kubernetes object with metadata and the given top-level fields."""
     metadata: dict[str, Any] = {"name": name}
     if namespace is not None:

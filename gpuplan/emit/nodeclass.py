@@ -22,14 +22,23 @@ from gpuplan.fleet import ClusterPlan
 from gpuplan.model.nodeclass import AksNodeClassSettings, Ec2NodeClassSettings
 
 FOLDER = "karpenter"
-IMDS_V2 = {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled", "httpPutResponseHopLimit": 1, "httpTokens": "required"}
+IMDS_V2 = {
+    "httpEndpoint": "enabled",
+    "httpProtocolIPv6": "disabled",
+    "httpPutResponseHopLimit": 1,
+    "httpTokens": "required",
+}
 IMAGE_FAMILIES = {"ubuntu": "Ubuntu2204", "azurelinux": "AzureLinux"}
 
 
 def _ami(cluster: ClusterPlan, settings: Ec2NodeClassSettings) -> str:
     if settings.ami:
         return settings.ami
-    families = {pool_os(cluster.spec, p.spec) for p in cluster.pools.values() if p.spec.karpenter is not None}
+    families = {
+        pool_os(cluster.spec, p.spec)
+        for p in cluster.pools.values()
+        if p.spec.karpenter is not None
+    }
     return "bottlerocket" if families == {"bottlerocket"} else "al2023"
 
 
@@ -37,23 +46,34 @@ def efa_interfaces(cards: int) -> list[dict[str, Any]]:
     """Return the primary interface plus one EFA-only interface on every network card."""
     out = [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}]
     out.append({"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"})
-    out += [{"networkCardIndex": card, "deviceIndex": 0, "interfaceType": "efa-only"} for card in range(1, cards)]
+    out += [
+        {"networkCardIndex": card, "deviceIndex": 0, "interfaceType": "efa-only"}
+        for card in range(1, cards)
+    ]
     return out
 
 
-def ec2_node_class(cluster: ClusterPlan, name: str, settings: Ec2NodeClassSettings, release: KarpenterRelease) -> dict[str, Any]:
+def ec2_node_class(
+    cluster: ClusterPlan, name: str, settings: Ec2NodeClassSettings, release: KarpenterRelease
+) -> dict[str, Any]:
     """Return the EC2NodeClass of the cluster's NodePools."""
     tags = dict(settings.discovery_tags or {"karpenter.sh/discovery": cluster.name})
-    spec: dict[str, Any] = {"role": settings.role} if settings.role else {"instanceProfile": settings.instance_profile}
+    spec: dict[str, Any] = (
+        {"role": settings.role} if settings.role else {"instanceProfile": settings.instance_profile}
+    )
     spec |= {
         "amiSelectorTerms": [{"alias": f"{_ami(cluster, settings)}@{settings.ami_version}"}],
         "subnetSelectorTerms": [{"tags": tags}],
         "securityGroupSelectorTerms": [{"tags": dict(tags)}],
-        "metadataOptions": dict(IMDS_V2),  # IMDSv2, one hop: pods cannot read the node's credentials
+        "metadataOptions": dict(
+            IMDS_V2
+        ),  # IMDSv2, one hop: pods cannot read the node's credentials
     }
     fields = release.node_class_fields
     if settings.capacity_reservation_ids and "capacityReservationSelectorTerms" in fields:
-        spec["capacityReservationSelectorTerms"] = [{"id": i} for i in settings.capacity_reservation_ids]
+        spec["capacityReservationSelectorTerms"] = [
+            {"id": i} for i in settings.capacity_reservation_ids
+        ]
     if settings.placement_group and "placementGroupSelector" in fields:
         spec["placementGroupSelector"] = {"name": settings.placement_group}
     if settings.efa_network_cards and "networkInterfaces" in fields:
@@ -63,11 +83,17 @@ def ec2_node_class(cluster: ClusterPlan, name: str, settings: Ec2NodeClassSettin
     return k8s(release.node_class.api_version, release.node_class.kind, name, spec=spec)
 
 
-def aks_node_class(cluster: ClusterPlan, name: str, settings: AksNodeClassSettings, release: KarpenterRelease) -> dict[str, Any]:
+def aks_node_class(
+    cluster: ClusterPlan, name: str, settings: AksNodeClassSettings, release: KarpenterRelease
+) -> dict[str, Any]:
     """Return the AKSNodeClass of the cluster's NodePools."""
     family = settings.image_family
     if family is None:
-        oses = {pool_os(cluster.spec, p.spec) for p in cluster.pools.values() if p.spec.karpenter is not None}
+        oses = {
+            pool_os(cluster.spec, p.spec)
+            for p in cluster.pools.values()
+            if p.spec.karpenter is not None
+        }
         family = "AzureLinux" if oses == {"azurelinux"} else "Ubuntu2204"
     spec: dict[str, Any] = {"imageFamily": family}
     if settings.os_disk_size_gb is not None:
@@ -88,7 +114,15 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
         return []
     ref, source = karpenter.node_class, cluster.located.source.path
     if ref.aws is not None and release.line == "aws":
-        return [manifest(cluster.name, FOLDER, ec2_node_class(cluster, ref.name, ref.aws, release), source)]
+        return [
+            manifest(
+                cluster.name, FOLDER, ec2_node_class(cluster, ref.name, ref.aws, release), source
+            )
+        ]
     if ref.azure is not None and release.line == "azure":
-        return [manifest(cluster.name, FOLDER, aks_node_class(cluster, ref.name, ref.azure, release), source)]
+        return [
+            manifest(
+                cluster.name, FOLDER, aks_node_class(cluster, ref.name, ref.azure, release), source
+            )
+        ]
     return []

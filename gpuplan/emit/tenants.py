@@ -65,8 +65,15 @@ def limit_range(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     a limit for that resource, so CPU-only pods get an explicit zero GPU limit.
     """
     defaults = container_defaults(alloc)
-    request = {CPU: quantity(CPU, defaults.requests.cpu), MEMORY: quantity(MEMORY, defaults.requests.memory)}
-    limit = {r: quantity(r, v) for r, v in ((CPU, defaults.limits.cpu), (MEMORY, defaults.limits.memory)) if v is not None}
+    request = {
+        CPU: quantity(CPU, defaults.requests.cpu),
+        MEMORY: quantity(MEMORY, defaults.requests.memory),
+    }
+    limit = {
+        r: quantity(r, v)
+        for r, v in ((CPU, defaults.limits.cpu), (MEMORY, defaults.limits.memory))
+        if v is not None
+    }
     container: dict[str, Any] = {"type": "Container", "defaultRequest": request}
     limits = [container]
     ceiling = max_gpus_per_pod(alloc)
@@ -115,7 +122,14 @@ def role_binding(alloc: AllocationPlan, name: str) -> dict[str, Any] | None:
         return None
     role = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"}
     subjects = [_subject(o) for o in owners]
-    return k8s("rbac.authorization.k8s.io/v1", "RoleBinding", "tenant-owners", name, roleRef=role, subjects=subjects)
+    return k8s(
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        "tenant-owners",
+        name,
+        roleRef=role,
+        subjects=subjects,
+    )
 
 
 # The built-in classes every cluster has, above any class a user may create (kubernetes
@@ -140,8 +154,16 @@ def priority_ceiling(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     classes = alloc.cluster.spec.priority_classes
     ceiling = next((p.value for p in classes if p.name == own), DEFAULT_PRIORITY)
     above = sorted({p.name for p in classes if p.value > ceiling} | set(SYSTEM_CLASSES))
-    scope = {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": above}]}
-    return k8s("v1", "ResourceQuota", "priority-ceiling", name, spec={"hard": {"pods": "0"}, "scopeSelector": scope})
+    scope = {
+        "matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": above}]
+    }
+    return k8s(
+        "v1",
+        "ResourceQuota",
+        "priority-ceiling",
+        name,
+        spec={"hard": {"pods": "0"}, "scopeSelector": scope},
+    )
 
 
 BUILDERS = (namespace, resource_quota, priority_ceiling, limit_range, network_policy, role_binding)

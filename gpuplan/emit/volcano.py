@@ -59,7 +59,9 @@ def queue(release: VolcanoRelease, alloc: AllocationPlan) -> dict[str, Any]:
         "reclaimable": True,
     }
     if release.dequeue_strategy:
-        spec["dequeueStrategy"] = DEQUEUE_STRATEGY  # CRD default, emitted so Argo CD does not see drift
+        spec["dequeueStrategy"] = (
+            DEQUEUE_STRATEGY  # CRD default, emitted so Argo CD does not see drift
+        )
     return k8s(API_VERSION, "Queue", alloc.name, spec=spec)
 
 

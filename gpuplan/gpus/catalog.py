@@ -209,18 +209,82 @@ _A30 = MigGeometry(
 # each seen in published `kubectl describe node` output or nodeSelectors; the GH200 144G
 # HBM3e label could not be sourced and is left out.
 _MODELS = (
-    GpuModel("A100-SXM4-40GB", ("0x20B0",), ("NVIDIA-A100-SXM4-40GB",), 40, _A100_40GB, architecture="ampere"),
-    GpuModel("A100-PCIe-40GB", ("0x20B1", "0x20F1"), ("NVIDIA-A100-PCIE-40GB",), 40, _A100_40GB, architecture="ampere"),
-    GpuModel("A100-SXM4-80GB", ("0x20B2",), ("NVIDIA-A100-SXM4-80GB",), 80, _GA100_GH100_80GB, architecture="ampere"),
-    GpuModel("A100-PCIe-80GB", ("0x20B5",), ("NVIDIA-A100-80GB-PCIe",), 80, _GA100_GH100_80GB, architecture="ampere"),
+    GpuModel(
+        "A100-SXM4-40GB",
+        ("0x20B0",),
+        ("NVIDIA-A100-SXM4-40GB",),
+        40,
+        _A100_40GB,
+        architecture="ampere",
+    ),
+    GpuModel(
+        "A100-PCIe-40GB",
+        ("0x20B1", "0x20F1"),
+        ("NVIDIA-A100-PCIE-40GB",),
+        40,
+        _A100_40GB,
+        architecture="ampere",
+    ),
+    GpuModel(
+        "A100-SXM4-80GB",
+        ("0x20B2",),
+        ("NVIDIA-A100-SXM4-80GB",),
+        80,
+        _GA100_GH100_80GB,
+        architecture="ampere",
+    ),
+    GpuModel(
+        "A100-PCIe-80GB",
+        ("0x20B5",),
+        ("NVIDIA-A100-80GB-PCIe",),
+        80,
+        _GA100_GH100_80GB,
+        architecture="ampere",
+    ),
     GpuModel("A30", ("0x20B7",), ("NVIDIA-A30",), 24, _A30, architecture="ampere"),
-    GpuModel("H100-SXM5-80GB", ("0x2330",), ("NVIDIA-H100-80GB-HBM3",), 80, _GA100_GH100_80GB, architecture="hopper"),
-    GpuModel("H100-PCIe-80GB", ("0x2331",), ("NVIDIA-H100-PCIe",), 80, _GA100_GH100_80GB, architecture="hopper"),
-    GpuModel("H100-NVL-94GB", ("0x2321",), ("NVIDIA-H100-NVL",), 94, _H100_94GB, architecture="hopper"),
-    GpuModel("GH200-96GB", ("0x2342",), ("NVIDIA-GH200-480GB",), 96, _GH200_96GB, architecture="hopper"),
-    GpuModel("GH200-144GB", ("0x2348",), (), 144, _GH200_144GB, architecture="hopper", driver_since=565),
-    GpuModel("H200-141GB", ("0x2335",), ("NVIDIA-H200",), 141, _H200_141GB, architecture="hopper", driver_since=550),
-    GpuModel("H200-NVL-141GB", ("0x233B",), ("NVIDIA-H200-NVL",), 141, _H200_141GB, architecture="hopper", driver_since=565),
+    GpuModel(
+        "H100-SXM5-80GB",
+        ("0x2330",),
+        ("NVIDIA-H100-80GB-HBM3",),
+        80,
+        _GA100_GH100_80GB,
+        architecture="hopper",
+    ),
+    GpuModel(
+        "H100-PCIe-80GB",
+        ("0x2331",),
+        ("NVIDIA-H100-PCIe",),
+        80,
+        _GA100_GH100_80GB,
+        architecture="hopper",
+    ),
+    GpuModel(
+        "H100-NVL-94GB", ("0x2321",), ("NVIDIA-H100-NVL",), 94, _H100_94GB, architecture="hopper"
+    ),
+    GpuModel(
+        "GH200-96GB", ("0x2342",), ("NVIDIA-GH200-480GB",), 96, _GH200_96GB, architecture="hopper"
+    ),
+    GpuModel(
+        "GH200-144GB", ("0x2348",), (), 144, _GH200_144GB, architecture="hopper", driver_since=565
+    ),
+    GpuModel(
+        "H200-141GB",
+        ("0x2335",),
+        ("NVIDIA-H200",),
+        141,
+        _H200_141GB,
+        architecture="hopper",
+        driver_since=550,
+    ),
+    GpuModel(
+        "H200-NVL-141GB",
+        ("0x233B",),
+        ("NVIDIA-H200-NVL",),
+        141,
+        _H200_141GB,
+        architecture="hopper",
+        driver_since=565,
+    ),
     GpuModel("B200", ("0x2901",), ("NVIDIA-B200",), 180, _B200, architecture="blackwell"),
     GpuModel("GB200", ("0x2941",), ("NVIDIA-GB200",), 186, _GB200, architecture="blackwell"),
     GpuModel("L40S", ("0x26B9",), ("NVIDIA-L40S",), 48, architecture="ada"),

@@ -48,19 +48,33 @@ def _matching(pattern: re.Pattern[str], what: str) -> Any:
 
 
 # Kubernetes object names (DNS-1123 subdomain, at most 253) and kinds (an upper-case identifier).
-Subdomain = Annotated[str, Field(max_length=253), _matching(DNS1123_SUBDOMAIN, "a DNS-1123 subdomain such as karpenter.k8s.aws")]
-Kind = Annotated[str, _matching(re.compile(r"[A-Z][A-Za-z0-9]{0,62}"), "a kind such as EC2NodeClass")]
+Subdomain = Annotated[
+    str,
+    Field(max_length=253),
+    _matching(DNS1123_SUBDOMAIN, "a DNS-1123 subdomain such as karpenter.k8s.aws"),
+]
+Kind = Annotated[
+    str, _matching(re.compile(r"[A-Z][A-Za-z0-9]{0,62}"), "a kind such as EC2NodeClass")
+]
 
 
 # A URL or git revision Argo CD reads verbatim: no white space or control characters (a line break
 # in one would still round-trip through YAML, but no git server or API server has such a name).
-Url = Annotated[str, _matching(re.compile(r"[^\s\x00-\x1f\x7f]+"), "a URL without spaces or control characters")]
+Url = Annotated[
+    str, _matching(re.compile(r"[^\s\x00-\x1f\x7f]+"), "a URL without spaces or control characters")
+]
 # git check-ref-format: no space, control characters, ~ ^ : ? * [ \ or "..", not ending in "." or "/".
-Revision = Annotated[str, _matching(re.compile(r"(?!.*\.\.)[^\s\x00-\x1f\x7f~^:?*\[\\]+(?<![./])"), "a git branch, tag or commit")]
+Revision = Annotated[
+    str,
+    _matching(
+        re.compile(r"(?!.*\.\.)[^\s\x00-\x1f\x7f~^:?*\[\\]+(?<![./])"),
+        "a git branch, tag or commit",
+    ),
+]
 # A name shown by Argo CD: any printable text on one line.
-OneLine = Annotated[str, _matching(re.compile(r"[^\x00-\x1f\x7f\x85\u2028\u2029]+"), "text on one line")]
-
-
+OneLine = Annotated[
+    str, _matching(re.compile(r"[^\x00-\x1f\x7f\x85\u2028\u2029]+"), "text on one line")
+]
 
 
 def _kubernetes_version(value: Any) -> Any:
@@ -69,7 +83,9 @@ def _kubernetes_version(value: Any) -> Any:
         text = getattr(value, "text", None)  # gpuplan.load.SourceFloat
         if isinstance(text, str) and re.fullmatch(KUBERNETES_VERSION, text):
             return text
-        raise ValueError(f'{text or value} is a number in YAML, which drops trailing zeros: quote it, kubernetesVersion: "{text or value}"')
+        raise ValueError(
+            f'{text or value} is a number in YAML, which drops trailing zeros: quote it, kubernetesVersion: "{text or value}"'
+        )
     return value
 
 
@@ -106,7 +122,9 @@ class GitOps(Model):
     same repoURL, targetRevision, project, namespace and kind of destination) instead of its own Application."""
 
 
-DURATION = re.compile(r"0|([0-9]+h)?([0-9]+m)?([0-9]+s)?(?<=[hms])")  # a Go duration as Kueue's config takes it
+DURATION = re.compile(
+    r"0|([0-9]+h)?([0-9]+m)?([0-9]+s)?(?<=[hms])"
+)  # a Go duration as Kueue's config takes it
 
 
 def _releases(component: str) -> WithJsonSchema:
@@ -114,7 +132,9 @@ def _releases(component: str) -> WithJsonSchema:
 
     Any other version is an error at its line, with the supported ones and a did-you-mean (resolve.py).
     """
-    return WithJsonSchema({"type": "string", "enum": list(dict.fromkeys(REGISTRY[component].versions))})
+    return WithJsonSchema(
+        {"type": "string", "enum": list(dict.fromkeys(REGISTRY[component].versions))}
+    )
 
 
 class GpuOperator(Model):
@@ -160,7 +180,9 @@ class AdmissionFairSharing(Model):
     """How fast past usage is forgotten: it decays by half over this time (0s: at once), such as 168h."""
     usage_sampling_interval: Annotated[str, _matching(DURATION, "a duration such as 5m")] = "5m"
     """How often usage is sampled; default 5m, Kueue's (apis/config/v1beta2/defaults.go)."""
-    resource_weights: dict[Annotated[str, Field(min_length=1, max_length=253)], Annotated[float, Field(ge=0)]] = {}
+    resource_weights: dict[
+        Annotated[str, Field(min_length=1, max_length=253)], Annotated[float, Field(ge=0)]
+    ] = {}
     """Weight of each resource in the usage, such as {nvidia.com/gpu: 1, cpu: 0}; default 1 each."""
 
 
@@ -241,24 +263,37 @@ class MaintenanceWindow(Model):
 
     days: list[Weekday] = Field(default=["sunday"], min_length=1)
     """Days the window opens on (UTC); default [sunday]."""
-    start: Annotated[str, _matching(re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]"), "a time of day such as 02:00")] = "02:00"
+    start: Annotated[
+        str, _matching(re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]"), "a time of day such as 02:00")
+    ] = "02:00"
     """Time of day the window opens, HH:MM in UTC (Karpenter's budget schedules have no time zone); default 02:00."""
-    duration: Annotated[str, _matching(re.compile(r"([1-9][0-9]?h)?([1-9][0-9]?m)?(?<=[hm])"), "a duration such as 4h or 1h30m")] = "4h"
+    duration: Annotated[
+        str,
+        _matching(
+            re.compile(r"([1-9][0-9]?h)?([1-9][0-9]?m)?(?<=[hm])"), "a duration such as 4h or 1h30m"
+        ),
+    ] = "4h"
     """How long the window stays open, in hours and minutes such as 4h or 1h30m (at most 24h); default 4h."""
-    nodes: Annotated[str, _matching(BUDGET_NODES, 'a node count or percentage such as "1" or "10%"')] = "1"
+    nodes: Annotated[
+        str, _matching(BUDGET_NODES, 'a node count or percentage such as "1" or "10%"')
+    ] = "1"
     """Drifted nodes of each NodePool drained at once inside the window: a count or a percentage
     ("10%", rounded up by Karpenter); "0" never drains a drifted node. Default "1" (quote it)."""
 
     @property
     def minutes(self) -> int:
         """Return the window's length in minutes."""
-        hours, _, rest = self.duration.partition("h") if "h" in self.duration else ("0", "", self.duration)
+        hours, _, rest = (
+            self.duration.partition("h") if "h" in self.duration else ("0", "", self.duration)
+        )
         return int(hours) * 60 + int(rest.removesuffix("m") or 0)
 
     @model_validator(mode="after")
     def _at_most_a_day(self) -> MaintenanceWindow:
         if self.minutes > 24 * 60:
-            raise ValueError(f"duration {self.duration} is longer than a day: list more days instead")
+            raise ValueError(
+                f"duration {self.duration} is longer than a day: list more days instead"
+            )
         if len(set(self.days)) != len(self.days):
             raise ValueError("days lists a day twice")
         return self
@@ -303,10 +338,14 @@ class ClusterAutoscaler(Model):
     """discovery explicit: the Auto Scaling group name of each Cluster Autoscaler pool, keyed by pool name."""
     region: Annotated[LabelValue, Field(min_length=1)] | None = None
     """AWS region of the node groups, such as us-east-1 (the chart's awsRegion); required on aws."""
-    scale_down_delay_after_add: Annotated[str, _matching(re.compile(r"[1-9][0-9]{0,3}[mh]"), "a duration such as 30m")] = "30m"
+    scale_down_delay_after_add: Annotated[
+        str, _matching(re.compile(r"[1-9][0-9]{0,3}[mh]"), "a duration such as 30m")
+    ] = "30m"
     """How long after a scale-up no node is removed; default 30m (GPU nodes take long to come up, and pulls of
     large images make fresh nodes look idle)."""
-    scale_down_unneeded_time: Annotated[str, _matching(re.compile(r"[1-9][0-9]{0,3}[mh]"), "a duration such as 30m")] = "30m"
+    scale_down_unneeded_time: Annotated[
+        str, _matching(re.compile(r"[1-9][0-9]{0,3}[mh]"), "a duration such as 30m")
+    ] = "30m"
     """How long a node stays unneeded before it is removed; default 30m (GPU jobs come in bursts)."""
 
 
@@ -380,15 +419,21 @@ class Nodes(Model):
     def _shape(self) -> Nodes:
         if self.count is not None:
             if self.min is not None or self.max is not None:
-                raise ValueError("set either count (static pool) or min and max (autoscaled), not both")
+                raise ValueError(
+                    "set either count (static pool) or min and max (autoscaled), not both"
+                )
         elif self.min is None or self.max is None:
             raise ValueError("set count (static pool) or both min and max (autoscaled pool)")
         elif self.min > self.max:
             raise ValueError(f"min {self.min} is above max {self.max}")
         if self.count is not None and self.autoscaler is not None:
             raise ValueError("autoscaler applies to autoscaled pools (min and max), not to count")
-        if self.by_cluster_autoscaler is False and (self.priority is not None or self.capacity_type != "on-demand"):
-            raise ValueError("capacityType and priority apply to pools with autoscaler: cluster-autoscaler")
+        if self.by_cluster_autoscaler is False and (
+            self.priority is not None or self.capacity_type != "on-demand"
+        ):
+            raise ValueError(
+                "capacityType and priority apply to pools with autoscaler: cluster-autoscaler"
+            )
         return self
 
     @property
@@ -497,7 +542,9 @@ def _sharing(value: Any) -> Any:
     if value == "exclusive":
         return {}
     if isinstance(value, str):
-        raise ValueError(f"{value[:40]!r} is not a sharing mode: use exclusive, or a mapping with mig, timeSlicing or mps")
+        raise ValueError(
+            f"{value[:40]!r} is not a sharing mode: use exclusive, or a mapping with mig, timeSlicing or mps"
+        )
     return value
 
 
@@ -607,7 +654,9 @@ class NodePool(Model):
     onprem ubuntu. It decides whether the driver and container toolkit come preinstalled."""
     driver: PoolDriver | None = None
     """This pool's own driver mode or version, when it differs from the cluster's."""
-    topology: list[Annotated[TopologyLevel, BeforeValidator(_level)]] = Field(default=[], max_length=16)
+    topology: list[Annotated[TopologyLevel, BeforeValidator(_level)]] = Field(
+        default=[], max_length=16
+    )
     """Topology levels of the pool's nodes, coarsest first, such as [block, rack, host]: Kueue gets a
     Topology for the pool's flavor and KAI a Topology; gpuplan proves the nodes carry each label."""
     ignore: list[Ignore] = []
@@ -656,7 +705,9 @@ def _address(value: Any) -> Any:
 # no '/', ':' or white space; gpuplan keeps to printable ASCII, as CNI plugins look names up verbatim.
 INTERFACE = re.compile(r"(?!\.{1,2}$)[\x21-\x2e\x30-\x39\x3b-\x7e]{1,15}")
 # An extended resource name: a DNS prefix, '/', then a name (as nvidia.com/rdma).
-RESOURCE = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+RESOURCE = re.compile(
+    r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+)
 
 
 class Ipam(Model):
@@ -687,11 +738,22 @@ class Network(Model):
     ipoib or macvlan (over a parent interface, RDMA through the RDMA shared device plugin),
     host-device, or efa (AWS Elastic Fabric Adapter: no NetworkAttachmentDefinition, pods ask for
     vpc.amazonaws.com/efa)."""
-    resource_name: Annotated[str, _matching(RESOURCE, "an extended resource name such as nvidia.com/rdma")] | None = None
+    resource_name: (
+        Annotated[str, _matching(RESOURCE, "an extended resource name such as nvidia.com/rdma")]
+        | None
+    ) = None
     """Device-plugin resource backing the network: SR-IOV VFs for sriov and ib-sriov (required),
     an RDMA shared device for ipoib (required) and macvlan (such as rdma/rdma_shared_device_a), the EFA
     device plugin's vpc.amazonaws.com/efa for efa (the default there)."""
-    master: Annotated[str, _matching(INTERFACE, "a network interface name (1-15 characters, no '/', ':' or spaces)")] | None = None
+    master: (
+        Annotated[
+            str,
+            _matching(
+                INTERFACE, "a network interface name (1-15 characters, no '/', ':' or spaces)"
+            ),
+        ]
+        | None
+    ) = None
     """Parent interface for ipoib / macvlan, or the device for host-device."""
     ipam: Ipam | None = None
     """How attachments get their addresses (required for every type but efa, which has none)."""
@@ -701,18 +763,28 @@ class Network(Model):
     @model_validator(mode="after")
     def _device_backed(self) -> Network:
         if self.type in ("sriov", "ib-sriov") and not self.resource_name:
-            raise ValueError(f"a {self.type} network needs resourceName (the SR-IOV device plugin's VF resource)")
+            raise ValueError(
+                f"a {self.type} network needs resourceName (the SR-IOV device plugin's VF resource)"
+            )
         if self.type == "ipoib" and not self.resource_name:
-            raise ValueError("a ipoib network needs resourceName (the RDMA shared device plugin's resource)")
+            raise ValueError(
+                "a ipoib network needs resourceName (the RDMA shared device plugin's resource)"
+            )
         if self.type in ("ipoib", "macvlan") and not self.master:
             raise ValueError(f"a {self.type} network needs master (the parent interface)")
         if self.type == "efa":
             if self.ipam is not None or self.master is not None:
-                raise ValueError("an efa network has no ipam or master: EFA devices come from the EFA device plugin, with no CNI")
+                raise ValueError(
+                    "an efa network has no ipam or master: EFA devices come from the EFA device plugin, with no CNI"
+                )
             if self.resource_name not in (None, EFA_RESOURCE):
-                raise ValueError(f"an efa network's resource is {EFA_RESOURCE} (the EFA device plugin's)")
+                raise ValueError(
+                    f"an efa network's resource is {EFA_RESOURCE} (the EFA device plugin's)"
+                )
         elif self.ipam is None:
-            raise ValueError(f"a {self.type} network needs ipam (how attachments get their addresses)")
+            raise ValueError(
+                f"a {self.type} network needs ipam (how attachments get their addresses)"
+            )
         return self
 
     @property
@@ -736,7 +808,9 @@ class Cluster(Model):
 
     name: Name
     """Cluster name, equal to the file's stem; tenants' allocations refer to it."""
-    kubernetes_version: Annotated[str, BeforeValidator(_kubernetes_version), Field(pattern=KUBERNETES_VERSION)]
+    kubernetes_version: Annotated[
+        str, BeforeValidator(_kubernetes_version), Field(pattern=KUBERNETES_VERSION)
+    ]
     """Kubernetes minor version, such as "1.33" (quote it in YAML)."""
     provider: Provider
     """Where the cluster runs: aws, azure, gcp or onprem."""

@@ -80,7 +80,9 @@ def _label_value(value: Any) -> str:
 
 
 LabelKey = Annotated[str, BeforeValidator(_label_key), WithJsonSchema({"type": "string"})]
-LabelValue = Annotated[str, BeforeValidator(_label_value), WithJsonSchema({"type": "string", "maxLength": 63})]
+LabelValue = Annotated[
+    str, BeforeValidator(_label_value), WithJsonSchema({"type": "string", "maxLength": 63})
+]
 
 
 def _quantity(value: Any) -> Fraction:
@@ -99,7 +101,10 @@ Quantity = Annotated[
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "string", "pattern": r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[numkMGTPE]i?)?$"},
+                {
+                    "type": "string",
+                    "pattern": r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[numkMGTPE]i?)?$",
+                },
                 {"type": "number", "minimum": 0},
             ],
             "description": "Kubernetes quantity: 500m, 64, 2000Gi, 2Ti",
@@ -171,5 +176,7 @@ class ContainerDefaults(Model):
         for what in ("cpu", "memory"):
             request, limit = getattr(self.requests, what), getattr(self.limits, what)
             if limit is not None and request > limit:
-                raise ValueError(f"the default {what} request {request} is above the default {what} limit {limit}")
+                raise ValueError(
+                    f"the default {what} request {request} is above the default {what} limit {limit}"
+                )
         return self

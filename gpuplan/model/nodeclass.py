@@ -18,7 +18,9 @@ from gpuplan.model.common import Model
 TagKey = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")]
 TagValue = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
 CapacityReservationId = Annotated[str, Field(pattern=r"^cr-[0-9a-z]+$")]
-IamName = Annotated[str, Field(min_length=1, max_length=128, pattern=re.compile(r"^[\w+=,.@-]+$").pattern)]
+IamName = Annotated[
+    str, Field(min_length=1, max_length=128, pattern=re.compile(r"^[\w+=,.@-]+$").pattern)
+]
 
 
 class Ec2NodeClassSettings(Model):

@@ -9,7 +9,9 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from gpuplan.model.common import ContainerDefaults, Ignore, Model, Name, Quantity
 
-SUBJECT = re.compile(r"^(group|user):[^\s]{1,253}$|^serviceaccount:[a-z0-9-]{1,63}:[a-z0-9.-]{1,253}$")
+SUBJECT = re.compile(
+    r"^(group|user):[^\s]{1,253}$|^serviceaccount:[a-z0-9-]{1,63}:[a-z0-9.-]{1,253}$"
+)
 
 
 def _subject(value: Any) -> Any:
@@ -45,7 +47,9 @@ class Quota(Model):
     @model_validator(mode="after")
     def _one_unit(self) -> Quota:
         if (self.gpus is None) == (self.mig is None):
-            raise ValueError("set gpus (whole GPUs or shares) or mig (instances per profile), not both")
+            raise ValueError(
+                "set gpus (whole GPUs or shares) or mig (instances per profile), not both"
+            )
         return self
 
 
@@ -72,7 +76,9 @@ class BorrowWithinCohort(Model):
 class Preemption(Model):
     """Kueue preemption of the tenant's ClusterQueue."""
 
-    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = (
+        "LowerPriority"
+    )
     """Preempt the tenant's own workloads to admit one of its higher priority; default LowerPriority."""
     reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] | None = None
     """Preempt borrowers to get nominal quota back; default Any with a cohort, else Never."""
@@ -84,7 +90,9 @@ class Preemption(Model):
         # kubernetes-sigs/kueue v0.19.2 apis/kueue/v1beta2/clusterqueue_types.go (CEL on spec.preemption,
         # ../shared/facts/kueue-admission-rules.md ClusterQueue rule 11)
         if self.reclaim_within_cohort == "Never" and self.borrow_within_cohort.policy != "Never":
-            raise ValueError("reclaimWithinCohort Never cannot be combined with borrowWithinCohort.policy other than Never (Kueue rejects it)")
+            raise ValueError(
+                "reclaimWithinCohort Never cannot be combined with borrowWithinCohort.policy other than Never (Kueue rejects it)"
+            )
         return self
 
 
@@ -111,7 +119,9 @@ class QueueSettings(Model):
     """BestEffortFIFO (default): a workload that does not fit lets smaller ones pass; StrictFIFO: it blocks them."""
     stop_policy: Literal["None", "Hold", "HoldAndDrain"] = "None"
     """None (default), Hold or HoldAndDrain: stop the whole ClusterQueue."""
-    local_queues: list[LocalQueue] = Field(default=[LocalQueue(name="default")], min_length=1, max_length=16)
+    local_queues: list[LocalQueue] = Field(
+        default=[LocalQueue(name="default")], min_length=1, max_length=16
+    )
     """LocalQueues in every namespace; default one named `default` (Kueue's LocalQueueDefaulting picks it)."""
 
 

@@ -189,10 +189,10 @@ def apply_values(
     result = []
     for item in manifests:
         # Operator Applications are fleet-level files (argocd/<cluster>/) labelled with their cluster.
-        owner = item.cluster or ((item.obj.get("metadata") or {}).get("labels") or {}).get("gpuplan.io/cluster")
-        wanted = [
-            o for o in overrides.values() if o.cluster == owner and not owned_problems(o)
-        ]
+        owner = item.cluster or ((item.obj.get("metadata") or {}).get("labels") or {}).get(
+            "gpuplan.io/cluster"
+        )
+        wanted = [o for o in overrides.values() if o.cluster == owner and not owned_problems(o)]
         if item.kind != "Application" or not wanted:
             result.append(item)
             continue

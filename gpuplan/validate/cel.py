@@ -90,7 +90,9 @@ def _split(text: str, separator: str, limit: int = -1) -> list[str]:
         return []
     if separator == "":
         parts = list(text)
-        return parts if limit < 0 or limit >= len(parts) else [*parts[: limit - 1], text[limit - 1:]]
+        return (
+            parts if limit < 0 or limit >= len(parts) else [*parts[: limit - 1], text[limit - 1 :]]
+        )
     return text.split(separator, limit - 1 if limit > 0 else -1)
 
 
@@ -121,10 +123,21 @@ K8S_FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 # Functions the interpreter has natively (checked by tests/test_validate_cel.py); the
 # macros has/all/exists/exists_one/map/filter expand to operators and need no entry.
-NATIVE_FUNCTIONS = frozenset({
-    "size", "matches", "startsWith", "endsWith", "contains",
-    "int", "uint", "double", "string", "dyn", "type",
-})
+NATIVE_FUNCTIONS = frozenset(
+    {
+        "size",
+        "matches",
+        "startsWith",
+        "endsWith",
+        "contains",
+        "int",
+        "uint",
+        "double",
+        "string",
+        "dyn",
+        "type",
+    }
+)
 _SUPPORTED = NATIVE_FUNCTIONS | frozenset(K8S_FUNCTIONS)
 # Operators and macro internals appear in Program.functions() as _==_, _[_], @in, !_, -_
 _OPERATOR = re.compile(r"^[_@!-]")
@@ -147,8 +160,10 @@ class SkippedRule:
 
     def __str__(self) -> str:
         where = f" at {self.path}" if self.path else ""
-        return (f"{self.kind} ({self.api_version}){where}: CEL rule not evaluated "
-                f"({self.reason}): {self.rule}")
+        return (
+            f"{self.kind} ({self.api_version}){where}: CEL rule not evaluated "
+            f"({self.reason}): {self.rule}"
+        )
 
 
 @dataclass
@@ -217,8 +232,14 @@ class CelRules:
     def _add_rule(self, node: _Node, raw: Any, path: str) -> None:
         """Compile one x-kubernetes-validations entry into ``node`` (or skip it)."""
         raw = raw if isinstance(raw, dict) else {}
-        rule = CelRule(path, str(raw.get("rule", "")), raw.get("message"),
-                       raw.get("messageExpression"), raw.get("fieldPath"), raw.get("reason"))
+        rule = CelRule(
+            path,
+            str(raw.get("rule", "")),
+            raw.get("message"),
+            raw.get("messageExpression"),
+            raw.get("fieldPath"),
+            raw.get("reason"),
+        )
         try:
             program = cel.compile(rule.rule)
         except (ValueError, RuntimeError) as exc:
@@ -245,15 +266,22 @@ class CelRules:
 
     def _skip(self, rule: CelRule, reason: str) -> SkippedRule:
         """Record a rule that cannot be evaluated."""
-        skipped = SkippedRule(self.source, self.api_version, self.kind, rule.path_pattern,
-                              rule.rule, reason)
+        skipped = SkippedRule(
+            self.source, self.api_version, self.kind, rule.path_pattern, rule.rule, reason
+        )
         self.skipped.append(skipped)
         return skipped
 
     # --- evaluating -----------------------------------------------------------------
 
-    def _walk(self, node: _Node, value: Any, path: str, problems: list[Problem],
-              skipped: list[SkippedRule]) -> None:
+    def _walk(
+        self,
+        node: _Node,
+        value: Any,
+        path: str,
+        problems: list[Problem],
+        skipped: list[SkippedRule],
+    ) -> None:
         """Evaluate the rules of ``node`` on ``value``, then of its children."""
         if node.rules:
             context = cel.Context(variables={"self": value}, functions=K8S_FUNCTIONS)
@@ -272,8 +300,14 @@ class CelRules:
                 if item is not None:
                     self._walk(node.items, item, f"{path}[{index}]", problems, skipped)
 
-    def _evaluate(self, rule: _Rule, context: Any, path: str, problems: list[Problem],
-                  skipped: list[SkippedRule]) -> None:
+    def _evaluate(
+        self,
+        rule: _Rule,
+        context: Any,
+        path: str,
+        problems: list[Problem],
+        skipped: list[SkippedRule],
+    ) -> None:
         """Run one rule; a false result or a data error is a Problem, a type error a skip."""
         try:
             result = rule.program.execute(context)
@@ -284,15 +318,17 @@ class CelRules:
                 problems.append(Problem(_rule_path(path, rule.rule), _message(rule, context)))
             return
         if not isinstance(result, bool):
-            skipped.append(self._skipped_now(rule, f"returned {type(result).__name__}, "
-                                                   "not a boolean"))
+            skipped.append(
+                self._skipped_now(rule, f"returned {type(result).__name__}, not a boolean")
+            )
         elif not result:
             problems.append(Problem(_rule_path(path, rule.rule), _message(rule, context)))
 
     def _skipped_now(self, rule: _Rule, reason: str) -> SkippedRule:
         """A SkippedRule found while evaluating one object."""
-        return SkippedRule(self.source, self.api_version, self.kind, rule.rule.path_pattern,
-                           rule.rule.rule, reason)
+        return SkippedRule(
+            self.source, self.api_version, self.kind, rule.rule.path_pattern, rule.rule.rule, reason
+        )
 
 
 def _unsupported(program: Any) -> list[str]:

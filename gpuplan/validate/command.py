@@ -340,7 +340,9 @@ def _read_and_check_all(
     if not twocores.available():
         return _read_and_check(files)
     half = len(files) // 2
-    mine, theirs = twocores.both(lambda: _read_and_check(files[:half]), lambda: _read_and_check(files[half:]))
+    mine, theirs = twocores.both(
+        lambda: _read_and_check(files[:half]), lambda: _read_and_check(files[half:])
+    )
     (docs, found, skipped), (more_docs, more_found, more_skipped) = mine, theirs
     return docs + more_docs, found + more_found, skipped | more_skipped
 

@@ -23,7 +23,11 @@ DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
 OBJECT_META_REF = f"{DEFINITIONS_ID}#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 # Found without importing kubernetes_validate (it pulls in jsonschema: ~0.1 s of start-up).
 _SPEC = importlib.util.find_spec("kubernetes_validate")
-SCHEMA_ROOT = Path(_SPEC.origin).parent / "kubernetes-json-schema" if _SPEC and _SPEC.origin else Path("kubernetes-json-schema")
+SCHEMA_ROOT = (
+    Path(_SPEC.origin).parent / "kubernetes-json-schema"
+    if _SPEC and _SPEC.origin
+    else Path("kubernetes-json-schema")
+)
 _FOLDER = re.compile(r"v(\d+)\.(\d+)\.0-local-strict")
 
 
@@ -54,7 +58,8 @@ def minor_version(kubernetes_version: str) -> str:
     m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\d+)?(?:[-+].*)?", str(kubernetes_version).strip())
     if not m:
         raise UnknownKubernetesVersion(
-            f"{kubernetes_version!r} is not a Kubernetes version (expected e.g. \"1.33\")")
+            f'{kubernetes_version!r} is not a Kubernetes version (expected e.g. "1.33")'
+        )
     return f"{int(m.group(1))}.{int(m.group(2))}"
 
 
@@ -73,7 +78,8 @@ class CoreSchemas:
         if not (self.folder / "_definitions.json").is_file():
             raise UnknownKubernetesVersion(
                 f"no bundled schemas for Kubernetes {self.version} "
-                f"(available: {', '.join(available_versions())})")
+                f"(available: {', '.join(available_versions())})"
+            )
         self.definitions: dict[str, Any] = _read_json(self.folder / "_definitions.json")
         self.registry = jsonschema_rs.Registry([(DEFINITIONS_ID, self.definitions)])
         self._by_gvk = _index_kinds(self.definitions["$defs"])
@@ -110,8 +116,10 @@ class CoreSchemas:
         name = self.definition_name(group, version, kind)
         if name is None:
             return None
-        return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-                "$ref": f"{DEFINITIONS_ID}#/$defs/{name}"}
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$ref": f"{DEFINITIONS_ID}#/$defs/{name}",
+        }
 
     def validator(self, group: str, version: str, kind: str) -> Any | None:
         """The compiled jsonschema_rs validator for group/version/kind (compiled once)."""
@@ -124,7 +132,8 @@ class CoreSchemas:
             # Like kubernetes_validate (jsonschema without a format checker): formats are
             # annotations, so both tools agree on every core object.
             compiled = jsonschema_rs.Draft202012Validator(
-                schema, registry=self.registry, validate_formats=False)
+                schema, registry=self.registry, validate_formats=False
+            )
             self._compiled[key] = compiled
         return compiled
 

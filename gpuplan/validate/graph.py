@@ -60,7 +60,14 @@ def _wave(obj: Mapping[str, Any]) -> int:
 
 
 def _problem(cluster: str | None, obj: Mapping[str, Any], path: str, message: str) -> GraphProblem:
-    return GraphProblem(cluster, str(obj.get("kind", "")), str(_meta(obj, "namespace") or ""), str(_meta(obj, "name") or ""), path, message)
+    return GraphProblem(
+        cluster,
+        str(obj.get("kind", "")),
+        str(_meta(obj, "namespace") or ""),
+        str(_meta(obj, "name") or ""),
+        path,
+        message,
+    )
 
 
 def _cluster_apps(apps: Iterable[Mapping[str, Any]], cluster: str) -> list[Mapping[str, Any]]:
@@ -77,8 +84,11 @@ def _created_namespaces(apps: list[Mapping[str, Any]]) -> set[str]:
 
 
 def check_cluster(
-    cluster: str, objects: Sequence[Mapping[str, Any]], apps: Sequence[Mapping[str, Any]],
-    installs: Mapping[str, Collection[tuple[str, str]]], external: Collection[tuple[str, str]] = (),
+    cluster: str,
+    objects: Sequence[Mapping[str, Any]],
+    apps: Sequence[Mapping[str, Any]],
+    installs: Mapping[str, Collection[tuple[str, str]]],
+    external: Collection[tuple[str, str]] = (),
     namespaces: Collection[str] = (),
 ) -> list[GraphProblem]:
     """Check one cluster's folder against the Applications of that cluster.
@@ -90,11 +100,24 @@ def check_cluster(
     """
     known = {k for kinds in installs.values() for k in kinds}
     mine = _cluster_apps(apps, cluster)
-    own = [a for a in mine if (a.get("spec") or {}).get("source", {}).get("chart") is None
-           and str((a.get("spec") or {}).get("source", {}).get("path", "")).endswith(f"/{cluster}")]
+    own = [
+        a
+        for a in mine
+        if (a.get("spec") or {}).get("source", {}).get("chart") is None
+        and str((a.get("spec") or {}).get("source", {}).get("path", "")).endswith(f"/{cluster}")
+    ]
     problems: list[GraphProblem] = []
     if not own:
-        return [GraphProblem(cluster, "Application", "", cluster, "", f"no Application syncs the folder of cluster {cluster}")]
+        return [
+            GraphProblem(
+                cluster,
+                "Application",
+                "",
+                cluster,
+                "",
+                f"no Application syncs the folder of cluster {cluster}",
+            )
+        ]
     wave = min(_wave(a) for a in own)
     before: dict[tuple[str, str], str] = {}
     for app in mine:
@@ -106,17 +129,51 @@ def check_cluster(
     names = {(group_of(o), str(o.get("kind")), str(_meta(o, "name"))) for o in objects}
     for obj in objects:
         key = (group_of(obj), str(obj.get("kind", "")))
-        if key[0] not in BUILTIN_GROUPS and key in known and key not in before and key not in external:
-            problems.append(_problem(cluster, obj, "apiVersion", f"no Application of cluster {cluster} installs the CRD of {key[1]} ({key[0]}) in a wave before the cluster's own Application (wave {wave})"))
+        if (
+            key[0] not in BUILTIN_GROUPS
+            and key in known
+            and key not in before
+            and key not in external
+        ):
+            problems.append(
+                _problem(
+                    cluster,
+                    obj,
+                    "apiVersion",
+                    f"no Application of cluster {cluster} installs the CRD of {key[1]} ({key[0]}) in a wave before the cluster's own Application (wave {wave})",
+                )
+            )
         namespace = _meta(obj, "namespace")
         if namespace and namespace not in created:
-            problems.append(_problem(cluster, obj, "metadata.namespace", f'Namespace "{namespace}" is created by no object and no Application of cluster {cluster}'))
+            problems.append(
+                _problem(
+                    cluster,
+                    obj,
+                    "metadata.namespace",
+                    f'Namespace "{namespace}" is created by no object and no Application of cluster {cluster}',
+                )
+            )
         if obj.get("kind") == "NodePool":
-            ref = ((((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")) or {}
+            ref = (
+                (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+                    "nodeClassRef"
+                )
+            ) or {}
             # A node class of that kind under another name is the reference check's finding (check_node_class_references).
-            kind_present = any(n[:2] == (ref.get("group"), ref.get("kind")) for n in names) if isinstance(ref, dict) else True
+            kind_present = (
+                any(n[:2] == (ref.get("group"), ref.get("kind")) for n in names)
+                if isinstance(ref, dict)
+                else True
+            )
             if isinstance(ref, dict) and not kind_present:
-                problems.append(_problem(cluster, obj, "spec.template.spec.nodeClassRef", f"{ref.get('kind')} {ref.get('name')!r} is neither rendered nor among your own manifests (extra/{cluster}/): Karpenter launches no node for this NodePool"))
+                problems.append(
+                    _problem(
+                        cluster,
+                        obj,
+                        "spec.template.spec.nodeClassRef",
+                        f"{ref.get('kind')} {ref.get('name')!r} is neither rendered nor among your own manifests (extra/{cluster}/): Karpenter launches no node for this NodePool",
+                    )
+                )
     return problems
 
 
@@ -126,7 +183,9 @@ def _allowed_kind(project: Mapping[str, Any], key: tuple[str, str]) -> bool:
 
 
 def check_projects(
-    apps: Sequence[Mapping[str, Any]], projects: Sequence[Mapping[str, Any]], cluster_objects: Mapping[str, Sequence[Mapping[str, Any]]],
+    apps: Sequence[Mapping[str, Any]],
+    projects: Sequence[Mapping[str, Any]],
+    cluster_objects: Mapping[str, Sequence[Mapping[str, Any]]],
     installs_cluster_kinds: Mapping[str, Collection[tuple[str, str]]] | None = None,
 ) -> list[GraphProblem]:
     """Check every Application's project: it exists and allows the Application's repository, destination and kinds."""
@@ -139,22 +198,60 @@ def check_projects(
             continue
         project = by_name.get(name)
         if project is None:
-            problems.append(_problem(None, app, "spec.project", f'AppProject "{name}" does not exist: Argo CD refuses to sync the Application'))
+            problems.append(
+                _problem(
+                    None,
+                    app,
+                    "spec.project",
+                    f'AppProject "{name}" does not exist: Argo CD refuses to sync the Application',
+                )
+            )
             continue
         pspec = project.get("spec") or {}
         repo = (spec.get("source") or {}).get("repoURL")
-        if repo not in (pspec.get("sourceRepos") or []) and "*" not in (pspec.get("sourceRepos") or []):
-            problems.append(_problem(None, app, "spec.source.repoURL", f'AppProject "{name}" does not list {repo} in sourceRepos'))
+        if repo not in (pspec.get("sourceRepos") or []) and "*" not in (
+            pspec.get("sourceRepos") or []
+        ):
+            problems.append(
+                _problem(
+                    None,
+                    app,
+                    "spec.source.repoURL",
+                    f'AppProject "{name}" does not list {repo} in sourceRepos',
+                )
+            )
         dest = spec.get("destination") or {}
-        if not any((d.get("server") == dest.get("server") and d.get("name") == dest.get("name")) and d.get("namespace") in ("*", dest.get("namespace")) for d in pspec.get("destinations") or []):
-            problems.append(_problem(None, app, "spec.destination", f'AppProject "{name}" does not allow this destination'))
+        if not any(
+            (d.get("server") == dest.get("server") and d.get("name") == dest.get("name"))
+            and d.get("namespace") in ("*", dest.get("namespace"))
+            for d in pspec.get("destinations") or []
+        ):
+            problems.append(
+                _problem(
+                    None,
+                    app,
+                    "spec.destination",
+                    f'AppProject "{name}" does not allow this destination',
+                )
+            )
         cluster = (_meta(app, "labels") or {}).get(CLUSTER_LABEL)
         kinds = set((installs_cluster_kinds or {}).get(str(_meta(app, "name")), ()))
         if str((spec.get("source") or {}).get("path", "")).endswith(f"/{cluster}"):
-            kinds |= {(group_of(o), str(o.get("kind"))) for o in cluster_objects.get(str(cluster), []) if not _meta(o, "namespace")}
+            kinds |= {
+                (group_of(o), str(o.get("kind")))
+                for o in cluster_objects.get(str(cluster), [])
+                if not _meta(o, "namespace")
+            }
         for key in sorted(kinds):
             if not _allowed_kind(project, key):
-                problems.append(_problem(None, app, "spec.project", f'AppProject "{name}" does not whitelist the cluster-scoped kind {key[1]} ({key[0]}): the sync fails'))
+                problems.append(
+                    _problem(
+                        None,
+                        app,
+                        "spec.project",
+                        f'AppProject "{name}" does not whitelist the cluster-scoped kind {key[1]} ({key[0]}): the sync fails',
+                    )
+                )
     return problems
 
 
@@ -181,7 +278,11 @@ def expand_application_sets(objects: Iterable[Mapping[str, Any]]) -> list[dict[s
         wave = (_meta(obj, "annotations") or {}).get(SYNC_WAVE, "0")
         for generator in spec.get("generators") or []:
             for element in ((generator or {}).get("list") or {}).get("elements") or []:
-                app = {"apiVersion": obj.get("apiVersion"), "kind": "Application", **_fill(spec.get("template") or {}, element)}
+                app = {
+                    "apiVersion": obj.get("apiVersion"),
+                    "kind": "Application",
+                    **_fill(spec.get("template") or {}, element),
+                }
                 app["metadata"] = {**app.get("metadata", {}), "annotations": {SYNC_WAVE: wave}}
                 out.append(app)
     return out

@@ -87,10 +87,15 @@ class ReferenceReport:
 class ClusterObjects:
     """The objects of one cluster, indexed for the checks, with what the caller knows."""
 
-    def __init__(self, objects: Iterable[Any], *, paths: Collection[str] | None = None,
-                 operator_namespace: str | None = None,
-                 node_labels: Iterable[Mapping[str, str]] = (),
-                 external_namespaces: Iterable[str] = ()):
+    def __init__(
+        self,
+        objects: Iterable[Any],
+        *,
+        paths: Collection[str] | None = None,
+        operator_namespace: str | None = None,
+        node_labels: Iterable[Mapping[str, str]] = (),
+        external_namespaces: Iterable[str] = (),
+    ):
         self.objects = [o for o in objects if isinstance(o, dict)]
         self.paths = None if paths is None else {_norm(p) for p in paths}
         self.operator_namespace = operator_namespace
@@ -120,10 +125,14 @@ class ClusterObjects:
 Check = Callable[[ClusterObjects], list[ReferenceProblem]]
 
 
-def check_references(objects: Iterable[Any], *, paths: Collection[str] | None = None,
-                     operator_namespace: str | None = None,
-                     node_labels: Iterable[Mapping[str, str]] = (),
-                     external_namespaces: Iterable[str] = ()) -> ReferenceReport:
+def check_references(
+    objects: Iterable[Any],
+    *,
+    paths: Collection[str] | None = None,
+    operator_namespace: str | None = None,
+    node_labels: Iterable[Mapping[str, str]] = (),
+    external_namespaces: Iterable[str] = (),
+) -> ReferenceReport:
     """Check every reference between the objects of one cluster.
 
     ``paths``: the repository paths that exist (for Argo CD Applications; None skips).
@@ -131,8 +140,13 @@ def check_references(objects: Iterable[Any], *, paths: Collection[str] | None = 
     ``node_labels``: label sets nodes are known to carry besides NodePools and NFD rules.
     ``external_namespaces``: namespaces that exist without a Namespace object in the set.
     """
-    cluster = ClusterObjects(objects, paths=paths, operator_namespace=operator_namespace,
-                             node_labels=node_labels, external_namespaces=external_namespaces)
+    cluster = ClusterObjects(
+        objects,
+        paths=paths,
+        operator_namespace=operator_namespace,
+        node_labels=node_labels,
+        external_namespaces=external_namespaces,
+    )
     problems = [p for check in CHECKS for p in check(cluster)]
     return ReferenceReport(sorted(set(problems)), cluster.skipped)
 
@@ -143,10 +157,16 @@ def check_references(objects: Iterable[Any], *, paths: Collection[str] | None = 
 def check_local_queues(cluster: ClusterObjects) -> list[ReferenceProblem]:
     """LocalQueue.spec.clusterQueue names an existing ClusterQueue."""
     queues = cluster.names(KUEUE, "ClusterQueue")
-    return [_problem(lq, "spec.clusterQueue", f'ClusterQueue "{target}" does not exist: the '
-                     "LocalQueue admits no workload", external=True)
-            for lq in cluster.of(KUEUE, "LocalQueue")
-            if (target := _get(lq, "spec", "clusterQueue")) and target not in queues]
+    return [
+        _problem(
+            lq,
+            "spec.clusterQueue",
+            f'ClusterQueue "{target}" does not exist: the LocalQueue admits no workload',
+            external=True,
+        )
+        for lq in cluster.of(KUEUE, "LocalQueue")
+        if (target := _get(lq, "spec", "clusterQueue")) and target not in queues
+    ]
 
 
 def check_flavor_references(cluster: ClusterObjects) -> list[ReferenceProblem]:
@@ -158,11 +178,19 @@ def check_flavor_references(cluster: ClusterObjects) -> list[ReferenceProblem]:
             for j, flavor in enumerate(_list(_get(group, "flavors"))):
                 name = _get(flavor, "name")
                 if isinstance(name, str) and name not in flavors:
-                    inactive = " (the ClusterQueue stays inactive: FlavorNotFound)" if obj[
-                        "kind"] == "ClusterQueue" else ""
-                    problems.append(_problem(obj, f"spec.resourceGroups[{i}].flavors[{j}].name",
-                                             f'ResourceFlavor "{name}" does not exist{inactive}',
-                                             external=True))
+                    inactive = (
+                        " (the ClusterQueue stays inactive: FlavorNotFound)"
+                        if obj["kind"] == "ClusterQueue"
+                        else ""
+                    )
+                    problems.append(
+                        _problem(
+                            obj,
+                            f"spec.resourceGroups[{i}].flavors[{j}].name",
+                            f'ResourceFlavor "{name}" does not exist{inactive}',
+                            external=True,
+                        )
+                    )
     return problems
 
 
@@ -176,15 +204,28 @@ def check_cohort_references(cluster: ClusterObjects) -> list[ReferenceProblem]:
         for key in ("cohortName", "cohort"):
             name = _get(cq, "spec", key)
             if isinstance(name, str) and name and name not in cohorts:
-                problems.append(_problem(cq, f"spec.{key}", f'Cohort "{name}" is not among the '
-                                         "Cohort objects; Kueue creates it implicitly, without "
-                                         "their settings (a typo?)", "warning"))
+                problems.append(
+                    _problem(
+                        cq,
+                        f"spec.{key}",
+                        f'Cohort "{name}" is not among the '
+                        "Cohort objects; Kueue creates it implicitly, without "
+                        "their settings (a typo?)",
+                        "warning",
+                    )
+                )
     for cohort in cluster.of(KUEUE, "Cohort"):
         name = _get(cohort, "spec", "parentName")
         if isinstance(name, str) and name and name not in cohorts:
-            problems.append(_problem(cohort, "spec.parentName", f'Cohort "{name}" is not among '
-                                     "the Cohort objects; Kueue creates it implicitly (a typo?)",
-                                     "warning"))
+            problems.append(
+                _problem(
+                    cohort,
+                    "spec.parentName",
+                    f'Cohort "{name}" is not among '
+                    "the Cohort objects; Kueue creates it implicitly (a typo?)",
+                    "warning",
+                )
+            )
     return problems
 
 
@@ -216,20 +257,34 @@ class _GpuConfig:
                 return here[0]
             elsewhere = sorted({_namespace(cm) for cm in found})
             hint = f" (there is one in {', '.join(elsewhere)})" if elsewhere else ""
-            self.problems.append(_problem(self.policy, path, f'ConfigMap "{name}" does not '
-                                          f'exist in the operator namespace "{namespace}"{hint}',
-                                          external=True))
+            self.problems.append(
+                _problem(
+                    self.policy,
+                    path,
+                    f'ConfigMap "{name}" does not '
+                    f'exist in the operator namespace "{namespace}"{hint}',
+                    external=True,
+                )
+            )
             return None
         if len(found) == 1:
             return found[0]
         if not found:
-            self.problems.append(_problem(self.policy, path, f'ConfigMap "{name}" does not exist',
-                                          external=True))
+            self.problems.append(
+                _problem(self.policy, path, f'ConfigMap "{name}" does not exist', external=True)
+            )
         else:
             spaces = ", ".join(sorted(_namespace(cm) for cm in found))
-            self.problems.append(_problem(self.policy, path, f'ConfigMap "{name}" exists in '
-                                          f"several namespaces ({spaces}); give the operator "
-                                          "namespace to check it", "warning"))
+            self.problems.append(
+                _problem(
+                    self.policy,
+                    path,
+                    f'ConfigMap "{name}" exists in '
+                    f"several namespaces ({spaces}); give the operator "
+                    "namespace to check it",
+                    "warning",
+                )
+            )
         return None
 
     def _mig_configs(self) -> set[str] | None:
@@ -239,8 +294,14 @@ class _GpuConfig:
             return None
         data: dict[str, Any] = cm["data"] if isinstance(cm.get("data"), dict) else {}
         if MIG_PARTED_CONFIG_KEY not in data:
-            self.problems.append(_problem(cm, "data", f'missing key "{MIG_PARTED_CONFIG_KEY}": '
-                                          "MIG manager reads its mig-parted config from it"))
+            self.problems.append(
+                _problem(
+                    cm,
+                    "data",
+                    f'missing key "{MIG_PARTED_CONFIG_KEY}": '
+                    "MIG manager reads its mig-parted config from it",
+                )
+            )
             return None
         where = f"data[{MIG_PARTED_CONFIG_KEY}]"
         try:
@@ -259,26 +320,34 @@ class _GpuConfig:
         if self.mig_name is None:
             if value in builtin_mig_configs():
                 return None
-            return (f'"{value}" is not one of NVIDIA\'s built-in mig-parted configs (all-disabled, '
-                    "all-enabled, all-balanced, all-<profile>), and ClusterPolicy "
-                    f'"{_name(self.policy)}" names no custom one (spec.migManager.config.name)')
+            return (
+                f'"{value}" is not one of NVIDIA\'s built-in mig-parted configs (all-disabled, '
+                "all-enabled, all-balanced, all-<profile>), and ClusterPolicy "
+                f'"{_name(self.policy)}" names no custom one (spec.migManager.config.name)'
+            )
         if self.mig_configs is None or value in self.mig_configs:
             return None  # a missing or broken ConfigMap is reported once, on its own
-        return (f'"{value}" is not a config of the mig-parted ConfigMap {_ref(self.mig_map)} '
-                f"(has: {_names(self.mig_configs)})")
+        return (
+            f'"{value}" is not a config of the mig-parted ConfigMap {_ref(self.mig_map)} '
+            f"(has: {_names(self.mig_configs)})"
+        )
 
     def plugin_label_error(self, value: str) -> str | None:
         """Why a nvidia.com/device-plugin.config value names no config; None when it does."""
         if self.plugin_name is None:
-            return (f'ClusterPolicy "{_name(self.policy)}" names no device-plugin ConfigMap '
-                    f'(spec.devicePlugin.config.name), so there is no config "{value}"')
+            return (
+                f'ClusterPolicy "{_name(self.policy)}" names no device-plugin ConfigMap '
+                f'(spec.devicePlugin.config.name), so there is no config "{value}"'
+            )
         if self.plugin_map is None:
             return None
         keys = _data_keys(self.plugin_map)
         if value in keys:
             return None
-        return (f'"{value}" is not a key of the device-plugin ConfigMap {_ref(self.plugin_map)} '
-                f"(has: {_names(keys)})")
+        return (
+            f'"{value}" is not a key of the device-plugin ConfigMap {_ref(self.plugin_map)} '
+            f"(has: {_names(keys)})"
+        )
 
 
 def check_cluster_policy(cluster: ClusterObjects) -> list[ReferenceProblem]:
@@ -289,35 +358,50 @@ def check_cluster_policy(cluster: ClusterObjects) -> list[ReferenceProblem]:
     problems = list(gpu.problems)
     default = _get(gpu.policy, "spec", "migManager", "config", "default")
     if default and gpu.mig_configs is not None and default not in gpu.mig_configs:
-        problems.append(_problem(gpu.policy, "spec.migManager.config.default",
-                                 f'"{default}" is not a config of the mig-parted ConfigMap '
-                                 f"{_ref(gpu.mig_map)} (has: {_names(gpu.mig_configs)})"))
+        problems.append(
+            _problem(
+                gpu.policy,
+                "spec.migManager.config.default",
+                f'"{default}" is not a config of the mig-parted ConfigMap '
+                f"{_ref(gpu.mig_map)} (has: {_names(gpu.mig_configs)})",
+            )
+        )
     default = _get(gpu.policy, "spec", "devicePlugin", "config", "default")
     if default and gpu.plugin_map is not None and default not in _data_keys(gpu.plugin_map):
-        problems.append(_problem(gpu.policy, "spec.devicePlugin.config.default",
-                                 f'"{default}" is not a key of the device-plugin ConfigMap '
-                                 f"{_ref(gpu.plugin_map)} (has: "
-                                 f"{_names(_data_keys(gpu.plugin_map))})"))
+        problems.append(
+            _problem(
+                gpu.policy,
+                "spec.devicePlugin.config.default",
+                f'"{default}" is not a key of the device-plugin ConfigMap '
+                f"{_ref(gpu.plugin_map)} (has: "
+                f"{_names(_data_keys(gpu.plugin_map))})",
+            )
+        )
     return problems
 
 
 def check_node_label_values(cluster: ClusterObjects) -> list[ReferenceProblem]:
     """mig.config and device-plugin.config labels that pools set (or flavors select) name existing configs."""
-    found = [(obj, path, key, value) for obj, path, key, value in _label_settings(cluster)
-             if key in (MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL)]
+    found = [
+        (obj, path, key, value)
+        for obj, path, key, value in _label_settings(cluster)
+        if key in (MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL)
+    ]
     # A static pool selected by labels its node group sets (no NodePool or NFD rule sets them):
     # the flavor that selects it names the config those nodes must carry.
     for flavor in cluster.of(KUEUE, "ResourceFlavor"):
         labels = _get(flavor, "spec", "nodeLabels")
-        for key, value in (labels.items() if isinstance(labels, dict) else []):
+        for key, value in labels.items() if isinstance(labels, dict) else []:
             if key in (MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL):
                 found.append((flavor, f"spec.nodeLabels[{key}]", key, value))
     if not found:
         return []
     gpu = cluster.gpu
     if gpu is None:
-        cluster.skip(f"{MIG_CONFIG_LABEL} and {DEVICE_PLUGIN_CONFIG_LABEL} label values not "
-                     "checked: no ClusterPolicy among the objects")
+        cluster.skip(
+            f"{MIG_CONFIG_LABEL} and {DEVICE_PLUGIN_CONFIG_LABEL} label values not "
+            "checked: no ClusterPolicy among the objects"
+        )
         return []
     problems = []
     for obj, path, key, value in found:
@@ -349,25 +433,36 @@ def builtin_mig_configs() -> frozenset[str]:
 def check_flavor_labels(cluster: ClusterObjects) -> list[ReferenceProblem]:
     """Every ResourceFlavor node label is one some node source sets."""
     flavors = cluster.of(KUEUE, "ResourceFlavor")
-    has_sources = (cluster.of(KARPENTER, "NodePool") or cluster.of(NFD, "NodeFeatureRule")
-                   or cluster.node_labels)
+    has_sources = (
+        cluster.of(KARPENTER, "NodePool")
+        or cluster.of(NFD, "NodeFeatureRule")
+        or cluster.node_labels
+    )
     if not flavors:
         return []
     if not has_sources:
-        cluster.skip("ResourceFlavor nodeLabels not checked: no NodePool, NodeFeatureRule or "
-                     "known node labels to match them against")
+        cluster.skip(
+            "ResourceFlavor nodeLabels not checked: no NodePool, NodeFeatureRule or "
+            "known node labels to match them against"
+        )
         return []
     provided = _provided_labels(cluster)
     problems = []
     for flavor in flavors:
         labels = _get(flavor, "spec", "nodeLabels")
-        for key, value in (labels.items() if isinstance(labels, dict) else []):
+        for key, value in labels.items() if isinstance(labels, dict) else []:
             values = provided.get(key, set())
             if _ANY not in values and value not in values:
-                problems.append(_problem(flavor, f"spec.nodeLabels[{key}]", f"no NodePool, "
-                                         f"NodeFeatureRule or known node sets {key}={value}: "
-                                         "workloads of this flavor can never be placed",
-                                         external=True))
+                problems.append(
+                    _problem(
+                        flavor,
+                        f"spec.nodeLabels[{key}]",
+                        f"no NodePool, "
+                        f"NodeFeatureRule or known node sets {key}={value}: "
+                        "workloads of this flavor can never be placed",
+                        external=True,
+                    )
+                )
     return problems
 
 
@@ -375,12 +470,12 @@ def _label_settings(cluster: ClusterObjects) -> Iterable[tuple[dict, str, str, A
     """(object, path, key, value) of every label a NodePool template or NFD rule sets."""
     for pool in cluster.of(KARPENTER, "NodePool"):
         labels = _get(pool, "spec", "template", "metadata", "labels")
-        for key, value in (labels.items() if isinstance(labels, dict) else []):
+        for key, value in labels.items() if isinstance(labels, dict) else []:
             yield pool, f"spec.template.metadata.labels[{key}]", key, value
     for rule_set in cluster.of(NFD, "NodeFeatureRule"):
         for i, rule in enumerate(_list(_get(rule_set, "spec", "rules"))):
             labels = _get(rule, "labels")
-            for key, value in (labels.items() if isinstance(labels, dict) else []):
+            for key, value in labels.items() if isinstance(labels, dict) else []:
                 full = key if "/" in key else NFD_DEFAULT_PREFIX + key
                 yield rule_set, f"spec.rules[{i}].labels[{key}]", full, value
 
@@ -418,13 +513,20 @@ def check_node_class_references(cluster: ClusterObjects) -> list[ReferenceProble
     problems = []
     for pool in cluster.of(KARPENTER, "NodePool"):
         ref = _get(pool, "spec", "template", "spec", "nodeClassRef")
-        if not isinstance(ref, dict) or not all(isinstance(ref.get(k), str) for k in ("group", "kind", "name")):
+        if not isinstance(ref, dict) or not all(
+            isinstance(ref.get(k), str) for k in ("group", "kind", "name")
+        ):
             continue
         names = cluster.names(ref["group"], ref["kind"])
         if names and ref["name"] not in names:
-            problems.append(_problem(pool, "spec.template.spec.nodeClassRef.name",
-                                     f'{ref["kind"]} "{ref["name"]}" does not exist (has: {_names(names)}): '
-                                     "Karpenter launches no node for this NodePool"))
+            problems.append(
+                _problem(
+                    pool,
+                    "spec.template.spec.nodeClassRef.name",
+                    f'{ref["kind"]} "{ref["name"]}" does not exist (has: {_names(names)}): '
+                    "Karpenter launches no node for this NodePool",
+                )
+            )
     return problems
 
 
@@ -442,9 +544,16 @@ def check_namespaces(cluster: ClusterObjects) -> list[ReferenceProblem]:
     known = created | BUILTIN_NAMESPACES | cluster.external_namespaces
     if cluster.operator_namespace:
         known.add(cluster.operator_namespace)
-    return [_problem(o, "metadata.namespace", f'Namespace "{_namespace(o)}" does not exist '
-                     "(no Namespace object creates it)", external=True)
-            for o in namespaced if _namespace(o) not in known]
+    return [
+        _problem(
+            o,
+            "metadata.namespace",
+            f'Namespace "{_namespace(o)}" does not exist (no Namespace object creates it)',
+            external=True,
+        )
+        for o in namespaced
+        if _namespace(o) not in known
+    ]
 
 
 def check_application_paths(cluster: ClusterObjects) -> list[ReferenceProblem]:
@@ -461,8 +570,11 @@ def check_application_paths(cluster: ClusterObjects) -> list[ReferenceProblem]:
     if cluster.paths is None:
         cluster.skip("Argo CD Application paths not checked: no repository paths given")
         return []
-    return [_problem(app, path, f'path "{value}" does not exist in the repository')
-            for app, path, value in sources if _norm(value) not in cluster.paths]
+    return [
+        _problem(app, path, f'path "{value}" does not exist in the repository')
+        for app, path, value in sources
+        if _norm(value) not in cluster.paths
+    ]
 
 
 CHECKS: tuple[Check, ...] = (
@@ -481,11 +593,13 @@ CHECKS: tuple[Check, ...] = (
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _problem(obj: dict, path: str, message: str, severity: Severity = "error", *,
-             external: bool = False) -> ReferenceProblem:
+def _problem(
+    obj: dict, path: str, message: str, severity: Severity = "error", *, external: bool = False
+) -> ReferenceProblem:
     """A ReferenceProblem of ``obj``."""
-    return ReferenceProblem(str(obj.get("kind", "")), _namespace(obj), _name(obj), path, message,
-                            severity, external)
+    return ReferenceProblem(
+        str(obj.get("kind", "")), _namespace(obj), _name(obj), path, message, severity, external
+    )
 
 
 def _get(obj: Any, *keys: str) -> Any:

@@ -49,12 +49,16 @@ def qualified_name_error(value: Any) -> str | None:
         return f"must be a string (got {_show(value)})"
     prefix, slash, name = value.rpartition("/")
     if slash and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
-        return ("must be a qualified name: its prefix before '/' must be a lowercase DNS "
-                f"subdomain of at most 253 characters (got {_show(value)})")
+        return (
+            "must be a qualified name: its prefix before '/' must be a lowercase DNS "
+            f"subdomain of at most 253 characters (got {_show(value)})"
+        )
     if not name or len(name) > 63 or not LABEL_NAME.fullmatch(name):
-        return ("must be a qualified name such as cpu or nvidia.com/gpu: at most 63 letters, "
-                "digits, '-', '_' or '.', starting and ending with a letter or digit, after an "
-                f"optional DNS prefix and '/' (got {_show(value)})")
+        return (
+            "must be a qualified name such as cpu or nvidia.com/gpu: at most 63 letters, "
+            "digits, '-', '_' or '.', starting and ending with a letter or digit, after an "
+            f"optional DNS prefix and '/' (got {_show(value)})"
+        )
     return None
 
 
@@ -63,8 +67,10 @@ def label_value_error(value: Any) -> str | None:
     if not isinstance(value, str):
         return f"must be a string (got {_show(value)})"
     if len(value) > 63 or not LABEL_VALUE.fullmatch(value):
-        return ("must be a label value: at most 63 letters, digits, '-', '_' or '.', starting "
-                f"and ending with a letter or digit (got {_show(value)})")
+        return (
+            "must be a label value: at most 63 letters, digits, '-', '_' or '.', starting "
+            f"and ending with a letter or digit (got {_show(value)})"
+        )
     return None
 
 
@@ -89,8 +95,9 @@ def signed_quantity(value: Any) -> Fraction | None:
 # --- resource groups (ClusterQueue and Cohort) -------------------------------------------
 
 
-def resource_group_problems(groups: Any, path: str, *, has_parent: bool, parent_word: str,
-                            lending_within_nominal: bool) -> list[Problem]:
+def resource_group_problems(
+    groups: Any, path: str, *, has_parent: bool, parent_word: str, lending_within_nominal: bool
+) -> list[Problem]:
     """The webhook rules shared by ClusterQueue and Cohort resource groups."""
     if not isinstance(groups, list):
         return []
@@ -108,28 +115,43 @@ def resource_group_problems(groups: Any, path: str, *, has_parent: bool, parent_
             if error:
                 problems.append(Problem(where, error))
             if isinstance(name, str) and name in seen_resources:
-                problems.append(Problem(where, f'duplicate resource "{name}": already covered at '
-                                        f"{seen_resources[name]}"))
+                problems.append(
+                    Problem(
+                        where,
+                        f'duplicate resource "{name}": already covered at {seen_resources[name]}',
+                    )
+                )
             elif isinstance(name, str):
                 seen_resources[name] = where
         for j, flavor in enumerate(_list(group.get("flavors"))):
             if not isinstance(flavor, dict):
                 continue
             flavor_path = f"{group_path}.flavors[{j}]"
-            problems += _flavor_problems(flavor, covered, flavor_path, has_parent, parent_word,
-                                         lending_within_nominal)
+            problems += _flavor_problems(
+                flavor, covered, flavor_path, has_parent, parent_word, lending_within_nominal
+            )
             name = flavor.get("name")
             if isinstance(name, str) and name in seen_flavors:
                 if not seen_flavors[name].startswith(f"{group_path}."):  # same group: schema's
-                    problems.append(Problem(f"{flavor_path}.name", f'duplicate flavor "{name}": '
-                                            f"already in {seen_flavors[name]}"))
+                    problems.append(
+                        Problem(
+                            f"{flavor_path}.name",
+                            f'duplicate flavor "{name}": already in {seen_flavors[name]}',
+                        )
+                    )
             elif isinstance(name, str):
                 seen_flavors[name] = flavor_path
     return problems
 
 
-def _flavor_problems(flavor: dict, covered: list, path: str, has_parent: bool,
-                     parent_word: str, lending_within_nominal: bool) -> list[Problem]:
+def _flavor_problems(
+    flavor: dict,
+    covered: list,
+    path: str,
+    has_parent: bool,
+    parent_word: str,
+    lending_within_nominal: bool,
+) -> list[Problem]:
     """Order, exact set and quota values of one flavor's resources."""
     problems = []
     resources = [r for r in _list(flavor.get("resources")) if isinstance(r, dict)]
@@ -137,24 +159,41 @@ def _flavor_problems(flavor: dict, covered: list, path: str, has_parent: bool,
     if sorted(map(str, names)) != sorted(map(str, covered)):
         missing = [str(c) for c in covered if c not in names]
         extra = [str(n) for n in names if n not in covered]
-        detail = "; ".join(part for part in (
-            f"missing {', '.join(missing)}" if missing else "",
-            f"not covered {', '.join(extra)}" if extra else "") if part)
-        problems.append(Problem(f"{path}.resources", "must list exactly the coveredResources "
-                                f"({', '.join(map(str, covered))}){': ' + detail if detail else ''}"))
+        detail = "; ".join(
+            part
+            for part in (
+                f"missing {', '.join(missing)}" if missing else "",
+                f"not covered {', '.join(extra)}" if extra else "",
+            )
+            if part
+        )
+        problems.append(
+            Problem(
+                f"{path}.resources",
+                "must list exactly the coveredResources "
+                f"({', '.join(map(str, covered))}){': ' + detail if detail else ''}",
+            )
+        )
     for k, resource in enumerate(resources[: len(covered)]):
         where = f"{path}.resources[{k}]"
         if resource.get("name") != covered[k]:
-            problems.append(Problem(f"{where}.name", f"must match the name in coveredResources[{k}] "
-                                    f"({_show(covered[k])}), in the same order (got "
-                                    f"{_show(resource.get('name'))})"))
-        problems += _quota_problems(resource, where, has_parent, parent_word,
-                                    lending_within_nominal)
+            problems.append(
+                Problem(
+                    f"{where}.name",
+                    f"must match the name in coveredResources[{k}] "
+                    f"({_show(covered[k])}), in the same order (got "
+                    f"{_show(resource.get('name'))})",
+                )
+            )
+        problems += _quota_problems(
+            resource, where, has_parent, parent_word, lending_within_nominal
+        )
     return problems
 
 
-def _quota_problems(resource: dict, path: str, has_parent: bool, parent_word: str,
-                    lending_within_nominal: bool) -> list[Problem]:
+def _quota_problems(
+    resource: dict, path: str, has_parent: bool, parent_word: str, lending_within_nominal: bool
+) -> list[Problem]:
     """No negative quota; limits need a cohort/parent; lendingLimit <= nominalQuota."""
     problems = []
     values: dict[str, Fraction | None] = {}
@@ -163,15 +202,21 @@ def _quota_problems(resource: dict, path: str, has_parent: bool, parent_word: st
             continue
         values[field] = amount = signed_quantity(resource[field])
         if amount is not None and amount < 0:
-            problems.append(Problem(f"{path}.{field}",
-                                    f"must not be negative (got {_show(resource[field])})"))
+            problems.append(
+                Problem(f"{path}.{field}", f"must not be negative (got {_show(resource[field])})")
+            )
         if field != "nominalQuota" and not has_parent:
             problems.append(Problem(f"{path}.{field}", f"must be nil when {parent_word} is empty"))
     nominal, lending = values.get("nominalQuota"), values.get("lendingLimit")
     if lending_within_nominal and nominal is not None and lending is not None and lending > nominal:
-        problems.append(Problem(f"{path}.lendingLimit", "must be less than or equal to the "
-                                f"nominalQuota ({_show(resource['lendingLimit'])} > "
-                                f"{_show(resource['nominalQuota'])})"))
+        problems.append(
+            Problem(
+                f"{path}.lendingLimit",
+                "must be less than or equal to the "
+                f"nominalQuota ({_show(resource['lendingLimit'])} > "
+                f"{_show(resource['nominalQuota'])})",
+            )
+        )
     return problems
 
 
@@ -187,8 +232,13 @@ def fair_sharing_problems(spec: dict, path: str) -> list[Problem]:
     if weight < 0:
         return [Problem(where, f"must not be negative (got {_show(fair['weight'])})")]
     if 0 < weight <= WEIGHT_THRESHOLD:
-        return [Problem(where, "must be 0 or greater than 1n: a smaller weight collapses to "
-                        f"zero in fair sharing (got {_show(fair['weight'])})")]
+        return [
+            Problem(
+                where,
+                "must be 0 or greater than 1n: a smaller weight collapses to "
+                f"zero in fair sharing (got {_show(fair['weight'])})",
+            )
+        ]
     return []
 
 
@@ -202,8 +252,13 @@ def validate_cluster_queue(obj: dict) -> list[Problem]:
         return []
     cohort = spec.get("cohortName") or spec.get("cohort")
     groups = spec.get("resourceGroups")
-    problems = resource_group_problems(groups, "spec.resourceGroups", has_parent=bool(cohort),
-                                       parent_word="cohort", lending_within_nominal=True)
+    problems = resource_group_problems(
+        groups,
+        "spec.resourceGroups",
+        has_parent=bool(cohort),
+        parent_word="cohort",
+        lending_within_nominal=True,
+    )
     problems += fair_sharing_problems(spec, "spec")
     problems += _size_problems(groups)
     problems += label_selector_problems(spec.get("namespaceSelector"), "spec.namespaceSelector")
@@ -217,19 +272,36 @@ def _size_problems(groups: Any) -> list[Problem]:
     problems = []
     flavors = sum(len(_list(g.get("flavors"))) for g in groups)
     if flavors > MAX_FLAVORS:
-        problems.append(Problem("spec.resourceGroups", f"must have at most {MAX_FLAVORS} "
-                                f"flavors in total (got {flavors})"))
+        problems.append(
+            Problem(
+                "spec.resourceGroups",
+                f"must have at most {MAX_FLAVORS} flavors in total (got {flavors})",
+            )
+        )
     covered = sum(len(_list(g.get("coveredResources"))) for g in groups)
     if covered > MAX_COVERED_RESOURCES:
-        problems.append(Problem("spec.resourceGroups", f"must have at most "
-                                f"{MAX_COVERED_RESOURCES} coveredResources in total (got {covered})"))
+        problems.append(
+            Problem(
+                "spec.resourceGroups",
+                f"must have at most "
+                f"{MAX_COVERED_RESOURCES} coveredResources in total (got {covered})",
+            )
+        )
     for i, group in enumerate(groups):
-        pairs = sum(len(_list(f.get("resources"))) for f in _list(group.get("flavors"))
-                    if isinstance(f, dict))
+        pairs = sum(
+            len(_list(f.get("resources")))
+            for f in _list(group.get("flavors"))
+            if isinstance(f, dict)
+        )
         if pairs > MAX_FLAVOR_RESOURCES:
-            problems.append(Problem(f"spec.resourceGroups[{i}]", f"must have at most "
-                                    f"{MAX_FLAVOR_RESOURCES} flavor resources (flavors x "
-                                    f"resources) (got {pairs})"))
+            problems.append(
+                Problem(
+                    f"spec.resourceGroups[{i}]",
+                    f"must have at most "
+                    f"{MAX_FLAVOR_RESOURCES} flavor resources (flavors x "
+                    f"resources) (got {pairs})",
+                )
+            )
     return problems
 
 
@@ -238,17 +310,26 @@ def _on_flavor_problems(spec: dict, groups: Any) -> list[Problem]:
     strategy = spec.get("admissionChecksStrategy")
     if not isinstance(strategy, dict):
         return []
-    flavors = {f.get("name") for g in _list(groups) if isinstance(g, dict)
-               for f in _list(g.get("flavors")) if isinstance(f, dict)}
+    flavors = {
+        f.get("name")
+        for g in _list(groups)
+        if isinstance(g, dict)
+        for f in _list(g.get("flavors"))
+        if isinstance(f, dict)
+    }
     problems = []
     for i, check in enumerate(_list(strategy.get("admissionChecks"))):
         if not isinstance(check, dict):
             continue
         for j, name in enumerate(_list(check.get("onFlavors"))):
             if name not in flavors:
-                problems.append(Problem(f"spec.admissionChecksStrategy.admissionChecks[{i}]"
-                                        f".onFlavors[{j}]", "must name a flavor of this "
-                                        f"ClusterQueue's resourceGroups (got {_show(name)})"))
+                problems.append(
+                    Problem(
+                        f"spec.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]",
+                        "must name a flavor of this "
+                        f"ClusterQueue's resourceGroups (got {_show(name)})",
+                    )
+                )
     return problems
 
 
@@ -258,7 +339,7 @@ def label_selector_problems(selector: Any, path: str) -> list[Problem]:
         return []
     problems = []
     labels = selector.get("matchLabels")
-    for key, value in (labels.items() if isinstance(labels, dict) else []):
+    for key, value in labels.items() if isinstance(labels, dict) else []:
         problems += _label_problems(key, value, f"{path}.matchLabels[{key}]")
     for i, expr in enumerate(_list(selector.get("matchExpressions"))):
         if not isinstance(expr, dict):
@@ -269,14 +350,20 @@ def label_selector_problems(selector: Any, path: str) -> list[Problem]:
             problems.append(Problem(f"{where}.key", error))
         operator, values = expr.get("operator"), _list(expr.get("values"))
         if operator in _SET_OPERATORS and not values:
-            problems.append(Problem(f"{where}.values", f"must be non-empty when operator is "
-                                    f"{operator}"))
+            problems.append(
+                Problem(f"{where}.values", f"must be non-empty when operator is {operator}")
+            )
         elif operator in _EXISTS_OPERATORS and values:
-            problems.append(Problem(f"{where}.values", f"must be empty when operator is "
-                                    f"{operator}"))
+            problems.append(
+                Problem(f"{where}.values", f"must be empty when operator is {operator}")
+            )
         elif operator is not None and operator not in _SET_OPERATORS + _EXISTS_OPERATORS:
-            problems.append(Problem(f"{where}.operator", "must be one of: DoesNotExist, Exists, "
-                                    f"In, NotIn (got {_show(operator)})"))
+            problems.append(
+                Problem(
+                    f"{where}.operator",
+                    f"must be one of: DoesNotExist, Exists, In, NotIn (got {_show(operator)})",
+                )
+            )
         for j, value in enumerate(values):
             error = label_value_error(value)
             if error:
@@ -292,9 +379,13 @@ def validate_cohort(obj: dict) -> list[Problem]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return []
-    problems = resource_group_problems(spec.get("resourceGroups"), "spec.resourceGroups",
-                                       has_parent=bool(spec.get("parentName")),
-                                       parent_word="parent", lending_within_nominal=False)
+    problems = resource_group_problems(
+        spec.get("resourceGroups"),
+        "spec.resourceGroups",
+        has_parent=bool(spec.get("parentName")),
+        parent_word="parent",
+        lending_within_nominal=False,
+    )
     return sorted(set(problems + fair_sharing_problems(spec, "spec")))
 
 
@@ -308,7 +399,7 @@ def validate_resource_flavor(obj: dict) -> list[Problem]:
         return []
     problems = []
     labels = spec.get("nodeLabels")
-    for key, value in (labels.items() if isinstance(labels, dict) else []):
+    for key, value in labels.items() if isinstance(labels, dict) else []:
         problems += _label_problems(key, value, f"spec.nodeLabels[{key}]")
     seen: dict[tuple[Any, Any], int] = {}
     for i, taint in enumerate(_list(spec.get("nodeTaints"))):
@@ -324,8 +415,13 @@ def validate_resource_flavor(obj: dict) -> list[Problem]:
                 problems.append(Problem(f"{where}.value", error))
         pair = (_hashable(taint.get("key")), _hashable(taint.get("effect")))
         if pair in seen:
-            problems.append(Problem(where, f"duplicate taint with key {_show(pair[0])} and "
-                                    f"effect {_show(pair[1])} (first at [{seen[pair]}])"))
+            problems.append(
+                Problem(
+                    where,
+                    f"duplicate taint with key {_show(pair[0])} and "
+                    f"effect {_show(pair[1])} (first at [{seen[pair]}])",
+                )
+            )
         else:
             seen[pair] = i
     for i, toleration in enumerate(_list(spec.get("tolerations"))):

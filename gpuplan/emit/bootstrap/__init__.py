@@ -40,7 +40,18 @@ __all__ = [
 OperatorSource = Callable[[ClusterPlan], list[Operator]]
 CACHE_KEY = "bootstrap.operators"
 
-_SOURCES: list[OperatorSource] = [gpu_operator, nfd, kueue, volcano, kai, karpenter, multus, monitoring, fabrics, cluster_autoscaler]
+_SOURCES: list[OperatorSource] = [
+    gpu_operator,
+    nfd,
+    kueue,
+    volcano,
+    kai,
+    karpenter,
+    multus,
+    monitoring,
+    fabrics,
+    cluster_autoscaler,
+]
 
 
 def register(source: OperatorSource) -> OperatorSource:

@@ -53,12 +53,18 @@ class Operator:
     privileged: bool = False  # the namespace needs PSA privileged (host paths, privileged pods)
     server_side: bool = False  # large CRDs: apply server-side
     skip_crds: bool = False  # the CRDs come from their own chart
-    crds: tuple[str, ...] = ()  # shipped CRD sets it installs ("kueue/v0.19.2"): the deployment graph
+    crds: tuple[
+        str, ...
+    ] = ()  # shipped CRD sets it installs ("kueue/v0.19.2"): the deployment graph
     release_name: str = ""  # Helm release name; default: the chart's name
     create_namespace: bool = True  # False for namespaces that always exist (kube-system)
     # Cluster-scoped kinds the chart or manifest creates ("group/Kind", "" for core), for the
     # AppProject's whitelist: read from its templates at the pinned tag.
-    cluster_kinds: tuple[str, ...] = (CRD_KIND, "rbac.authorization.k8s.io/ClusterRole", "rbac.authorization.k8s.io/ClusterRoleBinding")
+    cluster_kinds: tuple[str, ...] = (
+        CRD_KIND,
+        "rbac.authorization.k8s.io/ClusterRole",
+        "rbac.authorization.k8s.io/ClusterRoleBinding",
+    )
 
     @property
     def name(self) -> str:

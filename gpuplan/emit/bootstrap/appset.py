@@ -30,12 +30,24 @@ def application_set(name: str, members: list[ClusterPlan], output_path: str) -> 
     gitops = members[0].spec.gitops
     key = "server" if gitops.destination.server else "name"
     template = {
-        "metadata": {"name": "{{.cluster}}", "namespace": gitops.namespace, "labels": {CLUSTER_LABEL: "{{.cluster}}", **MANAGED_BY}},
+        "metadata": {
+            "name": "{{.cluster}}",
+            "namespace": gitops.namespace,
+            "labels": {CLUSTER_LABEL: "{{.cluster}}", **MANAGED_BY},
+        },
         "spec": {
             "project": gitops.project,
-            "source": {"repoURL": gitops.repo_url, "targetRevision": gitops.target_revision, "path": "{{.path}}"},
+            "source": {
+                "repoURL": gitops.repo_url,
+                "targetRevision": gitops.target_revision,
+                "path": "{{.path}}",
+            },
             "destination": {key: "{{." + key + "}}"},
-            "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "syncOptions": ["ApplyOutOfSyncOnly=true"], "retry": RETRY},
+            "syncPolicy": {
+                "automated": {"prune": True, "selfHeal": True},
+                "syncOptions": ["ApplyOutOfSyncOnly=true"],
+                "retry": RETRY,
+            },
         },
     }
     obj = k8s("argoproj.io/v1alpha1", "ApplicationSet", name, gitops.namespace, spec={
@@ -61,6 +73,10 @@ def members(fleet: Fleet) -> dict[str, list[ClusterPlan]]:
 def application_sets(fleet: Fleet, output_path: str) -> list[Manifest]:
     """Return argocd/applicationset-<name>.yaml for every ApplicationSet the clusters name."""
     return [
-        Manifest(f"{APPS}/applicationset-{name}.yaml", application_set(name, group, output_path), tuple(sorted(c.located.source.path for c in group)))
+        Manifest(
+            f"{APPS}/applicationset-{name}.yaml",
+            application_set(name, group, output_path),
+            tuple(sorted(c.located.source.path for c in group)),
+        )
         for name, group in sorted(members(fleet).items())
     ]

@@ -32,7 +32,10 @@ UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 def scaled_pools(cluster: ClusterPlan) -> list[PoolPlan]:
     """Return the cluster's pools the Cluster Autoscaler scales, in file order."""
-    return sorted((p for p in cluster.pools.values() if p.spec.nodes.by_cluster_autoscaler), key=lambda p: p.index)
+    return sorted(
+        (p for p in cluster.pools.values() if p.spec.nodes.by_cluster_autoscaler),
+        key=lambda p: p.index,
+    )
 
 
 def priority(pool: PoolPlan) -> int:
@@ -72,7 +75,14 @@ def expander_priorities(cluster: ClusterPlan) -> str:
 
 def _shape(pool: PoolPlan) -> tuple[Any, ...]:
     spec = pool.spec
-    return (pool.model.name, pool.gpus_per_node, spec.cpu, spec.memory, pool.mode, spec.nodes.capacity_type)
+    return (
+        pool.model.name,
+        pool.gpus_per_node,
+        spec.cpu,
+        spec.memory,
+        pool.mode,
+        spec.nodes.capacity_type,
+    )
 
 
 def has_twins(cluster: ClusterPlan) -> bool:
@@ -100,7 +110,11 @@ def values(cluster: ClusterPlan) -> dict[str, Any]:
         out["autoDiscovery"] = {"clusterName": autoscaler.cluster_name or cluster.name}
     else:
         out["autoscalingGroups"] = [
-            {"name": autoscaler.node_groups[p.name], "minSize": p.spec.nodes.min, "maxSize": p.spec.nodes.max}
+            {
+                "name": autoscaler.node_groups[p.name],
+                "minSize": p.spec.nodes.min,
+                "maxSize": p.spec.nodes.max,
+            }
             for p in scaled_pools(cluster)
         ]
     out["expanderPriorities"] = expander_priorities(cluster)
@@ -115,8 +129,21 @@ def operators(cluster: ClusterPlan) -> list[Operator]:
     """Return the Cluster Autoscaler's Application on aws clusters with Cluster Autoscaler pools."""
     autoscaler = cluster.spec.components.cluster_autoscaler
     release = cluster.release(NAME)
-    if autoscaler is None or release is None or release.chart is None or cluster.spec.provider != "aws":
+    if (
+        autoscaler is None
+        or release is None
+        or release.chart is None
+        or cluster.spec.provider != "aws"
+    ):
         return []
     if not scaled_pools(cluster):
         return []
-    return [Operator(NAME, autoscaler.namespace, chart=release.chart, values=values(cluster), create_namespace=autoscaler.namespace != "kube-system")]
+    return [
+        Operator(
+            NAME,
+            autoscaler.namespace,
+            chart=release.chart,
+            values=values(cluster),
+            create_namespace=autoscaler.namespace != "kube-system",
+        )
+    ]

@@ -22,7 +22,9 @@ APPS = "argocd"
 ROOT = "gpuplan-root"
 ROOT_FOLDER = f"{APPS}/bootstrap"
 PROJECT_WAVE = -10  # projects exist before any Application that names them
-ROOT_PROJECT = "default"  # every Argo CD install has it; the root must not need a project it creates
+ROOT_PROJECT = (
+    "default"  # every Argo CD install has it; the root must not need a project it creates
+)
 
 
 def _kind(entry: str) -> dict[str, str]:
@@ -34,7 +36,9 @@ def _sources(cluster: ClusterPlan) -> list[str]:
     """Return every source repository a cluster's Applications read."""
     repos = [cluster.spec.gitops.repo_url]
     for operator in operators(cluster):
-        repos.append(repo_url(operator.chart) if operator.chart else str((operator.source or {})["repoURL"]))
+        repos.append(
+            repo_url(operator.chart) if operator.chart else str((operator.source or {})["repoURL"])
+        )
     return repos
 
 
@@ -73,7 +77,11 @@ def projects(fleet: Fleet) -> list[Manifest]:
 def operator_manifests(fleet: Fleet) -> list[Manifest]:
     """Return every cluster's operator Applications: argocd/<cluster>/<component>.yaml."""
     return [
-        Manifest(f"{APPS}/{name}/{o.name}.yaml", operator_application(cluster, o), (cluster.located.source.path,))
+        Manifest(
+            f"{APPS}/{name}/{o.name}.yaml",
+            operator_application(cluster, o),
+            (cluster.located.source.path,),
+        )
         for name, cluster in sorted(fleet.clusters.items())
         for o in operators(cluster)
     ]
@@ -90,7 +98,9 @@ def root(fleet: Fleet, output_path: str) -> Manifest:
         "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "retry": RETRY},
     })  # fmt: skip
     obj["metadata"]["labels"] = dict(MANAGED_BY)
-    obj["metadata"]["annotations"] = {SYNC_WAVE: "0"}  # applied by hand; every rendered object carries a wave
+    obj["metadata"]["annotations"] = {
+        SYNC_WAVE: "0"
+    }  # applied by hand; every rendered object carries a wave
     sources = tuple(sorted(c.located.source.path for c in fleet.clusters.values()))
     return Manifest(f"{ROOT_FOLDER}/root.yaml", obj, sources)
 

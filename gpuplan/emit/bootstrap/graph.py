@@ -29,7 +29,9 @@ def cluster_kinds(fleet: Fleet) -> dict[str, set[Kind]]:
     out: dict[str, set[Kind]] = {}
     for name, cluster in fleet.clusters.items():
         for operator in operators(cluster):
-            out[f"{name}-{operator.name}"] = {(k.rpartition("/")[0], k.rpartition("/")[2]) for k in operator.cluster_kinds}
+            out[f"{name}-{operator.name}"] = {
+                (k.rpartition("/")[0], k.rpartition("/")[2]) for k in operator.cluster_kinds
+            }
     return out
 
 

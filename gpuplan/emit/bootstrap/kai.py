@@ -18,7 +18,13 @@ from gpuplan.emit.bootstrap.app import Operator
 from gpuplan.fleet import ClusterPlan
 
 NAME = "kai-scheduler"
-CLUSTER_KINDS = ("/Namespace", "scheduling.k8s.io/PriorityClass", "scheduling.run.ai/Queue", "kai.scheduler/Config", "kai.scheduler/SchedulingShard")
+CLUSTER_KINDS = (
+    "/Namespace",
+    "scheduling.k8s.io/PriorityClass",
+    "scheduling.run.ai/Queue",
+    "kai.scheduler/Config",
+    "kai.scheduler/SchedulingShard",
+)
 
 
 def operators(cluster: ClusterPlan) -> list[Operator]:
@@ -27,7 +33,11 @@ def operators(cluster: ClusterPlan) -> list[Operator]:
     release = cluster.release(NAME)
     if kai is None or release is None or release.chart is None:
         return []
-    values = {"defaultQueue": {"createDefaultQueue": False}} if authority(cluster.spec.components) == "kai" else {}
+    values = (
+        {"defaultQueue": {"createDefaultQueue": False}}
+        if authority(cluster.spec.components) == "kai"
+        else {}
+    )
     crds = REGISTRY[NAME].crd_set(release)
     return [
         Operator(

@@ -85,16 +85,23 @@ def configuration(cluster: ClusterPlan, release: KueueRelease) -> dict[str, Any]
         # The tenants' quota, usage and lending series the dashboards and the pending-under-quota alert read
         # (metrics.enableClusterQueueResources: apis/config/<version>/configuration_types.go at every tag).
         config["metrics"]["enableClusterQueueResources"] = True
-    if device_resources(cluster):  # pods of tenants' networks ask for them; no ClusterQueue covers them
+    if device_resources(
+        cluster
+    ):  # pods of tenants' networks ask for them; no ClusterQueue covers them
         config["resources"] = {"excludeResourcePrefixes": device_resources(cluster)}
     if any(alloc.spec.weight is not None for alloc in cluster.allocations):
         sharing: dict[str, Any] = {"preemptionStrategies": list(PREEMPTION_STRATEGIES)}
         config["fairSharing"] = sharing if version == "v1beta2" else {"enable": True, **sharing}
     fair = kueue.admission_fair_sharing
     if fair is not None:  # apis/config/<version>/configuration_types.go AdmissionFairSharing
-        config["admissionFairSharing"] = {"usageHalfLifeTime": fair.usage_half_life_time, "usageSamplingInterval": fair.usage_sampling_interval}
+        config["admissionFairSharing"] = {
+            "usageHalfLifeTime": fair.usage_half_life_time,
+            "usageSamplingInterval": fair.usage_sampling_interval,
+        }
         if fair.resource_weights:
-            config["admissionFairSharing"]["resourceWeights"] = dict(sorted(fair.resource_weights.items()))
+            config["admissionFairSharing"]["resourceWeights"] = dict(
+                sorted(fair.resource_weights.items())
+            )
     gates = sorted(needed_gates(cluster) - release.gates_on)
     if gates:
         config["featureGates"] = dict.fromkeys(gates, True)

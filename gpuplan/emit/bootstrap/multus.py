@@ -39,5 +39,9 @@ def operators(cluster: ClusterPlan) -> list[Operator]:
         )
     ]  # fmt: skip
     if any(n.ipam is not None and n.ipam.type == "whereabouts" for n in cluster.spec.networks):
-        found.append(Operator("whereabouts", NAMESPACE, chart=release.whereabouts_chart, create_namespace=False))
+        found.append(
+            Operator(
+                "whereabouts", NAMESPACE, chart=release.whereabouts_chart, create_namespace=False
+            )
+        )
     return found

@@ -50,7 +50,13 @@ def scheduler_config(cluster: ClusterPlan) -> str:
         second += [f"    {k}: {str(v).lower()}" for k, v in plugin.items() if k != "name"]
     second += ["  - name: nodeorder", "  - name: binpack"]
     actions = "enqueue, allocate, backfill" + (", reclaim" if capacity else "")
-    first = ["- plugins:", "  - name: priority", "  - name: gang", "    enablePreemptable: false", "  - name: conformance"]
+    first = [
+        "- plugins:",
+        "  - name: priority",
+        "  - name: gang",
+        "    enablePreemptable: false",
+        "  - name: conformance",
+    ]
     lines = [f'actions: "{actions}"', "tiers:", *first, "- plugins:", *second]
     return "\n".join(lines) + "\n"
 
