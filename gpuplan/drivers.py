@@ -12,8 +12,8 @@ Preinstalled by default where the node image ships the driver:
   Container Toolkit" (NVIDIA/cloud-native-docs gpu-operator/microsoft-aks.rst);
 - dgx-os: "Pre-Installed NVIDIA GPU Drivers and NVIDIA Container Toolkit ... applies to NVIDIA DGX
   Systems" (gpu-operator/getting-started.rst, driver.enabled=false and toolkit.enabled=false);
-- gcp cos: GKE installs the driver; the operator's toolkit runs with installDir
-  /home/kubernetes/bin/nvidia (gpu-operator/google-gke.rst).
+- gcp cos: GKE installs the driver; the operator's toolkit runs with installDir COS_INSTALL_DIR
+  (gpu-operator/google-gke.rst).
 Everything else (generic Ubuntu, RHEL, Rocky hosts) is managed: the operator installs both.
 """
 
@@ -34,7 +34,8 @@ _PREINSTALLED = {
 }
 # Node images that also ship the container toolkit (and configure containerd for it).
 _TOOLKIT_SHIPPED = {("aws", "al2023"), ("aws", "bottlerocket"), ("azure", "*"), ("*", "dgx-os")}
-# GKE COS keeps the driver and the toolkit under /home/kubernetes/bin/nvidia (google-gke.rst).
+# Where GKE COS nodes keep the driver and the toolkit: a path on the node, given by NVIDIA/cloud-native-docs
+# gpu-operator/google-gke.rst (toolkit.installDir), not a path of any machine of ours.
 COS_INSTALL_DIR = "/home/kubernetes/bin/nvidia"
 
 

@@ -28,6 +28,7 @@ from gpuplan.components.gpu_operator import (
     Image,
     release,
 )
+from gpuplan.drivers import COS_INSTALL_DIR
 from gpuplan.emit.gpu_operator_objects import (
     DEVICE_PLUGIN_DEFAULT_CONFIG,
     MIG_MANAGER_DEFAULTS,
@@ -65,7 +66,7 @@ class Settings:
     driver_enabled: bool = True
     use_driver_crd: bool = False
     toolkit: bool = True
-    cos: bool = False  # GKE COS: driver and toolkit under /home/kubernetes/bin/nvidia
+    cos: bool = False  # GKE COS: the toolkit installs under gpuplan.drivers.COS_INSTALL_DIR
     rdma: bool = False
     use_host_mofed: bool = False
     upgrade: Upgrade = Upgrade()
@@ -136,7 +137,7 @@ def cluster_policy(
         "toolkit": {
             "enabled": settings.toolkit,
             **image("toolkit"),
-            "installDir": "/home/kubernetes/bin/nvidia" if settings.cos else TOOLKIT_INSTALL_DIR,
+            "installDir": COS_INSTALL_DIR if settings.cos else TOOLKIT_INSTALL_DIR,
         },
         "validator": _validator(facts, image("validator")),
     }
@@ -249,9 +250,9 @@ def _operator(facts: GpuOperatorRelease) -> dict:
 
 
 def _host_paths(facts: GpuOperatorRelease, cos: bool) -> dict:
-    """Return hostPaths; GKE COS keeps the driver under /home/kubernetes/bin/nvidia (google-gke.rst)."""
+    """Return hostPaths; GKE COS keeps the driver under COS_INSTALL_DIR (google-gke.rst)."""
     paths = {
-        "driverInstallDir": "/home/kubernetes/bin/nvidia" if cos else DRIVER_INSTALL_DIR,
+        "driverInstallDir": COS_INSTALL_DIR if cos else DRIVER_INSTALL_DIR,
         "rootFS": "/",
     }
     if facts.has(KUBELET_ROOT_DIR):
