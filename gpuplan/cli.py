@@ -158,12 +158,20 @@ def capacity(root: Path, cluster: str | None, fmt: str) -> None:
 @cli.command()
 @_root
 @click.option("--cluster", default=None, help="Only this cluster.")
-def requirements(root: Path, cluster: str | None) -> None:
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "terraform"]),
+    default="text",
+    show_default=True,
+    help="text: tags and cloud CLI commands; terraform: the attributes of each node group's resource.",
+)
+def requirements(root: Path, cluster: str | None, fmt: str) -> None:
     """What the cloud's node groups must carry: Cluster Autoscaler tags, sizes and scale-from-zero hints."""
     from gpuplan.commands.common import Options
     from gpuplan.commands.requirements import requirements as run
 
-    sys.exit(run(Options(root), cluster))
+    sys.exit(run(Options(root), cluster, fmt))
 
 
 @cli.command()

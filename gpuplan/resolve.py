@@ -316,27 +316,8 @@ def _cluster_refs(located: Located[Cluster]) -> list[Diagnostic]:
                 message="the Cluster Autoscaler on aws needs region (the node groups' AWS region)",
             )
         )
-    if autoscaler is not None and autoscaler.discovery == "explicit":
-        scaled = {p.name for p in cluster.node_pools if p.nodes.by_cluster_autoscaler}
-        for missing in sorted(scaled - set(autoscaler.node_groups)):
-            problems.append(
-                located.at(
-                    "components",
-                    "clusterAutoscaler",
-                    "discovery",
-                    message=f"discovery explicit needs nodeGroups[{missing}]: the Auto Scaling group of pool {missing}",
-                )
-            )
-        for extra in sorted(set(autoscaler.node_groups) - scaled):
-            problems.append(
-                located.at(
-                    "components",
-                    "clusterAutoscaler",
-                    "nodeGroups",
-                    extra,
-                    message=f"{extra} is no pool with autoscaler: cluster-autoscaler",
-                )
-            )
+    if autoscaler is not None:
+        problems.extend(_cluster_autoscaler_groups(located))
     pools = [p.name for p in cluster.node_pools]
     for n_index, network in enumerate(cluster.networks):
         for p_index, pool in enumerate(network.pools):
@@ -350,6 +331,29 @@ def _cluster_refs(located: Located[Cluster]) -> list[Diagnostic]:
                         message=f"unknown pool {pool!r}{_guess(pool, pools)}",
                     )
                 )
+    return problems
+
+
+def _cluster_autoscaler_groups(located: Located[Cluster]) -> list[Diagnostic]:
+    """Refuse node-group names the Cluster Autoscaler settings cannot use (missing, unknown pools, namespace)."""
+    cluster = located.model
+    autoscaler = cluster.components.cluster_autoscaler
+    assert autoscaler is not None
+    at = ("components", "clusterAutoscaler")
+    scaled = {p.name for p in cluster.node_pools if p.nodes.by_cluster_autoscaler}
+    problems = []
+    if autoscaler.discovery == "explicit":
+        for missing in sorted(scaled - set(autoscaler.node_groups)):
+            message = f"discovery explicit needs nodeGroups[{missing}]: the Auto Scaling group of pool {missing}"
+            problems.append(located.at(*at, "discovery", message=message))
+    for extra in sorted(set(autoscaler.node_groups) - scaled):
+        message = f"{extra} is no pool with autoscaler: cluster-autoscaler"
+        problems.append(located.at(*at, "nodeGroups", extra, message=message))
+    if cluster.provider == "azure" and autoscaler.namespace != "kube-system":
+        # AKS's managed autoscaler reads its priority-expander ConfigMap from kube-system (Azure/AKS
+        # website/blog/2025-07-17-scaling-safely-with-azure-aks-spot-node-pools-using-cluster-autoscaler-priority-expander).
+        message = "AKS runs the Cluster Autoscaler itself and reads its priority-expander ConfigMap from kube-system: drop namespace"
+        problems.append(located.at(*at, "namespace", message=message))
     return problems
 
 

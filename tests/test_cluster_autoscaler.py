@@ -111,7 +111,9 @@ def test_requirements_print_the_scale_from_zero_tags() -> None:
     assert result.code == 0, result.stderr
     lines = result.stdout.splitlines()
     spot = lines.index("ca-explicit: pool h100-spot, node group h100-spot (Cluster Autoscaler)")
-    block = lines[spot : spot + 7]
+    end = next((i for i in range(spot + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
+    block = lines[spot:end]
+    assert "  node group label k8s.amazonaws.com/accelerator = nvidia-h100-sxm5-80gb" in block
     assert "  ASG name " + SPOT in block
     assert "  tag k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu = 8" in block
     assert (
@@ -128,3 +130,43 @@ def test_requirements_of_a_bad_fleet_fail_with_diagnostics() -> None:
     result = run("requirements", "--root", str(CASE.parent / "error-cluster-autoscaler" / "input"))
     assert result.code == 1
     assert "needs nodeGroup" in result.stderr and "Traceback" not in result.stderr
+
+
+AKS = Path(__file__).resolve().parent / "cases" / "cluster-autoscaler-aks" / "expected"
+AKS_CONFIGMAP = (
+    AKS / "aks-ca" / "cluster-autoscaler" / "configmap-cluster-autoscaler-priority-expander.yaml"
+)
+
+
+def test_aks_gets_the_expander_configmap_in_kube_system_and_no_chart() -> None:
+    configmap = YAML(typ="safe").load(AKS_CONFIGMAP.read_text())
+    assert configmap["metadata"]["namespace"] == "kube-system"
+    priorities = YAML(typ="safe").load(configmap["data"]["priorities"])
+    # AKS names a node pool's scale set aks-<pool>-<number>-vmss; on-demand first, spot as the fallback.
+    on_demand, spot = "aks-a100od-12345678-vmss", "aks-a100spot-12345678-vmss"
+    assert _chosen(priorities, [on_demand, spot]) == [on_demand]
+    assert _chosen(priorities, [spot]) == [spot]
+    assert not (AKS / "argocd" / "aks-ca" / "cluster-autoscaler.yaml").exists()
+    kustomization = YAML(typ="safe").load((AKS / "aks-ca" / "kustomization.yaml").read_text())
+    assert AKS_CONFIGMAP.relative_to(AKS / "aks-ca").as_posix() in kustomization["resources"]
+
+
+def test_a_pool_named_in_node_groups_is_matched_by_that_name(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(AKS.parent / "input", root)
+    cluster = root / "clusters" / "aks-ca.yaml"
+    cluster.write_text(
+        cluster.read_text().replace(
+            "    clusterName: prod-aks-weu\n",
+            "    clusterName: prod-aks-weu\n    nodeGroups: {a100-od: legacy-a100-vmss}\n",
+        )
+    )
+    out = tmp_path / "out"
+    result = run("render", "--root", str(root), "--out", str(out))
+    assert result.code == 0, result.stderr
+    rendered = out / AKS_CONFIGMAP.relative_to(AKS)
+    priorities = YAML(typ="safe").load(
+        YAML(typ="safe").load(rendered.read_text())["data"]["priorities"]
+    )
+    assert priorities[20] == ["^legacy-a100-vmss$"]
+    assert _chosen(priorities, ["legacy-a100-vmss", "aks-a100spot-1-vmss"]) == ["legacy-a100-vmss"]

@@ -10,7 +10,7 @@ from gpuplan.pipeline import compile_fleet
 from gpuplan.requirements import requirements as fleet_requirements
 
 
-def requirements(options: Options, cluster: str | None) -> int:
+def requirements(options: Options, cluster: str | None, fmt: str = "text") -> int:
     """Print the node-group requirements of the fleet (or one cluster) once it checks; return the exit code."""
     result = compile_fleet(
         options.root, (cluster,) if cluster else (), options.crds, emit_output=False
@@ -20,7 +20,8 @@ def requirements(options: Options, cluster: str | None) -> int:
         or result.fleet is None
     ):
         return ExitCode.FAILED
+    empty = "no node group needs anything set\n"
     sys.stdout.write(
-        fleet_requirements(result.fleet, cluster) or "no node group needs anything set\n"
+        fleet_requirements(result.fleet, cluster, fmt) or (empty if fmt == "text" else "# " + empty)
     )
     return ExitCode.OK

@@ -55,4 +55,5 @@ CLUSTER_AUTOSCALER = Component(
     name="cluster-autoscaler",
     field="clusterAutoscaler",
     releases=RELEASES,
+    emitter="gpuplan.emit.cluster_autoscaler:emit",
 )

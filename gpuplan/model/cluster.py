@@ -327,7 +327,8 @@ class ClusterAutoscaler(Model):
     """Version of the kubernetes/autoscaler cluster-autoscaler chart, such as 9.59.0 (aws: gpuplan installs it;
     azure and gcp run the cloud's own autoscaler on the node pool, so nothing is installed there)."""
     namespace: Name = "kube-system"
-    """Namespace the autoscaler runs in (and its priority-expander ConfigMap lives in); default kube-system."""
+    """aws: namespace the autoscaler runs in (and its priority-expander ConfigMap lives in); default
+    kube-system. AKS's own autoscaler reads its ConfigMap from kube-system, so azure allows no other."""
     cluster_name: OneLine | None = None
     """The cloud's name of the cluster, for auto-discovery by the ASG tag k8s.io/cluster-autoscaler/<name>;
     default: the cluster's name."""
@@ -335,7 +336,10 @@ class ClusterAutoscaler(Model):
     """auto: find the node groups by their tags (autoDiscovery.clusterName); explicit: list each pool's
     node group with its min and max (autoscalingGroups)."""
     node_groups: dict[Name, Annotated[OneLine, Field(min_length=1, max_length=255)]] = {}
-    """discovery explicit: the Auto Scaling group name of each Cluster Autoscaler pool, keyed by pool name."""
+    """The cloud's name of a Cluster Autoscaler pool's node group (aws: its Auto Scaling group; azure: its
+    scale set), keyed by pool name. Required for every pool with discovery explicit; otherwise only where
+    the name is not the cloud's usual one, which the priority expander matches: eks-<nodeGroup>-<UUID>
+    (EKS managed node groups since 2021; older ones are eks-<UUID>) or aks-<nodeGroup>-<number>-vmss."""
     region: Annotated[LabelValue, Field(min_length=1)] | None = None
     """AWS region of the node groups, such as us-east-1 (the chart's awsRegion); required on aws."""
     scale_down_delay_after_add: Annotated[

@@ -1,0 +1,75 @@
+"""The facts `gpuplan requirements` prints, whatever the format: per cloud, what a node group must carry.
+
+Facts (each checked at the source named):
+- kubernetes/autoscaler cluster-autoscaler-1.35.0 cluster-autoscaler/cloudprovider/aws/README.md:
+  auto-discovery finds ASGs tagged k8s.io/cluster-autoscaler/enabled and k8s.io/cluster-autoscaler/<cluster
+  name> (only the keys matter); an ASG at zero nodes is described to the autoscaler by the tags
+  k8s.io/cluster-autoscaler/node-template/label/<label> = <value>, .../taint/<key> = <value>:<effect> and
+  .../resources/<resource> = <quantity>, without which a pending pod asking for a GPU resource or
+  selecting the pool's labels never scales the group up from zero. "Special note on GPU instances": GPU
+  nodes should carry the label k8s.amazonaws.com/accelerator from boot (the provider's GPULabel,
+  cloudprovider/aws/aws_cloud_provider.go; utils/gpu/gpu.go NodeHasGpu checks only that it is there),
+  else the autoscaler, seeing no GPU until the device plugin reports it, scales out again.
+- docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html: "Nodes launched as part of a managed
+  node group are automatically tagged for auto-discovery by the Kubernetes Cluster Autoscaler".
+- The cloud's autoscaler settings on AKS (the cluster's autoscaler profile) and GKE (the node pool's
+  autoscaling limits): gpuplan/requirements/text.py and terraform.py name their sources.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuplan.components.cluster_autoscaler import NODE_TEMPLATE_TAG
+from gpuplan.expander import settings
+from gpuplan.fleet import ClusterPlan
+from gpuplan.pools import NODE_GROUP_LABELS, PoolPlan
+
+ACCELERATOR_LABEL_AWS = "k8s.amazonaws.com/accelerator"
+DISCOVERY_TAG = "k8s.io/cluster-autoscaler"
+
+
+def aws_accelerator(pool: PoolPlan) -> str:
+    """Return the value of the pool's k8s.amazonaws.com/accelerator label (its GPU model, as a label value)."""
+    return pool.spec.labels.get(
+        ACCELERATOR_LABEL_AWS, "nvidia-" + pool.model.name.lower().replace(" ", "-")
+    )
+
+
+def aws_node_labels(pool: PoolPlan) -> dict[str, str]:
+    """Return the Kubernetes labels an EKS node group sets on its nodes for this pool (EKS adds its own)."""
+    return dict(sorted({ACCELERATOR_LABEL_AWS: aws_accelerator(pool), **pool.spec.labels}.items()))
+
+
+def aws_discovery_tags(cluster: ClusterPlan) -> dict[str, str]:
+    """Return the ASG tags auto-discovery looks for (EKS puts them on managed node groups' ASGs)."""
+    autoscaler = cluster.spec.components.cluster_autoscaler
+    assert autoscaler is not None
+    name = autoscaler.cluster_name or cluster.name
+    return {f"{DISCOVERY_TAG}/enabled": "true", f"{DISCOVERY_TAG}/{name}": "owned"}
+
+
+def aws_template_tags(pool: PoolPlan) -> dict[str, str]:
+    """Return the node-template ASG tags that let the autoscaler scale the pool's group up from zero."""
+    labels = {NODE_GROUP_LABELS["aws"]: str(pool.spec.node_group), **aws_node_labels(pool)}
+    tags = {f"{NODE_TEMPLATE_TAG}/label/{k}": v for k, v in sorted(labels.items())}
+    for taint in pool.taints:
+        tags[f"{NODE_TEMPLATE_TAG}/taint/{taint['key']}"] = (
+            f"{taint.get('value', '')}:{taint['effect']}"
+        )
+    for resource, plan in sorted(pool.resources.items()):
+        tags[f"{NODE_TEMPLATE_TAG}/resources/{resource}"] = str(plan.per_node)
+    return tags
+
+
+def profile(cluster: ClusterPlan) -> dict[str, str]:
+    """Return the autoscaler settings gpuplan expects, as strings (AKS's autoscaler profile takes strings)."""
+    out: dict[str, str] = {}
+    for key, value in settings(cluster).items():
+        out[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+def taint_text(taint: dict[str, Any]) -> str:
+    """Return a taint as key=value:Effect (value may be empty)."""
+    return f"{taint['key']}={taint.get('value', '')}:{taint['effect']}"

@@ -1,0 +1,122 @@
+"""`gpuplan requirements` as text: the tags, sizes and cloud CLI commands each node group needs.
+
+Facts beyond gpuplan/requirements/nodegroup.py:
+- AKS: `az aks update --cluster-autoscaler-profile <key>=<value> ...` (space-separated pairs) sets the
+  managed autoscaler's profile for every autoscaled pool; `az aks nodepool update --enable-cluster-autoscaler
+  --min-count N --max-count M` turns it on for a pool (MicrosoftDocs/azure-docs articles/aks/cluster-autoscaler.md).
+  The profile keys (expander, skip-nodes-with-system-pods, scale-down-delay-after-add, scale-down-unneeded-time,
+  balance-similar-node-groups) are the ARM ManagedClusterAutoScalerProfile's, whose `expander` accepts priority
+  (Azure/azure-rest-api-specs managedClusters.json, quoted in Azure/AKS#2610).
+- GKE: `gcloud container node-pools create --enable-autoscaling --total-min-nodes N --total-max-nodes M`
+  bounds the whole node pool (GKE 1.24 and later; --min-nodes/--max-nodes are per zone), while --num-nodes
+  is the count in each of the pool's zones (cloud.google.com/kubernetes-engine/docs/how-to/cluster-autoscaler).
+  GKE's node pool autoscaling is GKE's own Cluster Autoscaler: gpuplan installs no chart there.
+"""
+
+from __future__ import annotations
+
+from gpuplan.fleet import ClusterPlan
+from gpuplan.gke import ACCELERATOR_LABEL, gcloud_accelerator, google_stack
+from gpuplan.pools import PoolPlan
+from gpuplan.requirements.nodegroup import (
+    aws_discovery_tags,
+    aws_node_labels,
+    aws_template_tags,
+    profile,
+    taint_text,
+)
+
+
+def _cloud_name(cluster: ClusterPlan) -> str:
+    """Return the cloud's name of the cluster (components.clusterAutoscaler.clusterName, else its name)."""
+    autoscaler = cluster.spec.components.cluster_autoscaler
+    return (autoscaler.cluster_name if autoscaler else None) or cluster.name
+
+
+def _aws(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
+    autoscaler = cluster.spec.components.cluster_autoscaler
+    assert autoscaler is not None
+    nodes = pool.spec.nodes
+    lines = [
+        f"  ASG min size {nodes.min}, max size {nodes.max} (the pool's nodes.min and nodes.max)"
+    ]
+    if autoscaler.discovery == "auto":
+        lines += [
+            f"  tag {key} = {value} (EKS tags managed node groups' ASGs so)"
+            for key, value in aws_discovery_tags(cluster).items()
+        ]
+    else:
+        lines.append(f"  ASG name {autoscaler.node_groups[pool.name]}")
+    lines += [f"  node group label {k} = {v}" for k, v in aws_node_labels(pool).items()]
+    lines += [f"  tag {key} = {value}" for key, value in aws_template_tags(pool).items()]
+    return lines
+
+
+def _aks_profile(cluster: ClusterPlan) -> list[str]:
+    pairs = " ".join(f"{k}={v}" for k, v in profile(cluster).items())
+    name = _cloud_name(cluster)
+    return [
+        f"{cluster.name}: AKS cluster autoscaler profile (the priority expander reads kube-system/cluster-autoscaler-priority-expander)",
+        f"  az aks update --name {name} --cluster-autoscaler-profile {pairs}",
+    ]
+
+
+def _aks(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
+    nodes = pool.spec.nodes
+    name = _cloud_name(cluster)
+    lines = [
+        f"  az aks nodepool update --cluster-name {name} --name {pool.spec.node_group} "
+        f"--enable-cluster-autoscaler --min-count {nodes.min} --max-count {nodes.max}"
+    ]
+    if nodes.capacity_type == "spot":
+        lines.append("  the node pool is created with --priority Spot")
+    return lines
+
+
+def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
+    accelerator = pool.spec.labels.get(ACCELERATOR_LABEL, "<accelerator>")
+    google = google_stack(cluster.spec)
+    flags = [
+        f"--accelerator {gcloud_accelerator(pool.spec, pool.gpus_per_node, accelerator, google)}"
+    ]
+    if pool.taints:
+        flags.append("--node-taints " + ",".join(taint_text(t) for t in pool.taints))
+    nodes = pool.spec.nodes
+    if nodes.capacity_type == "spot":
+        flags.append("--spot")
+    if nodes.by_cluster_autoscaler:
+        flags.append(
+            f"--enable-autoscaling --total-min-nodes {nodes.min} --total-max-nodes {nodes.max}"
+        )
+    else:
+        flags.append(f"--num-nodes {nodes.most}")
+    lines = [
+        f"{cluster.name}: GKE node pool {pool.spec.node_group} (pool {pool.name})",
+        f"  gcloud container node-pools create {pool.spec.node_group} --cluster {_cloud_name(cluster)} "
+        + " ".join(flags),
+    ]
+    if not nodes.by_cluster_autoscaler:
+        lines.append(
+            f"  --num-nodes counts each zone's nodes: a pool in several zones has {nodes.most} in each"
+        )
+    return lines
+
+
+def cluster_requirements(cluster: ClusterPlan) -> list[str]:
+    """Return the lines of what one cluster's node groups need set on the cloud side."""
+    lines = []
+    provider = cluster.spec.provider
+    scaled = [p for p in cluster.pools.values() if p.spec.nodes.by_cluster_autoscaler]
+    if provider == "azure" and scaled:
+        lines += _aks_profile(cluster)
+    for pool in sorted(cluster.pools.values(), key=lambda p: p.index):
+        if provider == "gcp" and pool.spec.node_group is not None:
+            lines += _gke(cluster, pool)
+            continue
+        if not pool.spec.nodes.by_cluster_autoscaler:
+            continue
+        lines.append(
+            f"{cluster.name}: pool {pool.name}, node group {pool.spec.node_group} (Cluster Autoscaler)"
+        )
+        lines += _aws(cluster, pool) if provider == "aws" else _aks(cluster, pool)
+    return lines
