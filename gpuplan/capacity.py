@@ -48,6 +48,16 @@ class ResourceRow:
     capacity: int  # units at nodes.max (or count)
     always_on: int  # units always there: a static pool's count (Karpenter keeps no minimum)
     tenants: list[TenantShare] = field(default_factory=list)
+    autoscaler: str | None = None  # karpenter or cluster-autoscaler; None for a static pool
+    # Nodes always there: count, or a Cluster Autoscaler pool's nodes.min (kept up); Karpenter: 0.
+    always_on_nodes: int = 0
+
+    @property
+    def kept_up(self) -> str:
+        """Return ` (1 always on)` for a Cluster Autoscaler pool, whose min is kept up (Karpenter's is not)."""
+        if self.autoscaler != "cluster-autoscaler":
+            return ""
+        return f" ({self.always_on_nodes} always on)"
 
     @property
     def granted(self) -> int:
@@ -70,6 +80,13 @@ class ResourceRow:
         return self.granted / self.capacity if self.capacity else 0.0
 
 
+def _autoscaler(pool: PoolPlan) -> str | None:
+    nodes = pool.spec.nodes
+    if not nodes.autoscaled:
+        return None
+    return "cluster-autoscaler" if nodes.by_cluster_autoscaler else "karpenter"
+
+
 def _rows_of(cluster: ClusterPlan, pool: PoolPlan) -> list[ResourceRow]:
     nodes = (
         str(pool.nodes_most)
@@ -88,6 +105,8 @@ def _rows_of(cluster: ClusterPlan, pool: PoolPlan) -> list[ResourceRow]:
             resource,
             pool.capacity(resource),
             pool.capacity(resource, at_least=True),
+            autoscaler=_autoscaler(pool),
+            always_on_nodes=pool.nodes_least,
         )
         for alloc in cluster.allocations:
             for grant in alloc.grants:
@@ -146,8 +165,8 @@ def _clip(line: str) -> str:
 
 
 def _pool_line(row: ResourceRow) -> str:
-    """Return `  h100-train: H100-SXM5-80GB, exclusive, 2-16 nodes, 128 GPUs`."""
-    nodes = f"{row.nodes} node{'' if row.nodes == '1' else 's'}"
+    """Return `  l40s-od: L40S, exclusive, 1-6 nodes (1 always on), 24 GPUs` (always on: Cluster Autoscaler)."""
+    nodes = f"{row.nodes} node{'' if row.nodes == '1' else 's'}{row.kept_up}"
     return _clip(f"  {row.pool}: {row.gpu}, {row.mode}, {nodes}, {row.physical_gpus} GPUs")
 
 
@@ -235,7 +254,7 @@ def _cells(row: ResourceRow) -> tuple[str, ...]:
         row.pool,
         row.gpu,
         row.mode,
-        row.nodes,
+        row.nodes + row.kept_up,
         str(row.physical_gpus),
         row.resource,
         str(row.capacity),

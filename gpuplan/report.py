@@ -253,6 +253,11 @@ def _components(cluster: ClusterPlan) -> list[str]:
         ("Kueue", parts.kueue),
         ("Volcano", parts.volcano),
         ("Karpenter", parts.karpenter),
+        # Only aws installs the chart; AKS and GKE run their own autoscaler.
+        (
+            "Cluster Autoscaler chart",
+            parts.cluster_autoscaler if cluster.spec.provider == "aws" else None,
+        ),
     ):
         if item is not None:
             out.append(f"{label} {item.version}")
@@ -263,7 +268,11 @@ def _size(pool: PoolPlan) -> str:
     """Return the pool's size, e.g. '2-16 nodes (autoscaled) x 8 GPUs = 128 GPUs at most'."""
     nodes = pool.spec.nodes
     total = pool.nodes_most * pool.gpus_per_node
-    if nodes.autoscaled:
+    if nodes.by_cluster_autoscaler:
+        # The Cluster Autoscaler keeps the node group's minimum up; Karpenter keeps none (PoolPlan.nodes_least).
+        kept = f"Cluster Autoscaler, {nodes.least} always on"
+        count, most = f"{nodes.least}\u2013{nodes.most} nodes ({kept})", " at most"
+    elif nodes.autoscaled:
         count, most = f"{nodes.least}\u2013{nodes.most} nodes (autoscaled)", " at most"
     else:
         count, most = f"{nodes.most} node{'' if nodes.most == 1 else 's'}", ""

@@ -3,6 +3,7 @@ always-on nodes.min, and the node-group requirements `gpuplan requirements` prin
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -170,3 +171,34 @@ def test_a_pool_named_in_node_groups_is_matched_by_that_name(tmp_path: Path) -> 
     )
     assert priorities[20] == ["^legacy-a100-vmss$"]
     assert _chosen(priorities, ["legacy-a100-vmss", "aks-a100spot-1-vmss"]) == ["legacy-a100-vmss"]
+
+
+def test_capacity_marks_a_cluster_autoscaler_min_as_always_on_and_karpenters_not() -> None:
+    project = Path(__file__).resolve().parents[1]
+    eks = run("capacity", "--root", str(project), "--cluster", "eks-batch").stdout.splitlines()
+    assert "  l40s-od-a: L40S, exclusive, 1-6 nodes (1 always on), 24 GPUs" in eks
+    assert "  l40s-spot: L40S, exclusive, 0-10 nodes (0 always on), 40 GPUs" in eks
+    karpenter = run("capacity", "--root", str(project), "--cluster", "h100-prod").stdout
+    assert "always on" not in karpenter  # h100-train's nodes.min is no capacity anyone can count on
+    table = run(
+        "capacity", "--root", str(project), "--cluster", "eks-batch", "--format", "markdown"
+    )
+    assert "| 1-6 (1 always on) | 24 |" in table.stdout
+    rows = json.loads(
+        run("capacity", "--root", str(project), "--cluster", "eks-batch", "--format", "json").stdout
+    )
+    od = next(r for r in rows if r["pool"] == "l40s-od-a")
+    assert (od["autoscaler"], od["always_on_nodes"], od["always_on"]) == (
+        "cluster-autoscaler",
+        1,
+        4,
+    )
+
+
+def test_html_report_names_the_autoscaler_and_its_always_on_nodes() -> None:
+    project = Path(__file__).resolve().parents[1]
+    page = run("report", "--root", str(project), "--cluster", "eks-batch", "--out", "-").stdout
+    assert "1\u20136 nodes (Cluster Autoscaler, 1 always on) \u00d7 4 GPUs = 24 GPUs at most" in page
+    assert "Cluster Autoscaler chart 9.59.0" in page
+    gke = run("report", "--root", str(project), "--cluster", "gke-serving", "--out", "-").stdout
+    assert "Cluster Autoscaler chart" not in gke  # GKE's own autoscaler: no chart installed
