@@ -84,3 +84,30 @@ def test_requirements_print_the_node_pool_flags() -> None:
         "--enable-autoscaling --total-min-nodes 1 --total-max-nodes 10"
     ) in result.stdout.splitlines()
     assert "gpu-partition-size=1g.10gb" in result.stdout
+
+
+def test_time_sharing_passes_at_48_clients_and_fails_at_49(tmp_path: Path) -> None:
+    """GKE's documented bound (cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass,
+    gpuSharing.maxSharedClientsPerGPU 2-48): the check passes exactly at it and trips one past it."""
+    for replicas, trips in ((48, False), (49, True)):
+        root = tmp_path / str(replicas)
+        shutil.copytree(CASE / "input", root)
+        cluster = root / "clusters" / "gke-serving.yaml"
+        cluster.write_text(cluster.read_text().replace("replicas: 4,", f"replicas: {replicas},"))
+        result = run("check", "--root", str(root))
+        # (the tenants' cpu quota no longer fits the shares either way; only the GKE bound is asserted)
+        assert ("[gke-time-sharing]" in result.stderr) == trips, result.stderr
+        assert ("at most 48 clients" in result.stderr) == trips
+
+
+def test_priority_on_a_gke_pool_is_a_warning(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(CASE / "input", root)
+    cluster = root / "clusters" / "gke-serving.yaml"
+    cluster.write_text(
+        cluster.read_text().replace(
+            "autoscaler: cluster-autoscaler}", "autoscaler: cluster-autoscaler, priority: 30}"
+        )
+    )
+    result = run("check", "--root", str(root))
+    assert result.code == 0 and "[gke-expander-priority]" in result.stderr

@@ -34,6 +34,7 @@ def _mig_problem(pool: PoolPlan) -> tuple[tuple[str, ...], str] | None:
             "GKE partitions every GPU of a node pool alike (gpu-partition-size): give one layout, not devices",
         )
     profiles = [name for name, count in mig.layout.items() if count]
+    # One gpu-partition-size per node pool: cloud.google.com/kubernetes-engine/docs/how-to/gpus-multi.
     if len(profiles) != 1:
         listed = ", ".join(profiles) or "none"
         return (
@@ -76,6 +77,9 @@ def check_gke_time_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
         sharer = sharing.time_slicing
         if sharer is None:
             continue
+        # 2 to 48 clients per GPU: cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass
+        # (gpuSharing.maxSharedClientsPerGPU), the flag itself on .../docs/how-to/timesharing-gpus; the
+        # model already refuses fewer than 2 (TimeSlicing.replicas).
         if sharer.replicas > MAX_SHARED_CLIENTS:
             message = f"GKE shares a GPU among at most {MAX_SHARED_CLIENTS} clients (max-shared-clients-per-gpu), not {sharer.replicas}"
             yield cluster.located.source.diagnostic((*base, "timeSlicing", "replicas"), message)
@@ -94,6 +98,27 @@ def check_gke_accelerator_label(fleet: Fleet) -> Iterator[Diagnostic]:
                 "the pool's Kueue flavor selects GPU nodes of that type and `gpuplan requirements` names the accelerator"
             )
             loc = ("nodePools", pool.index, "name")
+            line, col = cluster.located.source.position(loc, False)
+            yield Diagnostic(
+                cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), message
+            )
+
+
+@check
+def check_gke_expander_priority(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn on nodes.priority of a GKE pool: gpuplan writes no priority expander for GKE's own autoscaler."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        if cluster.spec.provider != "gcp":
+            continue
+        for pool in sorted(cluster.pools.values(), key=lambda p: p.index):
+            if pool.spec.nodes.priority is None:
+                continue
+            message = (
+                "GKE runs its own Cluster Autoscaler, for which gpuplan writes no priority expander "
+                "(the ConfigMap exists on aws and azure only): this priority has no effect"
+            )
+            loc = ("nodePools", pool.index, "nodes", "priority")
             line, col = cluster.located.source.position(loc, False)
             yield Diagnostic(
                 cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), message
