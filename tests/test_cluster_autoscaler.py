@@ -129,8 +129,10 @@ def test_requirements_print_the_scale_from_zero_tags() -> None:
 
 def test_requirements_of_a_bad_fleet_fail_with_diagnostics() -> None:
     result = run("requirements", "--root", str(CASE.parent / "error-cluster-autoscaler" / "input"))
-    assert result.code == 1
+    assert result.code == 1 and result.stdout == ""
     assert "needs nodeGroup" in result.stderr and "Traceback" not in result.stderr
+    unknown = run("requirements", "--root", str(CASE / "input"), "--cluster", "nope")
+    assert unknown.code == 1 and "--cluster nope: no such cluster" in unknown.stderr
 
 
 AKS = Path(__file__).resolve().parent / "cases" / "cluster-autoscaler-aks" / "expected"
