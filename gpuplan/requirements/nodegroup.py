@@ -29,6 +29,12 @@ ACCELERATOR_LABEL_AWS = "k8s.amazonaws.com/accelerator"
 DISCOVERY_TAG = "k8s.io/cluster-autoscaler"
 
 
+def cloud_name(cluster: ClusterPlan) -> str:
+    """Return the cloud's name of the cluster (components.clusterAutoscaler.clusterName, else its name)."""
+    autoscaler = cluster.spec.components.cluster_autoscaler
+    return (autoscaler.cluster_name if autoscaler else None) or cluster.name
+
+
 def aws_accelerator(pool: PoolPlan) -> str:
     """Return the value of the pool's k8s.amazonaws.com/accelerator label (its GPU model, as a label value)."""
     return pool.spec.labels.get(
@@ -43,9 +49,7 @@ def aws_node_labels(pool: PoolPlan) -> dict[str, str]:
 
 def aws_discovery_tags(cluster: ClusterPlan) -> dict[str, str]:
     """Return the ASG tags auto-discovery looks for (EKS puts them on managed node groups' ASGs)."""
-    autoscaler = cluster.spec.components.cluster_autoscaler
-    assert autoscaler is not None
-    name = autoscaler.cluster_name or cluster.name
+    name = cloud_name(cluster)
     return {f"{DISCOVERY_TAG}/enabled": "true", f"{DISCOVERY_TAG}/{name}": "owned"}
 
 

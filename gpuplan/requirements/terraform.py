@@ -38,6 +38,7 @@ from gpuplan.requirements.hcl import Block, Expr, identifier, render
 from gpuplan.requirements.nodegroup import (
     aws_node_labels,
     aws_template_tags,
+    cloud_name,
     profile,
     taint_text,
 )
@@ -57,11 +58,6 @@ AZURERM_PROFILE = {
 }
 
 
-def _cloud_name(cluster: ClusterPlan) -> str:
-    autoscaler = cluster.spec.components.cluster_autoscaler
-    return (autoscaler.cluster_name if autoscaler else None) or cluster.name
-
-
 def _taints(pool: PoolPlan) -> list[Block]:
     return [
         Block("taint")
@@ -76,7 +72,7 @@ def _aws(cluster: ClusterPlan, pool: PoolPlan) -> list[Block]:
     nodes = pool.spec.nodes
     name = identifier(cluster.name, pool.name)
     group = Block("resource", ("aws_eks_node_group", name))
-    group.set("cluster_name", _cloud_name(cluster)).set("node_group_name", pool.spec.node_group)
+    group.set("cluster_name", cloud_name(cluster)).set("node_group_name", pool.spec.node_group)
     group.set("capacity_type", "SPOT" if nodes.capacity_type == "spot" else "ON_DEMAND")
     group.set("labels", aws_node_labels(pool))
     scaling = Block("scaling_config").set("desired_size", nodes.min)
@@ -121,7 +117,7 @@ def _aks(cluster: ClusterPlan, pool: PoolPlan) -> list[Block]:
 def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[Block]:
     nodes = pool.spec.nodes
     block = Block("resource", ("google_container_node_pool", identifier(cluster.name, pool.name)))
-    block.set("name", pool.spec.node_group).set("cluster", _cloud_name(cluster))
+    block.set("name", pool.spec.node_group).set("cluster", cloud_name(cluster))
     if nodes.by_cluster_autoscaler:
         limits = Block("autoscaling").set("total_min_node_count", nodes.min)
         block.add(limits.set("total_max_node_count", nodes.max))

@@ -22,15 +22,10 @@ from gpuplan.requirements.nodegroup import (
     aws_discovery_tags,
     aws_node_labels,
     aws_template_tags,
+    cloud_name,
     profile,
     taint_text,
 )
-
-
-def _cloud_name(cluster: ClusterPlan) -> str:
-    """Return the cloud's name of the cluster (components.clusterAutoscaler.clusterName, else its name)."""
-    autoscaler = cluster.spec.components.cluster_autoscaler
-    return (autoscaler.cluster_name if autoscaler else None) or cluster.name
 
 
 def _aws(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
@@ -54,7 +49,7 @@ def _aws(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
 
 def _aks_profile(cluster: ClusterPlan) -> list[str]:
     pairs = " ".join(f"{k}={v}" for k, v in profile(cluster).items())
-    name = _cloud_name(cluster)
+    name = cloud_name(cluster)
     return [
         f"{cluster.name}: AKS cluster autoscaler profile (the priority expander reads kube-system/cluster-autoscaler-priority-expander)",
         f"  az aks update --name {name} --cluster-autoscaler-profile {pairs}",
@@ -63,7 +58,7 @@ def _aks_profile(cluster: ClusterPlan) -> list[str]:
 
 def _aks(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
     nodes = pool.spec.nodes
-    name = _cloud_name(cluster)
+    name = cloud_name(cluster)
     lines = [
         f"  az aks nodepool update --cluster-name {name} --name {pool.spec.node_group} "
         f"--enable-cluster-autoscaler --min-count {nodes.min} --max-count {nodes.max}"
@@ -92,7 +87,7 @@ def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
         flags.append(f"--num-nodes {nodes.most}")
     lines = [
         f"{cluster.name}: GKE node pool {pool.spec.node_group} (pool {pool.name})",
-        f"  gcloud container node-pools create {pool.spec.node_group} --cluster {_cloud_name(cluster)} "
+        f"  gcloud container node-pools create {pool.spec.node_group} --cluster {cloud_name(cluster)} "
         + " ".join(flags),
     ]
     if not nodes.by_cluster_autoscaler:
