@@ -56,4 +56,5 @@ CLUSTER_AUTOSCALER = Component(
     field="clusterAutoscaler",
     releases=RELEASES,
     emitter="gpuplan.emit.cluster_autoscaler:emit",
+    checks=("gpuplan.check.cluster_autoscaler",),
 )

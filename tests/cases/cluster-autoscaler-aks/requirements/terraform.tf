@@ -14,7 +14,7 @@ resource "azurerm_kubernetes_cluster_node_pool" "aks_ca_a100_spot" {
   auto_scaling_enabled = true
   min_count            = 0
   max_count            = 6
-  node_taints          = ["nvidia.com/gpu=present:NoSchedule"]
+  node_taints          = ["nvidia.com/gpu=present:NoSchedule", "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"]
   priority             = "Spot"
 }
 
