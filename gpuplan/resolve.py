@@ -206,6 +206,10 @@ def _cluster_autoscaler_pool_shape(located: Located[Cluster], index: int) -> lis
 def _karpenter_pool_shape(located: Located[Cluster], index: int) -> list[Diagnostic]:
     cluster = located.model
     pool = cluster.node_pools[index]
+    if cluster.provider == "gcp" and pool.nodes.autoscaled and pool.nodes.autoscaler is None:
+        # GKE grows node pools with its own Cluster Autoscaler (gpuplan/gke.py); there is no Karpenter.
+        message = "GKE scales a node pool with its own Cluster Autoscaler, not Karpenter: set autoscaler: cluster-autoscaler (with nodeGroup and components.clusterAutoscaler)"
+        return [located.at("nodePools", index, "nodes", message=message)]
     problems = []
     if cluster.components.karpenter is None:
         if pool.nodes.autoscaled:
