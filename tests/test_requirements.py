@@ -6,6 +6,8 @@ Goldens: tests/cases/<case>/requirements/{text.txt,terraform.tf}; `pytest --upda
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -133,3 +135,15 @@ def test_a_fleet_without_node_group_needs_says_so_in_terraform() -> None:
     )
     assert empty.code == 0, empty.stderr
     assert empty.stdout == "# no node group needs anything set\n"
+
+
+@pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not installed")
+@pytest.mark.parametrize("case", CASE_NAMES)
+def test_terraform_output_parses_and_is_already_formatted(case: str) -> None:
+    """`terraform fmt -` parses the blocks (exit 2 on a syntax error) and leaves them unchanged."""
+    text = (CASES / case / "requirements" / GOLDEN["terraform"]).read_text()
+    done = subprocess.run(
+        ["terraform", "fmt", "-"], input=text, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == text

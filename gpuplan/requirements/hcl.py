@@ -1,4 +1,4 @@
-"""A small, deterministic writer of Terraform (HCL) blocks, indented and aligned in `terraform fmt`'s style."""
+"""A small, deterministic writer of Terraform (HCL) blocks, laid out as `terraform fmt` lays them out."""
 
 from __future__ import annotations
 
