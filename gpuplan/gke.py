@@ -48,7 +48,9 @@ def gcloud_accelerator(pool: Any, gpus_per_node: int, accelerator: str, google_d
         f"count={gpus_per_node}",
         f"gpu-driver-version={'default' if google_driver else 'disabled'}",
     ]
-    labels = node_labels(pool)
+    # With the GPU Operator (driver disabled) its MIG manager and device plugin partition and share the
+    # GPUs, so GKE is asked for neither.
+    labels = node_labels(pool) if google_driver else {}
     if PARTITION_LABEL in labels:
         parts.append(f"gpu-partition-size={labels[PARTITION_LABEL]}")
     if STRATEGY_LABEL in labels:

@@ -70,6 +70,11 @@ def test_opting_out_of_googles_stack_brings_the_gpu_operator(tmp_path: Path) -> 
     result = run("requirements", "--root", str(root))
     assert result.code == 0, result.stderr
     assert "gpu-driver-version=disabled" in result.stdout
+    # The GPU Operator's MIG manager and device plugin partition and share: GKE is asked for neither.
+    assert "gpu-partition-size" not in result.stdout and "time-sharing" not in result.stdout
+    terraform = run("requirements", "--root", str(root), "--format", "terraform").stdout
+    assert 'gpu_driver_version = "INSTALLATION_DISABLED"' in terraform
+    assert "gpu_partition_size" not in terraform and "gpu_sharing_config" not in terraform
     out = tmp_path / "out"
     rendered = run("render", "--root", str(root), "--out", str(out))
     assert (out / "argocd" / "gke-serving" / "gpu-operator.yaml").is_file(), rendered.stderr

@@ -124,13 +124,16 @@ def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[Block]:
     else:
         block.comment("node_count is per zone: a pool in several zones has this many in each")
         block.set("node_count", nodes.most)
-    gke = node_labels(pool.spec)
+    google = google_stack(cluster.spec)
+    gke = (
+        node_labels(pool.spec) if google else {}
+    )  # the GPU Operator partitions and shares otherwise
     accelerator = Block("guest_accelerator")
     accelerator.set("type", pool.spec.labels.get(ACCELERATOR_LABEL, "<accelerator>"))
     accelerator.set("count", pool.gpus_per_node)
     if PARTITION_LABEL in gke:
         accelerator.set("gpu_partition_size", gke[PARTITION_LABEL])
-    driver = "DEFAULT" if google_stack(cluster.spec) else "INSTALLATION_DISABLED"
+    driver = "DEFAULT" if google else "INSTALLATION_DISABLED"
     accelerator.add(Block("gpu_driver_installation_config").set("gpu_driver_version", driver))
     if STRATEGY_LABEL in gke:
         sharing = Block("gpu_sharing_config").set("gpu_sharing_strategy", "TIME_SHARING")
