@@ -325,7 +325,8 @@ class ClusterAutoscaler(Model):
 
     version: Annotated[Version, _releases("cluster-autoscaler")]
     """Version of the kubernetes/autoscaler cluster-autoscaler chart, such as 9.59.0 (aws: gpuplan installs it;
-    azure and gcp run the cloud's own autoscaler on the node pool, so nothing is installed there)."""
+    azure and gcp run the cloud's own autoscaler, so no chart is installed there: AKS gets the priority
+    expander's ConfigMap, and `gpuplan requirements` prints what to set on the cluster and node pools)."""
     namespace: Name = "kube-system"
     """aws: namespace the autoscaler runs in (and its priority-expander ConfigMap lives in); default
     kube-system. AKS's own autoscaler reads its ConfigMap from kube-system, so azure allows no other."""
