@@ -3,14 +3,20 @@
 Facts beyond gpuplan/requirements/nodegroup.py:
 - AKS: `az aks update --cluster-autoscaler-profile <key>=<value> ...` (space-separated pairs) sets the
   managed autoscaler's profile for every autoscaled pool; `az aks nodepool update --enable-cluster-autoscaler
-  --min-count N --max-count M` turns it on for a pool (MicrosoftDocs/azure-docs articles/aks/cluster-autoscaler.md).
+  --min-count N --max-count M` turns it on for a pool (MicrosoftDocs/azure-docs articles/aks/cluster-autoscaler.md);
+  `az aks nodepool add --priority Spot --node-taints k=v:Effect,... --labels k=v ...` sets what a pool is made
+  with (articles/aks/spot-node-pool.md; the page "Manage node pools for a cluster in AKS", section "Specify a
+  taint, label, or tag"), and AKS hands a pool's labels and taints to its autoscaler for scale-from-zero
+  (Azure/AKS#2359 logs them in the autoscaler's node-group list).
   The profile keys (expander, skip-nodes-with-system-pods, scale-down-delay-after-add, scale-down-unneeded-time,
   balance-similar-node-groups) are the ARM ManagedClusterAutoScalerProfile's, whose `expander` accepts priority
   (Azure/azure-rest-api-specs managedClusters.json, quoted in Azure/AKS#2610).
 - GKE: `gcloud container node-pools create --enable-autoscaling --total-min-nodes N --total-max-nodes M`
   bounds the whole node pool (GKE 1.24 and later; --min-nodes/--max-nodes are per zone), while --num-nodes
   is the count in each of the pool's zones (cloud.google.com/kubernetes-engine/docs/how-to/cluster-autoscaler).
-  GKE's node pool autoscaling is GKE's own Cluster Autoscaler: gpuplan installs no chart there.
+  GKE's node pool autoscaling is GKE's own Cluster Autoscaler: gpuplan installs no chart there. `--spot` makes
+  the pool's nodes Spot VMs (cloud.google.com/kubernetes-engine/docs/how-to/spot-vms; the Terraform
+  node_config `spot` of terraform.py).
 """
 
 from __future__ import annotations
@@ -63,8 +69,17 @@ def _aks(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
         f"  az aks nodepool update --cluster-name {name} --name {pool.spec.node_group} "
         f"--enable-cluster-autoscaler --min-count {nodes.min} --max-count {nodes.max}"
     ]
+    created = []
     if nodes.capacity_type == "spot":
-        lines.append("  the node pool is created with --priority Spot")
+        created.append("--priority Spot")
+    if pool.taints:
+        created.append("--node-taints " + ",".join(taint_text(t) for t in pool.taints))
+    if pool.spec.labels:
+        created.append(
+            "--labels " + " ".join(f"{k}={v}" for k, v in sorted(pool.spec.labels.items()))
+        )
+    if created:
+        lines.append("  the node pool is created (az aks nodepool add) with " + " ".join(created))
     return lines
 
 
