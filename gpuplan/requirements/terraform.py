@@ -125,9 +125,8 @@ def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[Block]:
         block.comment("node_count is per zone: a pool in several zones has this many in each")
         block.set("node_count", nodes.most)
     google = google_stack(cluster.spec)
-    gke = (
-        node_labels(pool.spec) if google else {}
-    )  # the GPU Operator partitions and shares otherwise
+    # With the GPU Operator (driver disabled) its MIG manager and device plugin partition and share.
+    gke = node_labels(pool.spec) if google else {}
     accelerator = Block("guest_accelerator")
     accelerator.set("type", pool.spec.labels.get(ACCELERATOR_LABEL, "<accelerator>"))
     accelerator.set("count", pool.gpus_per_node)
