@@ -208,7 +208,7 @@ def _karpenter_pool_shape(located: Located[Cluster], index: int) -> list[Diagnos
     pool = cluster.node_pools[index]
     if cluster.provider == "gcp" and pool.nodes.autoscaled and pool.nodes.autoscaler is None:
         # GKE grows node pools with its own Cluster Autoscaler (gpuplan/gke.py); there is no Karpenter.
-        message = "GKE scales a node pool with its own Cluster Autoscaler, not Karpenter: set autoscaler: cluster-autoscaler (with nodeGroup and components.clusterAutoscaler)"
+        message = "Karpenter does not serve provider gcp: GKE scales a node pool with its own Cluster Autoscaler; set autoscaler: cluster-autoscaler (with nodeGroup and components.clusterAutoscaler)"
         return [located.at("nodePools", index, "nodes", message=message)]
     problems = []
     if cluster.components.karpenter is None:
