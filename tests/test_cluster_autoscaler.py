@@ -200,7 +200,9 @@ def test_capacity_marks_a_cluster_autoscaler_min_as_always_on_and_karpenters_not
 def test_html_report_names_the_autoscaler_and_its_always_on_nodes() -> None:
     project = Path(__file__).resolve().parents[1]
     page = run("report", "--root", str(project), "--cluster", "eks-batch", "--out", "-").stdout
-    assert "1\u20136 nodes (Cluster Autoscaler, 1 always on) \u00d7 4 GPUs = 24 GPUs at most" in page
+    assert (
+        "1\u20136 nodes (Cluster Autoscaler, 1 always on) \u00d7 4 GPUs = 24 GPUs at most" in page
+    )
     assert "Cluster Autoscaler chart 9.59.0" in page
     gke = run("report", "--root", str(project), "--cluster", "gke-serving", "--out", "-").stdout
     assert "Cluster Autoscaler chart" not in gke  # GKE's own autoscaler: no chart installed
