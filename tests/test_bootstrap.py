@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gpuplan.components import namespaces_of
+from gpuplan.components.kai import authority
 from gpuplan.emit.bootstrap.graph import installs
 from gpuplan.emit.meta import Manifest
 from gpuplan.pipeline import compile_fleet
@@ -77,7 +78,9 @@ def test_operators_sync_before_the_objects_that_need_their_crds(
         # Every custom resource of a component gpuplan installs (the Prometheus Operator's are the user's).
         known = {k for kinds in installed.values() for k in kinds}
         custom = {(group_of(o), o["kind"]) for o in objects if (group_of(o), o["kind"]) in known}
-        assert ("kueue.x-k8s.io", "ClusterQueue") in custom
+        # Each cluster's quota authority has its queues (gb200-train runs KAI Scheduler alone).
+        queue = {"kueue": ("kueue.x-k8s.io", "ClusterQueue"), "kai": ("scheduling.run.ai", "Queue")}
+        assert queue[authority(fleet.clusters[name].spec.components) or "kueue"] in custom
         # GKE's own GPU stack (gke-serving) runs no GPU Operator, so it has no ClusterPolicy.
         if fleet.clusters[name].spec.components.gpu_operator is not None:
             assert ("nvidia.com", "ClusterPolicy") in custom

@@ -121,7 +121,7 @@ def test_markdown_shows_old_and_new_values_and_names_every_disruption(
     marker, first = out.splitlines()[:2]
     assert marker == "<!-- gpuplan-diff: . -->"
     assert re.fullmatch(
-        r"\*\*gpuplan\*\*: \d+ objects changed, \d+ added, \d+ removed in 2 clusters( and argocd)?; \d+ disruptive, \d+ risks?",
+        r"\*\*gpuplan\*\*: \d+ objects changed, \d+ added, \d+ removed in 3 clusters( and argocd)?; \d+ disruptive, \d+ risks?",
         first,
     ), first
     assert f'.nominalQuota: "{old}" -> "{new}"' in out  # old and new on one line

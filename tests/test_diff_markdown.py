@@ -104,7 +104,7 @@ def test_the_comment_opens_with_the_sticky_marker_and_the_summary(comment: str) 
     tokens = GFM.parse(comment)
     assert tokens[0].type == "html_block" and tokens[0].content == "<!-- gpuplan-diff: . -->\n"
     summary = tokens[2].content  # the paragraph after the marker
-    assert summary.startswith("**gpuplan**: ") and "2 disruptive, 1 risk" in summary
+    assert summary.startswith("**gpuplan**: ") and "2 disruptive, 2 risks" in summary
 
 
 def test_disruptions_come_first_with_their_blast_radius(comment: str) -> None:
@@ -116,12 +116,12 @@ def test_disruptions_come_first_with_their_blast_radius(comment: str) -> None:
     ]
     assert headings[:5] == [
         "⚠️ Disruptive changes (2)",
-        "Risks to review (1)",
+        "Risks to review (2)",
         "MIG layouts",
         "Renames",
         "Capacity",
     ]
-    assert headings[5:] == ["dgx-onprem"]  # then the details, per cluster
+    assert headings[5:] == ["dgx-onprem", "gb200-train"]  # then the details, per cluster
     found = sections(tokens)
     relayout, driver = items(found["⚠️ Disruptive changes (2)"])
     assert relayout.startswith(
@@ -131,8 +131,9 @@ def test_disruptions_come_first_with_their_blast_radius(comment: str) -> None:
     assert driver.startswith(
         "`driver-upgrade` **dgx-onprem** GPU driver 580.82.07 -> 580.95.05 on pool h100-mixed"
     )
-    [rename] = items(found["Risks to review (1)"])
+    rename, kai = items(found["Risks to review (2)"])
     assert rename.startswith("`renamed` **dgx-onprem** tenant ml-research is renamed to ml-science")
+    assert kai.startswith("`renamed` **gb200-train** tenant ml-research is renamed to ml-science")
     assert "tenant-removed" not in comment and "quota-cut" not in comment  # a rename is neither
 
 
@@ -162,8 +163,12 @@ def test_the_mig_layout_is_drawn_per_memory_slice(comment: str) -> None:
 
 def test_the_rename_is_paired_and_its_real_changes_listed(comment: str) -> None:
     found = sections(GFM.parse(comment))
-    [line] = items(found["Renames"])
+    line, kai = items(found["Renames"])
     assert line.startswith("**dgx-onprem**: tenant `ml-research` → `ml-science` (3 objects renamed")
+    # On a KAI cluster the tenant's leaf Queue pairs the rename (nothing else changes in it).
+    assert kai.startswith("**gb200-train**: tenant `ml-research` → `ml-science` (3 objects renamed")
+    kai_rows = {row[0]: row for row in table(found["gb200-train"])[1:]}
+    assert kai_rows["`Queue/ml-research` → `Queue/ml-science`"][1] == "renamed"
     objects = {row[0]: row for row in table(found["dgx-onprem"])[1:]}
     assert objects["`ClusterQueue/ml-research` → `ClusterQueue/ml-science`"][1:] == [
         "renamed",
@@ -174,7 +179,10 @@ def test_the_rename_is_paired_and_its_real_changes_listed(comment: str) -> None:
         "<code>ResourceQuota/ml-research/ml-science</code>: 1 field change" in html
     )  # the quota's real change, 2g.20gb gone
     assert html.count("<details>") == sum(
-        1 for row in table(found["dgx-onprem"])[1:] if not row[2].startswith("0")
+        1
+        for cluster in ("dgx-onprem", "gb200-train")
+        for row in table(found[cluster])[1:]
+        if not row[2].startswith("0")
     )
 
 

@@ -23,6 +23,7 @@ _FIELDS = {
     "volcano": "volcano",
     "karpenter": "karpenter",
     "monitoring": "prometheus-operator",
+    "kai": "kai-scheduler",
 }
 # Karpenter's NodePool CRD differs per provider (the AWS one restricts karpenter.k8s.aws labels),
 # so the provider's own CRDs are used, chosen by the node class group.

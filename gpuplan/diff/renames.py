@@ -22,6 +22,7 @@ from gpuplan.diff.objects import Entry, ObjectKey, Side, field_changes
 from gpuplan.pools import POOL_LABEL
 
 KUEUE = "kueue.x-k8s.io"
+KAI = "scheduling.run.ai"  # KAI Scheduler's Queue: a leaf per tenant, a parent per cohort (emit/kai.py)
 LIKENESS = 0.25  # at most this share of a defining object's fields may differ beyond the name
 
 
@@ -30,7 +31,7 @@ class Rename:
     """One entity renamed in one cluster, and the objects that follow it (old key -> new key)."""
 
     scope: str
-    entity: str  # pool, tenant or network
+    entity: str  # pool, tenant, network or cohort (a KAI parent Queue)
     old: str
     new: str
     objects: tuple[tuple[ObjectKey, ObjectKey], ...] = ()
@@ -69,8 +70,15 @@ def _defines(key: ObjectKey, obj: dict[str, Any]) -> tuple[str, str] | None:
 def _entities(side: Side) -> dict[tuple[str, str, str], list[ObjectKey]]:
     """Return (cluster, entity, name) -> the keys of the objects defining it."""
     out: dict[tuple[str, str, str], list[ObjectKey]] = {}
+    parents = {
+        (key.scope, str(dig(entry.obj, "spec", "parentQueue")))
+        for key, entry in side.items()
+        if is_kind(key, KAI, "Queue") and dig(entry.obj, "spec", "parentQueue")
+    }
     for key, entry in side.items():
         found = _defines(key, entry.obj)
+        if is_kind(key, KAI, "Queue"):  # a Queue other Queues hang under is a cohort's, else a tenant's
+            found = ("cohort" if (key.scope, key.name) in parents else "tenant", key.name)
         if found is not None:
             out.setdefault((key.scope, *found), []).append(key)
     return out
