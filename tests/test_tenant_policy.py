@@ -417,6 +417,67 @@ def test_kueue_settings_per_tenant_reach_the_cluster_queue_and_local_queues(tmp_
         }
 
 
+AFS = "\n    admissionFairSharing: {usageHalfLifeTime: 168h}"
+WEIGHTED = "    namespaceShares: {a: 3, a-batch: 1}\n    kueue: {localQueues: [{name: default}, {name: urgent, weight: 2}]}\n"
+
+
+def _render_kueue(tmp_path: Path, kueue: str, tenant_body: str) -> tuple[int, str, Path]:
+    components = COMPONENTS.replace(
+        "  kueue: {version: v0.19.2}", f"  kueue:\n    version: {kueue}"
+    )
+    files = {
+        "clusters/c1.yaml": CLUSTER.format(components=components, sharing=MIG) + CPU_POOL,
+        "tenants/a.yaml": "namespaces: [a, a-batch]\n" + _tenant("a", QUOTA + tenant_body),
+    }
+    out = tmp_path / "out"
+    result = run("render", "--root", str(write_repo(tmp_path / "repo", files)), "--out", str(out))
+    assert "Traceback" not in result.stderr
+    return result.code, result.stderr, out
+
+
+def _queue_weights(out: Path) -> dict[tuple[str, str], Any]:
+    return {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o["spec"].get("fairSharing")
+        for o in map(_load, (out / "c1/namespaces").glob("*/localqueue-*.yaml"))
+    }
+
+
+def test_local_queue_weights_are_the_namespace_share_times_the_queue_weight(tmp_path: Path) -> None:
+    code, err, out = _render_kueue(tmp_path, "v0.19.2" + AFS, WEIGHTED)
+    assert code == 0, err
+    assert _queue_weights(out) == {
+        ("a", "default"): {"weight": "3"},
+        ("a", "urgent"): {"weight": "6"},
+        ("a-batch", "default"): {"weight": "1"},
+        ("a-batch", "urgent"): {"weight": "2"},
+    }
+
+
+def test_without_admission_fair_sharing_a_queue_weight_is_refused(tmp_path: Path) -> None:
+    # Kueue reads the weight only under admission fair sharing (pkg/cache/queue/cluster_queue.go v0.15.8).
+    code, err, _ = _render_kueue(tmp_path, "v0.19.2", WEIGHTED)
+    assert code == 1
+    assert (
+        "tenants/a.yaml:10:67: error: allocations[0].kueue.localQueues[1].weight: LocalQueue urgent has a weight, "
+        "which Kueue only reads under admission fair sharing" in err
+    ), err
+
+
+def test_local_queue_weights_wait_for_the_release_with_admission_fair_sharing(
+    tmp_path: Path,
+) -> None:
+    # v0.14 serves LocalQueue spec.fairSharing but its AdmissionFairSharing gate is alpha and off:
+    # the Configuration's admissionFairSharing is refused there, and with it the queues' weights.
+    code, err, _ = _render_kueue(tmp_path / "old", "v0.14.8" + AFS, WEIGHTED)
+    assert code == 1 and "admission fair sharing needs Kueue v0.15 or later" in err, err
+    code, err, out = _render_kueue(tmp_path / "new", "v0.15.8" + AFS, WEIGHTED)
+    assert code == 0, err
+    assert _queue_weights(out)[("a", "urgent")] == {"weight": "6"}
+    code, err, out = _render_kueue(tmp_path / "plain", "v0.15.8", "")
+    assert code == 0, err
+    assert set(_queue_weights(out).values()) == {None}  # no admission fair sharing, no weights
+
+
 def test_kueue_defaults_are_unchanged(tmp_path: Path) -> None:
     code, err, out = _render(tmp_path, _tenant("a", "    cohort: shared\n" + QUOTA))
     assert code == 0, err

@@ -90,3 +90,25 @@ def check_admission_fair_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
                 where,
                 f"admission fair sharing needs Kueue v0.15 or later (cluster {cluster.name} runs {release.version})",
             )
+
+
+@check
+def check_local_queue_weights(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on a LocalQueue weight where Kueue does not order workloads by admission fair sharing.
+
+    Kueue reads a LocalQueue's spec.fairSharing.weight only with admission fair sharing on (the
+    Configuration's admissionFairSharing, the AdmissionFairSharing gate on by default from v0.15:
+    kubernetes-sigs/kueue v0.15.8 pkg/cache/queue/cluster_queue.go); elsewhere it changes nothing.
+    """
+    for cluster in clusters_with(fleet, "kueue"):
+        kueue = cluster.spec.components.kueue
+        if kueue is not None and kueue.admission_fair_sharing is not None:
+            continue  # before v0.15 check_admission_fair_sharing already refuses it
+        for alloc in cluster.allocations:
+            for index, queue in enumerate(alloc.spec.kueue.local_queues):
+                if queue.weight is not None:
+                    yield alloc.tenant.source.diagnostic(
+                        alloc.loc("kueue", "localQueues", index, "weight"),
+                        f"LocalQueue {queue.name} has a weight, which Kueue only reads under admission fair sharing: "
+                        f"set components.kueue.admissionFairSharing on cluster {cluster.name} (Kueue v0.15 or later) or drop the weight",
+                    )

@@ -77,7 +77,9 @@ def _entities(side: Side) -> dict[tuple[str, str, str], list[ObjectKey]]:
     }
     for key, entry in side.items():
         found = _defines(key, entry.obj)
-        if is_kind(key, KAI, "Queue"):  # a Queue other Queues hang under is a cohort's, else a tenant's
+        if is_kind(
+            key, KAI, "Queue"
+        ):  # a Queue other Queues hang under is a cohort's, else a tenant's
             found = ("cohort" if (key.scope, key.name) in parents else "tenant", key.name)
         if found is not None:
             out.setdefault((key.scope, *found), []).append(key)

@@ -13,6 +13,7 @@ from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.entitlements import Amount, covered_resources, flavor_amounts, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
 from gpuplan.model.cluster import Cohort, CpuPool
+from gpuplan.model.tenant import LocalQueue
 from gpuplan.pools import PoolPlan
 from gpuplan.topology import labels_of
 
@@ -88,8 +89,7 @@ def cluster_queue(release: KueueRelease, alloc: AllocationPlan) -> dict[str, Any
         spec[release.cohort_field] = cohort
     if alloc.spec.weight is not None:
         spec["fairSharing"] = {"weight": str(alloc.spec.weight)}
-    kueue = alloc.cluster.spec.components.kueue
-    if kueue is not None and kueue.admission_fair_sharing is not None and release.admission_modes:
+    if admission_fair_sharing(release, alloc.cluster):
         # admissionScope.admissionMode enum (clusterqueues CRD, v0.15 on: components/kueue.py admission_modes)
         spec["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
     return k8s(release.api_version, "ClusterQueue", alloc.name, spec=spec)
@@ -109,12 +109,41 @@ def preemption(alloc: AllocationPlan) -> dict[str, Any]:
     }
 
 
-def local_queues(api: str, alloc: AllocationPlan, namespace: str) -> list[dict[str, Any]]:
-    """Return the LocalQueues of one tenant namespace, each pointing at the tenant's ClusterQueue."""
+def admission_fair_sharing(release: KueueRelease, cluster: ClusterPlan) -> bool:
+    """Tell whether Kueue orders the cluster's workloads by their LocalQueues' usage (v0.15 on)."""
+    kueue = cluster.spec.components.kueue
+    return (
+        kueue is not None
+        and kueue.admission_fair_sharing is not None
+        and bool(release.admission_modes)
+    )
+
+
+def local_queue_weight(alloc: AllocationPlan, namespace: str, queue: LocalQueue) -> int:
+    """Return a LocalQueue's admission fair sharing weight: its namespace's share times its own weight."""
+    shares = alloc.spec.namespace_shares or {}
+    return shares.get(namespace, 1) * (queue.weight or 1)
+
+
+def local_queues(
+    release: KueueRelease, alloc: AllocationPlan, namespace: str
+) -> list[dict[str, Any]]:
+    """Return the LocalQueues of one tenant namespace, each pointing at the tenant's ClusterQueue.
+
+    Under admission fair sharing each gets spec.fairSharing.weight, which Kueue divides the queue's
+    usage by (kubernetes-sigs/kueue v0.15.8 pkg/cache/queue/cluster_queue.go, v0.19.2
+    pkg/util/admissionfairsharing/admission_fair_sharing.go). The field is in the LocalQueue CRD of
+    every supported release (kueue.x-k8s.io_localqueues.yaml, v0.12.10 to v0.19.2) but only read with
+    the AdmissionFairSharing gate, on by default from v0.15 (pkg/features/kube_features.go); gpuplan
+    refuses admission fair sharing before (check/kueue.py).
+    """
     out = []
+    fair = admission_fair_sharing(release, alloc.cluster)
     for queue in alloc.spec.kueue.local_queues:
-        spec = {"clusterQueue": alloc.name, "stopPolicy": queue.stop_policy}
-        out.append(k8s(api, "LocalQueue", queue.name, namespace, spec=spec))
+        spec: dict[str, Any] = {"clusterQueue": alloc.name, "stopPolicy": queue.stop_policy}
+        if fair:
+            spec["fairSharing"] = {"weight": str(local_queue_weight(alloc, namespace, queue))}
+        out.append(k8s(release.api_version, "LocalQueue", queue.name, namespace, spec=spec))
     return out
 
 
@@ -188,6 +217,6 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
         sources = (alloc.tenant.source.path, source)
         out.append(manifest(cluster.name, "kueue", cluster_queue(release, alloc), *sources))
         for namespace in alloc.namespaces:
-            for queue in local_queues(api, alloc, namespace):
+            for queue in local_queues(release, alloc, namespace):
                 out.append(manifest(cluster.name, f"namespaces/{namespace}", queue, *sources))
     return out

@@ -103,6 +103,11 @@ class LocalQueue(Model):
     """Name workloads give in the kueue.x-k8s.io/queue-name label; `default` is used without one."""
     stop_policy: Literal["None", "Hold", "HoldAndDrain"] = "None"
     """None (default), Hold (admit nothing new) or HoldAndDrain (also evict admitted workloads)."""
+    weight: int | None = Field(default=None, ge=1, le=1000)
+    """Admission fair sharing weight of this queue in each namespace (needs the cluster's
+    components.kueue.admissionFairSharing): Kueue divides the queue's recent usage by its weight,
+    so a queue of weight 2 may use twice as much before others go first. Multiplied by the
+    namespace's namespaceShares entry; default 1."""
 
 
 class QueueSettings(Model):
