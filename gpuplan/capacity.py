@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from gpuplan.fleet import ClusterPlan, Fleet
+from gpuplan.kai_quota import QueueRow, queue_rows
 from gpuplan.pools import PoolPlan
 
 BAR = 10
@@ -266,28 +269,60 @@ def _cells(row: ResourceRow) -> tuple[str, ...]:
     )
 
 
-def as_markdown(rows: list[ResourceRow]) -> str:
-    """Return a markdown table (pull requests, wikis)."""
+QUEUE_HEAD = ("cluster", "KAI queue", "parent", "gpu quota / limit", "cpu quota / limit (millicores)",
+              "memory quota / limit (MB)", "over-quota weight")  # fmt: skip
+
+
+def _queue_cells(row: QueueRow) -> tuple[str, ...]:
+    figures = tuple(f"{row.quota[r]} / {row.limit[r]}" for r in ("gpu", "cpu", "memory"))
+    return (row.cluster, row.queue, row.parent or "-", *figures, str(row.over_quota_weight))
+
+
+def as_markdown(rows: list[ResourceRow], queues: Sequence[QueueRow] = ()) -> str:
+    """Return a markdown table (pull requests, wikis), then the KAI Queues' table when there are any."""
     lines = ["| " + " | ".join(MARKDOWN_HEAD) + " |", "|" + "---|" * len(MARKDOWN_HEAD)]
     for row in rows:
         cells = [c.replace("|", "\\|") for c in _cells(row)]
         cells[11] = f"`{cells[11]}`"
         lines.append("| " + " | ".join(cells) + " |")
+    if queues:
+        lines += [
+            "",
+            "KAI Scheduler Queues (-1: unlimited; every figure is -1 where another scheduler enforces the quotas):",
+            "",
+        ]
+        lines += ["| " + " | ".join(QUEUE_HEAD) + " |", "|" + "---|" * len(QUEUE_HEAD)]
+        lines += ["| " + " | ".join(_queue_cells(q)) + " |" for q in queues]
     return "\n".join(lines) + "\n"
 
 
-def as_json(rows: list[ResourceRow]) -> str:
-    """Return the rows as JSON, with the derived figures included."""
-    out = []
-    for row in rows:
-        item = asdict(row)
-        item |= {
-            "granted": row.granted,
-            "headroom": row.headroom,
-            "overcommit": row.overcommit,
-            "utilisation": round(row.utilisation, 4),
-        }
-        for tenant, share in zip(item["tenants"], row.tenants):
-            tenant["borrowing"] = share.borrowing()  # "unlimited" said in words, not only a null
-        out.append(item)
-    return json.dumps(out, indent=2, sort_keys=True) + "\n"
+def _row_json(row: ResourceRow) -> dict[str, Any]:
+    item = asdict(row)
+    item |= {
+        "granted": row.granted,
+        "headroom": row.headroom,
+        "overcommit": row.overcommit,
+        "utilisation": round(row.utilisation, 4),
+    }
+    for tenant, share in zip(item["tenants"], row.tenants):
+        tenant["borrowing"] = share.borrowing()  # "unlimited" said in words, not only a null
+    return item
+
+
+def as_json(rows: list[ResourceRow], queues: Sequence[QueueRow] = ()) -> str:
+    """Return {"pools": the rows with their derived figures, "kai_queues": the KAI Queue trees} as JSON."""
+    document = {
+        "pools": [_row_json(row) for row in rows],
+        "kai_queues": [asdict(q) for q in queues],
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def kai_queues(fleet: Fleet, cluster: str | None = None) -> list[QueueRow]:
+    """Return the KAI Queues of every cluster that runs KAI Scheduler (or of one), in tree order."""
+    return [
+        row
+        for name, plan in sorted(fleet.clusters.items())
+        if cluster in (None, name) and plan.release("kai-scheduler") is not None
+        for row in queue_rows(plan)
+    ]

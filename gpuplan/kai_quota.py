@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from fractions import Fraction
 
-from gpuplan.components.kai import authority
+from gpuplan.components.kai import UNLIMITED, authority
 from gpuplan.entitlements import CPU, MEMORY, flavor_amounts, namespace_limits
 from gpuplan.fleet import AllocationPlan, ClusterPlan
 
 RESOURCES = ("cpu", "gpu", "memory")
+DEFAULT_WEIGHT = 1  # overQuotaWeight of a parent Queue and of an allocation without a weight
 _MIG = re.compile(r"^nvidia\.com/mig-(\d+)g\.")  # KAI's MIG resource names (resources.go)
 
 
@@ -74,31 +76,67 @@ def leaf_limit(alloc: AllocationPlan) -> dict[str, int]:
     return kai_units(namespace_limits(alloc))
 
 
+def leaf_weight(alloc: AllocationPlan) -> int:
+    """Return the leaf Queue's overQuotaWeight: the allocation's weight (default 1)."""
+    return alloc.spec.weight if alloc.spec.weight is not None else DEFAULT_WEIGHT
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One KAI Queue as emitted: its parent, quota and limit in KAI's units (-1 unlimited), weight."""
+
+    cluster: str
+    queue: str
+    parent: str | None  # the cohort's parent Queue of a leaf; None for a parent or a top-level leaf
+    quota: dict[str, int]
+    limit: dict[str, int]
+    over_quota_weight: int
+    enforced: bool  # False: another scheduler enforces the quotas and every figure is -1
+
+    @property
+    def depth(self) -> int:
+        """Return the queue's depth under the cluster: 1 for a parent or top-level leaf, 2 under a parent."""
+        return 2 if self.parent else 1
+
+
+def queue_rows(cluster: ClusterPlan) -> list[QueueRow]:
+    """Return the cluster's KAI Queues in tree order: each cohort's parent then its leaves, then the other leaves."""
+    enforced = authority(cluster.spec.components) == "kai"
+    unlimited = dict.fromkeys(RESOURCES, UNLIMITED)
+
+    def row(
+        name: str,
+        parent: str | None,
+        quota: dict[str, int],
+        limit: dict[str, int] | None,
+        weight: int,
+    ) -> QueueRow:
+        if not enforced:
+            quota, limit = unlimited, None
+        return QueueRow(
+            cluster.name, name, parent, dict(quota), dict(limit or unlimited), weight, enforced
+        )
+
+    def leaves(cohort: str | None) -> list[QueueRow]:
+        chosen = [a for a in cluster.allocations if a.spec.cohort == cohort]
+        return [row(a.name, cohort, leaf_quota(a), leaf_limit(a), leaf_weight(a)) for a in chosen]
+
+    out: list[QueueRow] = []
+    for cohort in cohorts(cluster):
+        out.append(row(cohort, None, parent_quota(cluster, cohort), None, DEFAULT_WEIGHT))
+        out += leaves(cohort)
+    return out + leaves(None)
+
+
 def queue_tree(cluster: ClusterPlan) -> list[str]:
     """Return the cluster's KAI Queue tree as text lines: quota/limit per resource (-1 unlimited)."""
-    enforced = authority(cluster.spec.components) == "kai"
-
-    def line(depth: int, name: str, quota: dict[str, int], limit: dict[str, int] | None) -> str:
-        cells = [
-            f"{r} {quota[r] if enforced else -1}/{limit[r] if enforced and limit else -1}"
-            for r in RESOURCES
-        ]
-        return f"{'  ' * depth}{name:<{30 - 2 * depth}}  " + "  ".join(cells)
-
+    rows = queue_rows(cluster)
     head = f"cluster {cluster.name}: KAI Queues, quota/limit (cpu millicores, gpu GPUs, memory MB; -1 unlimited)"
-    if not enforced:
+    if authority(cluster.spec.components) != "kai":
         head += f", {authority(cluster.spec.components)} enforces the quotas"
     lines = [head]
-    for cohort in cohorts(cluster):
-        lines.append(line(1, cohort, parent_quota(cluster, cohort), None))
-        lines += [
-            line(2, a.name, leaf_quota(a), leaf_limit(a))
-            for a in cluster.allocations
-            if a.spec.cohort == cohort
-        ]
-    lines += [
-        line(1, a.name, leaf_quota(a), leaf_limit(a))
-        for a in cluster.allocations
-        if a.spec.cohort is None
-    ]
+    for item in rows:
+        cells = [f"{r} {item.quota[r]}/{item.limit[r]}" for r in RESOURCES]
+        indent = "  " * item.depth
+        lines.append(f"{indent}{item.queue:<{30 - 2 * item.depth}}  " + "  ".join(cells))
     return lines

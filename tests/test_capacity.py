@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from gpuplan.capacity import QUEUE_HEAD
 from tests.conftest import PROJECT, copy_example, run
 
 
@@ -77,7 +78,7 @@ def _expected_grants() -> dict[tuple[str, str, str], int]:
 def test_capacity_json_matches_an_independent_computation() -> None:
     result = run("capacity", "--root", str(PROJECT), "--format", "json")
     assert result.code == 0, result.stderr
-    rows = json.loads(result.stdout)
+    rows = json.loads(result.stdout)["pools"]
     got = {(r["cluster"], r["pool"], r["resource"]): r for r in rows}
     expected = _expected_capacity()
     assert {k: r["capacity"] for k, r in got.items()} == expected
@@ -135,7 +136,7 @@ def test_capacity_says_unlimited_borrowing_in_words() -> None:
         "to",
         "16",
     ]  # no borrowingLimit: Kueue lets it borrow all the cohort lends
-    rows = json.loads(run("capacity", "--root", str(PROJECT), "--format", "json").stdout)
+    rows = json.loads(run("capacity", "--root", str(PROJECT), "--format", "json").stdout)["pools"]
     shares = {(r["pool"], t["tenant"]): t for r in rows for t in r["tenants"]}
     assert (
         shares[("h100-train", "team-b")]["borrowing"] == "unlimited"
@@ -164,4 +165,56 @@ def test_capacity_markdown() -> None:
     assert result.code == 0
     lines = result.stdout.splitlines()
     assert lines[0].startswith("| cluster |") and lines[1].startswith("|---|")
-    assert len(lines) == 2 + len(_expected_capacity())
+    pools = lines[: lines.index("")]  # then the KAI Queues' table
+    assert len(pools) == 2 + len(_expected_capacity())
+
+
+def _expected_kai_queues() -> dict[tuple[str, str], tuple[str | None, int, int]]:
+    """Recompute (cluster, queue) -> (parent, GPU quota, overQuotaWeight) from the input files.
+
+    Every KAI cluster of the example fleet enforces its quotas (quotaAuthority kai) on whole GPUs.
+    """
+    out: dict[tuple[str, str], tuple[str | None, int, int]] = {}
+    kai = {}
+    for path in sorted((PROJECT / "clusters").glob("*.yaml")):
+        cluster = yaml.safe_load(path.read_text())
+        if "kai" in cluster.get("components", {}):
+            kai[cluster["name"]] = cluster["components"]["kai"].get("parents", {})
+    for path in sorted((PROJECT / "tenants").glob("*.yaml")):
+        tenant = yaml.safe_load(path.read_text())
+        for alloc in tenant.get("allocations", []):
+            if alloc["cluster"] in kai:
+                gpus = sum(q["gpus"] for q in alloc["quotas"])
+                out[(alloc["cluster"], tenant["name"])] = (
+                    alloc.get("cohort"),
+                    gpus,
+                    alloc.get("weight", 1),
+                )
+    for cluster, parents in kai.items():
+        for cohort, quota in parents.items():
+            out[(cluster, cohort)] = (None, quota["gpu"], 1)
+    return out
+
+
+def test_capacity_json_and_markdown_carry_the_kai_queue_trees() -> None:
+    document = json.loads(run("capacity", "--root", str(PROJECT), "--format", "json").stdout)
+    queues = document["kai_queues"]
+    assert {
+        (q["cluster"], q["queue"]): (q["parent"], q["quota"]["gpu"], q["over_quota_weight"])
+        for q in queues
+    } == _expected_kai_queues()
+    parents = [q["queue"] for q in queues if q["parent"] is None]
+    assert parents == ["llm", "research"]  # tree order: each parent before its leaves
+    for leaf in (q for q in queues if q["parent"]):
+        assert [q["queue"] for q in queues].index(leaf["parent"]) < queues.index(leaf)
+        assert leaf["limit"]["gpu"] >= leaf["quota"]["gpu"] and leaf["enforced"]
+    lines = run("capacity", "--root", str(PROJECT), "--format", "markdown").stdout.splitlines()
+    table = lines[lines.index("| " + " | ".join(QUEUE_HEAD) + " |") + 2 :]
+    assert [row.split(" | ")[1:4] for row in table] == [
+        [q["queue"], q["parent"] or "-", f"{q['quota']['gpu']} / {q['limit']['gpu']}"]
+        for q in queues
+    ]
+    one = json.loads(
+        run("capacity", "--root", str(PROJECT), "--cluster", "h100-prod", "--format", "json").stdout
+    )
+    assert one["kai_queues"] == [] and one["pools"]  # no KAI Scheduler on h100-prod

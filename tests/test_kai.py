@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from gpuplan.capacity import kai_queues
 from gpuplan.kai_quota import gpu_units
 from gpuplan.pipeline import compile_fleet
 from tests.conftest import run
@@ -82,6 +83,13 @@ def test_beside_kueue_kueue_enforces_and_kai_queues_are_unlimited(
         )
     app = _objects(compiled, "Application")["kai-kai-scheduler"]
     assert "valuesObject" not in app["spec"]["source"]["helm"]  # the chart's default queues stay
+    # `gpuplan capacity` (json, markdown) shows the same unlimited queues, and says who enforces.
+    rows = kai_queues(compiled.fleet)
+    assert [r.queue for r in rows] == ["research", "nlp", "vision", "serving"]
+    assert all(
+        not r.enforced and set(r.quota.values()) == set(r.limit.values()) == {-1} for r in rows
+    )
+    assert [r.over_quota_weight for r in rows] == [1, 1, 2, 1]
 
 
 def test_where_kai_enforces_the_chart_creates_no_unlimited_default_queue(

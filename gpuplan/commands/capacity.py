@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from gpuplan.capacity import as_json, as_markdown, as_text, capacity_rows
+from gpuplan.capacity import as_json, as_markdown, as_text, capacity_rows, kai_queues
 from gpuplan.commands.common import Options, print_findings
 from gpuplan.exitcode import ExitCode
 from gpuplan.kai_quota import queue_tree
@@ -22,15 +22,14 @@ def capacity(options: Options, cluster: str | None, fmt: str) -> int:
     ):
         return ExitCode.FAILED
     rows = capacity_rows(result.fleet, cluster)
-    render_rows = {"text": as_text, "markdown": as_markdown, "json": as_json}[fmt]
-    sys.stdout.write(render_rows(rows))
-    if (
-        fmt == "text"
-    ):  # the KAI Queue trees after the pools (json and markdown keep their row shape)
-        for plan in (
-            c
+    queues = kai_queues(result.fleet, cluster)
+    if fmt == "text":  # the KAI Queue trees after the pools
+        trees = [
+            queue_tree(c)
             for n, c in sorted(result.fleet.clusters.items())
             if cluster in (None, n) and c.release("kai-scheduler")
-        ):
-            sys.stdout.write("\n" + "\n".join(queue_tree(plan)) + "\n")
+        ]
+        sys.stdout.write(as_text(rows) + "".join("\n" + "\n".join(tree) + "\n" for tree in trees))
+    else:
+        sys.stdout.write({"markdown": as_markdown, "json": as_json}[fmt](rows, queues))
     return ExitCode.OK

@@ -25,11 +25,18 @@ from typing import Any
 from gpuplan.components.kai import API_VERSION, TOPOLOGY_API_VERSION, UNLIMITED, authority
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.fleet import AllocationPlan, ClusterPlan
-from gpuplan.kai_quota import RESOURCES, cohorts, leaf_limit, leaf_quota, parent_quota
+from gpuplan.kai_quota import (
+    DEFAULT_WEIGHT,
+    RESOURCES,
+    cohorts,
+    leaf_limit,
+    leaf_quota,
+    leaf_weight,
+    parent_quota,
+)
 from gpuplan.topology import labels_of
 
 FOLDER = "kai"
-DEFAULT_WEIGHT = 1
 
 
 def _resources(
@@ -47,7 +54,7 @@ def _resources(
 
 def leaf(alloc: AllocationPlan, enforced: bool) -> dict[str, Any]:
     """Return the leaf Queue of one tenant allocation, named after the tenant."""
-    weight = alloc.spec.weight if alloc.spec.weight is not None else DEFAULT_WEIGHT
+    weight = leaf_weight(alloc)
     spec: dict[str, Any] = {}
     if alloc.spec.cohort is not None:
         spec["parentQueue"] = alloc.spec.cohort
