@@ -595,3 +595,170 @@ def test_an_operator_application_removed() -> None:
     cascading = changed(kept, "metadata.finalizers", ["resources-finalizer.argocd.argoproj.io"])
     [gone] = found([cascading], [])
     assert "deletes the release" in gone.message
+
+
+# scheduling: KAI Queue trees, Topologies, DRA objects
+
+
+def kai_queue(
+    name: str, parent: str | None = None, gpu: int = 8, limit: int = 16, weight: int = 1
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"parentQueue": parent} if parent else {}
+    spec["resources"] = {
+        "gpu": {"quota": gpu, "limit": limit, "overQuotaWeight": weight},
+        "cpu": {"quota": -1, "limit": -1, "overQuotaWeight": weight},
+        "memory": {"quota": -1, "limit": -1, "overQuotaWeight": weight},
+    }
+    return k("scheduling.run.ai/v2", "Queue", name, spec=spec)
+
+
+def test_a_kai_quota_or_limit_cut_is_a_quota_cut_and_other_moves_are_named_per_queue() -> None:
+    tree = [kai_queue("llm", gpu=64, limit=-1), kai_queue("pretrain", "llm", 48, 64)]
+    cut = [kai_queue("llm", gpu=64, limit=-1), kai_queue("pretrain", "llm", 32, 64)]
+    [finding] = found(tree, cut)
+    assert (finding.code, finding.subject, finding.blast.tenants) == (
+        "quota-cut",
+        "pretrain",
+        ("pretrain",),
+    )
+    assert finding.message.startswith(
+        "quota cut for KAI Queue pretrain: gpu quota 48 -> 32: KAI may reclaim what its workloads use"
+    )
+    # An unlimited limit that gets a figure is a cut too; a weight and a raise are not.
+    capped = [kai_queue("llm", gpu=64, limit=128), kai_queue("pretrain", "llm", 56, 64, weight=3)]
+    findings = {(d.code, d.subject): d for d in found(tree, capped)}
+    assert set(findings) == {("quota-cut", "llm"), ("kai-queue-changed", "pretrain")}
+    assert (
+        "KAI parent Queue llm: gpu limit unlimited -> 128" in findings[("quota-cut", "llm")].message
+    )
+    assert findings[("quota-cut", "llm")].blast.tenants == (
+        "pretrain",
+    )  # the parent reaches its leaves
+    moved = findings[("kai-queue-changed", "pretrain")].message
+    assert moved.endswith(
+        "gpu quota 48 -> 56, overQuotaWeight 1 -> 3: the share of idle GPUs each queue gets changes"
+    )
+    assert findings[("kai-queue-changed", "pretrain")].severity == "risk"
+
+
+def test_a_kai_queue_moved_to_another_parent_and_a_parent_removed() -> None:
+    old = [
+        kai_queue("llm"),
+        kai_queue("research"),
+        kai_queue("nlp", "llm"),
+        kai_queue("cv", "research"),
+    ]
+    new = [kai_queue("llm"), kai_queue("nlp", "llm"), kai_queue("cv", "llm")]
+    findings = [
+        (d.code, d.subject, d.message.split(":")[0] + ":" + d.message.split(":")[1])
+        for d in found(old, new)
+    ]
+    assert ("kai-queue-changed", "cv", "KAI Queue cv: parent research -> llm") in findings
+    assert any(
+        code == "kai-queue-changed" and subject == "research" for code, subject, _ in findings
+    )
+    assert not any(code == "tenant-removed" for code, _, _ in findings)  # a parent is a cohort's
+
+
+def test_a_kai_leaf_queue_removed_is_a_tenant_removed() -> None:
+    [finding] = found(
+        [kai_queue("llm"), kai_queue("nlp", "llm"), kai_queue("cv", "llm")],
+        [kai_queue("llm"), kai_queue("nlp", "llm")],
+    )
+    assert (finding.code, finding.subject) == ("tenant-removed", "cv")
+    assert "Queue/cv deleted" in finding.message
+
+
+def topology(group: str, name: str, *labels: str) -> dict[str, Any]:
+    api = {"kueue.x-k8s.io": "kueue.x-k8s.io/v1beta2", "kai.scheduler": "kai.scheduler/v1alpha1"}[
+        group
+    ]
+    return k(api, "Topology", name, spec={"levels": [{"nodeLabel": label} for label in labels]})
+
+
+@pytest.mark.parametrize("group", ["kueue.x-k8s.io", "kai.scheduler"])
+def test_topology_levels_are_immutable_so_a_change_means_delete_and_create(group: str) -> None:
+    old = topology(group, "p2", "example.com/rack", "kubernetes.io/hostname")
+    new = topology(group, "p2", "example.com/block", "example.com/rack", "kubernetes.io/hostname")
+    [finding] = found([old], [new])
+    assert finding.code == "topology-changed" and finding.severity == "disruptive"
+    assert (
+        "levels example.com/rack > kubernetes.io/hostname -> example.com/block > example.com/rack > kubernetes.io/hostname"
+        in finding.message
+    )
+    assert "deleted and created again" in finding.message
+    assert finding.blast.nodes == 16  # the pool the Topology is named after
+    [gone] = found([old], [])
+    assert gone.code == "topology-changed" and "is removed" in gone.message
+    assert found([], [old]) == []  # a Topology added changes nothing that runs
+    assert found([old], [changed(old, "metadata.labels", {"a": "b"})]) == []  # levels unchanged
+
+
+def test_device_classes_and_claim_templates_are_named_by_kind() -> None:
+    device_class = k(
+        "resource.k8s.io/v1",
+        "DeviceClass",
+        "gpu.example.com",
+        spec={"selectors": [{"cel": {"expression": "true"}}]},
+    )
+    template = k(
+        "resource.k8s.io/v1", "ResourceClaimTemplate", "one-gpu", "team-a",
+        spec={"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}},
+    )  # fmt: skip
+    stricter = changed(
+        device_class,
+        "spec.selectors",
+        [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
+    )
+    two = changed(
+        template,
+        "spec.spec.devices.requests",
+        [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 2}}],
+    )
+    findings = {d.subject: d for d in found([device_class, template], [stricter, two])}
+    assert {d.code for d in findings.values()} == {"dra-changed"}
+    assert findings["DeviceClass/gpu.example.com"].message.startswith(
+        "DeviceClass/gpu.example.com is changed (spec.selectors): claims allocated from now on"
+    )
+    assert "spec is immutable" in findings["ResourceClaimTemplate/team-a/one-gpu"].message
+    [gone] = found([device_class], [])
+    assert gone.code == "dra-changed" and "no longer be allocated" in gone.message
+    assert found([], [device_class]) == []
+
+
+def test_the_example_kai_cluster_diff_names_its_queue_and_topology_changes(tmp_path: Path) -> None:
+    from tests.conftest import copy_example
+    from tests.test_diff import edit_yaml
+
+    root = copy_example(tmp_path / "repo")
+    assert run("render", "--root", str(root), "--out", str(tmp_path / "old")).code == 0
+
+    def pretrain(tenant: dict[str, Any]) -> None:
+        tenant["allocations"][0]["weight"] = 4
+        tenant["allocations"][0]["quotas"][0]["gpus"] = 80  # gb200-nvl72 88 -> 80
+
+    def block_and_rack(cluster: dict[str, Any]) -> None:
+        pool = next(p for p in cluster["nodePools"] if p["name"] == "dgx-b200")
+        pool["labels"]["example.com/rack"] = "r07"
+        pool["topology"].insert(1, {"level": "rack", "nodeLabel": "example.com/rack"})
+
+    edit_yaml(root / "tenants/llm-pretrain.yaml", pretrain)
+    edit_yaml(root / "clusters/gb200-train.yaml", block_and_rack)
+    rendered = run("render", "--root", str(root), "--out", str(tmp_path / "new"))
+    assert rendered.code == 0, rendered.stderr
+    result = run("diff", str(tmp_path / "old"), str(tmp_path / "new"), "--format", "json")
+    found = {(d["code"], d["subject"]): d for d in yaml.safe_load(result.stdout)["disruptions"]}
+    assert {k for k in found if k[1] in ("llm-pretrain", "dgx-b200")} == {
+        (
+            "quota-cut",
+            "llm-pretrain",
+        ),  # the leaf Queue's gpu quota 104 -> 96 (and the ClusterQueue-free cluster's quotas)
+        ("kai-queue-changed", "llm-pretrain"),  # overQuotaWeight 3 -> 4
+        ("topology-changed", "dgx-b200"),
+    }
+    assert "gpu quota 104 -> 96" in found[("quota-cut", "llm-pretrain")]["message"]
+    assert ": overQuotaWeight 3 -> 4:" in found[("kai-queue-changed", "llm-pretrain")]["message"]
+    assert (
+        "KAI Topology dgx-b200 levels example.com/superpod-su > kubernetes.io/hostname -> example.com/superpod-su > example.com/rack > kubernetes.io/hostname"
+        in found[("topology-changed", "dgx-b200")]["message"]
+    )

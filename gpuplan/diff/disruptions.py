@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpuplan.diff import nodes, security
+from gpuplan.diff import nodes, scheduling, security
 from gpuplan.diff.blast import Facts
 from gpuplan.diff.kinds import Blast, Context, Disruption, Rule, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import ObjectChange, ObjectKey, Side
@@ -51,10 +51,17 @@ def pools_removed(ctx: Context) -> Iterator[Disruption]:
 
 
 def tenants_removed(ctx: Context) -> Iterator[Disruption]:
-    """Yield every tenant whose ClusterQueue (or Volcano Queue) is deleted."""
+    """Yield every tenant whose ClusterQueue (or Volcano Queue, or KAI leaf Queue) is deleted."""
     gone: dict[tuple[str, str], list[ObjectKey]] = {}
     for key in ctx.removed():
-        if is_kind(key, KUEUE, "ClusterQueue") or is_kind(key, VOLCANO, "Queue"):
+        if (
+            is_kind(key, KUEUE, "ClusterQueue")
+            or is_kind(key, VOLCANO, "Queue")
+            or (
+                is_kind(key, scheduling.KAI, "Queue")
+                and key.name not in scheduling.parents(ctx.old, key.scope)
+            )
+        ):
             gone.setdefault((key.scope, key.name), []).append(key)
     for (scope, tenant), keys in sorted(gone.items()):
         what = f"tenant {tenant} is removed from the cluster ({', '.join(k.label() for k in keys)} deleted): its queued workloads are no longer admitted"
@@ -315,6 +322,8 @@ RULES: tuple[Rule, ...] = (
     tenants_removed,
     namespaces_removed,
     quota_cuts,
+    scheduling.kai_queues,
+    scheduling.topologies,
     priority_changes,
     nodes.operators_removed,
     nodes.gpu_operator_upgrades,
@@ -324,6 +333,7 @@ RULES: tuple[Rule, ...] = (
     security.rbac_widened,
     security.isolation_off,
     security.ceilings_raised,
+    scheduling.dra_objects,
 )
 
 

@@ -33,6 +33,7 @@ CODES: dict[str, tuple[str, str]] = {
     "quota-cut": (DISRUPTIVE, "Quota cut"),
     "priority-lowered": (DISRUPTIVE, "Priority lowered"),
     "operator-removed": (DISRUPTIVE, "Operator removed"),
+    "topology-changed": (DISRUPTIVE, "Topology levels changed or removed"),
     "gpu-operator-upgrade": (RISK, "GPU Operator components roll"),
     "chart-upgrade": (RISK, "Operator chart change"),
     "crd-changed": (RISK, "CRD change"),
@@ -42,6 +43,8 @@ CODES: dict[str, tuple[str, str]] = {
     "isolation-off": (RISK, "Network isolation off"),
     "priority-ceiling-raised": (RISK, "Priority ceiling raised"),
     "renamed": (RISK, "Renamed"),
+    "kai-queue-changed": (RISK, "KAI Queue changed"),
+    "dra-changed": (RISK, "DRA class or claim template changed"),
 }
 
 

@@ -19,10 +19,10 @@ from typing import Any
 
 from gpuplan.diff.kinds import dig, is_kind, listing, mapping
 from gpuplan.diff.objects import Entry, ObjectKey, Side, field_changes
+from gpuplan.diff.scheduling import KAI, parents
 from gpuplan.pools import POOL_LABEL
 
 KUEUE = "kueue.x-k8s.io"
-KAI = "scheduling.run.ai"  # KAI Scheduler's Queue: a leaf per tenant, a parent per cohort (emit/kai.py)
 LIKENESS = 0.25  # at most this share of a defining object's fields may differ beyond the name
 
 
@@ -70,17 +70,11 @@ def _defines(key: ObjectKey, obj: dict[str, Any]) -> tuple[str, str] | None:
 def _entities(side: Side) -> dict[tuple[str, str, str], list[ObjectKey]]:
     """Return (cluster, entity, name) -> the keys of the objects defining it."""
     out: dict[tuple[str, str, str], list[ObjectKey]] = {}
-    parents = {
-        (key.scope, str(dig(entry.obj, "spec", "parentQueue")))
-        for key, entry in side.items()
-        if is_kind(key, KAI, "Queue") and dig(entry.obj, "spec", "parentQueue")
-    }
     for key, entry in side.items():
         found = _defines(key, entry.obj)
-        if is_kind(
-            key, KAI, "Queue"
-        ):  # a Queue other Queues hang under is a cohort's, else a tenant's
-            found = ("cohort" if (key.scope, key.name) in parents else "tenant", key.name)
+        # A KAI Queue other Queues hang under is a cohort's, else a tenant's (emit/kai.py).
+        if is_kind(key, KAI, "Queue"):
+            found = ("cohort" if key.name in parents(side, key.scope) else "tenant", key.name)
         if found is not None:
             out.setdefault((key.scope, *found), []).append(key)
     return out
