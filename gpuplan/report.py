@@ -18,6 +18,7 @@ from gpuplan import __version__
 from gpuplan.capacity import ResourceRow, capacity_rows
 from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.gpus.mig import layout_text, place
+from gpuplan.kai_quota import QueueRow, queue_rows
 from gpuplan.pools import PoolPlan
 
 DEFAULT_NAME = "gpuplan-report.html"
@@ -139,6 +140,7 @@ class ClusterView:
     priority_classes: list[tuple[str, int, str]]
     tenants: list[tuple[str, str]]  # (name, colour) of the tenants with an allocation here
     pools: list[PoolView]
+    kai_queues: list[QueueRow] = field(default_factory=list)  # tree order, where KAI Scheduler runs
 
 
 def _ranges(numbers: tuple[int, ...]) -> str:
@@ -253,6 +255,7 @@ def _components(cluster: ClusterPlan) -> list[str]:
         ("Kueue", parts.kueue),
         ("Volcano", parts.volcano),
         ("Karpenter", parts.karpenter),
+        ("KAI Scheduler", parts.kai),
         # Only aws installs the chart; AKS and GKE run their own autoscaler.
         (
             "Cluster Autoscaler chart",
@@ -320,6 +323,7 @@ def cluster_view(
         classes,
         [(t, colours[t]) for t in tenants],
         pools,
+        queue_rows(cluster) if cluster.release("kai-scheduler") is not None else [],
     )
 
 

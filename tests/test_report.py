@@ -33,6 +33,7 @@ from gpuplan.report import (
     capacity_bar,
     render_html,
 )
+from tests.conftest import run
 
 VOID = {"meta", "br", "img", "input", "hr", "link"}
 
@@ -450,3 +451,30 @@ def test_report_renders_in_headless_chromium(
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     assert (width, height) == (760, 2000)
     assert len(data) > 50_000  # a blank 760x2000 page compresses to a few kB
+
+
+def test_kai_clusters_show_their_queue_tree(example_report: tuple[Path, str]) -> None:
+    root, html = example_report
+    section = html.split('id="cluster-gb200-train"', 1)[1].split("<section", 1)[0]
+    table = section.split('<table class="kai-queues">', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(
+        r'<tr><td class="depth-(\d)">([^<]+)</td><td>([^<]*)</td><td class="num">([^<]+)</td>',
+        table,
+    )
+    queues = json.loads(run("capacity", "--root", str(root), "--format", "json").stdout)[
+        "kai_queues"
+    ]
+    assert rows == [
+        (
+            str(2 if q["parent"] else 1),
+            q["queue"],
+            q["parent"] or "",
+            f"{q['quota']['gpu']} / {q['limit']['gpu']}",
+        )
+        for q in queues
+    ]
+    assert [r[1] for r in rows if r[0] == "1"] == ["llm", "research"]
+    assert (
+        "KAI Scheduler v0.17.0" in section
+        and 'class="kai-queues"' not in html.split('id="cluster-gb200-train"', 1)[0]
+    )
