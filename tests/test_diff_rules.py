@@ -762,3 +762,16 @@ def test_the_example_kai_cluster_diff_names_its_queue_and_topology_changes(tmp_p
         "KAI Topology dgx-b200 levels example.com/superpod-su > kubernetes.io/hostname -> example.com/superpod-su > example.com/rack > kubernetes.io/hostname"
         in found[("topology-changed", "dgx-b200")]["message"]
     )
+
+
+def test_a_flavor_that_names_a_topology_cannot_change_in_place() -> None:
+    pinned = changed(flavor("p2"), "spec.topologyName", "p2")
+    [finding] = found([pinned], [changed(pinned, "spec.tolerations", [])])
+    assert finding.code == "topology-changed" and finding.subject == "p2"
+    assert (
+        "names Topology p2, which makes its spec immutable, and tolerations changes"
+        in finding.message
+    )
+    [dropped] = found([pinned], [flavor("p2")])  # the pool leaves topology-aware scheduling
+    assert "topologyName changes" in dropped.message
+    assert found([flavor("p2")], [pinned]) == []  # naming a Topology for the first time is allowed

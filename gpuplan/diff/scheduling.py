@@ -6,11 +6,13 @@ topology-aware scheduling's Topologies, and Dynamic Resource Allocation's classe
   v0.17.0 deployments/kai-scheduler/crds/scheduling.run.ai_queues.yaml). A lower quota or limit is a
   `quota-cut`: KAI reclaims what runs over it. Everything else that moves (a raise, a weight, a new
   parent) is `kai-queue-changed`, named per queue, since it shifts who gets the idle GPUs.
-- A Topology's levels cannot change in place: Kueue's CRD has `self == oldSelf` on spec.levels
-  (kubernetes-sigs/kueue config/components/crd/bases/kueue.x-k8s.io_topologies.yaml at every supported
-  tag) and KAI's "nodeLabel structure is immutable" (kai.scheduler_topologies.yaml at v0.17.0). So a
-  change or a removal is `topology-changed`: Argo CD's apply is refused until the Topology is deleted
-  and created again, and while it is gone workloads asking for topology-aware placement stay pending.
+- A Topology's levels cannot change in place, nor can the spec of a ResourceFlavor that names one:
+  Kueue's CRDs have `self == oldSelf` on spec.levels (kubernetes-sigs/kueue config/components/crd/
+  bases/kueue.x-k8s.io_topologies.yaml at every supported tag; the flavor's rules are cited at
+  _flavors_pinned) and KAI's "nodeLabel structure is immutable" (kai.scheduler_topologies.yaml at
+  v0.17.0). So a change or a removal is `topology-changed`: Argo CD's apply is refused until the
+  object is deleted and created again, and meanwhile workloads asking for topology-aware placement
+  on the pool stay pending.
 - DeviceClasses and ResourceClaimTemplates (resource.k8s.io, any version) are named by kind as
   `dra-changed`. A ResourceClaimTemplate's spec is immutable (kubernetes/kubernetes
   pkg/apis/resource/validation/validation.go, ValidateResourceClaimTemplateUpdate), so it too has to
@@ -165,6 +167,7 @@ def topologies(ctx: Context) -> Iterator[Disruption]:
         yield Disruption(
             key.scope, "topology-changed", key.name, message, ctx.facts.pool(key.scope, key.name)
         )
+    yield from _flavors_pinned(ctx)
     for key in ctx.removed():
         if _is_topology(key):
             message = (
@@ -178,6 +181,30 @@ def topologies(ctx: Context) -> Iterator[Disruption]:
                 message,
                 ctx.facts.pool(key.scope, key.name),
             )
+
+
+def _flavors_pinned(ctx: Context) -> Iterator[Disruption]:
+    """Yield every ResourceFlavor with a topologyName whose spec changes: Kueue keeps it immutable.
+
+    kubernetes-sigs/kueue kueue.x-k8s.io_resourceflavors.yaml: "resourceFlavorSpec are immutable when
+    topologyName is set" up to v0.18; nodeLabels, tolerations and topologyName each immutable on
+    v0.19.2 (gpuplan's flavors hold only those three fields, emit/kueue.py).
+    """
+    for key in ctx.changed():
+        if not is_kind(key, KUEUE, "ResourceFlavor"):
+            continue
+        old, new = mapping(ctx.old[key].obj.get("spec")), mapping(ctx.new[key].obj.get("spec"))
+        if "topologyName" not in old or old == new:
+            continue
+        fields = ", ".join(f for f in sorted(set(old) | set(new)) if old.get(f) != new.get(f))
+        message = (
+            f"ResourceFlavor {key.name} names Topology {old['topologyName']}, which makes its spec immutable, and {fields} "
+            "changes: Argo CD's sync fails until the flavor is deleted and created again, and meanwhile the ClusterQueues "
+            "that use it admit nothing new on the pool"
+        )
+        yield Disruption(
+            key.scope, "topology-changed", key.name, message, ctx.facts.pool(key.scope, key.name)
+        )
 
 
 def _dra_fate(key: ObjectKey, status: str) -> str:
