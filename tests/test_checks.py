@@ -285,3 +285,24 @@ def test_resource_group_limits(
     assert code == 1 and phrase in err
     limit_to(value + 1)
     assert check(tmp_path / "at", {"a": two_pools})[0] == 0
+
+
+def test_kueue_topology_on_a_pool_karpenter_scales_is_a_warning(tmp_path: Path) -> None:
+    # TAS counts only nodes that exist; Karpenter keeps no minimum, so even min 1 starts from 0.
+    root = tmp_path / "scaled"
+    code, err = check(root, {"a": quota(8)}, sharing=MIG + "\n    topology: [block, host]")
+    assert code == 0 and "topology-autoscaled" not in err, (
+        err
+    )  # the static pool: every node stays up
+    text = (root / "clusters/c1.yaml").read_text()
+    moved = text.replace("    topology: [block, host]\n", "").replace(
+        "    karpenter: {instanceTypes: [p5.48xlarge]}\n",
+        "    karpenter: {instanceTypes: [p5.48xlarge]}\n    topology: [block, host]\n",
+    )
+    (root / "clusters/c1.yaml").write_text(moved)
+    result = run("check", "--root", str(root))
+    assert result.code == 0 and (
+        "clusters/c1.yaml:19:5: warning: nodePools[0].topology: Kueue's topology-aware scheduling places "
+        "workloads only on nodes that exist, and pool train scales from 0 to 4 nodes"
+        in result.stderr
+    ), result.stderr

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check
+from gpuplan.check import check, clusters_with
 from gpuplan.components.kueue import KueueRelease
-from gpuplan.diagnostics import Diagnostic
+from gpuplan.diagnostics import Diagnostic, Severity, format_path
 from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.pools import PoolPlan
 from gpuplan.topology import HOSTNAME, carried, node_label
@@ -67,3 +67,32 @@ def _pool_levels(cluster: ClusterPlan, pool: PoolPlan) -> Iterator[Diagnostic]:
             ("nodePools", pool.index, "topology"),
             f"Kueue {release.version} takes at most {release.max_topology_levels} topology levels",
         )
+
+
+@check
+def check_topology_autoscaled(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn when Kueue's topology-aware scheduling covers a pool that scales from fewer nodes than its most.
+
+    TAS places a workload by the free capacity of nodes that exist, Ready and schedulable
+    (kubernetes-sigs/kueue v0.19.2 site/content/en/docs/concepts/topology_aware_scheduling.md,
+    "Capacity calculation"); it reaches nodes still to come only through a ProvisioningRequest
+    admission check ("ClusterAutoscaler support"), which gpuplan does not write and Karpenter does not
+    serve. Workloads beyond the running nodes stay pending, and nothing scales up for them.
+    """
+    for cluster in clusters_with(fleet, "kueue"):
+        for pool in cluster.pools.values():
+            nodes = pool.spec.nodes
+            kept = 0 if nodes.by_karpenter else nodes.least  # Karpenter keeps no minimum
+            if not pool.spec.topology or kept >= nodes.most:
+                continue
+            loc = ("nodePools", pool.index, "topology")
+            line, col = cluster.located.source.position(loc, True)
+            message = (
+                f"Kueue's topology-aware scheduling places workloads only on nodes that exist, and pool {pool.name} "
+                f"scales from {kept} to {nodes.most} nodes: workloads beyond the running nodes stay pending and "
+                "nothing scales up for them (Kueue reaches new nodes only through a ProvisioningRequest admission check, "
+                "which gpuplan does not write); keep the pool static, or accept this where its nodes stay up"
+            )
+            yield Diagnostic(
+                cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), message
+            )
