@@ -35,6 +35,7 @@ KUEUE = "kueue.x-k8s.io"
 DRA = "resource.k8s.io"
 DRA_KINDS = ("DeviceClass", "ResourceClaimTemplate")
 RESOURCES = ("gpu", "cpu", "memory")
+FIELDS = ("quota", "limit", "overQuotaWeight")
 UNLIMITED = -1
 
 
@@ -56,7 +57,7 @@ def _figures(obj: dict[str, Any]) -> dict[tuple[str, str], Any]:
     return {
         (r, f): dig(resources, r, f)
         for r in RESOURCES
-        for f in ("quota", "limit", "overQuotaWeight")
+        for f in FIELDS
         if dig(resources, r, f) is not None
     }
 
@@ -81,9 +82,6 @@ def _queue_blast(ctx: Context, key: ObjectKey) -> Blast:
         and dig(e.obj, "spec", "parentQueue") == key.name
     )
     return Blast(tenants=tuple(dict.fromkeys(children)) or (key.name,))
-
-
-FIELDS = ("quota", "limit", "overQuotaWeight")
 
 
 def _queue_changes(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], list[str]]:
