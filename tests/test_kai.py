@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gpuplan.capacity import kai_queues
 from gpuplan.kai_quota import gpu_units
 from gpuplan.pipeline import compile_fleet
-from tests.conftest import run
+from tests.conftest import PROJECT, run
 
 CASE = Path(__file__).resolve().parent / "cases" / "kai-queues" / "input"
 
@@ -163,3 +164,29 @@ def test_capacity_shows_the_kai_queue_tree(crds_dir: Path) -> None:
     assert [line.split()[0] for line in tree] == ["research", "nlp", "vision", "serving"]
     assert tree[0].startswith("  research ") and tree[1].startswith("    nlp ")
     assert "gpu 28/-1" in tree[0] and "gpu 20/28" in tree[1] and "gpu 16/16" in tree[3]
+
+
+def test_the_example_kai_cluster_has_a_department_tree_and_topologies() -> None:
+    out = PROJECT / "output" / "gb200-train"
+    objects = [yaml.safe_load(p.read_text()) for p in sorted(out.rglob("*.yaml"))]
+    queues = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "Queue"}
+    assert {n: q.get("parentQueue") for n, q in queues.items()} == {
+        "llm": None, "research": None,
+        "llm-pretrain": "llm", "llm-alignment": "llm", "ml-research": "research", "vision": "research",
+    }  # fmt: skip
+    for department in ("llm", "research"):  # the departments' quotas add up to their teams' quotas
+        teams = [q for q in queues.values() if q.get("parentQueue") == department]
+        assert (
+            sum(q["resources"]["gpu"]["quota"] for q in teams)
+            == queues[department]["resources"]["gpu"]["quota"]
+        )
+    levels = {
+        o["metadata"]["name"]: [level["nodeLabel"] for level in o["spec"]["levels"]]
+        for o in objects
+        if o["kind"] == "Topology"
+    }
+    assert levels == {
+        "gb200-nvl72": ["nvidia.com/gpu.clique", "kubernetes.io/hostname"],
+        "dgx-b200": ["example.com/superpod-su", "kubernetes.io/hostname"],
+    }
+    assert not any(o["apiVersion"].startswith("kueue.x-k8s.io/") for o in objects)  # KAI alone
