@@ -188,7 +188,7 @@ def test_capacity_marks_a_cluster_autoscaler_min_as_always_on_and_karpenters_not
     assert "| 1-6 (1 always on) | 24 |" in table.stdout
     rows = json.loads(
         run("capacity", "--root", str(project), "--cluster", "eks-batch", "--format", "json").stdout
-    )
+    )["pools"]
     od = next(r for r in rows if r["pool"] == "l40s-od-a")
     assert (od["autoscaler"], od["always_on_nodes"], od["always_on"]) == (
         "cluster-autoscaler",
