@@ -162,9 +162,7 @@ def topologies(ctx: Context) -> Iterator[Disruption]:
             "fails until the Topology is deleted and created again (delete it, or sync with Replace=true); "
             "meanwhile workloads asking for topology-aware placement on the pool stay pending"
         )
-        yield Disruption(
-            key.scope, "topology-changed", key.name, message, ctx.facts.pool(key.scope, key.name)
-        )
+        yield _on_pool(ctx, key, message)
     yield from _flavors_pinned(ctx)
     for key in ctx.removed():
         if _is_topology(key):
@@ -172,13 +170,7 @@ def topologies(ctx: Context) -> Iterator[Disruption]:
                 f"{owner[key.group]} Topology {key.name} ({_levels(ctx.old[key].obj)}) is removed: "
                 "workloads that ask for topology-aware placement on the pool can no longer be placed"
             )
-            yield Disruption(
-                key.scope,
-                "topology-changed",
-                key.name,
-                message,
-                ctx.facts.pool(key.scope, key.name),
-            )
+            yield _on_pool(ctx, key, message)
 
 
 def _flavors_pinned(ctx: Context) -> Iterator[Disruption]:
@@ -200,9 +192,14 @@ def _flavors_pinned(ctx: Context) -> Iterator[Disruption]:
             "changes: Argo CD's sync fails until the flavor is deleted and created again, and meanwhile the ClusterQueues "
             "that use it admit nothing new on the pool"
         )
-        yield Disruption(
-            key.scope, "topology-changed", key.name, message, ctx.facts.pool(key.scope, key.name)
-        )
+        yield _on_pool(ctx, key, message)
+
+
+def _on_pool(ctx: Context, key: ObjectKey, message: str) -> Disruption:
+    """Return a topology-changed finding about an object named after its pool, reaching the pool's nodes."""
+    return Disruption(
+        key.scope, "topology-changed", key.name, message, ctx.facts.pool(key.scope, key.name)
+    )
 
 
 def _dra_fate(key: ObjectKey, status: str) -> str:
