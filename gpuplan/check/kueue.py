@@ -90,3 +90,26 @@ def check_admission_fair_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
                 where,
                 f"admission fair sharing needs Kueue v0.15 or later (cluster {cluster.name} runs {release.version})",
             )
+
+
+@check
+def check_kueue_frameworks(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on an integrations.frameworks name the cluster's Kueue has not built in, or listed twice."""
+    for cluster in clusters_with(fleet, "kueue"):
+        kueue, release = cluster.spec.components.kueue, cluster.release("kueue")
+        if kueue is None or not isinstance(release, KueueRelease):
+            continue
+        seen: set[str] = set()
+        for index, name in enumerate(kueue.frameworks):
+            where = ("components", "kueue", "frameworks", index)
+            if name not in release.frameworks:
+                yield cluster.located.source.diagnostic(
+                    where,
+                    f"Kueue {release.version} has no job integration {name!r} and would not start: "
+                    f"use one of {', '.join(sorted(release.frameworks))}",
+                )
+            elif name in seen:
+                yield cluster.located.source.diagnostic(
+                    where, f"{name} is listed twice: Kueue would not start"
+                )
+            seen.add(name)
