@@ -74,7 +74,7 @@ def test_the_patch_adds_the_check_and_keeps_argocd_cms_other_keys(tmp_path: Path
     live = tmp_path / "argocd-cm.yaml"
     live.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "argocd-cm", "namespace": "argocd", "labels": dict(health.LABELS)},
+        "metadata": {"name": "argocd-cm", "namespace": "argocd", "labels": {"app.kubernetes.io/part-of": "argocd"}},
         "data": {"url": "https://argocd.example.com", "dex.config": "connectors: []"},
     }))  # fmt: skip
     run = subprocess.run(

@@ -94,14 +94,6 @@ def test_every_file_has_header_label_and_wave(example_repo: Path) -> None:
         if obj["kind"] == "Kustomization":
             continue
         if (
-            path.parent.name == "argocd-cm"
-        ):  # a patch to Argo CD's own ConfigMap: upstream's labels only
-            assert obj["metadata"]["labels"] == {
-                "app.kubernetes.io/name": "argocd-cm",
-                "app.kubernetes.io/part-of": "argocd",
-            }
-            continue
-        if (
             "extra" not in path.relative_to(example_repo / "output").parts
         ):  # own manifests keep their labels
             assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpuplan", path

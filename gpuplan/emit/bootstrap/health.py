@@ -10,14 +10,16 @@ informer watches: util/settings/settings.go tweakConfigMap, so an edit takes eff
 gpuplan does not own argocd-cm (it holds SSO, repositories and the rest of Argo CD's settings), so
 the file is a patch written beside the root, not an object the root syncs: merge it in
 (`kubectl patch --type merge --patch-file`, or list it under `patches:` of the kustomization that
-installs Argo CD). It keeps upstream's labels only: no gpuplan label or wave lands on Argo CD's object.
+installs Argo CD). Like every object gpuplan writes (../shared/spec/output.md) it carries
+`app.kubernetes.io/managed-by: gpuplan` and a sync wave (0, Argo CD's default: inert on an object
+the root does not sync), beside upstream's labels.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpuplan.emit.meta import Manifest, k8s
+from gpuplan.emit.meta import MANAGED_BY, SYNC_WAVE, Manifest, k8s
 from gpuplan.fleet import Fleet
 
 FOLDER = "argocd/argocd-cm"
@@ -43,7 +45,8 @@ LABELS = {"app.kubernetes.io/name": CONFIG_MAP, "app.kubernetes.io/part-of": "ar
 def patch(namespace: str) -> dict[str, Any]:
     """Return the argocd-cm fragment holding the Application health check."""
     obj = k8s("v1", "ConfigMap", CONFIG_MAP, namespace, data={KEY: SCRIPT})
-    obj["metadata"]["labels"] = dict(LABELS)
+    obj["metadata"]["labels"] = LABELS | MANAGED_BY
+    obj["metadata"]["annotations"] = {SYNC_WAVE: "0"}
     return obj
 
 
