@@ -27,6 +27,13 @@ def _objects(out: Path) -> list[tuple[str, dict]]:
 
 
 def _k8s_version(cluster: str) -> str:
+    """Return a cluster's kubernetesVersion; for argocd/ (Argo CD's cluster), the fleet's oldest."""
+    if cluster == "argocd":
+        versions = [
+            yaml.safe_load(p.read_text())["kubernetesVersion"]
+            for p in (PROJECT / "clusters").glob("*.yaml")
+        ]
+        return min(versions, key=lambda v: tuple(int(x) for x in v.split(".")))
     text = (PROJECT / "clusters" / f"{cluster}.yaml").read_text()
     return yaml.safe_load(text)["kubernetesVersion"]
 

@@ -332,3 +332,44 @@ def test_rendered_node_pools_validate_against_the_crd(tmp_path: Path, crds_dir: 
     assert result.code == 0, result.stderr
     static = yaml.safe_load((root / "output/c1/karpenter/nodepool-p.yaml").read_text())
     assert static["spec"]["replicas"] == 3
+
+
+@pytest.mark.parametrize(
+    ("operator", "application", "path"),
+    [
+        # NFD bundled with the GPU Operator: the subchart's values, under node-feature-discovery.
+        (
+            '  gpuOperator: {version: v26.7.0, driverVersion: "580.95.05"}\n',
+            "c1-gpu-operator",
+            ("node-feature-discovery", "master"),
+        ),
+        # NFD standalone: its own chart's values.
+        (
+            '  gpuOperator: {version: v26.7.0, driverVersion: "580.95.05", nfd: standalone}\n',
+            "c1-nfd",
+            ("master",),
+        ),
+        # No GPU Operator, but NodeFeatureRules for Kueue's pool label: NFD's own chart.
+        ("", "c1-nfd", ("master",)),
+    ],
+    ids=["bundled", "standalone", "no-gpu-operator"],
+)
+def test_nfd_master_runs_with_enable_taints_wherever_it_comes_from(
+    tmp_path: Path, operator: str, application: str, path: tuple[str, ...]
+) -> None:
+    # nfd-master applies a NodeFeatureRule's taints only with -enable-taints, which the chart value
+    # master.enableTaints passes, and which overrides master.config (NFD v0.17.3 to v0.19.0).
+    files = _files("onprem", "    nodes: {count: 2}\n    hostnames: [gpu-.*]\n", tenant=True)
+    files["clusters/c1.yaml"] = files["clusters/c1.yaml"].replace(
+        "components:\n", "components:\n" + operator
+    )
+    objects = _objects(tmp_path, files)
+    assert objects[("NodeFeatureRule", "gpuplan-p")]["spec"]["rules"][0]["taints"]
+    values = objects[("Application", application)]["spec"]["source"]["helm"]["valuesObject"]
+    for key in path:
+        values = values[key]
+    assert values == {"enableTaints": True}
+    if "standalone" in operator:
+        gpu_operator = objects[("Application", "c1-gpu-operator")]["spec"]["source"]["helm"]
+        assert gpu_operator["valuesObject"]["nfd"] == {"enabled": False}
+        assert "node-feature-discovery" not in gpu_operator["valuesObject"]

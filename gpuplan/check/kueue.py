@@ -112,3 +112,26 @@ def check_local_queue_weights(fleet: Fleet) -> Iterator[Diagnostic]:
                         f"LocalQueue {queue.name} has a weight, which Kueue only reads under admission fair sharing: "
                         f"set components.kueue.admissionFairSharing on cluster {cluster.name} (Kueue v0.15 or later) or drop the weight",
                     )
+
+
+@check
+def check_kueue_frameworks(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on an integrations.frameworks name the cluster's Kueue has not built in, or listed twice."""
+    for cluster in clusters_with(fleet, "kueue"):
+        kueue, release = cluster.spec.components.kueue, cluster.release("kueue")
+        if kueue is None or not isinstance(release, KueueRelease):
+            continue
+        seen: set[str] = set()
+        for index, name in enumerate(kueue.frameworks):
+            where = ("components", "kueue", "frameworks", index)
+            if name not in release.frameworks:
+                yield cluster.located.source.diagnostic(
+                    where,
+                    f"Kueue {release.version} has no job integration {name!r} and would not start: "
+                    f"use one of {', '.join(sorted(release.frameworks))}",
+                )
+            elif name in seen:
+                yield cluster.located.source.diagnostic(
+                    where, f"{name} is listed twice: Kueue would not start"
+                )
+            seen.add(name)

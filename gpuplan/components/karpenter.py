@@ -81,6 +81,15 @@ class KarpenterRelease(Release):
         return _minor(self.core) >= (1, 6)
 
     @property
+    def subscription_env(self) -> str:
+        """Return the variable the Azure controller reads its subscription from.
+
+        v1.6.x reads ARM_SUBSCRIPTION_ID only; from v1.7 AZURE_SUBSCRIPTION_ID, falling back to ARM_
+        (Azure/karpenter-provider-azure pkg/auth/config.go Build at v1.6.8 and v1.7.2).
+        """
+        return "ARM_SUBSCRIPTION_ID" if _minor(self.version) < (1, 7) else "AZURE_SUBSCRIPTION_ID"
+
+    @property
     def consolidation_policies(self) -> tuple[str, ...]:
         """Return the enum of spec.disruption.consolidationPolicy."""
         base = ("WhenEmpty", "WhenEmptyOrUnderutilized")
@@ -131,6 +140,9 @@ def _azure(tag: str, core: str, fields: frozenset[str]) -> KarpenterRelease:
         f"{AZURE_REPO}@{tag}:pkg/apis/crds/karpenter.sh_nodepools.yaml",
         f"{AZURE_REPO}@{tag}:pkg/apis/crds/karpenter.azure.com_aksnodeclasses.yaml",
         f"{AZURE_REPO}@{tag}:README.md",
+        f"{AZURE_REPO}@{tag}:pkg/operator/options/options.go",
+        f"{AZURE_REPO}@{tag}:pkg/auth/config.go",
+        f"{AZURE_REPO}@{tag}:charts/karpenter/templates/deployment.yaml",
         f"{CORE_REPO}@{core}:pkg/operator/options/options.go",
     )
     chart = Chart("oci://mcr.microsoft.com/aks/karpenter", "karpenter", tag.removeprefix("v"))
@@ -170,6 +182,6 @@ KARPENTER = Component(
     field="karpenter",
     releases=RELEASES,
     emitter="gpuplan.emit.karpenter:emit",
-    checks=("gpuplan.check.karpenter", "gpuplan.check.nodeclass"),
+    checks=("gpuplan.check.karpenter", "gpuplan.check.nodeclass", "gpuplan.check.karpenter_azure"),
     line_field="provider",
 )

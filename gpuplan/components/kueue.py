@@ -32,6 +32,19 @@ CRD_DIR = "config/components/crd/bases"
 CHART_REPO = "oci://registry.k8s.io/kueue/charts"
 
 
+# Built-in job integrations, the names `integrations.frameworks` takes: the FrameworkName constants under
+# pkg/controller/jobs/ at each tag. Kueue refuses to start on any other name, or on one kind listed
+# twice (pkg/config/validation.go validateIntegrations: NotSupported, Duplicate).
+_FRAMEWORKS_V012 = frozenset({
+    "batch/job", "pod", "deployment", "statefulset", "jobset.x-k8s.io/jobset",
+    "leaderworkerset.x-k8s.io/leaderworkerset", "ray.io/rayjob", "ray.io/raycluster",
+    "kubeflow.org/jaxjob", "kubeflow.org/mpijob", "kubeflow.org/paddlejob", "kubeflow.org/pytorchjob",
+    "kubeflow.org/tfjob", "kubeflow.org/xgboostjob", "workload.codeflare.dev/appwrapper",
+})  # fmt: skip
+_FRAMEWORKS_V014 = _FRAMEWORKS_V012 | {"trainer.kubeflow.org/trainjob"}
+_FRAMEWORKS_V017 = _FRAMEWORKS_V014 | {"ray.io/rayservice", "sparkoperator.k8s.io/sparkapplication"}
+
+
 @dataclass(frozen=True, kw_only=True)
 class KueueRelease(Release):
     """A Kueue release: the apiVersions it serves and the enums and limits of what gpuplan emits."""
@@ -83,6 +96,14 @@ class KueueRelease(Release):
         return "cohortName" if self.api == "v1beta2" else "cohort"
 
     @property
+    def frameworks(self) -> frozenset[str]:
+        """Return the built-in integrations (integrations.frameworks) of this release."""
+        minor = int(self.version.split(".")[1])
+        if minor >= 17:
+            return _FRAMEWORKS_V017
+        return _FRAMEWORKS_V014 if minor >= 14 else _FRAMEWORKS_V012
+
+    @property
     def stop_search(self) -> str:
         """Return whenCanBorrow's "stop at the first flavor that fits, borrowing" value for this release."""
         return "MayStopSearch" if "MayStopSearch" in self.when_can_borrow else "Borrow"
@@ -100,6 +121,7 @@ def _sources(tag: str) -> tuple[str, ...]:
     return crds + (
         f"{REPO}@{tag}:pkg/webhooks/clusterqueue_webhook.go",
         f"{REPO}@{tag}:pkg/features/kube_features.go",
+        f"{REPO}@{tag}:pkg/config/validation.go",
         f"{REPO}@{tag}:charts/kueue/README.md",
     )
 

@@ -40,8 +40,11 @@ RELEASES: tuple[NfdRelease, ...] = (
     ),
 )
 
-# nfd-master sets a NodeFeatureRule's taints only with enableTaints (chart value master.enableTaints,
-# default false), and refuses unprefixed keys and kubernetes.io keys other than under
+# nfd-master sets a NodeFeatureRule's taints only with enableTaints: the chart value master.enableTaints
+# (default false) passes the -enable-taints flag (templates/master.yaml), which overrides the config
+# file's enableTaints (pkg/nfd-master/nfd-master.go configure: args.Overrides), the same in every NFD
+# chart gpuplan installs, bundled or not: v0.17.3 (GPU Operator v25.3.x), v0.18.2, v0.18.3, v0.19.0
+# (NVIDIA/gpu-operator deployments/gpu-operator/Chart.yaml dependencies at each tag). It refuses unprefixed keys and kubernetes.io keys other than under
 # feature.node.kubernetes.io (v0.19.0 pkg/nfd-master/nfd-master.go filterTaints,
 # pkg/apis/nfd/validate/validate.go Taint; deployment/helm/node-feature-discovery/values.yaml).
 TAINT_NAMESPACE = "feature.node.kubernetes.io"

@@ -6,7 +6,7 @@ import posixpath
 from typing import Any
 
 from gpuplan.crds.versions import cluster_components, fleet_components, header_line
-from gpuplan.emit.bootstrap import appset
+from gpuplan.emit.bootstrap import appset, health
 from gpuplan.emit.bootstrap import fleet as bootstrap
 from gpuplan.emit.bootstrap.app import CLUSTER_LABEL, RETRY
 from gpuplan.emit.meta import Manifest, finalize, k8s
@@ -95,7 +95,8 @@ def app_of_apps(fleet: Fleet, listed: list[Manifest] | None = None) -> Manifest:
 
 
 def emit_fleet(fleet: Fleet, output_path: str = OUTPUT_PATH) -> list[Manifest]:
-    """Return the fleet-level objects: projects, operator and cluster Applications, app of apps, root."""
+    """Return the fleet-level objects: projects, operator and cluster Applications, app of apps, root,
+    and the argocd-cm patch with the Application health check."""
     listed = bootstrap.projects(fleet) + bootstrap.operator_manifests(fleet)
     listed += [finalize(m) for m in applications(fleet, output_path)] + appset.application_sets(
         fleet, output_path
@@ -106,4 +107,16 @@ def emit_fleet(fleet: Fleet, output_path: str = OUTPUT_PATH) -> list[Manifest]:
     kustomize_root = Manifest(
         f"{bootstrap.ROOT_FOLDER}/kustomization.yaml", _kustomization(["root.yaml"]), root.sources
     )
-    return listed + [app_of_apps(fleet, listed), root, kustomize_root]
+    health_check = health.manifests(fleet)
+    kustomize_health = Manifest(
+        f"{health.FOLDER}/kustomization.yaml",
+        _kustomization([posixpath.basename(m.path) for m in health_check]),
+        root.sources,
+    )
+    return listed + [
+        app_of_apps(fleet, listed),
+        root,
+        kustomize_root,
+        *health_check,
+        kustomize_health,
+    ]

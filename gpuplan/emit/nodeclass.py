@@ -95,9 +95,9 @@ def aks_node_class(
             if p.spec.karpenter is not None
         }
         family = "AzureLinux" if oses == {"azurelinux"} else "Ubuntu2204"
-    spec: dict[str, Any] = {"imageFamily": family}
-    if settings.os_disk_size_gb is not None:
-        spec["osDiskSizeGB"] = settings.os_disk_size_gb
+    # The CRD defaults osDiskSizeGB to 128 (karpenter.azure.com_aksnodeclasses.yaml, v1.6.2 to v1.14.2):
+    # written out, or the API server's default would show as drift in Argo CD.
+    spec: dict[str, Any] = {"imageFamily": family, "osDiskSizeGB": settings.os_disk_size_gb or 128}
     if "gpu" in release.node_class_fields:
         # The GPU Operator installs the driver on managed pools: AKS must then install none.
         spec["gpu"] = {"mode": "None" if layout(cluster.spec).enabled else "Driver"}

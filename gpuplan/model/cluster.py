@@ -28,6 +28,7 @@ from gpuplan.model.drivers import (
     Registry,
     ServiceMonitor,
 )
+from gpuplan.model.karpenter_azure import SelfHostedAzure
 from gpuplan.model.monitoring import Monitoring
 from gpuplan.model.nodeclass import AksNodeClassSettings, Ec2NodeClassSettings
 from gpuplan.model.tenant import Subject
@@ -315,6 +316,8 @@ class Karpenter(Model):
     """SQS queue of spot interruption and rebalance events (AWS settings.interruptionQueue); none: not watched."""
     self_hosted: bool = False
     """Azure: install Karpenter with its chart; default: AKS Node Auto Provisioning runs it (nothing installed)."""
+    azure: SelfHostedAzure | None = None
+    """Azure, selfHosted: the cluster's endpoint, identities and network the controller needs (required there)."""
     maintenance: MaintenanceWindow = MaintenanceWindow()
     """When drifted nodes (new AMI, security updates) are drained and replaced; default Sundays
     02:00-06:00 UTC, one node of each NodePool at a time."""

@@ -58,6 +58,6 @@ class AksNodeClassSettings(Model):
     image_family: Literal["Ubuntu", "Ubuntu2204", "Ubuntu2404", "AzureLinux"] | None = None
     """Node image family; default: the pools' os (ubuntu: Ubuntu2204, azurelinux: AzureLinux)."""
     os_disk_size_gb: int | None = Field(default=None, ge=30, le=2048, alias="osDiskSizeGB")
-    """OS disk size in GB (container images of GPU workloads are large)."""
+    """OS disk size in GB (container images of GPU workloads are large); default 128, the CRD's."""
     tags: dict[TagKey, TagValue] = {}
     """Azure tags on the node VMs."""

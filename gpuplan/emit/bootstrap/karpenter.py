@@ -5,8 +5,8 @@ Both providers publish charts `karpenter` and `karpenter-crd` at the provider ta
 charts/ and hack/release/common.sh). Values (charts/karpenter/values.yaml at each tag):
 `settings.clusterName`, and on AWS `settings.interruptionQueue` (an SQS queue name; empty: interruption
 handling off). On AKS Karpenter normally runs as the managed Node Auto Provisioning add-on: gpuplan
-installs nothing there unless the cluster says `selfHosted: true`; the Azure chart's other settings
-(clusterEndpoint, identities, network) are the user's, in values/<cluster>/karpenter.yaml.
+installs nothing there unless the cluster says `selfHosted: true`, and then the controller's endpoint,
+identities and network come from `karpenter.azure` (emit/bootstrap/karpenter_azure.py).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from dataclasses import replace
 from typing import Any
 
 from gpuplan.components import REGISTRY
+from gpuplan.components.karpenter import KarpenterRelease
+from gpuplan.emit.bootstrap import karpenter_azure
 from gpuplan.emit.bootstrap.app import CRD_WAVE, Operator
 from gpuplan.fleet import ClusterPlan
 
@@ -32,6 +34,14 @@ def values(cluster: ClusterPlan) -> dict[str, Any]:
         # Static NodePools (spec.replicas) act only with the StaticCapacity gate, off by default
         # (settings.featureGates.staticCapacity in both providers' charts/karpenter/values.yaml).
         settings["featureGates"] = {"staticCapacity": True}
+    release = cluster.release(NAME)
+    if (
+        cluster.spec.provider == "azure"
+        and karpenter.azure is not None
+        and isinstance(release, KarpenterRelease)
+    ):
+        out = karpenter_azure.values(karpenter.azure, release)
+        return out | {"settings": settings | out["settings"]}
     return {"settings": settings}
 
 
