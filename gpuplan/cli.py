@@ -93,6 +93,12 @@ def cli() -> None:
 @_strict
 @_format
 @_crds
+@click.option(
+    "--no-cache",
+    "no_cache",
+    is_flag=True,
+    help="Neither read nor write the render cache ($GPUPLAN_CACHE_DIR/render, default ~/.cache/gpuplan/render).",
+)
 def render(
     root: Path,
     out: Path | None,
@@ -101,12 +107,14 @@ def render(
     strict: bool,
     fmt: str,
     crds: Path | None,
+    no_cache: bool,
 ) -> None:
     """Load, check, compile, validate and write the fleet."""
     from gpuplan.commands import render as command
     from gpuplan.commands.common import Options
 
-    sys.exit(command.render_fleet(Options(root, out, clusters, strict, fmt, crds), check_only))
+    options = Options(root, out, clusters, strict, fmt, crds)
+    sys.exit(command.render_fleet(options, check_only, use_cache=not no_cache))
 
 
 @cli.command()

@@ -21,7 +21,8 @@ from gpuplan.overlay.extras import read_extras
 from gpuplan.resolve import build_fleet
 from gpuplan.sources import read_inputs
 from gpuplan.validate import CrdIndex, CrdLoadError
-from gpuplan.verify import verify
+from gpuplan.verify import Proven, verify
+from gpuplan.write import output_path as output_path  # re-exported: commands use pipeline.*
 
 CRDS_ENV = "GPUPLAN_CRDS"
 
@@ -59,16 +60,6 @@ def load_crds(folder: Path) -> CrdIndex:
     return CrdIndex.load(folder)
 
 
-def output_path(root: Path, out: Path | None) -> str:
-    """Return where the output lives in the git repository (what Argo CD Applications point at)."""
-    if out is None:
-        return "output"
-    try:
-        return out.absolute().relative_to(root.absolute()).as_posix()
-    except ValueError:
-        return "output"  # rendered outside the repository, e.g. for inspection: keep the default
-
-
 def _cluster_objects(root: Path, fleet: Fleet, where: str) -> Callable[[str], list[Manifest]]:
     """Return name -> a cluster's generated and own objects (for the AppProject of a partial render)."""
     extras = read_extras(root, fleet.clusters)[0]
@@ -85,12 +76,14 @@ def compile_fleet(
     out: Path | None = None,
     verify_output: bool = True,
     base: str | None = None,
+    proven: Proven | None = None,
 ) -> Compiled:
     """Load, resolve, check, emit and validate the fleet of a repository.
 
     verify_output=False skips proving the emitted objects (diff does: it shows what changes,
     render and check in CI prove it). base, a git revision, lets the checks tell which quota
-    changed (raises gitbase.UsageError when it names no commit).
+    changed (raises gitbase.UsageError when it names no commit). proven (gpuplan.cache) names
+    objects already proven valid, whose schema validation is skipped.
     """
     inputs, found = read_inputs(root)
     found = with_code(found, "input")
@@ -128,7 +121,8 @@ def compile_fleet(
         return result
     if verify_output:
         result.diagnostics = accept(
-            result.diagnostics + with_code(validate_manifests(result, folder, where), "output"),
+            result.diagnostics
+            + with_code(validate_manifests(result, folder, where, proven), "output"),
             entries,
         )
     if (
@@ -139,7 +133,7 @@ def compile_fleet(
 
 
 def validate_manifests(
-    result: Compiled, crds: Path | None, where: str = "output"
+    result: Compiled, crds: Path | None, where: str = "output", proven: Proven | None = None
 ) -> list[Diagnostic]:
     """Prove every emitted object (schemas, CEL, webhooks, references) before anything is written.
 
@@ -157,6 +151,7 @@ def validate_manifests(
         index,
         where,
         result.overlay.place if result.overlay else None,
+        proven,
     )
     result.notes.extend(notes)
     return problems

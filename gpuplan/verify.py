@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from gpuplan.components import namespaces_of
 from gpuplan.components.metrics import known_metrics
@@ -80,8 +81,29 @@ def _at(
     return Diagnostic(f"output/{item.path}", line, col, severity, where, message)
 
 
+class Proven(Protocol):
+    """Objects already proven valid by the same gpuplan against the same schemas (gpuplan.cache)."""
+
+    def known(self, item: Manifest, against: str) -> bool:
+        """Tell whether this object was proven valid against these schemas."""
+
+    def add(self, item: Manifest, against: str) -> None:
+        """Remember that this object is valid against these schemas."""
+
+    def forget_kinds(self, kinds: set[str]) -> None:
+        """Forget the objects of kinds with CEL rules that were skipped (their notes must repeat)."""
+
+
+def _against(validator: Validator) -> str:
+    return f"{validator.kubernetes_version}\0{validator.crds_label}"
+
+
 def schema_problems(
-    manifests: Iterable[Manifest], fleet: Fleet, index: CrdIndex | None, place: Place | None = None
+    manifests: Iterable[Manifest],
+    fleet: Fleet,
+    index: CrdIndex | None,
+    place: Place | None = None,
+    proven: Proven | None = None,
 ) -> tuple[list[Diagnostic], list[str]]:
     """Validate each object against its schema, CEL rules and webhook rules."""
     validators, problems = _validators(fleet, index)
@@ -90,11 +112,17 @@ def schema_problems(
         validator = validators.get(item.cluster or "")
         if item.kind == "Kustomization" or validator is None:
             continue
+        if proven is not None and proven.known(item, _against(validator)):
+            continue
         # A missing CRD is the user's to supply (--crds), not a bug of what gpuplan emitted.
+        found = validator.validate(item.obj)
         problems += [
-            _at(item, p.path, p.message, place=place, bug=p.code != MISSING_CRD)
-            for p in validator.validate(item.obj)
+            _at(item, p.path, p.message, place=place, bug=p.code != MISSING_CRD) for p in found
         ]
+        if proven is not None and not found:
+            proven.add(item, _against(validator))
+    if proven is not None:
+        proven.forget_kinds({r.kind for v in validators.values() for r in v.skipped_rules})
     for validator in validators.values():
         for rule in validator.skipped_rules:
             notes.append(
@@ -216,9 +244,10 @@ def verify(
     index: CrdIndex | None,
     output_path: str = "output",
     place: Place | None = None,
+    proven: Proven | None = None,
 ) -> tuple[list[Diagnostic], list[str]]:
     """Return every problem of the emitted objects, and notes on what could not be checked."""
-    problems, notes = schema_problems(manifests, fleet, index, place)
+    problems, notes = schema_problems(manifests, fleet, index, place, proven)
     problems += reference_problems(manifests, fleet, output_path, place)
     problems += graph_problems(manifests, fleet)
     problems += query_problems(manifests, fleet, place)

@@ -5,9 +5,16 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from gpuplan.diagnostics import has_errors, ordered, render
-from gpuplan.pipeline import Compiled
+from gpuplan.diagnostics import Diagnostic, has_errors, ordered, render
+
+
+class Findings(Protocol):
+    """What a run found (pipeline.Compiled, or a render answered from the cache)."""
+
+    diagnostics: list[Diagnostic]
+    notes: list[str]
 
 
 @dataclass(frozen=True)
@@ -29,7 +36,7 @@ class Options:
         return self.out if self.out is not None else self.root / "output"
 
 
-def print_findings(result: Compiled, options: Options) -> bool:
+def print_findings(result: Findings, options: Options) -> bool:
     """Print the findings to stderr; return True when they fail the run."""
     found = ordered(result.diagnostics)
     text = render(found, options.fmt)

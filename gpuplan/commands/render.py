@@ -1,14 +1,40 @@
-"""`gpuplan render`: compile the fleet and write it, or with --check report what would change."""
+"""`gpuplan render`: compile the fleet and write it, or with --check report what would change.
+
+With the render cache (gpuplan.cache), unchanged inputs are answered from the last render's
+record without loading anything, and after a change only the objects whose key changed are
+validated, serialized and written.
+"""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpuplan.commands.common import Options, print_findings
+from gpuplan.diagnostics import Diagnostic, has_errors
 from gpuplan.exitcode import ExitCode
-from gpuplan.overlay.unmanaged import unmanaged_files
-from gpuplan.pipeline import compile_fleet
-from gpuplan.write import WriteError, clean_stale, compare, refuse_holding, render_files, write_tree
+from gpuplan.write import (
+    Changes,
+    WriteError,
+    clean_stale,
+    compare,
+    refuse_holding,
+    render_files,
+    write_tree,
+)
+
+if TYPE_CHECKING:
+    from gpuplan.cache.record import RenderCache
+    from gpuplan.pipeline import Compiled
+
+
+@dataclass
+class Recorded:
+    """The findings of a render answered from the cache."""
+
+    diagnostics: list[Diagnostic]
+    notes: list[str] = field(default_factory=list)
 
 
 def _scope(options: Options) -> tuple[str, ...]:
@@ -18,32 +44,94 @@ def _scope(options: Options) -> tuple[str, ...]:
     )
 
 
-def render_fleet(options: Options, check_only: bool = False) -> int:
+def _open_cache(options: Options) -> RenderCache | None:
+    """Return the render cache of a full render (a --cluster render neither reads nor writes it)."""
+    if options.clusters:
+        return None
+    from gpuplan.cache.record import RenderCache
+
+    return RenderCache.open(options.root, options.out, options.crds)
+
+
+def render_fleet(options: Options, check_only: bool = False, use_cache: bool = True) -> int:
     """Compile and write the fleet, or with check_only report what would change."""
-    result = compile_fleet(options.root, options.clusters, options.crds, out=options.out)
+    cache = _open_cache(options) if use_cache else None
+    if cache is not None and cache.hit:
+        code = _from_record(options, cache, check_only)
+        if code is not None:
+            return code
+    return _render(options, check_only, cache)
+
+
+def _unmanaged(options: Options, clusters: list[str], fail: bool) -> list[Diagnostic]:
+    from gpuplan.overlay.unmanaged import unmanaged_files  # files nobody renders
+
+    return unmanaged_files(options.output, clusters, _scope(options), fail)
+
+
+def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int | None:
+    """Answer from the last render of the same inputs; None when a render must run after all."""
+    from gpuplan.cache.output import changes as recorded_changes
+
+    diagnostics, notes, clusters = cache.findings()
+    try:
+        refuse_holding(options.output, options.root)
+        changes, seen, tree = recorded_changes(options.output, cache.recorded())
+    except (WriteError, OSError):
+        return None  # the full render reports it in its own words
+    if changes.any and not check_only:
+        return None  # the bytes to write are not in the cache
+    if tree.foreign:
+        diagnostics = diagnostics + _unmanaged(options, clusters, check_only and options.strict)
+    if print_findings(Recorded(diagnostics, notes), options):
+        return ExitCode.FAILED
+    if seen:
+        cache.refresh(seen)
+    if check_only:
+        return _report_check(options, changes, len(cache.files))
+    clean_stale(options.output.absolute())
+    _report_render(options, changes, len(cache.files))
+    return ExitCode.OK
+
+
+def _report_check(options: Options, changes: Changes, count: int) -> int:
+    for line in changes.lines():
+        sys.stderr.write(f"{line}\n")
+    if changes.any:
+        sys.stderr.write(f"{options.output} is stale: run `gpuplan render` and commit the result\n")
+        return ExitCode.FAILED
+    sys.stderr.write(f"{options.output} is up to date ({count} files)\n")
+    return ExitCode.OK
+
+
+def _report_render(options: Options, changes: Changes, count: int) -> None:
+    counts = f"{len(changes.added)} added, {len(changes.changed)} changed, {len(changes.removed)} removed"
+    sys.stderr.write(f"rendered {count} files into {options.output} ({counts})\n")
+
+
+def _render(options: Options, check_only: bool, cache: RenderCache | None) -> int:
+    """Compile, validate and write the fleet (objects the cache knows are neither proven nor written again)."""
+    from gpuplan.pipeline import compile_fleet
+
+    result = compile_fleet(
+        options.root, options.clusters, options.crds, out=options.out, proven=cache
+    )
+    compiled = list(result.diagnostics)
     if result.fleet is not None:  # files nobody renders: Argo CD never applies them
-        fail = check_only and options.strict
-        result.diagnostics += unmanaged_files(
-            options.output, result.fleet.clusters, _scope(options), fail
+        result.diagnostics += _unmanaged(
+            options, list(result.fleet.clusters), check_only and options.strict
         )
     if print_findings(result, options):
         return ExitCode.FAILED
     try:
         refuse_holding(options.output, options.root)
-        files = render_files(result.manifests)
-        changes = compare(options.output, files, _scope(options))
+        same = _same_on_disk(options, cache, result) if cache is not None else set()
+        files = render_files(result.manifests, reuse=same)
+        changes = compare(options.output, files, _scope(options), same)
         if check_only:
-            for line in changes.lines():
-                sys.stderr.write(f"{line}\n")
-            if changes.any:
-                sys.stderr.write(
-                    f"{options.output} is stale: run `gpuplan render` and commit the result\n"
-                )
-                return ExitCode.FAILED
-            sys.stderr.write(f"{options.output} is up to date ({len(files)} files)\n")
-            return ExitCode.OK
-        if changes.any:
-            write_tree(options.output, files, _scope(options))
+            code = _report_check(options, changes, len(result.manifests))
+        elif changes.any:
+            write_tree(options.output, files, _scope(options), same)
         else:
             clean_stale(
                 options.output.absolute()
@@ -51,6 +139,44 @@ def render_fleet(options: Options, check_only: bool = False) -> int:
     except WriteError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return ExitCode.FAILED
-    counts = f"{len(changes.added)} added, {len(changes.changed)} changed, {len(changes.removed)} removed"
-    sys.stderr.write(f"rendered {len(files)} files into {options.output} ({counts})\n")
+    if cache is not None and not has_errors(compiled):
+        _record(options, cache, result, files, compiled, changes if check_only else None)
+    if check_only:
+        return code
+    _report_render(options, changes, len(result.manifests))
     return ExitCode.OK
+
+
+def _same_on_disk(options: Options, cache: RenderCache, result: Compiled) -> set[str]:
+    """Return the files whose object is unchanged since the last render and still on disk as written."""
+    from gpuplan.cache.output import same_files
+
+    try:
+        return same_files(options.output, cache.unchanged(result.manifests))[0]
+    except OSError:
+        return set()  # the full comparison reads and reports it
+
+
+def _record(
+    options: Options,
+    cache: RenderCache,
+    result: Compiled,
+    files: dict[str, bytes],
+    compiled: list[Diagnostic],
+    stale: Changes | None,
+) -> None:
+    """Record this render (with --check, only the files found as rendered get a signature)."""
+    from gpuplan.cache.output import stat_files
+
+    assert result.fleet is not None
+    paths = [m.path for m in result.manifests]
+    if stale is not None:
+        differ = set(stale.added) | set(stale.changed)
+        paths = [p for p in paths if p not in differ]
+    try:
+        signatures = stat_files(options.output, paths)
+    except OSError:
+        return
+    cache.save(
+        result.manifests, files, signatures, (compiled, result.notes, sorted(result.fleet.clusters))
+    )

@@ -1,0 +1,110 @@
+"""The output folder against a render's record: what differs, found by stat and, when stat differs, by content.
+
+A recorded file whose (inode, size, mtime, ctime) is unchanged is the file gpuplan wrote (ctime
+cannot be set back by any tool short of changing the clock); any other file is read and hashed,
+so a hand edit is always found. Entries are reached through directory fds, never through links.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from gpuplan import safefs
+from gpuplan.write import Changes, OutputTree, in_scope, read_tree, refuse_unsafe
+
+Signature = tuple[int, int, int, int]
+
+
+def digest(data: bytes) -> str:
+    """Return the content hash a record keeps for a file."""
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+def signature(st: os.stat_result) -> Signature:
+    """Return what identifies an unchanged file without reading it."""
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _by_folder(paths: Iterable[str]) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for relative in paths:
+        folder, _, name = relative.rpartition("/")
+        groups.setdefault(folder, []).append(name)
+    return groups
+
+
+def stat_files(out: Path, paths: Iterable[str]) -> dict[str, Signature]:
+    """Return the signature of files below the output folder (never through a link)."""
+    found: dict[str, Signature] = {}
+    root = os.open(out, safefs.DIR_FLAGS)
+    try:
+        for folder, names in sorted(_by_folder(paths).items()):
+            fd = safefs.open_dir(root, folder)
+            try:
+                for name in names:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    found[f"{folder}/{name}" if folder else name] = signature(st)
+            finally:
+                os.close(fd)
+    finally:
+        os.close(root)
+    return found
+
+
+def same_files(
+    out: Path, recorded: dict[str, tuple[str, Signature]]
+) -> tuple[set[str], dict[str, Signature]]:
+    """Return the recorded files still on disk as recorded (by signature, else by content).
+
+    Also returns the new signatures of the files found the same by content (worth recording).
+    """
+    same: set[str] = set()
+    seen: dict[str, Signature] = {}
+    root = os.open(out, safefs.DIR_FLAGS)
+    try:
+        for folder, names in sorted(_by_folder(recorded).items()):
+            fd = safefs.open_dir(root, folder)
+            try:
+                for name in names:
+                    relative = f"{folder}/{name}" if folder else name
+                    content, before = recorded[relative]
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    if signature(st) == tuple(before):
+                        same.add(relative)
+                    elif stat.S_ISREG(st.st_mode) and _holds(fd, name, content):
+                        same.add(relative)
+                        seen[relative] = signature(st)
+            finally:
+                os.close(fd)
+    finally:
+        os.close(root)
+    return same, seen
+
+
+def _holds(fd: int, name: str, content: str) -> bool:
+    """Tell whether a regular file holds the recorded content (never through a link)."""
+    return digest(safefs.read_all(fd, name)) == content
+
+
+def changes(
+    out: Path, recorded: dict[str, tuple[str, Signature]], scope: tuple[str, ...] = ()
+) -> tuple[Changes, dict[str, Signature], OutputTree]:
+    """Compare the output on disk with the recorded files; refuse an output gpuplan must not write.
+
+    Returns the changes a render would make, the new signatures of files found the same by
+    content, and the output tree. Raises WriteError as gpuplan.write.compare does, OSError when
+    the output cannot be read.
+    """
+    tree = read_tree(out)
+    refuse_unsafe(out, tree, dict.fromkeys(recorded, b""))
+    owned = {p for p in tree.owned if in_scope(p, scope)}
+    present = {p: recorded[p] for p in recorded if p in owned}
+    same, seen = same_files(out, present) if present else (set(), {})
+    added = sorted(p for p in recorded if p not in owned)
+    changed = sorted(p for p in present if p not in same)
+    removed = sorted(p for p in owned if p not in recorded)
+    return Changes(added, changed, removed), seen, tree

@@ -1,0 +1,193 @@
+"""One repository's render record: read it, trust it only for the same key, and write a new one."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuplan.cache import store
+from gpuplan.cache.key import Uncacheable, environment_key, input_key
+from gpuplan.cache.output import Signature, digest
+from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.write import header, output_path
+
+if TYPE_CHECKING:
+    from gpuplan.emit.meta import Manifest
+
+NO_SIGNATURE: Signature = (0, 0, 0, 0)  # never matches a file: its content is compared
+
+
+@dataclass
+class Entry:
+    """What the record keeps of one written file."""
+
+    key: str  # the object's key: gpuplan's identity, the file header and the object
+    content: str  # the file's content hash
+    signature: Signature  # the file's stat when it was last seen with this content
+
+
+@dataclass
+class RenderCache:
+    """The record of a repository's last render, and the one this render makes."""
+
+    home: Path
+    slot: str
+    environment: str
+    key: str
+    previous: dict[str, Any] | None
+    files: dict[str, Entry] = field(default_factory=dict)
+    _valid: set[str] = field(default_factory=set)
+    _used: set[str] = field(default_factory=set)  # proofs this render relied on or made
+    _keys: dict[int, str] = field(default_factory=dict)
+    _kinds: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, root: Path, out: Path | None, crds: Path | None) -> RenderCache | None:
+        """Return the cache of a full render of this repository, or None when it is off or unusable."""
+        home = store.cache_home()
+        if home is None:
+            return None
+        output = out if out is not None else root / "output"
+        try:
+            environment = environment_key(crds)
+            key = input_key(root, environment, output_path(root, out))
+        except (Uncacheable, OSError):
+            return None
+        name = store.slot(root, output)
+        cache = cls(home, name, environment, key, store.load(home, name))
+        cache.files = cache._entries()
+        try:
+            valid = cache.previous.get("valid") if cache.previous else None
+            cache._valid = {k for k in valid if isinstance(k, str)} if valid else set()
+            if cache.previous is not None:
+                cache.findings()
+        except (KeyError, TypeError, ValueError):  # a damaged record is no record
+            cache.previous, cache.files, cache._valid = None, {}, set()
+        return cache
+
+    def _entries(self) -> dict[str, Entry]:
+        files = self.previous.get("files") if self.previous else None
+        entries: dict[str, Entry] = {}
+        if not isinstance(files, dict):
+            return entries
+        for path, value in files.items():
+            try:
+                key, content, signature = value
+                entries[path] = Entry(str(key), str(content), tuple(int(n) for n in signature))  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                self.previous = None  # a damaged record is no record
+                return {}
+        return entries
+
+    @property
+    def hit(self) -> bool:
+        """Tell whether the record is of exactly these inputs and this gpuplan."""
+        return self.previous is not None and self.previous.get("key") == self.key
+
+    def recorded(self) -> dict[str, tuple[str, Signature]]:
+        """Return path -> (content hash, signature) of every file the recorded render wrote."""
+        return {p: (e.content, e.signature) for p, e in self.files.items()}
+
+    def findings(self) -> tuple[list[Diagnostic], list[str], list[str]]:
+        """Return the recorded render's diagnostics, notes and cluster names."""
+        assert self.previous is not None
+        found = [
+            Diagnostic(f, line, col, Severity(sev), path, message, code, accepted)
+            for f, line, col, sev, path, message, code, accepted in self.previous["diagnostics"]
+        ]
+        return found, list(self.previous["notes"]), list(self.previous["clusters"])
+
+    def object_key(self, item: Manifest) -> str:
+        """Return the key of one object: the same key gives the same file bytes and validation."""
+        known = self._keys.get(id(item))
+        if known is None:
+            text = f"{self.environment}\0{header(item)}\0{item.obj!r}"
+            known = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+            self._keys[id(item)] = known
+            self._kinds[known] = item.kind
+        return known
+
+    # gpuplan.verify.Proven
+    def known(self, item: Manifest, against: str) -> bool:
+        """Tell whether this object was proven valid against these schemas."""
+        proof = self._proof(item, against)
+        if proof in self._valid:
+            self._used.add(proof)
+            return True
+        return False
+
+    def add(self, item: Manifest, against: str) -> None:
+        """Remember that this object is valid against these schemas."""
+        proof = self._proof(item, against)
+        self._valid.add(proof)
+        self._used.add(proof)
+
+    def forget_kinds(self, kinds: set[str]) -> None:
+        """Forget the objects of kinds with CEL rules that were skipped (their notes must repeat)."""
+        self._valid = {k for k in self._valid if self._kinds.get(k) not in kinds}
+
+    def _proof(self, item: Manifest, against: str) -> str:
+        text = f"{self.object_key(item)}\0{against}"
+        proof = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+        self._kinds[proof] = item.kind
+        return proof
+
+    def unchanged(self, manifests: list[Manifest]) -> dict[str, tuple[str, Signature]]:
+        """Return the recorded files whose object is unchanged (still to be checked on disk)."""
+        found = {}
+        for item in manifests:
+            entry = self.files.get(item.path)
+            if entry is not None and entry.key == self.object_key(item):
+                found[item.path] = (entry.content, entry.signature)
+        return found
+
+    def save(
+        self,
+        manifests: list[Manifest],
+        files: dict[str, bytes],
+        signatures: dict[str, Signature],
+        found: tuple[list[Diagnostic], list[str], list[str]],
+    ) -> None:
+        """Record this render: each file's object key, content hash and signature, and its findings."""
+        entries = {}
+        for item in manifests:
+            data = files.get(item.path)
+            content = digest(data) if data is not None else self.files[item.path].content
+            signature = signatures.get(item.path, NO_SIGNATURE)
+            entries[item.path] = [self.object_key(item), content, list(signature)]
+        self.store(entries, found, sorted(self._valid & self._used))
+
+    def store(
+        self,
+        entries: dict[str, Any],
+        found: tuple[list[Diagnostic], list[str], list[str]],
+        valid: list[str],
+    ) -> None:
+        """Write the record (best effort)."""
+        diagnostics, notes, clusters = found
+        record = {
+            "key": self.key,
+            "files": entries,
+            "valid": valid,
+            "diagnostics": [_row(d) for d in diagnostics],
+            "notes": notes,
+            "clusters": clusters,
+        }
+        store.save(self.home, self.slot, record)
+
+    def refresh(self, signatures: dict[str, Signature]) -> None:
+        """Write the record again with files' new signatures (seen with the recorded content)."""
+        assert self.previous is not None
+        entries = {
+            p: [e.key, e.content, list(signatures.get(p, e.signature))]
+            for p, e in self.files.items()
+        }
+        self.store(entries, self.findings(), sorted(self._valid))
+
+
+def _row(item: Diagnostic) -> list[Any]:
+    row = asdict(item)
+    row["severity"] = item.severity.value
+    return list(row.values())

@@ -1,0 +1,125 @@
+"""Where the render cache lives and how a record is read and written (JSON, never through a link).
+
+A record is plain JSON (never pickle: a cache is not trusted to run code). It is written to a
+temporary file and renamed over the old one, so a killed render leaves the old record or the new
+one; a record that does not parse, or lacks a field, is ignored as if there were none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from gpuplan import safefs
+
+FORMAT = 1  # bumped when the record's shape changes: an older record is then ignored
+KEEP = 32  # repositories whose records are kept; the least recently used ones go first
+RECORD = "render.json"
+
+
+def cache_home() -> Path | None:
+    """Return the render cache folder ($GPUPLAN_CACHE_DIR, else $XDG_CACHE_HOME/gpuplan), or None when off."""
+    value = os.environ.get("GPUPLAN_CACHE_DIR")
+    if value == "off":
+        return None
+    base = value or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpuplan"
+    )
+    return Path(base) / "render"
+
+
+def slot(root: Path, out: Path) -> str:
+    """Return the folder name of one repository and output folder in the cache."""
+    where = f"{os.path.realpath(root)}\0{os.path.realpath(out)}"
+    return hashlib.sha256(where.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def _open_home(home: Path, create: bool) -> int:
+    """Open the cache folder; its own components are made private (0700) and never links."""
+    if create:
+        home.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    parent = os.open(home.parent, safefs.DIR_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        if create:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(home.name, 0o700, dir_fd=parent)
+        return os.open(home.name, safefs.DIR_FLAGS, dir_fd=parent)
+    finally:
+        os.close(parent)
+
+
+def load(home: Path, name: str) -> dict[str, Any] | None:
+    """Return a slot's record, or None when there is none or it cannot be trusted to be whole."""
+    try:
+        fd = _open_home(home, create=False)
+    except OSError:
+        return None
+    try:
+        slot_fd = os.open(name, safefs.DIR_FLAGS, dir_fd=fd)
+        try:
+            os.utime(slot_fd)  # least recently used goes first when pruning
+            data = json.loads(safefs.read_all(slot_fd, RECORD))
+        finally:
+            os.close(slot_fd)
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return None
+    return data
+
+
+def save(home: Path, name: str, record: dict[str, Any]) -> None:
+    """Replace a slot's record (best effort: a cache that cannot be written is no error)."""
+    data = json.dumps({"format": FORMAT, **record}, separators=(",", ":")).encode()
+    try:
+        fd = _open_home(home, create=True)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o700, dir_fd=fd)
+        slot_fd = os.open(name, safefs.DIR_FLAGS, dir_fd=fd)
+        try:
+            _replace(slot_fd, data)
+        finally:
+            os.close(slot_fd)
+        _prune(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _replace(dir_fd: int, data: bytes) -> None:
+    temporary = f".{RECORD}.{os.getpid()}.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temporary, dir_fd=dir_fd)
+    try:
+        out = os.open(
+            temporary, os.O_WRONLY | os.O_CREAT | safefs.NEW_FILE_FLAGS, 0o600, dir_fd=dir_fd
+        )
+        with os.fdopen(out, "wb") as handle:
+            handle.write(data)
+        os.rename(temporary, RECORD, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=dir_fd)
+        raise
+
+
+def _prune(home_fd: int) -> None:
+    """Remove the least recently used slots beyond KEEP (each a folder made by save)."""
+    slots = []
+    for entry in os.scandir(home_fd):
+        st = entry.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode) and len(entry.name) == 32:
+            slots.append((st.st_mtime_ns, entry.name))
+    for _, name in sorted(slots, reverse=True)[KEEP:]:
+        safefs.remove_tree(home_fd, name)
