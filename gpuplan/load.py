@@ -383,7 +383,9 @@ def parse_items(items: list[tuple[str, bytes]]) -> tuple[list[SourceFile], list[
     """Parse gathered files; return the parsed ones and the problems of the others."""
     files: list[SourceFile] = []
     problems: list[Diagnostic] = []
-    for source, found in parse_many(items):
+    from gpuplan.cache.parsed import remembered  # files unchanged since the last run
+
+    for source, found in remembered(items, parse_many):
         problems.extend(found)
         if source is not None:
             files.append(source)

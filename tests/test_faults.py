@@ -284,6 +284,7 @@ class _FullFile:
 def test_a_full_disk_fails_clearly_and_leaves_the_old_output(
     rendered_example: Path, monkeypatch: pytest.MonkeyPatch, nth: int, at_write: bool
 ) -> None:
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", "off")  # every file written again (no carry-over)
     root = rendered_example
     before = tree(root / "output")
     disk = _FullDisk(nth, at_write)

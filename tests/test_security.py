@@ -197,6 +197,7 @@ def test_a_read_only_output_exits_1_with_the_old_output_intact(rendered: Path, f
 def test_permission_denied_while_staging_exits_1_with_the_old_output_intact(
     rendered: Path, monkeypatch: pytest.MonkeyPatch, nth: int
 ) -> None:
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", "off")  # every file written again (no carry-over)
     before = tree(rendered / "output")
     calls = {"n": 0}
     real = write._write_new
@@ -251,6 +252,7 @@ def _interrupt_at(
 def test_an_interrupted_write_leaves_old_or_new_and_no_staging(
     rendered: Path, monkeypatch: pytest.MonkeyPatch, module: Any, name: str, nth: int, after: bool
 ) -> None:
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", "off")  # every file written again (no carry-over)
     (rendered / "output" / "NOTES.md").write_text("mine\n")
     old = tree(rendered / "output")
     calls = _interrupt_at(monkeypatch, module, name, nth, after)

@@ -4,15 +4,19 @@
   and content; a symbolic link anywhere in them makes the run uncacheable (its target may change
   without the link changing);
 - gpuplan's version and every file of the installed package by path, size and mtime (what
-  Python's own bytecode cache trusts), so an upgrade or an edited source never reuses a record;
+  Python's own bytecode cache trusts), the Python version and the name (with version) of every
+  installed distribution, so an upgrade or an edited source never reuses a record;
 - the CRD folder of --crds / GPUPLAN_CRDS by path, size and mtime of each file;
 - the output path the Argo CD Applications point at.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import sys
+from functools import lru_cache
 from pathlib import Path
 
 import gpuplan
@@ -53,11 +57,22 @@ def crds_folder(option: Path | None) -> Path | None:
     return option if option is not None else (Path(value) if value else None)
 
 
+@lru_cache(maxsize=1)
+def code_key() -> str:
+    """Return the identity of gpuplan's code and of every installed distribution (by its version)."""
+    digest = hashlib.sha256(f"gpuplan {gpuplan.__version__}\0{sys.version}\0".encode())
+    _tree(digest, os.path.dirname(gpuplan.__file__), content=False)
+    for entry in sys.path:  # ruamel.yaml, pydantic and the rest: a new version, a new key
+        with contextlib.suppress(OSError):
+            names = sorted(n for n in os.listdir(entry or ".") if n.endswith(".dist-info"))
+            digest.update("\0".join(names).encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()[:32]
+
+
 def environment_key(option: Path | None) -> str:
     """Return the identity of gpuplan itself and the CRDs it validates against (--crds or GPUPLAN_CRDS)."""
     crds = crds_folder(option)
-    digest = hashlib.sha256(f"gpuplan {gpuplan.__version__}\0".encode())
-    _tree(digest, os.path.dirname(gpuplan.__file__), content=False)
+    digest = hashlib.sha256(f"{code_key()}\0".encode())
     digest.update(f"crds\0{os.path.realpath(crds) if crds else ''}\0".encode())
     if crds is not None and crds.is_dir():
         _tree(digest, str(crds), content=False)

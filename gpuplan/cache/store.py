@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +23,29 @@ KEEP = 32  # repositories whose records are kept; the least recently used ones g
 RECORD = "render.json"
 
 
-def cache_home() -> Path | None:
-    """Return the render cache folder ($GPUPLAN_CACHE_DIR, else $XDG_CACHE_HOME/gpuplan), or None when off."""
+_off: list[bool] = [False]  # render --no-cache, for the rest of the command
+
+
+@contextlib.contextmanager
+def disabled(off: bool = True) -> Iterator[None]:
+    """Neither read nor write any cache of this module inside the block (render --no-cache)."""
+    before = _off[0]
+    _off[0] = off or before
+    try:
+        yield
+    finally:
+        _off[0] = before
+
+
+def cache_home(kind: str = "render") -> Path | None:
+    """Return a cache folder ($GPUPLAN_CACHE_DIR/<kind>, else $XDG_CACHE_HOME/gpuplan/<kind>), or None when off."""
     value = os.environ.get("GPUPLAN_CACHE_DIR")
-    if value == "off":
+    if value == "off" or _off[0]:
         return None
     base = value or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpuplan"
     )
-    return Path(base) / "render"
+    return Path(base) / kind
 
 
 def slot(root: Path, out: Path) -> str:
@@ -39,7 +54,7 @@ def slot(root: Path, out: Path) -> str:
     return hashlib.sha256(where.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def _open_home(home: Path, create: bool) -> int:
+def open_home(home: Path, create: bool) -> int:
     """Open the cache folder; its own components are made private (0700) and never links."""
     if create:
         home.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -56,7 +71,7 @@ def _open_home(home: Path, create: bool) -> int:
 def load(home: Path, name: str) -> dict[str, Any] | None:
     """Return a slot's record, or None when there is none or it cannot be trusted to be whole."""
     try:
-        fd = _open_home(home, create=False)
+        fd = open_home(home, create=False)
     except OSError:
         return None
     try:
@@ -79,7 +94,7 @@ def save(home: Path, name: str, record: dict[str, Any]) -> None:
     """Replace a slot's record (best effort: a cache that cannot be written is no error)."""
     data = json.dumps({"format": FORMAT, **record}, separators=(",", ":")).encode()
     try:
-        fd = _open_home(home, create=True)
+        fd = open_home(home, create=True)
     except OSError:
         return
     try:
@@ -87,7 +102,7 @@ def save(home: Path, name: str, record: dict[str, Any]) -> None:
             os.mkdir(name, 0o700, dir_fd=fd)
         slot_fd = os.open(name, safefs.DIR_FLAGS, dir_fd=fd)
         try:
-            _replace(slot_fd, data)
+            replace(slot_fd, data)
         finally:
             os.close(slot_fd)
         _prune(fd)
@@ -97,8 +112,9 @@ def save(home: Path, name: str, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def _replace(dir_fd: int, data: bytes) -> None:
-    temporary = f".{RECORD}.{os.getpid()}.tmp"
+def replace(dir_fd: int, data: bytes, name: str = RECORD) -> None:
+    """Write a file of a folder in one step: a temporary file renamed over it."""
+    temporary = f".{name}.{os.getpid()}.tmp"
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temporary, dir_fd=dir_fd)
     try:
@@ -107,7 +123,7 @@ def _replace(dir_fd: int, data: bytes) -> None:
         )
         with os.fdopen(out, "wb") as handle:
             handle.write(data)
-        os.rename(temporary, RECORD, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=dir_fd)

@@ -11,6 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpuplan.cache import store
 from gpuplan.commands.common import Options, print_findings
 from gpuplan.diagnostics import Diagnostic, has_errors
 from gpuplan.exitcode import ExitCode
@@ -55,12 +56,13 @@ def _open_cache(options: Options) -> RenderCache | None:
 
 def render_fleet(options: Options, check_only: bool = False, use_cache: bool = True) -> int:
     """Compile and write the fleet, or with check_only report what would change."""
-    cache = _open_cache(options) if use_cache else None
-    if cache is not None and cache.hit:
-        code = _from_record(options, cache, check_only)
-        if code is not None:
-            return code
-    return _render(options, check_only, cache)
+    with store.disabled(not use_cache):
+        cache = _open_cache(options)
+        if cache is not None and cache.hit:
+            code = _from_record(options, cache, check_only)
+            if code is not None:
+                return code
+        return _render(options, check_only, cache)
 
 
 def _unmanaged(options: Options, clusters: list[str], fail: bool) -> list[Diagnostic]:
