@@ -228,6 +228,11 @@ def _record(home: Path) -> Path:
         lambda data: json.dumps({**json.loads(data), "files": {"a.yaml": [1]}}).encode(),
         lambda data: json.dumps({**json.loads(data), "diagnostics": [["x"]]}).encode(),
         lambda data: json.dumps({**json.loads(data), "format": 0}).encode(),
+        lambda data: json.dumps({**json.loads(data), "files": []}).encode(),
+        lambda data: json.dumps({**json.loads(data), "notes": "text"}).encode(),
+        lambda data: json.dumps(
+            {**json.loads(data), "files": {"../escape.yaml": ["k", "c", [1, 2, 3, 4]]}}
+        ).encode(),
     ],
 )
 def test_a_damaged_record_is_ignored(tmp_path: Path, cache_home: Path, damage) -> None:  # type: ignore[no-untyped-def]

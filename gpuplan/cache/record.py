@@ -11,7 +11,7 @@ from gpuplan.cache import store
 from gpuplan.cache.key import Uncacheable, environment_key, input_key
 from gpuplan.cache.output import Signature, digest
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.write import header, output_path
+from gpuplan.write import WriteError, header, output_path, safe_relative
 
 if TYPE_CHECKING:
     from gpuplan.emit.meta import Manifest
@@ -68,17 +68,21 @@ class RenderCache:
         return cache
 
     def _entries(self) -> dict[str, Entry]:
+        """Return the recorded files; a record with any damaged entry is no record."""
         files = self.previous.get("files") if self.previous else None
         entries: dict[str, Entry] = {}
-        if not isinstance(files, dict):
-            return entries
-        for path, value in files.items():
-            try:
-                key, content, signature = value
-                entries[path] = Entry(str(key), str(content), tuple(int(n) for n in signature))  # type: ignore[arg-type]
-            except (TypeError, ValueError):
-                self.previous = None  # a damaged record is no record
-                return {}
+        try:
+            if self.previous is not None and not isinstance(files, dict):
+                raise ValueError("no file list")
+            for path, (key, content, signature) in (files or {}).items():
+                safe_relative(path)
+                numbers = tuple(int(n) for n in signature)
+                if len(numbers) != 4:
+                    raise ValueError("a stat signature has four numbers")
+                entries[path] = Entry(str(key), str(content), numbers)
+        except (TypeError, ValueError, WriteError):
+            self.previous = None
+            return {}
         return entries
 
     @property
@@ -97,7 +101,10 @@ class RenderCache:
             Diagnostic(f, line, col, Severity(sev), path, message, code, accepted)
             for f, line, col, sev, path, message, code, accepted in self.previous["diagnostics"]
         ]
-        return found, list(self.previous["notes"]), list(self.previous["clusters"])
+        notes, clusters = self.previous["notes"], self.previous["clusters"]
+        if not all(isinstance(n, str) for n in [*notes, *clusters]):
+            raise TypeError("notes and cluster names are text")
+        return found, list(notes), list(clusters)
 
     def object_key(self, item: Manifest) -> str:
         """Return the key of one object: the same key gives the same file bytes and validation."""
