@@ -88,13 +88,11 @@ def _load(fd: int, name: str, shown: str) -> SourceFile | None:
         return None  # missing, truncated or damaged: parse the file again
 
 
-def _positions(rows: list[Any]) -> dict[tuple[str | int, ...], tuple[int, int]]:
-    out: dict[tuple[str | int, ...], tuple[int, int]] = {}
-    for key, line, col in rows:
-        if not all(isinstance(part, (str, int)) for part in key):
-            raise ValueError("a position key holds something else than names and indexes")
-        out[tuple(key)] = (int(line), int(col))
-    return out
+def _positions(table: list[Any]) -> dict[tuple[str | int, ...], tuple[int, int]]:
+    keys, places = table
+    if len(keys) != len(places):
+        raise ValueError("a position table with missing rows")
+    return dict(zip(map(tuple, keys), map(tuple, places), strict=True))
 
 
 def _float(pair: dict[str, Any]) -> Any:
@@ -128,10 +126,7 @@ def _keep(fd: int, name: str, source: SourceFile) -> None:
         body = _encode(source.data)
     except _Unkept:
         return
-    values, keys = (
-        [[list(k), line, col] for k, (line, col) in table.items()]
-        for table in (source.values, source.keys)
-    )
+    values, keys = ([list(table), list(table.values())] for table in (source.values, source.keys))
     data = json.dumps([source.path, body, values, keys], separators=(",", ":"))
     with contextlib.suppress(OSError, ValueError):
         store.replace(fd, data.encode(), name)
