@@ -20,7 +20,7 @@ import os
 import stat
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuplan import safefs
@@ -76,13 +76,16 @@ def output_path(root: Path, out: Path | None) -> str:
         return "output"  # rendered outside the repository, e.g. for inspection: keep the default
 
 
-def safe_relative(path: str) -> PurePosixPath:
-    """Return the path if it stays inside the output folder, else raise WriteError."""
-    pure = PurePosixPath(path)
-    bad = pure.is_absolute() or ".." in pure.parts or "." in path.split("/") or "\\" in path
-    if bad or not pure.parts or "\x00" in path or "//" in path or path.endswith("/"):
+def safe_relative(path: str) -> str:
+    """Return the path if it stays inside the output folder, else raise WriteError.
+
+    Plain string tests (no PurePosixPath): this runs once per file of a fleet-scale render.
+    """
+    parts = path.split("/")
+    bad = path.startswith("/") or ".." in parts or "." in parts or "\\" in path
+    if bad or not path or "\x00" in path or "//" in path or path.endswith("/"):
         raise WriteError(f"refusing to write outside the output folder: {path!r}")
-    return pure
+    return path
 
 
 @dataclass(frozen=True)

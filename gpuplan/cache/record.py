@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -195,6 +195,13 @@ class RenderCache:
 
 
 def _row(item: Diagnostic) -> list[Any]:
-    row = asdict(item)
-    row["severity"] = item.severity.value
-    return list(row.values())
+    return [
+        item.file,
+        item.line,
+        item.col,
+        item.severity.value,
+        item.path,
+        item.message,
+        item.code,
+        item.accepted,
+    ]
