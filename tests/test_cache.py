@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -374,3 +375,34 @@ def test_a_link_inside_output_is_refused_on_a_cache_hit(tmp_path: Path, cache_ho
         result = run("render", "--root", str(root), *flags)
         assert result.code == 1 and "symbolic link" in result.stderr, result.stderr
     assert snapshot(outside) == target
+
+
+def test_a_cache_folder_others_may_write_is_not_used(
+    tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gpuplan.pipeline
+
+    root = tmp_path / "repo"
+    Fleet().write(root)
+    _render(root)
+    compiled, real = [], gpuplan.pipeline.compile_fleet
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        compiled.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gpuplan.pipeline, "compile_fleet", counted)
+    assert "up to date" in _render(root, "--check")
+    assert compiled == []  # a private cache answers
+    for folder in ("render", "parsed"):
+        (cache_home / folder).chmod(0o777)
+    try:
+        before = {p: p.read_bytes() for p in cache_home.rglob("*") if p.is_file()}
+        assert "up to date" in _render(root, "--check")
+        assert compiled == [1]  # a cache others may write is not read...
+        _render(root)
+        after = {p: p.read_bytes() for p in cache_home.rglob("*") if p.is_file()}
+        assert after == before  # ...nor written
+    finally:
+        for folder in ("render", "parsed"):
+            (cache_home / folder).chmod(0o700)

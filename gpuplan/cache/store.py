@@ -8,6 +8,7 @@ one; a record that does not parse, or lacks a field, is ignored as if there were
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -55,7 +56,11 @@ def slot(root: Path, out: Path) -> str:
 
 
 def open_home(home: Path, create: bool) -> int:
-    """Open the cache folder; its own components are made private (0700) and never links."""
+    """Open the cache folder: made private (0700), never a link, and only if it is the user's own.
+
+    What the cache holds decides what is rendered, so a folder another user owns or may write
+    to is not trusted (as ssh treats ~/.ssh): OSError, and the run goes without the cache.
+    """
     if create:
         home.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     parent = os.open(home.parent, safefs.DIR_FLAGS & ~os.O_NOFOLLOW)
@@ -63,9 +68,14 @@ def open_home(home: Path, create: bool) -> int:
         if create:
             with contextlib.suppress(FileExistsError):
                 os.mkdir(home.name, 0o700, dir_fd=parent)
-        return os.open(home.name, safefs.DIR_FLAGS, dir_fd=parent)
+        fd = os.open(home.name, safefs.DIR_FLAGS, dir_fd=parent)
     finally:
         os.close(parent)
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        os.close(fd)
+        raise OSError(errno.EPERM, "not a private folder of this user", str(home))
+    return fd
 
 
 def load(home: Path, name: str) -> dict[str, Any] | None:
