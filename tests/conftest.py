@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,10 @@ def pytest_configure(config: pytest.Config) -> None:
     value = os.environ.get("GPUPLAN_CRDS")
     if value and not os.path.isabs(value):
         os.environ["GPUPLAN_CRDS"] = str((PROJECT / value).resolve())
+    if "GPUPLAN_CACHE_DIR" not in os.environ:
+        # The render cache of this run only: tests neither read nor fill the developer's own cache.
+        os.environ["GPUPLAN_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuplan-test-cache-")
+        config.add_cleanup(lambda: shutil.rmtree(os.environ.pop("GPUPLAN_CACHE_DIR"), True))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
