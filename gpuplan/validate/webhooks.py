@@ -156,7 +156,7 @@ def _flavor_problems(
     problems = []
     resources = [r for r in _list(flavor.get("resources")) if isinstance(r, dict)]
     names = [r.get("name") for r in resources]
-    if sorted(map(str, names)) != sorted(map(str, covered)):
+    if names != covered and sorted(map(str, names)) != sorted(map(str, covered)):
         missing = [str(c) for c in covered if c not in names]
         extra = [str(n) for n in names if n not in covered]
         detail = "; ".join(
@@ -195,29 +195,42 @@ def _quota_problems(
     resource: dict, path: str, has_parent: bool, parent_word: str, lending_within_nominal: bool
 ) -> list[Problem]:
     """No negative quota; limits need a cohort/parent; lendingLimit <= nominalQuota."""
+    limits = resource.get("borrowingLimit"), resource.get("lendingLimit")
+    if limits == (None, None) and not _signed(resource.get("nominalQuota")):
+        return []  # the usual case, a nominalQuota alone: nothing below can fail
     problems = []
-    values: dict[str, Fraction | None] = {}
     for field in ("nominalQuota", "borrowingLimit", "lendingLimit"):
-        if resource.get(field) is None:
+        value = resource.get(field)
+        if value is None:
             continue
-        values[field] = amount = signed_quantity(resource[field])
+        # Parsed only when it may be negative: a ClusterQueue has hundreds of quotas.
+        amount = signed_quantity(value) if _signed(value) else None
         if amount is not None and amount < 0:
             problems.append(
-                Problem(f"{path}.{field}", f"must not be negative (got {_show(resource[field])})")
+                Problem(f"{path}.{field}", f"must not be negative (got {_show(value)})")
             )
         if field != "nominalQuota" and not has_parent:
             problems.append(Problem(f"{path}.{field}", f"must be nil when {parent_word} is empty"))
-    nominal, lending = values.get("nominalQuota"), values.get("lendingLimit")
-    if lending_within_nominal and nominal is not None and lending is not None and lending > nominal:
+    nominal_text, lending_text = resource.get("nominalQuota"), resource.get("lendingLimit")
+    if not lending_within_nominal or nominal_text is None or lending_text is None:
+        return problems
+    nominal, lending = signed_quantity(nominal_text), signed_quantity(lending_text)
+    if nominal is not None and lending is not None and lending > nominal:
         problems.append(
             Problem(
                 f"{path}.lendingLimit",
                 "must be less than or equal to the "
-                f"nominalQuota ({_show(resource['lendingLimit'])} > "
-                f"{_show(resource['nominalQuota'])})",
+                f"nominalQuota ({_show(lending_text)} > {_show(nominal_text)})",
             )
         )
     return problems
+
+
+def _signed(value: Any) -> bool:
+    """Whether a quota value may be below zero (a number below 0 or text starting with "-")."""
+    if isinstance(value, str):
+        return value.lstrip().startswith("-")
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0
 
 
 def fair_sharing_problems(spec: dict, path: str) -> list[Problem]:
@@ -457,9 +470,13 @@ def webhook_problems(obj: Any) -> list[Problem]:
     """The Kueue webhook problems of any object; [] for kinds without a Kueue webhook."""
     if not isinstance(obj, dict) or not isinstance(obj.get("apiVersion"), str):
         return []
-    group = obj["apiVersion"].rpartition("/")[0]
-    check = WEBHOOKS.get(obj.get("kind")) if group == GROUP else None  # type: ignore[arg-type]
+    check = webhook_for(obj["apiVersion"], obj.get("kind"))
     return check(obj) if check is not None else []
+
+
+def webhook_for(api_version: str, kind: Any) -> Callable[[dict], list[Problem]] | None:
+    """The webhook check of one apiVersion and kind; None for kinds without a Kueue webhook."""
+    return WEBHOOKS.get(kind) if api_version.rpartition("/")[0] == GROUP else None
 
 
 def _list(value: Any) -> list:
