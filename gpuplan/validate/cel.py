@@ -248,6 +248,10 @@ class CelRules:
         self.transition: list[CelRule] = []  # oldSelf rules: update only, not evaluated
         self.count = 0  # rules evaluated on create
         self.root = self._build(crd_version.schema, "", under_rule=False)
+        # Every rule at once, as if one rule: it reads the fields the rule tree reaches (all of
+        # the object when a rule sits at its root).
+        top = None if self.root is None or self.root.rules else tuple(self.root.props)
+        self.whole = _Rule(CelRule("", "<every rule>"), None, fields=top)
 
     def check(
         self, obj: Any, passes: Passes | None = None
@@ -258,9 +262,15 @@ class CelRules:
         """
         if self.root is None or not isinstance(obj, dict):
             return [], []
+        if passes is not None:  # first the whole object: one key instead of one per node
+            seen, key = passes.key(self.whole, obj)
+            if key in seen:
+                return [], []
         problems: list[Problem] = []
         skipped: list[SkippedRule] = []
         self._walk(self.root, _defaulted(self.root, obj), "", (problems, skipped, passes))
+        if passes is not None and not problems and not skipped:
+            passes.remember(seen, key)
         return problems, skipped
 
     # --- compiling ------------------------------------------------------------------
