@@ -24,6 +24,7 @@ import json
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from gpuplan.names import DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
@@ -47,6 +48,12 @@ def qualified_name_error(value: Any) -> str | None:
     """Why ``value`` is not a qualified name (label-key syntax), or None when it is."""
     if not isinstance(value, str):
         return f"must be a string (got {_show(value)})"
+    return _qualified_name_error(value)
+
+
+@lru_cache(maxsize=4096)
+def _qualified_name_error(value: str) -> str | None:
+    """qualified_name_error of a string, once per string: resource names repeat in every queue."""
     prefix, slash, name = value.rpartition("/")
     if slash and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
         return (
@@ -82,8 +89,12 @@ def signed_quantity(value: Any) -> Fraction | None:
         return Fraction(value)
     if isinstance(value, float):
         return Fraction(str(value)) if math.isfinite(value) else None
-    if not isinstance(value, str):
-        return None
+    return _signed_text(value) if isinstance(value, str) else None
+
+
+@lru_cache(maxsize=4096)
+def _signed_text(value: str) -> Fraction | None:
+    """signed_quantity of text, once per text: fleets repeat the same few quantities."""
     text = value.strip()
     sign = -1 if text.startswith("-") else 1
     try:
@@ -175,6 +186,8 @@ def _flavor_problems(
             )
         )
     for k, resource in enumerate(resources[: len(covered)]):
+        if resource.get("name") == covered[k] and _plain_quota(resource):
+            continue  # the usual entry: nothing below can fail
         where = f"{path}.resources[{k}]"
         if resource.get("name") != covered[k]:
             problems.append(
@@ -195,9 +208,6 @@ def _quota_problems(
     resource: dict, path: str, has_parent: bool, parent_word: str, lending_within_nominal: bool
 ) -> list[Problem]:
     """No negative quota; limits need a cohort/parent; lendingLimit <= nominalQuota."""
-    limits = resource.get("borrowingLimit"), resource.get("lendingLimit")
-    if limits == (None, None) and not _signed(resource.get("nominalQuota")):
-        return []  # the usual case, a nominalQuota alone: nothing below can fail
     problems = []
     for field in ("nominalQuota", "borrowingLimit", "lendingLimit"):
         value = resource.get(field)
@@ -226,10 +236,17 @@ def _quota_problems(
     return problems
 
 
+def _plain_quota(resource: dict) -> bool:
+    """Whether a quota entry is a nominalQuota alone that cannot be negative (nothing to check)."""
+    if resource.get("borrowingLimit") is not None or resource.get("lendingLimit") is not None:
+        return False
+    return not _signed(resource.get("nominalQuota"))
+
+
 def _signed(value: Any) -> bool:
     """Whether a quota value may be below zero (a number below 0 or text starting with "-")."""
     if isinstance(value, str):
-        return value.lstrip().startswith("-")
+        return "-" in value and value.lstrip().startswith("-")
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0
 
 
