@@ -258,8 +258,12 @@ class Validator:
 
     def _fast_compiler(self, crd_version: CrdVersion) -> Callable[[], Any]:
         """Compile one CRD version's schema that also refuses nulls, when called."""
-        return lambda: jsonschema_rs.Draft202012Validator(
-            without_nulls(crd_version.json_schema),
+        return lambda: self._crd_validator(without_nulls(crd_version.json_schema))
+
+    def _crd_validator(self, schema: dict[str, Any]) -> Any:
+        """Compile a custom resource's JSON Schema (ObjectMeta from the core registry)."""
+        return jsonschema_rs.Draft202012Validator(
+            schema,
             registry=self.core.registry,
             validate_formats=True,
             ignore_unknown_formats=True,
@@ -271,13 +275,7 @@ class Validator:
         compiled = self._crd_compiled.get(crd_version)
         if compiled is None:
             try:
-                compiled = jsonschema_rs.Draft202012Validator(
-                    crd_version.json_schema,
-                    registry=self.core.registry,
-                    validate_formats=True,
-                    ignore_unknown_formats=True,
-                    keywords={LIST_MAP_KEYS: _ListMapKeys},
-                )
+                compiled = self._crd_validator(crd_version.json_schema)
             except (ValueError, jsonschema_rs.ReferencingError) as exc:
                 compiled = Problem(
                     "",
