@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,16 +126,25 @@ def startup(file: Path, runs: int = 5) -> tuple[Figure, Figure]:
     return best, interpreter
 
 
-def throughput(out: Path, size: int) -> tuple[float, float, int]:
-    """In-process objects/s: gpuplan's Validator against jsonschema-rs alone (precompiled, is_valid) on the same objects."""
+def throughput(out: Path, size: int, rounds: int = 7) -> tuple[float, float, int, float]:
+    """In-process objects/s: gpuplan's Validator against jsonschema-rs alone (precompiled, is_valid) on the same objects.
+
+    Both sides are warm (every schema compiled) and timed in CPU seconds of this process, the
+    best of seven interleaved rounds: the machine is shared. gpuplan's figure is first sight:
+    the CEL verdicts its evaluators keep from earlier objects (what `validate --watch` reuses)
+    are forgotten before each round, so repeating the same objects earns nothing. The fourth
+    value is the rate when they are kept (re-validating unchanged objects).
+    """
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from gpuplan.validate.cel import Passes
     from gpuplan.validate.choose import Validators
     from gpuplan.validate.command import Run, manifest_files, read_documents
     from gpuplan.validate.core import split_api_version
 
     files = [p for p in manifest_files([out]) if p.name != "kustomization.yaml"]
     files = files[:: max(1, len(files) // size)][:size]
-    run = Run(Validators("1.33", {}, None), frozenset([out.absolute()]))
+    validators = Validators("1.33", {}, None)
+    run = Run(validators, frozenset([out.absolute()]))
     pairs = [
         (run.validator(str(p)), doc.obj) for p in files for doc in read_documents(p, str(p))[0]
     ]
@@ -149,15 +159,26 @@ def throughput(out: Path, size: int) -> tuple[float, float, int]:
             else validator.core.validator(group, version, obj["kind"])
         )
         floor_pairs.append((compiled, obj))
-    start = time.perf_counter()
-    for validator, obj in pairs:
-        validator.validate(obj)
-    ours = len(pairs) / (time.perf_counter() - start)
-    start = time.perf_counter()
-    for compiled, obj in floor_pairs:
-        compiled.is_valid(obj)
-    floor = len(pairs) / (time.perf_counter() - start)
-    return ours, floor, len(pairs)
+
+    def forget() -> None:
+        for validator in validators.all():
+            if validator._cel is not None:
+                validator._cel._passes = Passes()
+
+    loops: list[tuple[Callable[[], object], Callable[[], object]]] = [
+        (lambda: [v.validate(o) for v, o in pairs], forget),  # first sight
+        (lambda: [v.validate(o) for v, o in pairs], lambda: None),  # verdicts kept
+        (lambda: [c.is_valid(o) for c, o in floor_pairs], lambda: None),  # the floor
+    ]
+    best = [float("inf")] * len(loops)
+    for _ in range(rounds):  # interleaved: each side sees the same moments of a shared machine
+        for i, (loop, before) in enumerate(loops):
+            before()
+            start = time.process_time()
+            loop()
+            best[i] = min(best[i], time.process_time() - start)
+    ours, again, floor = (len(pairs) / b for b in best)
+    return ours, floor, len(pairs), again
 
 
 def core_sample(files: list[Path], size: int) -> list[Path]:
@@ -286,12 +307,12 @@ def targets(
     render: Figure,
     fastest: Figure,
     starts: tuple[Figure, Figure],
-    rates: tuple[float, float, int],
+    rates: tuple[float, float, int, float],
 ) -> list[str]:
     """The fleet-scale targets (issue 21), each a ratio against its floor."""
     changed = next(f for f in figures if f.name == "render (one tenant changed)")
     check = next(f for f in figures if f.name.startswith("render --check"))
-    ours, floor, count = rates
+    ours, floor, count, again = rates
     start, interpreter = starts
     rows = [
         (
@@ -330,7 +351,8 @@ def targets(
         f"(validate start-up: {start.cpu:.2f} s CPU, {start.seconds:.2f} s wall; a bare `python -c pass`: {interpreter.cpu:.2f} s CPU, {interpreter.seconds:.2f} s wall)"
     )
     lines.append(
-        f"(in-process validate: gpuplan {ours:.0f} objects/s, jsonschema-rs is_valid {floor:.0f} objects/s)"
+        f"(in-process validate, CPU time: gpuplan {ours:.0f} objects/s first sight, {again:.0f} objects/s "
+        f"re-validating unchanged objects; jsonschema-rs is_valid {floor:.0f} objects/s)"
     )
     return lines + cache_notes(figures, render)
 

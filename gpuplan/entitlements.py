@@ -2,6 +2,13 @@
 
 Kueue's ClusterQueue and the namespaces' ResourceQuotas are both written from these numbers, so
 the two can never disagree: the quota is the ClusterQueue's nominal plus what it may borrow.
+
+Every amount is a whole number of the smallest unit a manifest states: cpu in millicores, memory
+in bytes (whole MiB), GPUs, MIG instances and time-slicing shares in units. The cpu and memory
+that go with a GPU share are exact fractions (a 1g.10gb instance of a 192-core, 8-GPU node brings
+24/7 cores); gpuplan.fleet keeps those exact per pool and they are rounded down here, once, to
+millicores and MiB. From there on sums, cohort lending, ceilings and the split over namespaces
+are integer arithmetic.
 """
 
 from __future__ import annotations
@@ -9,39 +16,53 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from gpuplan.fleet import AllocationPlan
-from gpuplan.quantity import format_bytes, format_count, format_cpu
+from gpuplan.fleet import AllocationPlan, Grant
+from gpuplan.quantity import format_bytes, format_count, format_millicores
 
 CPU = "cpu"
 MEMORY = "memory"
 MIB = 2**20
+MILLI = 1000  # millicores per core
 
 
 @dataclass(frozen=True)
 class Amount:
-    """A quota of one resource in one flavor: nominal, and limits (None: unlimited / unset)."""
+    """A quota of one resource in one flavor, in millicores, bytes or units (see the module).
 
-    nominal: Fraction
-    borrowing: Fraction | None = None
-    lending: Fraction | None = None
+    nominal, and the limits (None: unlimited / unset).
+    """
+
+    nominal: int
+    borrowing: int | None = None
+    lending: int | None = None
 
 
-def _floor(resource: str, value: Fraction) -> Fraction:
-    """Round down to what the manifests can state: millicores, whole MiB, whole units."""
+def _floor(resource: str, value: Fraction) -> int:
+    """Round an exact amount (cores, bytes, units) down to what the manifests can state: millicores, whole MiB, whole units."""
     if resource == CPU:
-        return Fraction(int(value * 1000), 1000)
+        return int(value * MILLI)
     if resource == MEMORY:
-        return Fraction(int(value / MIB) * MIB)
-    return Fraction(int(value))
+        return int(value / MIB) * MIB
+    return int(value)
 
 
-def quantity(resource: str, value: Fraction) -> str:
-    """Return an amount of a resource as a canonical Kubernetes quantity string."""
+def per_unit(resource: str) -> int:
+    """Return this module's units in one core, byte or unit of a resource: 1000 millicores a core, else 1."""
+    return MILLI if resource == CPU else 1
+
+
+def quantity(resource: str, value: int) -> str:
+    """Return an amount of a resource (millicores, bytes, units) as a canonical Kubernetes quantity string."""
     if resource == CPU:
-        return format_cpu(value)
+        return format_millicores(value)
     if resource == MEMORY:
         return format_bytes(value)
     return format_count(value)
+
+
+def exact_quantity(resource: str, value: Fraction) -> str:
+    """Return an exact amount (cores, bytes, units), rounded down, as a canonical quantity string."""
+    return quantity(resource, int(value * per_unit(resource)))
 
 
 def covered_resources(alloc: AllocationPlan) -> list[str]:
@@ -49,15 +70,17 @@ def covered_resources(alloc: AllocationPlan) -> list[str]:
     return [CPU, MEMORY, *alloc.resources()]
 
 
-def _limit(values: list[int | None]) -> Fraction | None:
+def _limit(values: list[int | None]) -> int | None:
     """Sum limits, or None when any of them is unlimited."""
     if any(v is None for v in values):
         return None
-    return Fraction(sum(v for v in values if v is not None))
+    return sum(v for v in values if v is not None)
 
 
-def _derived(alloc: AllocationPlan, what: str, pool: str, kind: str) -> Fraction | None:
-    grants = [g for g in alloc.grants if g.pool.name == pool]
+def _derived(
+    alloc: AllocationPlan, what: str, pool: str, kind: str, grants: list[Grant]
+) -> int | None:
+    """Return a pool's cpu or memory borrowing or lending limit; None when a grant there has none."""
     if _limit([getattr(g, kind) for g in grants]) is None:
         return None
     table = alloc.cpu(kind) if what == CPU else alloc.memory(kind)
@@ -85,103 +108,101 @@ def cpu_flavors(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
                 CPU: Amount(_floor(CPU, quota.cpu)),
                 MEMORY: Amount(_floor(MEMORY, quota.memory)),
             }
-            out[quota.pool] = amounts | {r: Amount(Fraction(0)) for r in alloc.resources()}
+            out[quota.pool] = amounts | {r: Amount(0) for r in alloc.resources()}
     return out
 
 
 def _flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     cpu, memory = alloc.cpu(), alloc.memory()
+    by_pool: dict[str, dict[str, list[Grant]]] = {}
+    for grant in alloc.grants:
+        by_pool.setdefault(grant.pool.name, {}).setdefault(grant.resource, []).append(grant)
     out: dict[str, dict[str, Amount]] = cpu_flavors(alloc)
     for pool in alloc.pools():
         name = pool.name
+        by_resource = by_pool[name]
+        grants = [g for found in by_resource.values() for g in found]
         amounts = {
-            CPU: Amount(
-                _floor(CPU, cpu[name]),
-                _derived(alloc, CPU, name, "borrowing"),
-                _derived(alloc, CPU, name, "lending"),
-            ),
-            MEMORY: Amount(
-                _floor(MEMORY, memory[name]),
-                _derived(alloc, MEMORY, name, "borrowing"),
-                _derived(alloc, MEMORY, name, "lending"),
-            ),
+            what: Amount(
+                _floor(what, table[name]),
+                _derived(alloc, what, name, "borrowing", grants),
+                _derived(alloc, what, name, "lending", grants),
+            )
+            for what, table in ((CPU, cpu), (MEMORY, memory))
         }
         for resource in alloc.resources():
-            grants = [g for g in alloc.grants if g.pool.name == name and g.resource == resource]
-            if not grants:
-                amounts[resource] = Amount(Fraction(0))
-                continue
-            amounts[resource] = Amount(
-                Fraction(sum(g.nominal for g in grants)),
-                _limit([g.borrowing for g in grants]),
-                _limit([g.lending for g in grants]),
+            found = by_resource.get(resource)
+            amounts[resource] = (
+                Amount(
+                    sum(g.nominal for g in found),
+                    _limit([g.borrowing for g in found]),
+                    _limit([g.lending for g in found]),
+                )
+                if found
+                else Amount(0)
             )
         out[name] = amounts
     return out
 
 
-def _lends(alloc: AllocationPlan) -> dict[tuple[str, str], Fraction]:
+def _lends(alloc: AllocationPlan) -> dict[tuple[str, str], int]:
     """Return (pool, resource) -> what one allocation lends to its cohort."""
-    out: dict[tuple[str, str], Fraction] = {}
+    out: dict[tuple[str, str], int] = {}
     for pool, amounts in flavor_amounts(alloc).items():
         for resource, amount in amounts.items():
             out[(pool, resource)] = amount.nominal if amount.lending is None else amount.lending
     return out
 
 
-def _cohort_lends(alloc: AllocationPlan) -> dict[tuple[str, str], Fraction]:
+def _cohort_lends(alloc: AllocationPlan) -> dict[tuple[str, str], int]:
     """Return (pool, resource) -> what every member of the allocation's cohort tree lends, summed once."""
     root = alloc.cluster.cohort_root(alloc.spec.cohort)
     key = f"lends/{root}"
     cache = alloc.cluster.cache
     if key not in cache:
-        total: dict[tuple[str, str], Fraction] = {}
+        total: dict[tuple[str, str], int] = {}
         for member in alloc.cluster.allocations:
             if (
                 member.spec.cohort is not None
                 and alloc.cluster.cohort_root(member.spec.cohort) == root
             ):
                 for where, lend in _lends(member).items():
-                    total[where] = total.get(where, Fraction(0)) + lend
+                    total[where] = total.get(where, 0) + lend
         cache[key] = total
     return cache[key]  # type: ignore[return-value]
 
 
-def _lendable(alloc: AllocationPlan) -> dict[tuple[str, str], Fraction]:
+def _lendable(alloc: AllocationPlan) -> dict[tuple[str, str], int]:
     """Return (pool, resource) -> what the rest of the allocation's cohort can lend it."""
     if alloc.spec.cohort is None:
         return {}
     own = _lends(alloc)
-    return {
-        where: total - own.get(where, Fraction(0)) for where, total in _cohort_lends(alloc).items()
-    }
+    return {where: total - own.get(where, 0) for where, total in _cohort_lends(alloc).items()}
 
 
-def namespace_ceiling(alloc: AllocationPlan) -> dict[str, Fraction]:
+def namespace_ceiling(alloc: AllocationPlan) -> dict[str, int]:
     """Return per resource the most the ClusterQueue can ever admit: nominal plus borrowing."""
     if "ceiling" not in alloc.cache:
         alloc.cache["ceiling"] = _ceiling(alloc)
     return dict(alloc.cache["ceiling"])  # type: ignore[call-overload]
 
 
-def _ceiling(alloc: AllocationPlan) -> dict[str, Fraction]:
+def _ceiling(alloc: AllocationPlan) -> dict[str, int]:
     lendable = _lendable(alloc)
-    ceiling: dict[str, Fraction] = {}
+    ceiling: dict[str, int] = {}
     for pool, amounts in flavor_amounts(alloc).items():
         for resource, amount in amounts.items():
-            borrow = amount.borrowing
-            if borrow is None:
-                borrow = lendable.get((pool, resource), Fraction(0))
-            else:
-                borrow = min(borrow, lendable.get((pool, resource), Fraction(0)))
-            ceiling[resource] = ceiling.get(resource, Fraction(0)) + amount.nominal + borrow
+            borrow = lendable.get((pool, resource), 0)
+            if amount.borrowing is not None:
+                borrow = min(amount.borrowing, borrow)
+            ceiling[resource] = ceiling.get(resource, 0) + amount.nominal + borrow
     return ceiling
 
 
-def namespace_limits(alloc: AllocationPlan) -> dict[str, Fraction]:
+def namespace_limits(alloc: AllocationPlan) -> dict[str, int]:
     """Return the ceiling per resource plus a zero for every GPU resource of the cluster the
     tenant has no quota on, so nothing outside its grants can be taken by bypassing Kueue."""
-    limits = {r: Fraction(0) for pool in alloc.cluster.pools.values() for r in pool.resources}
+    limits = {r: 0 for pool in alloc.cluster.pools.values() for r in pool.resources}
     limits.update(namespace_ceiling(alloc))
     return dict(sorted(limits.items()))
 
@@ -207,18 +228,12 @@ def apportion(total: int, weights: list[int]) -> list[int]:
     return parts
 
 
-def _units(resource: str) -> Fraction:
-    """Return the smallest amount of a resource the manifests state: a millicore, a MiB, one unit."""
-    return (
-        Fraction(1, 1000)
-        if resource == CPU
-        else Fraction(MIB)
-        if resource == MEMORY
-        else Fraction(1)
-    )
+def _step(resource: str) -> int:
+    """Return the smallest amount of a resource the namespaces' quotas are split in: a millicore, a MiB, one unit."""
+    return MIB if resource == MEMORY else 1
 
 
-def namespace_quotas(alloc: AllocationPlan) -> dict[str, dict[str, Fraction]]:
+def namespace_quotas(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
     """Return namespace -> resource -> its ResourceQuota: the tenant's limits split by weight.
 
     The namespaces' quotas add up to the tenant's total per resource, never more, so pods that skip
@@ -227,11 +242,11 @@ def namespace_quotas(alloc: AllocationPlan) -> dict[str, dict[str, Fraction]]:
     if "namespace-quotas" not in alloc.cache:
         weights = namespace_weights(alloc)
         names = list(weights)
-        out: dict[str, dict[str, Fraction]] = {n: {} for n in names}
+        out: dict[str, dict[str, int]] = {n: {} for n in names}
         for resource, total in namespace_limits(alloc).items():
-            unit = _units(resource)
-            parts = apportion(int(total / unit), [weights[n] for n in names])
+            step = _step(resource)
+            parts = apportion(total // step, [weights[n] for n in names])
             for name, part in zip(names, parts):
-                out[name][resource] = part * unit
+                out[name][resource] = part * step
         alloc.cache["namespace-quotas"] = out
     return alloc.cache["namespace-quotas"]  # type: ignore[return-value]

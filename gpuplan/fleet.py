@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -86,10 +87,10 @@ class AllocationPlan:
         """Derive cpu or memory from the GPU units, scaled to the tenant's explicit total if any."""
         key = f"{what}/{kind}"
         if key not in self.cache:
-            factor = self._factor(what)
-            self.cache[key] = {
-                pool: value * factor for pool, value in self._derived(kind, what).items()
-            }
+            factor, derived = self._factor(what), self._derived(kind, what)
+            if factor != 1:  # the tenant states its own total
+                derived = {pool: value * factor for pool, value in derived.items()}
+            self.cache[key] = derived
         return dict(self.cache[key])  # type: ignore[call-overload]
 
     def _factor(self, what: str) -> Fraction:
@@ -100,16 +101,28 @@ class AllocationPlan:
         return total / default if default else Fraction(0)
 
     def _derived(self, kind: str, what: str) -> dict[str, Fraction]:
-        out: dict[str, Fraction] = {}
+        """Sum units x (cpu or memory per unit) per pool, exactly.
+
+        A unit's share of a node is a fraction (a 1g.10gb instance of a 192-core, 8-GPU node is
+        24/7 cores), so each pool's sum is kept over one common denominator, the multiple of
+        its per-unit denominators: integer products and one Fraction per pool.
+        """
+        terms: dict[str, list[tuple[int, Fraction]]] = {}
         for grant in self.grants:
             units = {
                 "nominal": grant.nominal,
                 "borrowing": grant.borrowing,
                 "lending": grant.lending,
             }[kind]
-            per_unit = grant.pool.cpu_per_unit if what == "cpu" else grant.pool.memory_per_unit
-            value = Fraction(units or 0) * per_unit(grant.resource)
-            out[grant.pool.name] = out.get(grant.pool.name, Fraction(0)) + value
+            per_unit = self.cluster.per_unit(grant.pool, what, grant.resource)
+            terms.setdefault(grant.pool.name, []).append((units or 0, per_unit))
+        out: dict[str, Fraction] = {}
+        for pool, items in terms.items():
+            common = math.lcm(*(share.denominator for _, share in items))
+            numerator = sum(
+                n * share.numerator * (common // share.denominator) for n, share in items
+            )
+            out[pool] = Fraction(numerator, common)
         return out
 
     def has_limit(self, kind: str) -> bool:
@@ -147,6 +160,15 @@ class ClusterPlan:
         components = self.spec.components
         wanted = components.gpu_operator is not None or components.kueue is not None
         return wanted and not pool.karpenter_made and bool(pool.spec.hostnames)
+
+    def per_unit(self, pool: PoolPlan, what: str, resource: str) -> Fraction:
+        """Return the node cpu (cores) or memory (bytes) that goes with one unit of a pool's resource, computed once."""
+        key = f"per-unit/{what}/{pool.name}/{resource}"
+        found = self.cache.get(key)
+        if found is None:
+            per = pool.cpu_per_unit if what == "cpu" else pool.memory_per_unit
+            found = self.cache[key] = per(resource)
+        return found  # type: ignore[return-value]
 
     def cohort_root(self, cohort: str | None) -> str | None:
         """Return the root of a cohort's tree: Kueue lends across the whole tree."""

@@ -31,22 +31,21 @@ def gpu_units(resource: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def kai_units(values: dict[str, Fraction]) -> dict[str, int]:
-    """Return Kubernetes amounts (cores, bytes, GPU resources) as KAI's gpu, cpu (millicores) and memory (MB)."""
-    gpus = sum((amount * gpu_units(resource) for resource, amount in values.items()), Fraction(0))
+def kai_units(values: dict[str, int]) -> dict[str, int]:
+    """Return entitlements (millicores, bytes, GPU resource units) as KAI's gpu, cpu (millicores) and memory (MB)."""
     return {
-        "gpu": math.floor(gpus),
-        "cpu": math.floor(values.get(CPU, Fraction(0)) * 1000),
-        "memory": math.floor(values.get(MEMORY, Fraction(0)) / 1_000_000),
+        "gpu": sum(amount * gpu_units(resource) for resource, amount in values.items()),
+        "cpu": values.get(CPU, 0),
+        "memory": values.get(MEMORY, 0) // 1_000_000,  # rounded down: never more than granted
     }
 
 
 def leaf_quota(alloc: AllocationPlan) -> dict[str, int]:
     """Return the allocation's nominal quota in KAI's units."""
-    total: dict[str, Fraction] = {}
+    total: dict[str, int] = {}
     for amounts in flavor_amounts(alloc).values():
         for resource, amount in amounts.items():
-            total[resource] = total.get(resource, Fraction(0)) + amount.nominal
+            total[resource] = total.get(resource, 0) + amount.nominal
     return kai_units(total)
 
 

@@ -94,7 +94,12 @@ def _decimal(whole: int) -> str:
 @lru_cache(maxsize=65536)
 def format_cpu(cores: Fraction) -> str:
     """Return cores the way the API server stores them: whole (decimal-SI) or millicores."""
-    milli = int(cores * 1000)  # never round up: a quota must not grow by rounding
+    return format_millicores(int(cores * 1000))  # never round up: a quota must not grow by rounding
+
+
+@lru_cache(maxsize=65536)
+def format_millicores(milli: int) -> str:
+    """Return whole millicores the way the API server stores them: whole cores (decimal-SI) or millicores."""
     if milli % 1000 == 0:
         return _decimal(milli // 1000)
     return f"{milli}m"

@@ -984,3 +984,69 @@ def test_samples_exercise_every_rule(crds: CrdIndex, monkeypatch: pytest.MonkeyP
                     if r not in transition
                 }
     assert expected - ran == set()
+
+
+# --- verdicts kept between objects ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rule", "fields"),
+    [
+        ("self.a == 1", ("a",)),
+        ("!has(self.b) || self.a.size() > 0", ("a", "b")),
+        ("has(self . c)", ("c",)),
+        ("self.all(x, x != 'a')", None),  # a macro on self reads all of it
+        ("size(self) > 1", None),
+        ("self['a'] == 1", None),
+        ("self == 'x'", None),
+        ("self.a == 'self.b' && self.c == \"self\"", ("a", "c")),  # not inside strings
+        ("self.a == r'\\' || self.b", ("a", "b")),  # a raw string ends at its quote
+        ("x.self == 1", ()),  # a field named self of something else
+        ("self.a == 1 // self.b", None),  # comments are not looked into
+        ("self.a == 'it''s'", ("a",)),
+    ],
+)
+def test_fields_a_rule_reads(rule: str, fields: tuple[str, ...] | None) -> None:
+    from gpuplan.validate.cel import _self_fields
+
+    assert _self_fields(rule) == fields
+
+
+def test_a_rule_runs_once_per_distinct_value(
+    validator: Validator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuplan.validate.cel import CelRules
+
+    ran: list[str] = []
+    evaluate = CelRules._evaluate
+
+    def spy(self, rule, context, path, problems, skipped):  # type: ignore[no-untyped-def]
+        ran.append(rule.rule.rule)
+        return evaluate(self, rule, context, path, problems, skipped)
+
+    monkeypatch.setattr(CelRules, "_evaluate", spy)
+    queue = V1BETA2["ClusterQueue"]
+    assert validator.validate(queue) == []
+    first = len(ran)
+    assert first > 0
+    assert validator.validate(copy.deepcopy(queue)) == []
+    assert len(ran) == first  # an equal object: every verdict is known
+    other = changed(queue, "spec.preemption.reclaimWithinCohort", "LowerPriority")
+    assert validator.validate(other) == []
+    assert 0 < len(ran) - first < first  # only the rules that see the change run again
+    # A failing rule is never remembered: the problem is found on every object.
+    bad = changed(queue, "spec.cohortName", delete=True)
+    bad = changed(bad, "spec.resourceGroups.1.flavors.0.resources.0.lendingLimit", delete=True)
+    expected = [Problem("spec", "borrowingLimit must be nil when cohort is empty")]
+    assert validator.validate(bad) == expected
+    assert validator.validate(copy.deepcopy(bad)) == expected
+
+
+def test_remembered_values_differ_by_type(validator: Validator) -> None:
+    # repr keys: 0 and "0" are different values for CEL, so a rule passing on one is run on
+    # the other (here a schema error the full path words the same way both times).
+    queue = V1BETA2["ClusterQueue"]
+    good = changed(queue, "spec.fairSharing", {"weight": "1"})
+    bad = changed(queue, "spec.fairSharing", {"weight": 1})
+    assert validator.validate(good) == []
+    assert validator.validate(bad) == Validator(validator.crds, K8S, cel=True).validate(bad)

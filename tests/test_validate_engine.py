@@ -702,3 +702,48 @@ def test_agrees_with_kubernetes_validate(core_only: Validator, obj: dict, valid:
         theirs = False
     ours = core_only.validate(obj) == []
     assert (ours, theirs) == (valid, valid)
+
+
+# --- the planned path (a kind seen before) words every object like the full path -------------
+
+
+def _variants(obj: dict) -> list[dict]:
+    """``obj`` unchanged, with a null, an unknown field, a wrong type and no metadata name."""
+    out = [obj, {**obj, "spec": None}]
+    for key, value in (("labels", None), ("name", None), ("name", ""), ("bogus", 1)):
+        out.append({**obj, "metadata": {**obj["metadata"], key: value}})
+    if isinstance(obj.get("spec"), dict):
+        first = next(iter(obj["spec"]))
+        out.append({**obj, "spec": {**obj["spec"], first: None}})
+        out.append({**obj, "spec": {**obj["spec"], first: [True]}})
+        out.append({**obj, "spec": {**obj["spec"], "unknownField": "x"}})
+    out.append({**obj, "metadata": {**obj["metadata"], "namespace": "x"}})
+    out.append({k: v for k, v in obj.items() if k != "metadata"})
+    return out
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [NAMESPACE, RESOURCE_QUOTA, LIMIT_RANGE, CLUSTER_QUEUE, RESOURCE_FLAVOR, NODE_POOL],
+    ids=lambda o: o["kind"],
+)
+def test_planned_path_equals_full_path(crds: CrdIndex, obj: dict) -> None:
+    warm = Validator(crds, K8S, cel=True, webhooks=True)
+    assert warm.validate(obj) == []  # the kind now has a plan
+    assert warm._plans
+    for variant in _variants(obj):
+        cold = Validator(crds, K8S, cel=True, webhooks=True)
+        assert warm.validate(variant) == cold._validate(variant), variant
+
+
+def test_list_map_keys_compare_like_json(crds: CrdIndex) -> None:
+    from gpuplan.validate.engine import _ListMapKeys
+
+    keys = _ListMapKeys({}, ["name", "port"], None)
+    keys.validate([{"name": "a", "port": 1}, {"name": "a", "port": 1.0}])  # 1 and 1.0 differ
+    keys.validate([{"name": "a", "port": 1}, {"name": "a", "port": True}])
+    keys.validate([{"name": "a", "port": 1}, {"name": "a", "port": "1"}])
+    with pytest.raises(ValueError, match=r"^1\|duplicate entry with name=\"a\", port=1 "):
+        keys.validate([{"name": "a", "port": 1}, {"name": "a", "port": 1}])
+    with pytest.raises(ValueError, match=r"^1\|"):
+        keys.validate([{"name": {"x": [1]}}, {"name": {"x": [1]}}])

@@ -46,3 +46,23 @@ def test_prune_keeps_nullable_fields_and_an_object_without_nulls_unchanged() -> 
     assert prune_nulls(obj, SCHEMA) == {"metadata": {"name": "q"}, "spec": {"b": None}}
     clean = {"metadata": {"name": "q"}, "spec": {"a": "x"}}
     assert prune_nulls(clean, SCHEMA) == clean
+
+
+def _holds_null(value: object) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, dict):
+        return any(_holds_null(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_null(v) for v in value)
+    return False
+
+
+@given(json_values)
+def test_the_no_null_schema_refuses_exactly_the_values_holding_a_null(value: object) -> None:
+    import jsonschema_rs
+
+    from gpuplan.validate.core import without_nulls
+
+    no_nulls = jsonschema_rs.Draft202012Validator(without_nulls({}))
+    assert no_nulls.is_valid(value) is not _holds_null(value)

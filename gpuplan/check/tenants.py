@@ -8,7 +8,7 @@ from typing import Any
 
 from gpuplan.check import check
 from gpuplan.diagnostics import Diagnostic, Key, Located, Severity, SourceFile, format_path
-from gpuplan.entitlements import CPU, MEMORY, namespace_quotas
+from gpuplan.entitlements import CPU, MEMORY, namespace_quotas, per_unit, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan, Fleet
 from gpuplan.model.cluster import Network
 from gpuplan.quantity import format_bytes, format_cpu
@@ -147,8 +147,9 @@ def check_container_defaults_fit(fleet: Fleet) -> Iterator[Diagnostic]:
         for namespace, quota in namespace_quotas(alloc).items():
             for what in (CPU, MEMORY):
                 request = getattr(defaults.requests, what)
-                if 0 < quota.get(what, Fraction(0)) < request:  # a zero quota admits no pod anyway
-                    message = f"the default {what} request {_show(what, request)} is above the {what} quota {_show(what, quota.get(what, Fraction(0)))} of namespace {namespace} (tenant {alloc.name}): every pod without its own request would be rejected"
+                limit = quota.get(what, 0)  # millicores or bytes
+                if 0 < limit < request * per_unit(what):  # a zero quota admits no pod anyway
+                    message = f"the default {what} request {_show(what, request)} is above the {what} quota {quantity(what, limit)} of namespace {namespace} (tenant {alloc.name}): every pod without its own request would be rejected"
                     yield owner.source.diagnostic(
                         loc + ((what,) if loc[0] == "containerDefaults" else ()), message
                     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.emit.meta import Manifest, k8s, manifest
-from gpuplan.entitlements import CPU, MEMORY, namespace_quotas, quantity
+from gpuplan.entitlements import CPU, MEMORY, exact_quantity, namespace_quotas, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
 from gpuplan.model.common import ContainerDefaults
 from gpuplan.pools import GPU
@@ -66,11 +66,11 @@ def limit_range(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     """
     defaults = container_defaults(alloc)
     request = {
-        CPU: quantity(CPU, defaults.requests.cpu),
-        MEMORY: quantity(MEMORY, defaults.requests.memory),
+        CPU: exact_quantity(CPU, defaults.requests.cpu),
+        MEMORY: exact_quantity(MEMORY, defaults.requests.memory),
     }
     limit = {
-        r: quantity(r, v)
+        r: exact_quantity(r, v)
         for r, v in ((CPU, defaults.limits.cpu), (MEMORY, defaults.limits.memory))
         if v is not None
     }

@@ -20,7 +20,6 @@ are never emitted (a queue's Open/Closed `state`, which some guides put under sp
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 from gpuplan.components.volcano import API_VERSION, VolcanoRelease
@@ -34,23 +33,23 @@ DEFAULT_WEIGHT = 1
 DEQUEUE_STRATEGY = "traverse"
 
 
-def nominal_quota(alloc: AllocationPlan) -> dict[str, Fraction]:
-    """Return per resource the allocation's nominal quota, summed over its pools."""
-    total: dict[str, Fraction] = {}
+def nominal_quota(alloc: AllocationPlan) -> dict[str, int]:
+    """Return per resource the allocation's nominal quota (millicores, bytes, units), summed over its pools."""
+    total: dict[str, int] = {}
     for amounts in flavor_amounts(alloc).values():
         for resource, amount in amounts.items():
-            total[resource] = total.get(resource, Fraction(0)) + amount.nominal
+            total[resource] = total.get(resource, 0) + amount.nominal
     return total
 
 
-def _resource_list(values: dict[str, Fraction]) -> dict[str, str]:
+def _resource_list(values: dict[str, int]) -> dict[str, str]:
     return {name: quantity(name, value) for name, value in sorted(values.items())}
 
 
 def queue(release: VolcanoRelease, alloc: AllocationPlan) -> dict[str, Any]:
     """Return the Volcano Queue of one tenant allocation, named after the tenant."""
     capability = namespace_limits(alloc)
-    nominal = _resource_list({name: Fraction(0) for name in capability} | nominal_quota(alloc))
+    nominal = _resource_list(dict.fromkeys(capability, 0) | nominal_quota(alloc))
     spec: dict[str, Any] = {
         "weight": alloc.spec.weight if alloc.spec.weight is not None else DEFAULT_WEIGHT,
         "capability": _resource_list(capability),

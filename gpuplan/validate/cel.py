@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import marshal
 import re
 import weakref
 from collections.abc import Callable
@@ -145,6 +146,17 @@ _DATA_ERRORS = (KeyError, IndexError, ZeroDivisionError, OverflowError, ValueErr
 # Type mismatches the API server's type checker would have refused when the CRD was
 # created, so here they point at a gap of this evaluator, not at the object.
 _TYPE_ERROR_MARKERS = ("No such overload", "Undefined variable or function", ": TypeError:")
+# Converting a value into the interpreter costs ~1.5 us per string (cel's conversion tries
+# seven other types first), ~100x the rule itself: a CelEvaluator does not run a rule again on
+# a value equal to one it passed on. It keeps at most this many values per rule.
+PASSED_LIMIT = 4096
+# CEL string literals: raw ones (no escapes), then the others; removed before looking for self.
+_STRING_LITERAL = re.compile(
+    r"""(?:[rR][bB]?|[bB][rR])('{3}|"{3}|'|").*?\1|[bB]?('{3}|"{3}|'|")(?:\\.|(?!\2).)*?\2""",
+    re.S,
+)
+_SELF = re.compile(r"(?<![\w.])self\b")
+_SELF_FIELD = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)\b(?!\s*\()")
 
 
 @dataclass(frozen=True, order=True)
@@ -166,13 +178,52 @@ class SkippedRule:
         )
 
 
-@dataclass
+@dataclass(eq=False)
 class _Rule:
     """One compiled rule of a node."""
 
     rule: CelRule
     program: Any
     message_program: Any = None
+    # The only fields of ``self`` the rule reads (None: it reads ``self`` as a whole).
+    fields: tuple[str, ...] | None = None
+
+    def key(self, value: Any) -> bytes | str:
+        """What the rule's verdict on ``value`` depends on, as bytes (or text).
+
+        A rule reads no variable but ``self`` (transition rules are never evaluated) and
+        gpuplan's functions are pure, so equal keys give equal verdicts. ``marshal`` writes
+        exactly what it reads back (1, 1.0, True and "1" differ, and so do mapping keys 1 and
+        "1", which ``json.dumps`` merges) and is ~6x faster than ``repr``; ``repr``, one to one
+        on the other values the interpreter accepts, covers what marshal refuses (subclasses).
+        """
+        if self.fields is not None and isinstance(value, dict):
+            value = {name: value[name] for name in self.fields if name in value}
+        try:
+            return marshal.dumps(value)
+        except ValueError:
+            return repr(value)
+
+
+class Passes:
+    """The values of ``self`` each rule passed on, so that an equal value skips the interpreter."""
+
+    def __init__(self) -> None:
+        self._seen: dict[_Rule, set[bytes | str]] = {}
+
+    def key(self, rule: _Rule, value: Any) -> tuple[set[bytes | str], bytes | str]:
+        """The rule's passed values and the key of ``value``."""
+        seen = self._seen.get(rule)
+        if seen is None:
+            seen = self._seen[rule] = set()
+        return seen, rule.key(value)
+
+    @staticmethod
+    def remember(seen: set[bytes | str], key: bytes | str) -> None:
+        """Remember a value the rule passed on (at most PASSED_LIMIT per rule, for --watch)."""
+        if len(seen) >= PASSED_LIMIT:
+            seen.clear()
+        seen.add(key)
 
 
 @dataclass
@@ -184,6 +235,10 @@ class _Node:
     props: dict[str, _Node] = field(default_factory=dict)
     items: _Node | None = None
     values: _Node | None = None  # additionalProperties
+
+
+# What a walk collects: problems, rules skipped on this object, and the evaluator's passes.
+_Out = tuple[list[Problem], list[SkippedRule], "Passes | None"]
 
 
 class CelRules:
@@ -198,14 +253,29 @@ class CelRules:
         self.transition: list[CelRule] = []  # oldSelf rules: update only, not evaluated
         self.count = 0  # rules evaluated on create
         self.root = self._build(crd_version.schema, "", under_rule=False)
+        # Every rule at once, as if one rule: it reads the fields the rule tree reaches (all of
+        # the object when a rule sits at its root).
+        top = None if self.root is None or self.root.rules else tuple(self.root.props)
+        self.whole = _Rule(CelRule("", "<every rule>"), None, fields=top)
 
-    def check(self, obj: Any) -> tuple[list[Problem], list[SkippedRule]]:
-        """Problems of ``obj`` and the rules that could not be evaluated on it."""
+    def check(
+        self, obj: Any, passes: Passes | None = None
+    ) -> tuple[list[Problem], list[SkippedRule]]:
+        """Problems of ``obj`` and the rules that could not be evaluated on it.
+
+        With ``passes``, a rule is not run on a value equal to one it passed on before.
+        """
         if self.root is None or not isinstance(obj, dict):
             return [], []
+        if passes is not None:  # first the whole object: one key instead of one per node
+            seen, key = passes.key(self.whole, obj)
+            if key in seen:
+                return [], []
         problems: list[Problem] = []
         skipped: list[SkippedRule] = []
-        self._walk(self.root, _defaulted(self.root, obj), "", problems, skipped)
+        self._walk(self.root, _defaulted(self.root, obj), "", (problems, skipped, passes))
+        if passes is not None and not problems and not skipped:
+            passes.remember(seen, key)
         return problems, skipped
 
     # --- compiling ------------------------------------------------------------------
@@ -261,7 +331,7 @@ class CelRules:
                 message_program = cel.compile(rule.message_expression)
             except (ValueError, RuntimeError):
                 message_program = None  # the API server falls back to message as well
-        node.rules.append(_Rule(rule, program, message_program))
+        node.rules.append(_Rule(rule, program, message_program, _self_fields(rule.rule)))
         self.count += 1
 
     def _skip(self, rule: CelRule, reason: str) -> SkippedRule:
@@ -274,31 +344,36 @@ class CelRules:
 
     # --- evaluating -----------------------------------------------------------------
 
-    def _walk(
-        self,
-        node: _Node,
-        value: Any,
-        path: str,
-        problems: list[Problem],
-        skipped: list[SkippedRule],
-    ) -> None:
+    def _walk(self, node: _Node, value: Any, path: str, out: _Out) -> None:
         """Evaluate the rules of ``node`` on ``value``, then of its children."""
         if node.rules:
-            context = cel.Context(variables={"self": value}, functions=K8S_FUNCTIONS)
-            for rule in node.rules:
-                self._evaluate(rule, context, path, problems, skipped)
+            self._run_rules(node.rules, value, path, out)
         if isinstance(value, dict):
             for name, child in node.props.items():
                 if value.get(name) is not None:
-                    self._walk(child, value[name], _join_path(path, name), problems, skipped)
+                    self._walk(child, value[name], _join_path(path, name), out)
             if node.values is not None:
                 for key, item in value.items():
                     if item is not None:
-                        self._walk(node.values, item, f"{path}[{key}]", problems, skipped)
+                        self._walk(node.values, item, f"{path}[{key}]", out)
         elif isinstance(value, list) and node.items is not None:
             for index, item in enumerate(value):
                 if item is not None:
-                    self._walk(node.items, item, f"{path}[{index}]", problems, skipped)
+                    self._walk(node.items, item, f"{path}[{index}]", out)
+
+    def _run_rules(self, rules: list[_Rule], value: Any, path: str, out: _Out) -> None:
+        """Evaluate one node's rules on ``value``; the activation is built once, when needed."""
+        problems, skipped, passes = out
+        context = None
+        for rule in rules:
+            if passes is not None:
+                seen, key = passes.key(rule, value)
+                if key in seen:
+                    continue
+            if context is None:
+                context = cel.Context(variables={"self": value}, functions=K8S_FUNCTIONS)
+            if self._evaluate(rule, context, path, problems, skipped) and passes is not None:
+                passes.remember(seen, key)
 
     def _evaluate(
         self,
@@ -307,8 +382,8 @@ class CelRules:
         path: str,
         problems: list[Problem],
         skipped: list[SkippedRule],
-    ) -> None:
-        """Run one rule; a false result or a data error is a Problem, a type error a skip."""
+    ) -> bool:
+        """Run one rule and tell whether it passed; a false result or a data error is a Problem, a type error a skip."""
         try:
             result = rule.program.execute(context)
         except (TypeError, RuntimeError, *_DATA_ERRORS) as exc:
@@ -316,13 +391,15 @@ class CelRules:
                 skipped.append(self._skipped_now(rule, f"evaluation failed: {_first_line(exc)}"))
             else:  # no such key, index out of range, "Function 'int' error: ..."
                 problems.append(Problem(_rule_path(path, rule.rule), _message(rule, context)))
-            return
+            return False
         if not isinstance(result, bool):
             skipped.append(
                 self._skipped_now(rule, f"returned {type(result).__name__}, not a boolean")
             )
-        elif not result:
+            return False
+        if not result:
             problems.append(Problem(_rule_path(path, rule.rule), _message(rule, context)))
+        return result
 
     def _skipped_now(self, rule: _Rule, reason: str) -> SkippedRule:
         """A SkippedRule found while evaluating one object."""
@@ -335,6 +412,27 @@ def _unsupported(program: Any) -> list[str]:
     """Functions a compiled rule calls that neither the interpreter nor gpuplan provide."""
     names = [f for f in program.functions() if not _OPERATOR.match(f)]
     return sorted(f"{n}()" for n in set(names) - _SUPPORTED)
+
+
+def _self_fields(source: str) -> tuple[str, ...] | None:
+    """The fields of ``self`` a rule reads when it only ever reads ``self.<field>``, else None.
+
+    ``self.a``, ``has(self.a)`` read field a alone; ``self.all(...)``, ``size(self)``,
+    ``self['a']`` or ``self == x`` read ``self`` as a whole. A rule with a comment is not
+    looked into (a quote in it would hide code).
+    """
+    if "//" in source:
+        return None
+    code = _STRING_LITERAL.sub(" 0 ", source)
+    if "'" in code or '"' in code:
+        return None
+    fields = set()
+    for found in _SELF.finditer(code):
+        read = _SELF_FIELD.match(code, found.start())
+        if read is None:
+            return None
+        fields.add(read.group(1))
+    return tuple(sorted(fields))
 
 
 def _type_error(exc: BaseException) -> bool:
@@ -463,11 +561,12 @@ class CelEvaluator:
 
     def __init__(self) -> None:
         self._skipped: dict[tuple[str, str, str, str], SkippedRule] = {}
+        self._passes = Passes()
 
     def validate(self, obj: Any, crd_version: CrdVersion) -> list[Problem]:
         """The CEL problems of one object against one CRD version, sorted."""
         rules = compiled_rules(crd_version)
-        problems, skipped = rules.check(obj)
+        problems, skipped = rules.check(obj, self._passes)
         for item in [*rules.skipped, *skipped]:
             self._skipped.setdefault((item.source, item.api_version, item.path, item.rule), item)
         return sorted(set(problems))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema_rs
 
-from gpuplan.validate.core import CoreSchemas, core_schemas, split_api_version
+from gpuplan.validate.core import CoreSchemas, core_schemas, split_api_version, without_nulls
 from gpuplan.validate.crds import LIST_MAP_KEYS, CrdIndex, CrdVersion
 from gpuplan.validate.messages import Problem, problems_of, show, type_name
 from gpuplan.validate.nulls import drop_nulls, prune_nulls
@@ -25,16 +27,34 @@ class _ListMapKeys:
         """Raise on the first entry repeating the key tuple of an earlier entry."""
         if not isinstance(instance, list):
             return
-        seen: dict[str, int] = {}
+        seen: dict[tuple[Any, ...], int] = {}
         for i, item in enumerate(instance):
             if not isinstance(item, dict):
                 continue
-            key = json.dumps([item.get(k) for k in self.keys], sort_keys=True)
+            key = tuple(_key_part(item.get(k)) for k in self.keys)
             if key in seen:
                 shown = ", ".join(f"{k}={show(item.get(k))}" for k in self.keys)
                 # "<index>|" lets _translate point the Problem at the entry itself.
                 raise ValueError(f"{i}|duplicate entry with {shown} (first at [{seen[key]}])")
             seen[key] = i
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How objects of one apiVersion and kind are validated when nothing is wrong with them."""
+
+    fast: Any  # the kind's compiled schema that also refuses nulls: one pass in Rust
+    crd_version: CrdVersion | None  # the first candidate CRD version; None for a core kind
+    cel: bool  # whether that CRD version has CEL rules to run
+    webhook: Callable[[dict], list[Problem]] | None
+
+
+def _key_part(value: Any) -> Any:
+    """One list-map key value, equal to another exactly when their JSON texts are equal."""
+    kind = type(value)
+    if kind is str or kind is int:  # JSON text of a str or int is one to one with the value
+        return (kind, value)
+    return json.dumps(value, sort_keys=True)
 
 
 class Validator:
@@ -69,6 +89,7 @@ class Validator:
         self._cel: Any = None
         self._want_cel = cel  # the CEL package is imported on the first custom resource
         self.webhooks = webhooks
+        self._plans: dict[tuple[str, str] | None, _Plan] = {}
 
     def _cel_evaluator(self) -> Any:
         if self._cel is None and self._want_cel:
@@ -83,7 +104,62 @@ class Validator:
         return self._cel.skipped if self._cel is not None else []
 
     def validate(self, obj: Any) -> list[Problem]:
-        """All problems of one object, sorted by path; [] when valid (or skipped)."""
+        """All problems of one object, sorted by path; [] when valid (or skipped).
+
+        A kind seen before has a plan: when its fast schema accepts the object (valid, and no
+        null for the API server to drop) and no CEL rule fails, only the cheap checks remain.
+        Anything else takes the full path, which alone words the problems.
+        """
+        plan = self._plans.get(_kind_key(obj)) if self._plans else None
+        if plan is not None:
+            found = self._planned(plan, obj)
+            if found is not None:
+                return found
+        return self._validate(obj)
+
+    def _planned(self, plan: _Plan, obj: dict) -> list[Problem] | None:
+        """The problems of an object its fast schema accepts; None when the full path must decide."""
+        try:
+            if not plan.fast.is_valid(obj):
+                return None
+            # No null, so the object is its own pruned form.
+            if plan.cel and self._cel.validate(obj, plan.crd_version):
+                return None
+        except (ValueError, TypeError):  # not representable as JSON: the full path says so
+            return None
+        problems = _metadata_problems(obj)
+        if plan.crd_version is not None:
+            problems += _scope_problems(obj, plan.crd_version)
+        if plan.webhook is not None:
+            problems += plan.webhook(obj)
+        return sorted(set(problems)) if problems else problems
+
+    def _plan(
+        self,
+        api_version: str,
+        kind: str,
+        compile_fast: Callable[[], Any],
+        crd_version: CrdVersion | None = None,
+    ) -> None:
+        """Remember how to validate this kind's objects fast (no plan when that cannot compile)."""
+        try:
+            fast = compile_fast()
+        except (ValueError, jsonschema_rs.ReferencingError):
+            return
+        cel = False
+        if crd_version is not None and self._cel_evaluator() is not None:
+            from gpuplan.validate.cel import compiled_rules
+
+            cel = compiled_rules(crd_version).root is not None
+        webhook = None
+        if self.webhooks:
+            from gpuplan.validate.webhooks import webhook_for
+
+            webhook = webhook_for(api_version, kind)
+        self._plans[(api_version, kind)] = _Plan(fast, crd_version, cel, webhook)
+
+    def _validate(self, obj: Any) -> list[Problem]:
+        """All problems of one object, the full way."""
         if not isinstance(obj, dict):
             return [Problem("", f"must be an object (got {type_name(obj)})")]
         head = _head_problems(obj)
@@ -146,6 +222,10 @@ class Validator:
                     f"(served: {served})",
                 )
             ]
+        if (obj["apiVersion"], kind) not in self._plans:
+            self._plan(
+                obj["apiVersion"], kind, lambda: self.core.fast_validator(group, version, kind)
+            )
         return problems_of(compiled, obj)
 
     def _validate_custom(self, obj: dict, group: str, version: str, kind: str) -> list[Problem]:
@@ -161,6 +241,10 @@ class Validator:
                     f"{kind} CRD (served: {served})",
                 )
             ]
+        if (obj["apiVersion"], kind) not in self._plans and not isinstance(
+            self._compile(candidates[0]), Problem
+        ):
+            self._plan(obj["apiVersion"], kind, self._fast_compiler(candidates[0]), candidates[0])
         first: list[Problem] | None = None
         for crd_version in candidates:
             compiled = self._compile(crd_version)
@@ -172,18 +256,26 @@ class Validator:
             first = problems if first is None else first
         return (first or []) + _scope_problems(obj, candidates[0])
 
+    def _fast_compiler(self, crd_version: CrdVersion) -> Callable[[], Any]:
+        """Compile one CRD version's schema that also refuses nulls, when called."""
+        return lambda: self._crd_validator(without_nulls(crd_version.json_schema))
+
+    def _crd_validator(self, schema: dict[str, Any]) -> Any:
+        """Compile a custom resource's JSON Schema (ObjectMeta from the core registry)."""
+        return jsonschema_rs.Draft202012Validator(
+            schema,
+            registry=self.core.registry,
+            validate_formats=True,
+            ignore_unknown_formats=True,
+            keywords={LIST_MAP_KEYS: _ListMapKeys},
+        )
+
     def _compile(self, crd_version: CrdVersion) -> Any:
         """Compile one CRD version once; a schema the validator rejects becomes a Problem."""
         compiled = self._crd_compiled.get(crd_version)
         if compiled is None:
             try:
-                compiled = jsonschema_rs.Draft202012Validator(
-                    crd_version.json_schema,
-                    registry=self.core.registry,
-                    validate_formats=True,
-                    ignore_unknown_formats=True,
-                    keywords={LIST_MAP_KEYS: _ListMapKeys},
-                )
+                compiled = self._crd_validator(crd_version.json_schema)
             except (ValueError, jsonschema_rs.ReferencingError) as exc:
                 compiled = Problem(
                     "",
@@ -192,6 +284,15 @@ class Validator:
                 )
             self._crd_compiled[crd_version] = compiled
         return compiled
+
+
+def _kind_key(obj: Any) -> tuple[str, str] | None:
+    """(apiVersion, kind) of an object that has both as strings, else None."""
+    if isinstance(obj, dict):
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if isinstance(api_version, str) and isinstance(kind, str):
+            return api_version, kind
+    return None
 
 
 def _head_problems(obj: dict) -> list[Problem]:

@@ -24,6 +24,7 @@ import json
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from gpuplan.names import DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
@@ -47,6 +48,12 @@ def qualified_name_error(value: Any) -> str | None:
     """Why ``value`` is not a qualified name (label-key syntax), or None when it is."""
     if not isinstance(value, str):
         return f"must be a string (got {_show(value)})"
+    return _qualified_name_error(value)
+
+
+@lru_cache(maxsize=4096)
+def _qualified_name_error(value: str) -> str | None:
+    """qualified_name_error of a string, once per string: resource names repeat in every queue."""
     prefix, slash, name = value.rpartition("/")
     if slash and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
         return (
@@ -82,8 +89,12 @@ def signed_quantity(value: Any) -> Fraction | None:
         return Fraction(value)
     if isinstance(value, float):
         return Fraction(str(value)) if math.isfinite(value) else None
-    if not isinstance(value, str):
-        return None
+    return _signed_text(value) if isinstance(value, str) else None
+
+
+@lru_cache(maxsize=4096)
+def _signed_text(value: str) -> Fraction | None:
+    """signed_quantity of text, once per text: fleets repeat the same few quantities."""
     text = value.strip()
     sign = -1 if text.startswith("-") else 1
     try:
@@ -156,7 +167,7 @@ def _flavor_problems(
     problems = []
     resources = [r for r in _list(flavor.get("resources")) if isinstance(r, dict)]
     names = [r.get("name") for r in resources]
-    if sorted(map(str, names)) != sorted(map(str, covered)):
+    if names != covered and sorted(map(str, names)) != sorted(map(str, covered)):
         missing = [str(c) for c in covered if c not in names]
         extra = [str(n) for n in names if n not in covered]
         detail = "; ".join(
@@ -175,6 +186,8 @@ def _flavor_problems(
             )
         )
     for k, resource in enumerate(resources[: len(covered)]):
+        if resource.get("name") == covered[k] and _plain_quota(resource):
+            continue  # the usual entry: nothing below can fail
         where = f"{path}.resources[{k}]"
         if resource.get("name") != covered[k]:
             problems.append(
@@ -196,28 +209,45 @@ def _quota_problems(
 ) -> list[Problem]:
     """No negative quota; limits need a cohort/parent; lendingLimit <= nominalQuota."""
     problems = []
-    values: dict[str, Fraction | None] = {}
     for field in ("nominalQuota", "borrowingLimit", "lendingLimit"):
-        if resource.get(field) is None:
+        value = resource.get(field)
+        if value is None:
             continue
-        values[field] = amount = signed_quantity(resource[field])
+        # Parsed only when it may be negative: a ClusterQueue has hundreds of quotas.
+        amount = signed_quantity(value) if _signed(value) else None
         if amount is not None and amount < 0:
             problems.append(
-                Problem(f"{path}.{field}", f"must not be negative (got {_show(resource[field])})")
+                Problem(f"{path}.{field}", f"must not be negative (got {_show(value)})")
             )
         if field != "nominalQuota" and not has_parent:
             problems.append(Problem(f"{path}.{field}", f"must be nil when {parent_word} is empty"))
-    nominal, lending = values.get("nominalQuota"), values.get("lendingLimit")
-    if lending_within_nominal and nominal is not None and lending is not None and lending > nominal:
+    nominal_text, lending_text = resource.get("nominalQuota"), resource.get("lendingLimit")
+    if not lending_within_nominal or nominal_text is None or lending_text is None:
+        return problems
+    nominal, lending = signed_quantity(nominal_text), signed_quantity(lending_text)
+    if nominal is not None and lending is not None and lending > nominal:
         problems.append(
             Problem(
                 f"{path}.lendingLimit",
                 "must be less than or equal to the "
-                f"nominalQuota ({_show(resource['lendingLimit'])} > "
-                f"{_show(resource['nominalQuota'])})",
+                f"nominalQuota ({_show(lending_text)} > {_show(nominal_text)})",
             )
         )
     return problems
+
+
+def _plain_quota(resource: dict) -> bool:
+    """Whether a quota entry is a nominalQuota alone that cannot be negative (nothing to check)."""
+    if resource.get("borrowingLimit") is not None or resource.get("lendingLimit") is not None:
+        return False
+    return not _signed(resource.get("nominalQuota"))
+
+
+def _signed(value: Any) -> bool:
+    """Whether a quota value may be below zero (a number below 0 or text starting with "-")."""
+    if isinstance(value, str):
+        return "-" in value and value.lstrip().startswith("-")
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0
 
 
 def fair_sharing_problems(spec: dict, path: str) -> list[Problem]:
@@ -457,9 +487,13 @@ def webhook_problems(obj: Any) -> list[Problem]:
     """The Kueue webhook problems of any object; [] for kinds without a Kueue webhook."""
     if not isinstance(obj, dict) or not isinstance(obj.get("apiVersion"), str):
         return []
-    group = obj["apiVersion"].rpartition("/")[0]
-    check = WEBHOOKS.get(obj.get("kind")) if group == GROUP else None  # type: ignore[arg-type]
+    check = webhook_for(obj["apiVersion"], obj.get("kind"))
     return check(obj) if check is not None else []
+
+
+def webhook_for(api_version: str, kind: Any) -> Callable[[dict], list[Problem]] | None:
+    """The webhook check of one apiVersion and kind; None for kinds without a Kueue webhook."""
+    return WEBHOOKS.get(kind) if api_version.rpartition("/")[0] == GROUP else None
 
 
 def _list(value: Any) -> list:

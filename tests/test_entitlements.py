@@ -1,0 +1,75 @@
+"""Entitlements in whole millicores, bytes and units: the same numbers the exact fractions gave."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuplan.entitlements import (
+    CPU,
+    MEMORY,
+    MIB,
+    exact_quantity,
+    flavor_amounts,
+    namespace_limits,
+    namespace_quotas,
+    quantity,
+)
+from gpuplan.fleet import Fleet
+from gpuplan.kai_quota import leaf_limit, leaf_quota
+from gpuplan.quantity import format_bytes, format_count, format_cpu
+from gpuplan.resolve import build_fleet
+from gpuplan.sources import read_inputs
+from tests.conftest import EXAMPLE
+
+CASES = Path(__file__).parent / "cases"
+# Fleets with MIG instances (24/7 cores each), time-slicing shares and cohorts that lend.
+ROOTS = [EXAMPLE, *(CASES / n / "input" for n in ("mig-time-slicing", "cohort-borrowing"))]
+
+fractions = st.fractions(min_value=0, max_value=10**6, max_denominator=10**4)
+
+
+@given(fractions)
+def test_exact_quantity_is_the_fraction_formatting(value: Fraction) -> None:
+    assert exact_quantity(CPU, value) == format_cpu(value)
+    assert exact_quantity(MEMORY, value * MIB) == format_bytes(value * MIB)
+    assert exact_quantity("nvidia.com/gpu", value) == format_count(value)
+
+
+def _fleet(root: Path) -> Fleet:
+    inputs, found = read_inputs(root)
+    fleet, more = build_fleet(inputs, None)
+    assert not [d for d in found + more if d.severity.name == "ERROR"]
+    return fleet
+
+
+@pytest.mark.parametrize(
+    "root", ROOTS, ids=lambda r: r.parent.name if r.name == "input" else "example"
+)
+def test_amounts_are_the_exact_shares_rounded_down(root: Path) -> None:
+    fleet = _fleet(root)
+    allocations = [a for c in fleet.clusters.values() for a in c.allocations]
+    assert allocations
+    for alloc in allocations:
+        cpu, memory = alloc.cpu(), alloc.memory()  # the exact fractions of cores and bytes
+        for pool, amounts in flavor_amounts(alloc).items():
+            for amount in amounts.values():
+                for value in (amount.nominal, amount.borrowing, amount.lending):
+                    assert value is None or type(value) is int
+            if pool in cpu:
+                assert quantity(CPU, amounts[CPU].nominal) == format_cpu(cpu[pool])
+                whole_mib = Fraction(int(memory[pool] / MIB) * MIB)
+                assert quantity(MEMORY, amounts[MEMORY].nominal) == format_bytes(whole_mib)
+        limits = namespace_limits(alloc)
+        quotas = namespace_quotas(alloc)
+        for resource, limit in limits.items():
+            parts = [q[resource] for q in quotas.values()]
+            step = MIB if resource == MEMORY else 1
+            assert all(type(p) is int and p % step == 0 for p in parts)
+            assert limit - step < sum(parts) <= limit or not any(parts)
+        for kai in (leaf_quota(alloc), leaf_limit(alloc)):
+            assert all(type(v) is int for v in kai.values())
