@@ -113,6 +113,22 @@ def test_supported_versions_cover_the_issue() -> None:
     assert karpenter.versions_of("azure")
 
 
+# Components with one release before issue #15 got an older one each; both are selectable.
+OLDER = {
+    "cluster-autoscaler": ("9.53.0", "9.59.0", "9.53.1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OLDER))
+def test_an_older_release_is_selectable_and_a_near_miss_names_it(name: str) -> None:
+    old, new, near = OLDER[name]
+    component = REGISTRY[name]
+    assert component.versions == (old, new)  # oldest first: newest() stays the default
+    assert component.release(old).version == old and component.newest().version == new
+    with pytest.raises(UnknownVersion, match=rf"\(did you mean {re.escape(repr(old))}\?\)"):
+        component.release(near)
+
+
 def test_unknown_version_names_the_known_ones() -> None:
     with pytest.raises(
         UnknownVersion,
@@ -285,6 +301,7 @@ def test_the_schema_offers_the_supported_versions() -> None:
         ("Volcano", "volcano"),
         ("Karpenter", "karpenter"),
         ("GpuOperator", "gpu-operator"),
+        ("ClusterAutoscaler", "cluster-autoscaler"),
     ):
         offered = defs[model]["properties"]["version"]["enum"]
         assert offered == list(dict.fromkeys(REGISTRY[component].versions)), model

@@ -1,5 +1,8 @@
 """output/ builds the way Argo CD builds it: `kubectl kustomize` on every folder gives exactly gpuplan's files.
 
+The same holds for the golden case that renders every component at an older release
+(tests/cases/bootstrap-older-releases), so both releases of each component's Application build.
+
 Argo CD runs kustomize on a folder that holds a kustomization.yaml. Each folder of output/ with one
 must build, and the objects it builds must be exactly the objects of the files gpuplan wrote below it
 (no file left out of a kustomization, none listed twice, nothing changed on the way).
@@ -17,6 +20,7 @@ import yaml
 from tests.conftest import PROJECT
 
 OUTPUT = PROJECT / "output"
+OLDER_RELEASES = PROJECT / "tests/cases/bootstrap-older-releases/expected"
 KUSTOMIZE_FILE = "kustomization.yaml"
 
 pytestmark = pytest.mark.skipif(
@@ -24,8 +28,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _folders() -> list[Path]:
-    return sorted(p.parent for p in OUTPUT.rglob(KUSTOMIZE_FILE))
+def _folders(root: Path = OUTPUT) -> list[Path]:
+    return sorted(p.parent for p in root.rglob(KUSTOMIZE_FILE))
 
 
 def _key(obj: dict) -> tuple[str, str, str, str]:
@@ -82,7 +86,11 @@ def test_output_has_kustomizations() -> None:
     assert {p.name for p in OUTPUT.iterdir() if p.is_dir()} <= {n.split("/")[0] for n in names}
 
 
-@pytest.mark.parametrize("folder", _folders(), ids=lambda p: p.relative_to(OUTPUT).as_posix())
+@pytest.mark.parametrize(
+    "folder",
+    _folders() + _folders(OLDER_RELEASES),
+    ids=lambda p: p.relative_to(PROJECT).as_posix(),
+)
 def test_kustomize_builds_exactly_the_written_files(folder: Path) -> None:
     written = _written(folder)
     built = _built(folder)

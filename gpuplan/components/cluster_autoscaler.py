@@ -1,6 +1,8 @@
-"""Cluster Autoscaler: the chart release gpuplan supports and the facts it relies on.
+"""Cluster Autoscaler: the chart releases gpuplan supports and the facts it relies on.
 
-Read from kubernetes/autoscaler at tag cluster-autoscaler-chart-9.59.0:
+Read from kubernetes/autoscaler at tag cluster-autoscaler-chart-9.59.0 (and the same at
+cluster-autoscaler-chart-9.53.0, the last chart of the 1.34 line: appVersion 1.34.2; every values key,
+template and flag below is unchanged between the two tags, so both get the same values):
 - cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml: chart `cluster-autoscaler` 9.59.0, appVersion
   1.35.0; README.md: repository https://kubernetes.github.io/autoscaler.
 - values.yaml: `cloudProvider` (aws), `awsRegion`, `autoDiscovery.clusterName` (with the default tags
@@ -23,7 +25,6 @@ from __future__ import annotations
 from gpuplan.components.base import Chart, Component, Release
 
 REPO = "kubernetes/autoscaler"
-TAG = "cluster-autoscaler-chart-9.59.0"
 CHART_REPO = "https://kubernetes.github.io/autoscaler"
 PRIORITY_CONFIGMAP = "cluster-autoscaler-priority-expander"
 NODE_TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template"
@@ -37,19 +38,27 @@ IMAGE_TAGS = {
     "1.35": "v1.35.2",
 }
 
-RELEASES: tuple[Release, ...] = (
-    Release(
-        version="9.59.0",
-        sources=(
-            f"{REPO}@{TAG}:cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml",
-            f"{REPO}@{TAG}:cluster-autoscaler/charts/cluster-autoscaler/values.yaml",
-            f"{REPO}@{TAG}:cluster-autoscaler/charts/cluster-autoscaler/templates/priority-expander-configmap.yaml",
-            f"{REPO}@{TAG}:cluster-autoscaler/expander/priority/readme.md",
-            f"{REPO}@{TAG}:cluster-autoscaler/config/flags/flags.go",
-        ),
-        chart=Chart(CHART_REPO, "cluster-autoscaler", "9.59.0"),
-    ),
+CHART_FILES = (
+    "charts/cluster-autoscaler/Chart.yaml",
+    "charts/cluster-autoscaler/values.yaml",
+    "charts/cluster-autoscaler/templates/priority-expander-configmap.yaml",
+    "expander/priority/readme.md",
+    "config/flags/flags.go",
 )
+
+
+def _release(chart: str) -> Release:
+    """Return the facts of one chart version, read at its tag cluster-autoscaler-chart-<chart>."""
+    tag = f"cluster-autoscaler-chart-{chart}"
+    return Release(
+        version=chart,
+        sources=tuple(f"{REPO}@{tag}:cluster-autoscaler/{path}" for path in CHART_FILES),
+        chart=Chart(CHART_REPO, "cluster-autoscaler", chart),
+    )
+
+
+# 9.53.0: appVersion 1.34.2 (platform teams on Kubernetes 1.34); 9.59.0: appVersion 1.35.0.
+RELEASES: tuple[Release, ...] = (_release("9.53.0"), _release("9.59.0"))
 
 CLUSTER_AUTOSCALER = Component(
     name="cluster-autoscaler",
