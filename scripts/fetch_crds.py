@@ -4,6 +4,7 @@
     python scripts/fetch_crds.py                      # download from the upstream tags (network)
     python scripts/fetch_crds.py --from-git MIRRORS   # read the tags from local git clones/mirrors
     python scripts/fetch_crds.py --check              # offline: shipped files match SOURCES.json
+    python scripts/fetch_crds.py --only kai-scheduler/v0.16.8 --from-git MIRRORS   # add or refresh one set
 
 Each CRD is read at its release tag, cut down to what validation uses (schema `description`
 annotations go; every other keyword, CEL rule, default and enum stays), written as compact JSON,
@@ -158,7 +159,7 @@ TABLE: tuple[Entry, ...] = (
     *_each(
         "kai-scheduler",
         KAI,
-        "v0.17.0",
+        "v0.16.8 v0.17.0",
         (
             "deployments/kai-scheduler/crds/scheduling.run.ai_queues.yaml",
             "deployments/kai-scheduler/crds/kai.scheduler_topologies.yaml",
@@ -417,6 +418,47 @@ def _refresh_entry(source: Any, entry: Entry, staging: Path, licence: str) -> li
     return records
 
 
+def refresh_only(
+    source: Any, entries: tuple[Entry, ...], data: Path = DATA
+) -> list[dict[str, Any]]:
+    """Fetch some entries and merge them into the shipped sets, leaving every other set as it is.
+
+    A repository already shipped keeps its licence files and notice (those of its newest tag); a new
+    one gets them from the newest of the entries fetched.
+    """
+    fetched = Path(tempfile.mkdtemp(prefix="crds-only-", dir=data.parent))
+    try:
+        records = refresh(source, entries, fetched)
+        shipped = json.loads((data / SOURCES).read_text(encoding="utf-8"))["files"]
+        licences = {r["repository"]: r["license"] for r in shipped}
+        replaced = {(e.component, e.version) for e in entries}
+        for entry in sorted(replaced):
+            shutil.rmtree(data / entry[0] / entry[1], ignore_errors=True)
+            shutil.copytree(fetched / entry[0] / entry[1], data / entry[0] / entry[1])
+        for record in records:
+            record["license"] = licences.get(record["repository"], record["license"])
+        for folder in (fetched / "LICENSES").iterdir():
+            if not (data / "LICENSES" / folder.name).exists():
+                shutil.copytree(folder, data / "LICENSES" / folder.name)
+    finally:
+        shutil.rmtree(fetched, ignore_errors=True)
+    kept = [r for r in shipped if (r["component"], r["version"]) not in replaced]
+    merged = sorted(kept + records, key=lambda r: r["file"])
+    (data / SOURCES).write_text(
+        json.dumps({"files": merged}, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    return records
+
+
+def selected(names: list[str]) -> tuple[Entry, ...]:
+    """Return the table's entries named component/version, or raise FetchError naming an unknown one."""
+    by_name = {f"{e.component}/{e.version}": e for e in TABLE}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise FetchError(f"not in the table: {', '.join(unknown)}")
+    return tuple(by_name[n] for n in dict.fromkeys(names))
+
+
 # --- checking --------------------------------------------------------------------------------
 
 
@@ -472,6 +514,13 @@ def main(argv: list[str] | None = None) -> int:
         help="read upstream tags from git clones or mirrors under DIR (offline)",
     )
     parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="COMPONENT/VERSION",
+        help="refresh only this table entry (repeatable), keeping the other shipped sets",
+    )
+    parser.add_argument(
         "--data",
         type=Path,
         default=DATA,
@@ -488,12 +537,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
     source = GitSource(args.from_git) if args.from_git else GitHubSource()
     try:
-        records = refresh(source, TABLE, args.data)
+        entries = selected(args.only) if args.only else TABLE
+        records = (refresh_only if args.only else refresh)(source, entries, args.data)
     except FetchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(
-        f"wrote {len(records)} CRDs of {len(TABLE)} component versions into {args.data}",
+        f"wrote {len(records)} CRDs of {len(entries)} component versions into {args.data}",
         file=sys.stderr,
     )
     return 0

@@ -116,6 +116,7 @@ def test_supported_versions_cover_the_issue() -> None:
 # Components with one release before issue #15 got an older one each; both are selectable.
 OLDER = {
     "cluster-autoscaler": ("9.53.0", "9.59.0", "9.53.1"),
+    "kai-scheduler": ("v0.16.8", "v0.17.0", "v0.16.9"),
 }
 
 
@@ -302,6 +303,7 @@ def test_the_schema_offers_the_supported_versions() -> None:
         ("Karpenter", "karpenter"),
         ("GpuOperator", "gpu-operator"),
         ("ClusterAutoscaler", "cluster-autoscaler"),
+        ("Kai", "kai-scheduler"),
     ):
         offered = defs[model]["properties"]["version"]["enum"]
         assert offered == list(dict.fromkeys(REGISTRY[component].versions)), model

@@ -94,7 +94,7 @@ def test_the_issue_s_versions_are_shipped() -> None:
     assert (
         "v1.14.1" in sets["karpenter-provider-aws"] and "v1.6.2" in sets["karpenter-provider-azure"]
     )
-    assert sets["argo-cd"] == ("v3.5.1",) and sets["kai-scheduler"] == ("v0.17.0",)
+    assert sets["argo-cd"] == ("v3.5.1",) and sets["kai-scheduler"] == ("v0.16.8", "v0.17.0")
     assert sets["nfd"] and sets["multus"]
 
 
@@ -194,6 +194,20 @@ def test_refresh_from_a_local_git_mirror(tmp_path: Path) -> None:
     )
     assert fetch.check(entries, data) == []
     assert (data / "LICENSES" / "example_widgets" / "LICENSE").is_file()
+
+    # --only: a second tag is merged in; the first set and its record stay as they were.
+    crd["spec"]["versions"][0]["name"] = "v2"
+    (repo / "crds/widgets.yaml").write_text(json.dumps(crd))
+    subprocess.run([*git, "commit", "-q", "-am", "widgets v2"], check=True)
+    subprocess.run([*git, "tag", "v2.0.0"], check=True)
+    second = fetch.Entry("widgets", "v2.0.0", "example/widgets", "v2.0.0", ("crds/widgets.yaml",))
+    before = (data / record["file"]).read_bytes()
+    [added] = fetch.refresh_only(fetch.GitSource(tmp_path / "mirrors"), (second,), data)
+    assert added["license"] == record["license"] and added["commit"] != record["commit"]
+    assert (data / record["file"]).read_bytes() == before
+    assert fetch.check((*entries, second), data) == []
+    with pytest.raises(fetch.FetchError, match="not in the table: widgets/v9"):
+        fetch.selected(["widgets/v9"])
 
 
 # --- loading and choosing ----------------------------------------------------------------------------
