@@ -169,7 +169,7 @@ TABLE: tuple[Entry, ...] = (
     *_each(
         "prometheus-operator",
         PROMETHEUS_OPERATOR,
-        "v0.93.0",
+        "v0.92.1 v0.93.0",
         tuple(
             f"example/prometheus-operator-crd/monitoring.coreos.com_{name}.yaml"
             for name in ("podmonitors", "prometheusrules", "servicemonitors")

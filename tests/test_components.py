@@ -117,6 +117,7 @@ def test_supported_versions_cover_the_issue() -> None:
 OLDER = {
     "cluster-autoscaler": ("9.53.0", "9.59.0", "9.53.1"),
     "kai-scheduler": ("v0.16.8", "v0.17.0", "v0.16.9"),
+    "monitoring": ("v0.92.1", "v0.93.0", "v0.92.0"),
 }
 
 
@@ -304,6 +305,7 @@ def test_the_schema_offers_the_supported_versions() -> None:
         ("GpuOperator", "gpu-operator"),
         ("ClusterAutoscaler", "cluster-autoscaler"),
         ("Kai", "kai-scheduler"),
+        ("Monitoring", "monitoring"),
     ):
         offered = defs[model]["properties"]["version"]["enum"]
         assert offered == list(dict.fromkeys(REGISTRY[component].versions)), model

@@ -17,7 +17,12 @@ target, and the scrape endpoints of the components gpuplan monitors, read at the
   (volcano-sh/volcano@v1.15.1:installer/helm/chart/volcano/templates/scheduler.yaml).
 - Install (gpuplan/emit/bootstrap/monitoring.py): kube-prometheus-stack 88.3.0, the chart release whose
   appVersion is prometheus-operator v0.93.0 (prometheus-community/helm-charts@kube-prometheus-stack-88.3.0:
-  charts/kube-prometheus-stack/Chart.yaml). It brings the operator with its CRDs (charts/crds/crds/),
+  charts/kube-prometheus-stack/Chart.yaml); for v0.92.1, 87.21.0, the last release of the previous
+  major (appVersion v0.92.1, kube-state-metrics subchart 8.0.0, also 2.19.1). Between the two tags the
+  values gpuplan sets, the selectors' defaults and templates/_helpers.tpl are the same (git diff of
+  charts/kube-prometheus-stack: image tags and crds.upgradeJob.forceConflicts change), and
+  kube-state-metrics-8.0.0 and -8.2.0 both pass metricLabelsAllowlist as --metric-labels-allowlist
+  (charts/kube-state-metrics/values.yaml, templates/deployment.yaml), so both get the same values. It brings the operator with its CRDs (charts/crds/crds/),
   Prometheus, Grafana with the dashboard sidecar (label grafana_dashboard "1", values.yaml
   grafana.sidecar.dashboards) and kube-state-metrics 2.19.1 (subchart 8.2.0). Its Prometheus picks only
   objects labelled with the Helm release unless the *SelectorNilUsesHelmValues values are false.
@@ -31,6 +36,8 @@ target, and the scrape endpoints of the components gpuplan monitors, read at the
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from gpuplan.components.base import Chart, Component, Release
 
@@ -68,18 +75,35 @@ PROMETHEUS_PORT = 9090
 ADAPTER_CHART = Chart(CHART_REPO, "prometheus-adapter", "5.3.0")
 
 
-def _release(tag: str, stack: str) -> Release:
+@dataclass(frozen=True, kw_only=True)
+class MonitoringRelease(Release):
+    """A Prometheus Operator release and the kube-prometheus-stack chart release that installs it.
+
+    The stack chart has its own version, so it is not `Release.chart` (the release's own chart).
+    """
+
+    stack_chart: Chart
+
+
+def _release(tag: str, stack: str) -> MonitoringRelease:
     kinds = ("servicemonitors", "podmonitors", "prometheusrules")
     sources = tuple(f"{REPO}@{tag}:{CRD_DIR}/monitoring.coreos.com_{kind}.yaml" for kind in kinds)
-    sources += (
-        f"prometheus-community/helm-charts@kube-prometheus-stack-{stack}:charts/kube-prometheus-stack/Chart.yaml",
+    sources += tuple(
+        f"prometheus-community/helm-charts@kube-prometheus-stack-{stack}:charts/kube-prometheus-stack/{path}"
+        for path in ("Chart.yaml", "values.yaml", "templates/_helpers.tpl")
     )
-    return Release(version=tag, sources=sources, crds=f"prometheus-operator/{tag}")
+    return MonitoringRelease(
+        version=tag,
+        sources=sources,
+        crds=f"prometheus-operator/{tag}",
+        stack_chart=Chart(CHART_REPO, "kube-prometheus-stack", stack),
+    )
 
 
-RELEASES: tuple[Release, ...] = (_release("v0.93.0", "88.3.0"),)
-# The chart that installs each release (its own version, so not Release.chart, which is the release's own).
-STACK_CHARTS = {"v0.93.0": Chart(CHART_REPO, "kube-prometheus-stack", "88.3.0")}
+RELEASES: tuple[MonitoringRelease, ...] = (
+    _release("v0.92.1", "87.21.0"),
+    _release("v0.93.0", "88.3.0"),
+)
 
 MONITORING = Component(
     name="monitoring",

@@ -14,8 +14,8 @@ from gpuplan.components.monitoring import (
     MIG_CONFIG_STATE_LABEL,
     PROMETHEUS_PORT,
     PROMETHEUS_SERVICE,
-    STACK_CHARTS,
     STACK_RELEASE,
+    MonitoringRelease,
 )
 from gpuplan.emit.bootstrap.app import WEBHOOKS, Operator
 from gpuplan.emit.monitoring_adapter import NAME as ADAPTER_RULES
@@ -53,12 +53,12 @@ def operators(cluster: ClusterPlan) -> list[Operator]:
     """Return the monitoring Applications, if the cluster enables monitoring."""
     monitoring = cluster.spec.components.monitoring
     release = cluster.release(NAME)
-    if monitoring is None or release is None or release.version not in STACK_CHARTS:
+    if monitoring is None or not isinstance(release, MonitoringRelease):
         return []
     crds = REGISTRY[NAME].crd_set(release)
     found = [
         Operator(
-            NAME, monitoring.namespace, chart=STACK_CHARTS[release.version], values=stack_values(cluster), server_side=True,
+            NAME, monitoring.namespace, chart=release.stack_chart, values=stack_values(cluster), server_side=True,
             crds=(crds,) if crds else (), release_name=STACK_RELEASE, privileged=True,  # node-exporter: host network and PID
             cluster_kinds=Operator.cluster_kinds + WEBHOOKS,
         )
