@@ -143,7 +143,7 @@ TABLE: tuple[Entry, ...] = (
     *_each(
         "nfd",
         NFD,
-        "v0.19.0",
+        "v0.18.3 v0.19.0",
         ("deployment/base/nfd-crds/nfd-api-crds.yaml#nodefeaturerules.nfd.k8s-sigs.io",),
     ),
     *_each("multus", NAD, "v1.7.7", ("artifacts/networks-crd.yaml",)),

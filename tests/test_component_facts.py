@@ -108,12 +108,15 @@ def test_karpenter_facts_match_the_crds(release: KarpenterRelease) -> None:
     assert set((schema(classes, storage, "spec") or {})["properties"]) == release.node_class_fields
 
 
-def test_nfd_and_multus_facts_match_the_crds() -> None:
-    nfd = REGISTRY["nfd"].newest()
+@pytest.mark.parametrize("nfd", _releases("nfd"), ids=_id)
+def test_nfd_facts_match_the_crds(nfd: Any) -> None:
     assert isinstance(nfd, NfdRelease)
     rules = crd("nfd", nfd, "nodefeaturerules.nfd.k8s-sigs.io")
     assert nfd.rule_api_version == f"{rules['spec']['group']}/{served(rules)[0]}"
-    multus = REGISTRY["multus"].newest()
+
+
+@pytest.mark.parametrize("multus", _releases("multus"), ids=_id)
+def test_multus_facts_match_the_crds(multus: Any) -> None:
     assert isinstance(multus, MultusRelease)
     nads = crd("multus", multus, "network-attachment-definitions.k8s.cni.cncf.io")
     assert multus.nad_api_version == f"{nads['spec']['group']}/{served(nads)[0]}"

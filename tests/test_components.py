@@ -118,6 +118,7 @@ OLDER = {
     "cluster-autoscaler": ("9.53.0", "9.59.0", "9.53.1"),
     "kai-scheduler": ("v0.16.8", "v0.17.0", "v0.16.9"),
     "monitoring": ("v0.92.1", "v0.93.0", "v0.92.0"),
+    "nfd": ("v0.18.3", "v0.19.0", "v0.18.2"),
 }
 
 
@@ -194,6 +195,31 @@ def test_an_unknown_version_is_an_error_at_its_line(tmp_path: Path) -> None:
     )
     assert "supported versions: v0.12.10, v0.13.10, v0.14.4, v0.14.8, v0.15.8" in line
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("pin", "position", "message"),
+    [
+        (
+            "  nfd: {version: v0.18.2}\n",
+            "clusters/c1.yaml:7:18: error: components.nfd.version: ",
+            "nfd v0.18.2 is not supported (did you mean 'v0.18.3'?); supported versions: v0.18.3, v0.19.0",
+        ),
+        (
+            '  gpuOperator: {version: v26.7.0, driverVersion: "580.82.07"}\n  nfd: {version: v0.18.3}\n',
+            "clusters/c1.yaml:8:18: error: components.nfd.version: ",
+            "the GPU Operator chart installs NFD here (gpuOperator.nfd: bundled)",
+        ),
+    ],
+    ids=["unknown-nfd", "nfd-pinned-but-bundled"],
+)
+def test_a_pin_of_an_unconfigured_component_is_checked_at_its_line(
+    tmp_path: Path, pin: str, position: str, message: str
+) -> None:
+    result = run("check", "--root", str(_repo(tmp_path, "v0.19.2", karpenter=pin)))
+    assert result.code == 1 and "Traceback" not in result.stderr
+    line = next(x for x in result.stderr.splitlines() if x.startswith(position))
+    assert message in line
 
 
 def test_karpenter_versions_are_the_provider_line(tmp_path: Path) -> None:
@@ -306,6 +332,7 @@ def test_the_schema_offers_the_supported_versions() -> None:
         ("ClusterAutoscaler", "cluster-autoscaler"),
         ("Kai", "kai-scheduler"),
         ("Monitoring", "monitoring"),
+        ("Nfd", "nfd"),
     ):
         offered = defs[model]["properties"]["version"]["enum"]
         assert offered == list(dict.fromkeys(REGISTRY[component].versions)), model

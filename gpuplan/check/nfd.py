@@ -178,3 +178,20 @@ def check_cloud_hostnames(fleet: Fleet) -> Iterator[Diagnostic]:
             f"(the {label} label), and drop hostnames"
         )
         yield _warning(cluster.located.source, ("nodePools", pool.index, "hostnames"), message)
+
+
+@check
+def check_nfd_version_bundled(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on components.nfd where the GPU Operator's chart installs NFD: its own subchart's version runs."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        components = cluster.spec.components
+        operator = components.gpu_operator
+        if components.nfd is None or operator is None or operator.nfd != "bundled":
+            continue
+        message = (
+            "the GPU Operator chart installs NFD here (gpuOperator.nfd: bundled), at the version of its "
+            "node-feature-discovery subchart: set gpuOperator.nfd: standalone for NFD's own Application "
+            "at this version, or remove components.nfd"
+        )
+        yield cluster.located.source.diagnostic(("components", "nfd", "version"), message)

@@ -55,9 +55,10 @@ def attribute(component: Component) -> str:
 
 
 def settings(component: Component, cluster: Any) -> Any:
-    """Return the cluster's settings of a component (components.<field>), None when it does not run it."""
-    if not component.configured:
-        return None
+    """Return the cluster's settings of a component (components.<field>), None when the file has none.
+
+    For a component that is not `configured` the settings only pin its version (components.nfd).
+    """
     return getattr(cluster.components, attribute(component), None)
 
 
@@ -71,12 +72,13 @@ def chosen(component: Component, cluster: Any) -> tuple[str, str] | None:
 
 
 def release_of(component: Component, cluster: Any) -> Release | None:
-    """Return the release a cluster runs: None when it does not run the component or the version is unknown."""
-    if not component.configured:
-        return component.newest()
+    """Return the release a cluster runs: None when it does not run the component or the version is unknown.
+
+    A component that is not `configured` runs its newest release unless the cluster pins another.
+    """
     wanted = chosen(component, cluster)
     if wanted is None:
-        return None
+        return None if component.configured else component.newest()
     try:
         return component.release(*wanted)
     except UnknownVersion:

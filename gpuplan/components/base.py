@@ -57,9 +57,9 @@ class Component:
     line_field: str | None = (
         None  # the cluster field that picks a release line ("provider" for Karpenter)
     )
-    configured: bool = (
-        True  # False: no key under `components:`, the newest release is the one in use
-    )
+    # False: the key under `components:` is optional and only pins a version; without it the newest
+    # release is the one in use (NFD, Multus: whether they run follows from the rest of the file).
+    configured: bool = True
     scope: str = "cluster"  # "cluster": emitter(cluster) per cluster; "fleet": emitter(fleet, output_path) once
     _by_version: Mapping[tuple[str, str], Release] = dataclass_field(
         init=False, repr=False, compare=False

@@ -1,12 +1,17 @@
-"""Node Feature Discovery: the release gpuplan supports (its current one) and its facts.
+"""Node Feature Discovery: the releases gpuplan supports and their facts.
 
 Read from kubernetes-sigs/node-feature-discovery at v0.19.0 (the newest release tag; v0.20.0 is
-unreleased): deployment/base/nfd-crds/nfd-api-crds.yaml (NodeFeatureRule, nfd.k8s-sigs.io/v1alpha1,
-served and stored) and Makefile `helm-push` (chart `node-feature-discovery`, version = the tag without
-"v", pushed to oci://registry.k8s.io/nfd/charts; docs/_config.yml `helm_oci_repo`).
+unreleased) and v0.18.3 (the last of v0.18, a line GPU Operator charts bundle: see below):
+deployment/base/nfd-crds/nfd-api-crds.yaml (NodeFeatureRule, nfd.k8s-sigs.io/v1alpha1, served and
+stored; the same file at both tags) and Makefile `helm-push` (chart `node-feature-discovery`, version =
+the tag without "v", pushed to oci://registry.k8s.io/nfd/charts; docs/_config.yml `helm_oci_repo`).
+The values gpuplan sets exist at both tags: deployment/helm/node-feature-discovery/values.yaml
+`worker.tolerations` and `master.enableTaints` (templates/master.yaml passes -enable-taints); the
+system.name feature's `nodename` element (source/system/system.go) and the InRegexp op
+(api/nfd/v1alpha1/types.go) are in both.
 
-The cluster file names no NFD version: nfd-master is installed by the GPU Operator chart or by the
-platform team, so gpuplan emits for the release below.
+NFD's own Application (gpuOperator.nfd: standalone, or rules without the GPU Operator) installs the
+release `components.nfd.version` names, else the newest; a bundled NFD is the GPU Operator chart's.
 """
 
 from __future__ import annotations
@@ -26,19 +31,24 @@ class NfdRelease(Release):
     match_ops: tuple[str, ...]  # matchExpressions ops gpuplan emits (InRegexp for node names)
 
 
-RELEASES: tuple[NfdRelease, ...] = (
-    NfdRelease(
-        version="v0.19.0",
+def _release(tag: str) -> NfdRelease:
+    """Return the facts of one tag (the same at v0.18.3 and v0.19.0)."""
+    return NfdRelease(
+        version=tag,
         sources=(
-            f"{REPO}@v0.19.0:deployment/base/nfd-crds/nfd-api-crds.yaml",
-            f"{REPO}@v0.19.0:Makefile",
+            f"{REPO}@{tag}:deployment/base/nfd-crds/nfd-api-crds.yaml",
+            f"{REPO}@{tag}:Makefile",
+            f"{REPO}@{tag}:deployment/helm/node-feature-discovery/values.yaml",
+            f"{REPO}@{tag}:source/system/system.go",
         ),
-        chart=Chart("oci://registry.k8s.io/nfd/charts", "node-feature-discovery", "0.19.0"),
-        crds="v0.19.0",
+        chart=Chart("oci://registry.k8s.io/nfd/charts", "node-feature-discovery", tag[1:]),
+        crds=tag,
         rule_api_version="nfd.k8s-sigs.io/v1alpha1",
         match_ops=("InRegexp",),
-    ),
-)
+    )
+
+
+RELEASES: tuple[NfdRelease, ...] = (_release("v0.18.3"), _release("v0.19.0"))
 
 # nfd-master sets a NodeFeatureRule's taints only with enableTaints: the chart value master.enableTaints
 # (default false) passes the -enable-taints flag (templates/master.yaml), which overrides the config

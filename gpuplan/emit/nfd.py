@@ -79,9 +79,8 @@ def node_feature_rule(release: NfdRelease, pool: PoolPlan) -> dict[str, Any]:
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return a NodeFeatureRule per static pool with hostnames, when the GPU Operator or Kueue need labels."""
     release = cluster.release("nfd")
-    assert isinstance(
-        release, NfdRelease
-    )  # NFD names no version in the cluster file: always its newest
+    if not isinstance(release, NfdRelease):
+        return []  # components.nfd.version names a release gpuplan does not know: an error already
     source = cluster.located.source.path
     return [
         manifest(cluster.name, FOLDER, node_feature_rule(release, pool), source)

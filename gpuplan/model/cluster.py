@@ -235,6 +235,23 @@ class Kai(Model):
     sum of its children. gpuplan refuses children whose quotas add up to more than the parent's."""
 
 
+class Nfd(Model):
+    """Node Feature Discovery's own Application: the release it installs."""
+
+    version: Annotated[Version, _releases("nfd")]
+    """NFD release, such as v0.19.0 (default: the newest gpuplan knows). Only for NFD on its own
+    (gpuOperator.nfd: standalone, or static pools without the GPU Operator): a bundled NFD is the
+    GPU Operator chart's."""
+
+
+class Multus(Model):
+    """Multus (and Whereabouts beside it) for the cluster's networks: the release installed."""
+
+    version: Annotated[Version, _releases("multus")]
+    """Multus release, such as v4.3.0 (default: the newest gpuplan knows); it picks the Whereabouts
+    release installed with it."""
+
+
 class NodeClassRef(Model):
     """The Karpenter provider's node class every NodePool of this cluster uses."""
 
@@ -374,6 +391,10 @@ class Components(Model):
     """KAI Scheduler: hierarchical GPU Queues, a parent per cohort and a leaf per tenant allocation."""
     cluster_autoscaler: ClusterAutoscaler | None = None
     """Cluster Autoscaler: needed by pools with nodes.autoscaler: cluster-autoscaler (managed node groups)."""
+    nfd: Nfd | None = None
+    """Pin the release of NFD's own Application; default the newest gpuplan knows."""
+    multus: Multus | None = None
+    """Pin the release of Multus and Whereabouts (installed for networks); default the newest gpuplan knows."""
     quota_authority: Literal["kueue", "volcano", "kai"] | None = None
     """Which scheduler enforces the tenants' quotas when more than one of Kueue, Volcano and KAI run
     (one must: a pod admitted by one and held by the other strands GPUs); the others only queue or gang-schedule."""

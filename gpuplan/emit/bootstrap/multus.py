@@ -23,8 +23,9 @@ def operators(cluster: ClusterPlan) -> list[Operator]:
     if not any(n.attaches for n in cluster.spec.networks):  # efa networks need no Multus
         return []
     component = REGISTRY["multus"]
-    release = component.newest()
-    assert isinstance(release, MultusRelease)
+    release = cluster.release("multus")  # components.multus.version, else the newest
+    if not isinstance(release, MultusRelease):
+        return []  # an unknown version: an error already
     source = {
         "repoURL": f"https://github.com/{MULTUS}.git",
         "targetRevision": release.version,

@@ -27,8 +27,9 @@ def operators(cluster: ClusterPlan) -> list[Operator]:
     if not needed(cluster):
         return []
     component = REGISTRY[NAME]
-    release = component.newest()
-    assert release.chart is not None
+    release = cluster.release(NAME)  # components.nfd.version, else the newest
+    if release is None or release.chart is None:
+        return []  # an unknown version: an error already
     # Every pool's taint tolerated: a pool NFD does not label runs no GPU Operator operand.
     values: dict[str, object] = {"worker": {"tolerations": nfd_worker_tolerations(cluster)}}
     if nfd_emitter.master_values(cluster):  # pool taints in the rules: nfd-master's enableTaints
