@@ -146,7 +146,8 @@ TABLE: tuple[Entry, ...] = (
         "v0.18.3 v0.19.0",
         ("deployment/base/nfd-crds/nfd-api-crds.yaml#nodefeaturerules.nfd.k8s-sigs.io",),
     ),
-    *_each("multus", NAD, "v1.7.7", ("artifacts/networks-crd.yaml",)),
+    # The NAD client Multus v4.2.4 vendors (v1.7.6), and v1.7.7 for v4.3.0: the same v1 schema.
+    *_each("multus", NAD, "v1.7.6 v1.7.7", ("artifacts/networks-crd.yaml",)),
     *_each(
         "argo-cd",
         ARGO_CD,

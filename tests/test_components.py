@@ -119,6 +119,7 @@ OLDER = {
     "kai-scheduler": ("v0.16.8", "v0.17.0", "v0.16.9"),
     "monitoring": ("v0.92.1", "v0.93.0", "v0.92.0"),
     "nfd": ("v0.18.3", "v0.19.0", "v0.18.2"),
+    "multus": ("v4.2.4", "v4.3.0", "v4.2.3"),
 }
 
 
@@ -210,8 +211,13 @@ def test_an_unknown_version_is_an_error_at_its_line(tmp_path: Path) -> None:
             "clusters/c1.yaml:8:18: error: components.nfd.version: ",
             "the GPU Operator chart installs NFD here (gpuOperator.nfd: bundled)",
         ),
+        (
+            "  multus: {version: v4.2}\n",
+            "clusters/c1.yaml:7:21: error: components.multus.version: ",
+            "multus v4.2 is not supported (did you mean 'v4.2.4'?); supported versions: v4.2.4, v4.3.0",
+        ),
     ],
-    ids=["unknown-nfd", "nfd-pinned-but-bundled"],
+    ids=["unknown-nfd", "nfd-pinned-but-bundled", "unknown-multus"],
 )
 def test_a_pin_of_an_unconfigured_component_is_checked_at_its_line(
     tmp_path: Path, pin: str, position: str, message: str
@@ -333,6 +339,7 @@ def test_the_schema_offers_the_supported_versions() -> None:
         ("Kai", "kai-scheduler"),
         ("Monitoring", "monitoring"),
         ("Nfd", "nfd"),
+        ("Multus", "multus"),
     ):
         offered = defs[model]["properties"]["version"]["enum"]
         assert offered == list(dict.fromkeys(REGISTRY[component].versions)), model
