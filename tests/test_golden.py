@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import difflib
 import shutil
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
+from gpuplan.components import REGISTRY
 from tests.conftest import run, snapshot
 
 CASES = Path(__file__).resolve().parent / "cases"
@@ -92,3 +96,35 @@ def test_golden(case: Path, tmp_path: Path, update_golden: bool) -> None:
     assert result.code == 0, result.stderr
     expected, actual = snapshot(expected_dir), snapshot(out)
     assert actual == expected, _first_difference(expected, actual)
+
+
+# Issue #15: each component's Application is golden, values included, at every release gpuplan knows
+# of these components (the chart version, or the tag a manifest is synced at).
+RELEASE_REVISIONS: dict[str, Any] = {
+    "cluster-autoscaler": lambda r: r.chart.version,
+    "kai-scheduler": lambda r: r.chart.version,
+    "nfd": lambda r: r.chart.version,
+    "monitoring": lambda r: r.stack_chart.version,
+    "multus": lambda r: r.version,
+}
+
+
+def _golden_revisions() -> dict[str, set[str]]:
+    """Return the targetRevisions of the golden Applications, by their gpuplan.io/component label."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for path in sorted(CASES.glob("*/expected/argocd/**/*.yaml")):
+        for obj in yaml.safe_load_all(path.read_text()):
+            if obj and obj.get("kind") == "Application":
+                component = obj["metadata"].get("labels", {}).get("gpuplan.io/component")
+                found[component].add(str(obj["spec"]["source"]["targetRevision"]))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(RELEASE_REVISIONS))
+def test_each_release_of_a_component_has_a_golden_application(name: str) -> None:
+    revisions = {RELEASE_REVISIONS[name](r) for r in REGISTRY[name].releases}
+    assert len(revisions) >= 2, f"{name}: issue #15 wants two releases"
+    assert revisions <= _golden_revisions()[name]
+    if name == "multus":  # Whereabouts comes with each Multus release
+        wheres = {r.whereabouts_chart.version for r in REGISTRY[name].releases}
+        assert wheres <= _golden_revisions()["whereabouts"]
