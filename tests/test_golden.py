@@ -8,6 +8,7 @@ committing it.
 from __future__ import annotations
 
 import difflib
+import functools
 import shutil
 from collections import defaultdict
 from pathlib import Path
@@ -109,6 +110,7 @@ RELEASE_REVISIONS: dict[str, Any] = {
 }
 
 
+@functools.cache
 def _golden_revisions() -> dict[str, set[str]]:
     """Return the targetRevisions of the golden Applications, by their gpuplan.io/component label."""
     found: dict[str, set[str]] = defaultdict(set)
