@@ -183,11 +183,9 @@ def check_cloud_hostnames(fleet: Fleet) -> Iterator[Diagnostic]:
 @check
 def check_nfd_version_bundled(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on components.nfd where the GPU Operator's chart installs NFD: its own subchart's version runs."""
-    for name in sorted(fleet.clusters):
-        cluster = fleet.clusters[name]
-        components = cluster.spec.components
-        operator = components.gpu_operator
-        if components.nfd is None or operator is None or operator.nfd != "bundled":
+    for cluster in (fleet.clusters[name] for name in sorted(fleet.clusters)):
+        operator = cluster.spec.components.gpu_operator
+        if cluster.spec.components.nfd is None or getattr(operator, "nfd", None) != "bundled":
             continue
         message = (
             "the GPU Operator chart installs NFD here (gpuOperator.nfd: bundled), at the version of its "
