@@ -8,7 +8,8 @@
   for v4.2.4 from the client v1.7.6 its go.mod vendors (artifacts/networks-crd.yaml the same as at
   v1.7.7; the manifests' own CRDs differ only by the `nad` short name v4.3.0 adds). Both manifests
   run in kube-system and write cniVersion 0.3.1 in their own config. Both run the
-  image ghcr.io/k8snetworkplumbingwg/multus-cni:snapshot-thick, a moving tag, not the release's.
+  image ghcr.io/k8snetworkplumbingwg/multus-cni:snapshot-thick, a moving tag, not the release's
+  (.github/workflows/image-push-release.yml pushes <tag>-thick); gpuplan does not override it yet.
 - Whereabouts k8snetworkplumbingwg/whereabouts v0.9.4 (with Multus v4.3.0) and v0.9.3 (released with
   Multus v4.2.4, 2026-02-17): IPAM config `range`, `gateway`, `exclude` (README.md, the same at both);
   chart `whereabouts-chart`, version = the tag without "v", pushed to oci://ghcr.io/k8snetworkplumbingwg
