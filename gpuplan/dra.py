@@ -144,7 +144,9 @@ def driver_roots(cluster: Any) -> dict[str, str]:
     for pool in dra_pools(cluster):
         driver = drivers.get(pool.name)
         if driver is None or driver.mode != "managed":
-            roots[pool.name] = COS_INSTALL_DIR if driver is not None and driver.os == "cos" else HOST_ROOT
+            roots[pool.name] = (
+                COS_INSTALL_DIR if driver is not None and driver.os == "cos" else HOST_ROOT
+            )
         else:
             roots[pool.name] = OPERATOR_ROOT
     return roots

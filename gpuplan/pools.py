@@ -242,7 +242,9 @@ def _dra_pool(plan: PoolPlan) -> PoolPlan:
     pool, model = plan.spec, plan.model
     if pool.sharing.mig is None:
         cls = class_of(pool, model, None)
-        plan.resources = {cls.resource: Resource(cls.resource, plan.gpus_per_node, Fraction(1), None, cls)}
+        plan.resources = {
+            cls.resource: Resource(cls.resource, plan.gpus_per_node, Fraction(1), None, cls)
+        }
         if model.mig is not None:
             plan.mig_config = MIG_DISABLED
         return plan

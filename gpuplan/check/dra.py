@@ -84,7 +84,11 @@ def check_dra_driver(fleet: Fleet) -> Iterator[Diagnostic]:
                     f"pool {pool.name} uses DRA, but GKE's own GPU stack runs its device plugin on every GPU node and "
                     "the DRA driver may not share a node with it: run the GPU Operator on this cluster, or remove dra"
                 ))  # fmt: skip
-            elif operator is not None and release is not None and _version(release.version) < GPU_OPERATOR_SINCE:
+            elif (
+                operator is not None
+                and release is not None
+                and _version(release.version) < GPU_OPERATOR_SINCE
+            ):
                 yield source.diagnostic(("components", "gpuOperator", "version"), (
                     f"pool {pool.name} uses DRA, which needs GPU Operator v25.10.0 or later (CDI on by default, driver 580+), "
                     f"not {release.version}"
@@ -140,13 +144,17 @@ def check_dra_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
         for pool in dra_pools(cluster):
             sharing = pool.spec.sharing
             slicing = sharing.time_slicing
-            if sharing.mig is not None and slicing is not None and slicing.interval is not None:
-                if not release.mig_time_slicing_config:
-                    yield cluster.located.source.diagnostic(
-                        ("nodePools", pool.index, "sharing", "timeSlicing", "interval"),
-                        f"the DRA driver {release.version} takes no time-slice interval for MIG devices (its MigDeviceConfig "
-                        "has no timeSlicingConfig, and unknown fields fail the claim): remove interval",
-                    )  # fmt: skip
+            interval = slicing.interval if slicing is not None else None
+            if (
+                sharing.mig is not None
+                and interval is not None
+                and not release.mig_time_slicing_config
+            ):
+                yield cluster.located.source.diagnostic(
+                    ("nodePools", pool.index, "sharing", "timeSlicing", "interval"),
+                    f"the DRA driver {release.version} takes no time-slice interval for MIG devices (its MigDeviceConfig "
+                    "has no timeSlicingConfig, and unknown fields fail the claim): remove interval",
+                )  # fmt: skip
 
 
 @check
@@ -157,7 +165,9 @@ def check_dra_nodes(fleet: Fleet) -> Iterator[Diagnostic]:
         for pool in dra_pools(cluster):
             if not pool.label_selected:
                 continue  # gpuplan labels these nodes itself (NFD rules, Karpenter)
-            missing = [f"{k}: {v!r}" for k, v in pool.dra_labels.items() if pool.spec.labels.get(k) != v]
+            missing = [
+                f"{k}: {v!r}" for k, v in pool.dra_labels.items() if pool.spec.labels.get(k) != v
+            ]
             if missing:
                 yield source.diagnostic(("nodePools", pool.index, "labels"), (
                     f"pool {pool.name} uses DRA and gpuplan does not label its nodes: give them (and its labels) "
@@ -197,7 +207,11 @@ def check_dra_schedulers(fleet: Fleet) -> Iterator[Diagnostic]:
 def _kueue(cluster: ClusterPlan, release: KueueRelease) -> Iterator[Diagnostic]:
     source = cluster.located.source
     if release.dra != "beta":
-        state = "only as the alpha feature DynamicResourceAllocation, off by default" if release.dra else "no DRA support"
+        state = (
+            "DRA only as the alpha feature DynamicResourceAllocation, off by default"
+            if release.dra
+            else "no DRA support"
+        )
         yield source.diagnostic(("components", "kueue", "version"), (
             f"cluster {cluster.name} has DRA pools, but Kueue {release.version} has {state}: "
             "use Kueue v0.18 or later (KueueDRAIntegration, on by default)"

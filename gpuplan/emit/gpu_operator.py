@@ -4,7 +4,6 @@ ConfigMap and the device-plugin ConfigMap."""
 from __future__ import annotations
 
 from dataclasses import replace
-
 from typing import Any
 
 from gpuplan.components.dra_driver import KUBELET_PLUGIN_LABEL

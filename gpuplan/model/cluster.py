@@ -702,11 +702,19 @@ class NodePool(Model):
             if sharer is None:
                 continue
             if self.dra is None and sharer.replicas is None:
-                raise ValueError(f"sharing.{name}.replicas is required: the device plugin advertises each GPU that many times")
+                raise ValueError(
+                    f"sharing.{name}.replicas is required: the device plugin advertises each GPU that many times"
+                )
             if self.dra is not None:
                 _dra_sharing(name, sharer)
-            elif name == "timeSlicing" and self.sharing.time_slicing and self.sharing.time_slicing.interval:
-                raise ValueError("sharing.timeSlicing.interval applies to DRA pools only (the DRA driver's timeSlicingConfig)")
+            elif (
+                name == "timeSlicing"
+                and self.sharing.time_slicing
+                and self.sharing.time_slicing.interval
+            ):
+                raise ValueError(
+                    "sharing.timeSlicing.interval applies to DRA pools only (the DRA driver's timeSlicingConfig)"
+                )
         return self
 
 
@@ -724,7 +732,9 @@ def _dra_sharing(name: str, sharer: TimeSlicing | Mps) -> None:
     for field in ("rename_by_default", "fail_requests_greater_than_one"):
         if field in sharer.model_fields_set:
             alias = type(sharer).model_fields[field].alias or field
-            raise ValueError(f"sharing.{name}.{alias} is a device-plugin setting: the DRA driver has none")
+            raise ValueError(
+                f"sharing.{name}.{alias} is a device-plugin setting: the DRA driver has none"
+            )
 
 
 class CpuPool(Model):

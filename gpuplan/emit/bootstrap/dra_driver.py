@@ -23,7 +23,7 @@ from gpuplan.components.dra_driver import (
     SHARING_GATES,
     DraDriverRelease,
 )
-from gpuplan.dra import HOST_ROOT, driver_roots, dra_pools, strategy_of
+from gpuplan.dra import HOST_ROOT, dra_pools, driver_roots, strategy_of
 from gpuplan.emit.bootstrap.app import Operator
 from gpuplan.emit.kueue import tolerations
 from gpuplan.fleet import ClusterPlan
