@@ -193,3 +193,18 @@ def test_validate_refuses_a_selector_on_a_removed_attribute() -> None:
     assert "fails on a gpu device" in problem.message
     obj["spec"]["selectors"][0]["cel"]["expression"] = "device.driver =="
     assert "does not compile" in selector_problems(obj)[0].message
+
+
+def test_capacity_holds_in_devices_per_class(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(CASE, root)
+    vision = root / "tenants" / "vision.yaml"
+    vision.write_text(vision.read_text().replace("gpus: 8", "gpus: 9"))
+    errors = _errors(compile_fleet(root))
+    assert any(
+        "tenants ask 9 GPUs of DeviceClass time-slicing.l40s.gpuplan.io of pool l40s-shared, which has at most 8"
+        in e
+        for e in errors
+    ), errors
+    vision.write_text(vision.read_text().replace("gpus: 9", "gpus: 8"))
+    assert _errors(compile_fleet(root)) == []  # exactly at the pool's 8 devices passes
