@@ -208,3 +208,18 @@ def test_capacity_holds_in_devices_per_class(tmp_path: Path) -> None:
     ), errors
     vision.write_text(vision.read_text().replace("gpus: 9", "gpus: 8"))
     assert _errors(compile_fleet(root)) == []  # exactly at the pool's 8 devices passes
+
+
+def test_dra_on_gkes_own_gpu_stack_is_refused(tmp_path: Path) -> None:
+    # GKE's device plugin runs on every GPU node: a DRA pool there would share nodes with it.
+    root = tmp_path / "gke"
+    shutil.copytree(CASE.parent.parent / "gke-stack" / "input", root)
+    cluster = root / "clusters" / "gke-serving.yaml"
+    text = cluster.read_text().replace('kubernetesVersion: "1.33"', 'kubernetesVersion: "1.34"')
+    text = text.replace("components:\n", "components:\n  draDriver:\n    version: v0.4.1\n", 1)
+    text = text.replace("    nodeGroup: a100-mig\n", "    nodeGroup: a100-mig\n    dra: {}\n", 1)
+    cluster.write_text(text)
+    errors = _errors(compile_fleet(root))
+    assert any(
+        "GKE's own GPU stack runs its device plugin on every GPU node" in e for e in errors
+    ), errors
