@@ -223,3 +223,21 @@ def test_dra_on_gkes_own_gpu_stack_is_refused(tmp_path: Path) -> None:
     assert any(
         "GKE's own GPU stack runs its device plugin on every GPU node" in e for e in errors
     ), errors
+
+
+def test_volcano_counts_dra_devices_from_v1_15(tmp_path: Path) -> None:
+    volcano = ("  kueue:\n    version: v0.19.2\n", "  volcano:\n    version: v1.15.1\n")
+    compiled = _compile(tmp_path / "new", volcano)
+    assert _errors(compiled) == []
+    queue = _objects(compiled, "Queue")[(None, "vision")]["spec"]
+    assert queue["deserved"]["deviceclass/time-slicing.l40s.gpuplan.io"] == "8"
+    (app,) = [
+        m.obj for m in compiled.manifests if m.obj.get("metadata", {}).get("name") == "dra-volcano"
+    ]
+    config = app["spec"]["source"]["helm"]["valuesObject"]["custom"]["scheduler_config_override"]
+    assert (
+        "  - name: capacity\n    arguments:\n      capacity.DynamicResourceAllocationEnable: true\n"
+        in config
+    )
+    older = _compile(tmp_path / "old", (volcano[0], volcano[1].replace("v1.15.1", "v1.14.4")))
+    assert any("Volcano v1.14.4 counts no DRA devices in Queues" in e for e in _errors(older))

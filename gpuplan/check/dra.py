@@ -21,6 +21,7 @@ from gpuplan.components.dra_driver import (
 )
 from gpuplan.components.kai import authority
 from gpuplan.components.kueue import MAX_DEVICE_CLASS_MAPPINGS, KueueRelease
+from gpuplan.components.volcano import VolcanoRelease
 from gpuplan.diagnostics import Diagnostic
 from gpuplan.dra import DraClass, classes, dra_pools, driver_roots
 from gpuplan.fleet import ClusterPlan, Fleet
@@ -184,7 +185,7 @@ def check_dra_nodes(fleet: Fleet) -> Iterator[Diagnostic]:
 
 @check
 def check_dra_schedulers(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Error where Kueue cannot count DRA devices, or KAI cannot see them as GPUs.
+    """Error where Kueue or Volcano cannot count DRA devices, or KAI cannot see them as GPUs.
 
     Kueue: DRA on by default from v0.18 (KueueDRAIntegration beta); alpha and off before. No DRA with
     topology-aware scheduling, at most 16 deviceClassMappings (kubernetes-sigs/kueue v0.19.2
@@ -195,6 +196,13 @@ def check_dra_schedulers(fleet: Fleet) -> Iterator[Diagnostic]:
         release = cluster.release("kueue")
         if isinstance(release, KueueRelease):
             yield from _kueue(cluster, release)
+        volcano = cluster.release("volcano")
+        volcano_enforces = authority(cluster.spec.components) == "volcano"
+        if volcano_enforces and isinstance(volcano, VolcanoRelease) and not volcano.dra_quota:
+            yield source.diagnostic(("components", "volcano", "version"), (
+                f"Volcano enforces the quotas of cluster {cluster.name}, which has DRA pools, but Volcano "
+                f"{volcano.version} counts no DRA devices in Queues: use Volcano v1.15 or later"
+            ))  # fmt: skip
         if authority(cluster.spec.components) == "kai":
             for cls in classes(cluster).values():
                 if "gpu" not in cls.name:
