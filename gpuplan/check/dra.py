@@ -97,6 +97,23 @@ def check_dra_driver(fleet: Fleet) -> Iterator[Diagnostic]:
 
 
 @check
+def check_dra_autoscaling(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on a DRA pool Karpenter scales: Karpenter launches no node for a pod with ResourceClaims.
+
+    kubernetes-sigs/karpenter v1.14.1 pkg/operator/options/options.go: --ignore-dra-requests defaults to
+    true, and then pkg/controllers/provisioning/scheduling/scheduler.go fails every pod with DRA requests
+    (its DRA support is not GA). A static pool ({count: N}) is always there.
+    """
+    for cluster in _clusters(fleet):
+        for pool in dra_pools(cluster):
+            if pool.spec.nodes.by_karpenter:
+                yield cluster.located.source.diagnostic(("nodePools", pool.index, "nodes"), (
+                    f"pool {pool.name} uses DRA, but Karpenter launches no node for a pod with ResourceClaims "
+                    "(--ignore-dra-requests is on by default): make the pool static ({count: N}), or leave it on the device plugin"
+                ))  # fmt: skip
+
+
+@check
 def check_dra_device_classes(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error when one DeviceClass name would select different devices, or names a class the chart makes.
 
