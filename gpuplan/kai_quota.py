@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from gpuplan.components.kai import UNLIMITED, authority
-from gpuplan.components.kai import authority
 from gpuplan.dra import QUOTA_SUFFIX, is_dra_resource
 from gpuplan.entitlements import CPU, MEMORY, flavor_amounts, namespace_limits
 from gpuplan.fleet import AllocationPlan, ClusterPlan
