@@ -9,6 +9,7 @@ from typing import Any
 from gpuplan.pipeline import compile_fleet
 from gpuplan.validate.cel import K8S_FUNCTIONS, cel
 from gpuplan.validate.deviceclass import selector_problems
+from tests.conftest import run
 
 CASE = Path(__file__).resolve().parent / "cases" / "dra-kueue" / "input"
 QUOTA = ".deviceclass.resource.k8s.io/devices"
@@ -241,3 +242,15 @@ def test_volcano_counts_dra_devices_from_v1_15(tmp_path: Path) -> None:
     )
     older = _compile(tmp_path / "old", (volcano[0], volcano[1].replace("v1.15.1", "v1.14.4")))
     assert any("Volcano v1.14.4 counts no DRA devices in Queues" in e for e in _errors(older))
+
+
+def test_the_driver_values_gpuplan_owns_cannot_be_overridden(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(CASE, root)
+    (root / "values" / "dra").mkdir(parents=True)
+    (root / "values" / "dra" / "dra-driver.yaml").write_text(
+        "kubeletPlugin:\n  nodeSelector: {gpu: any}\n"
+    )
+    result = run("render", "--root", str(root), "--out", str(tmp_path / "out"))
+    assert result.code == 1
+    assert "kubeletPlugin.nodeSelector is owned by gpuplan" in result.stderr
