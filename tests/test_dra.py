@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.pipeline import compile_fleet
+from gpuplan.validate import Validator
 from gpuplan.validate.cel import K8S_FUNCTIONS, cel
 from gpuplan.validate.deviceclass import selector_problems
 from tests.conftest import run
@@ -254,3 +255,13 @@ def test_the_driver_values_gpuplan_owns_cannot_be_overridden(tmp_path: Path) -> 
     result = run("render", "--root", str(root), "--out", str(tmp_path / "out"))
     assert result.code == 1
     assert "kubeletPlugin.nodeSelector is owned by gpuplan" in result.stderr
+
+
+def test_the_validator_runs_device_class_selectors() -> None:
+    obj = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "x"},
+           "spec": {"selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].index == 0"}}]}}  # fmt: skip
+    assert [p.path for p in Validator(None, "1.34").validate(obj)] == [
+        "spec.selectors[0].cel.expression"
+    ]
+    # Kubernetes 1.33 serves no resource.k8s.io/v1 (its bundled schemas)
+    assert "is not served" in Validator(None, "1.33").validate(obj)[0].message
