@@ -54,6 +54,7 @@ class ResourceRow:
     autoscaler: str | None = None  # karpenter or cluster-autoscaler; None for a static pool
     # Nodes always there: count, or a Cluster Autoscaler pool's nodes.min (kept up); Karpenter: 0.
     always_on_nodes: int = 0
+    device_class: str | None = None  # DRA pools: the DeviceClass whose devices the resource counts
 
     @property
     def kept_up(self) -> str:
@@ -61,6 +62,11 @@ class ResourceRow:
         if self.autoscaler != "cluster-autoscaler":
             return ""
         return f" ({self.always_on_nodes} always on)"
+
+    @property
+    def label(self) -> str:
+        """Return the resource as the text report names it: a DRA pool's DeviceClass, else the resource."""
+        return f"DeviceClass {self.device_class}" if self.device_class else self.resource
 
     @property
     def granted(self) -> int:
@@ -111,6 +117,8 @@ def _rows_of(cluster: ClusterPlan, pool: PoolPlan) -> list[ResourceRow]:
             autoscaler=_autoscaler(pool),
             always_on_nodes=pool.nodes_least,
         )
+        found = pool.resources[resource].device_class
+        row.device_class = found.name if found is not None else None
         for alloc in cluster.allocations:
             for grant in alloc.grants:
                 if grant.pool is pool and grant.resource == resource:
@@ -170,7 +178,8 @@ def _clip(line: str) -> str:
 def _pool_line(row: ResourceRow) -> str:
     """Return `  l40s-od: L40S, exclusive, 1-6 nodes (1 always on), 24 GPUs` (always on: Cluster Autoscaler)."""
     nodes = f"{row.nodes} node{'' if row.nodes == '1' else 's'}{row.kept_up}"
-    return _clip(f"  {row.pool}: {row.gpu}, {row.mode}, {nodes}, {row.physical_gpus} GPUs")
+    dra = ", DRA" if row.device_class else ""
+    return _clip(f"  {row.pool}: {row.gpu}, {row.mode}{dra}, {nodes}, {row.physical_gpus} GPUs")
 
 
 def _table_rows(row: ResourceRow) -> list[tuple[str, ...]]:
@@ -178,7 +187,7 @@ def _table_rows(row: ResourceRow) -> list[tuple[str, ...]]:
     use = f"{_bar(row.utilisation)} {row.utilisation:4.0%}"
     out: list[tuple[str, ...]] = [
         (
-            row.resource,
+            row.label,
             str(row.capacity),
             str(row.granted),
             str(row.headroom),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from gpuplan.components.kai import UNLIMITED, authority
+from gpuplan.dra import QUOTA_SUFFIX, is_dra_resource
 from gpuplan.entitlements import CPU, MEMORY, flavor_amounts, namespace_limits
 from gpuplan.fleet import AllocationPlan, ClusterPlan
 
@@ -27,6 +28,10 @@ def gpu_units(resource: str) -> int:
     """Return the GPUs KAI counts for one unit of a resource (0: not a GPU to KAI)."""
     if resource == "nvidia.com/gpu":
         return 1
+    if is_dra_resource(resource):
+        # KAI counts a DRA claim's device as a GPU when its deviceClassName contains "gpu"
+        # (../shared/facts/upstream-components.md, KAI Scheduler); check/dra.py refuses other names there.
+        return 1 if "gpu" in resource.removesuffix(QUOTA_SUFFIX) else 0
     match = _MIG.match(resource)
     return int(match.group(1)) if match else 0
 

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from gpuplan.components.dra_driver import DEVICE_PLUGIN_DEPLOY_LABEL, KUBELET_PLUGIN_LABEL
+from gpuplan.dra import DraClass, class_of
 from gpuplan.gke import google_stack
 from gpuplan.gke import node_labels as gke_node_labels
 from gpuplan.gpus.catalog import GpuModel
@@ -36,6 +38,7 @@ class Resource:
     per_node: int  # units every node advertises
     gpu_fraction: Fraction  # the share of one physical GPU that one unit is
     profile: str | None = None  # the MIG profile behind the resource, if any
+    device_class: DraClass | None = None  # DRA pools: the DeviceClass whose devices these are
 
 
 @dataclass
@@ -122,7 +125,15 @@ class PoolPlan:
             labels[MIG_CONFIG_LABEL] = self.mig_config
         if self.device_plugin_config is not None:
             labels[DEVICE_PLUGIN_CONFIG_LABEL] = self.device_plugin_config
+        labels.update(self.dra_labels)
         return dict(sorted(labels.items()))
+
+    @property
+    def dra_labels(self) -> dict[str, str]:
+        """Return the labels a DRA pool's nodes need: no GPU Operator device plugin, the DRA kubelet plugin."""
+        if self.spec.dra is None:
+            return {}
+        return {DEVICE_PLUGIN_DEPLOY_LABEL: "false", KUBELET_PLUGIN_LABEL: "true"}
 
     @property
     def selector_labels(self) -> dict[str, str]:
@@ -201,6 +212,8 @@ def build_pool(cluster: Cluster, index: int, model: GpuModel, gpus_per_node: int
         strategy = "single"
         plan.gke_labels = gke_node_labels(pool)
     sharing = pool.sharing
+    if pool.dra is not None:
+        return _dra_pool(plan)
     if sharing.mig is not None:
         plan.mig_layouts = _layouts(pool, gpus_per_node)
         plan.resources = _mig_resources(plan, strategy)
@@ -217,6 +230,44 @@ def build_pool(cluster: Cluster, index: int, model: GpuModel, gpus_per_node: int
         cluster
     ):  # GKE partitions and shares GPUs from the node pool's settings, not labels
         plan.mig_config = plan.device_plugin_config = None
+    return plan
+
+
+def _dra_pool(plan: PoolPlan) -> PoolPlan:
+    """Fill a DRA pool's plan: one resource per DeviceClass, counting devices (GPUs or MIG instances).
+
+    The MIG manager still partitions the GPUs (the driver advertises static MIG devices as type 'mig');
+    no device-plugin config applies.
+    """
+    pool, model = plan.spec, plan.model
+    if pool.sharing.mig is None:
+        cls = class_of(pool, model, None)
+        plan.resources = {
+            cls.resource: Resource(cls.resource, plan.gpus_per_node, Fraction(1), None, cls)
+        }
+        if model.mig is not None:
+            plan.mig_config = MIG_DISABLED
+        return plan
+    plan.mig_layouts = _layouts(pool, plan.gpus_per_node)
+    plan.mig_config = mig_config_name(plan.mig_layouts, plan.gpus_per_node)
+    geometry = model.mig
+    if geometry is None:
+        return plan  # reported by the fleet's MIG checks
+    per_node: dict[str, int] = {}
+    made: dict[str, Resource] = {}
+    for gpus, layout in plan.mig_layouts:
+        for profile, count in layout.items():
+            spec = geometry.profile(profile)
+            if spec is None or "+" in profile:
+                continue  # as for the device plugin: reported by the checks
+            cls = class_of(pool, model, profile)
+            per_node[cls.resource] = per_node.get(cls.resource, 0) + len(gpus) * count
+            share = Fraction(spec.compute_slices, geometry.compute_slices)
+            made[cls.resource] = Resource(cls.resource, 0, share, profile, cls)
+    plan.resources = {
+        name: Resource(name, per_node[name], r.gpu_fraction, r.profile, r.device_class)
+        for name, r in sorted(made.items())
+    }
     return plan
 
 

@@ -285,6 +285,15 @@ def _size(pool: PoolPlan) -> str:
 def _note(pool: PoolPlan) -> str:
     """Return how a shared pool's units relate to its GPUs (empty when not shared)."""
     sharing = pool.spec.sharing
+    if (
+        pool.spec.dra is not None
+    ):  # DRA: whole devices of DeviceClasses, shared by one claim's consumers
+        shared = (
+            f", {pool.mode} among the consumers of one claim"
+            if pool.mode not in ("exclusive", "mig")
+            else ""
+        )
+        return f"allocated by DRA{shared}"
     if sharing.replicas > 1:
         what = "MIG instance" if pool.mode.startswith("mig") else "GPU"
         return f"each {what} shared {sharing.replicas} ways ({pool.mode})"

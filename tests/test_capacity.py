@@ -33,6 +33,11 @@ def _expected_capacity() -> dict[tuple[str, str, str], int]:
             sharing = {} if sharing == "exclusive" else sharing
             sharer = sharing.get("timeSlicing") or sharing.get("mps") or {}
             replicas = sharer.get("replicas", 1)
+            if (
+                "dra" in pool
+            ):  # DRA: devices of one DeviceClass per model (and MIG profile), never shares
+                _dra_capacity(out, cluster["name"], pool, nodes, gpus, sharing)
+                continue
             shared = replicas > 1 and sharer.get("renameByDefault", True)
             if "mig" in sharing:
                 mig = sharing["mig"]
@@ -49,6 +54,29 @@ def _expected_capacity() -> dict[tuple[str, str, str], int]:
                 resource = "nvidia.com/gpu.shared" if shared else "nvidia.com/gpu"
                 out[(cluster["name"], pool["name"], resource)] += nodes * gpus * replicas
     return dict(out)
+
+
+def _dra_capacity(
+    out: dict, cluster: str, pool: dict, nodes: int, gpus: int, sharing: dict
+) -> None:
+    """Add a DRA pool's devices per DeviceClass quota key (gpuplan's default class names)."""
+    stated = (pool["dra"] or {}).get("deviceClass")
+    prefix = "time-slicing." if "timeSlicing" in sharing else "mps." if "mps" in sharing else ""
+    base = stated or f"{pool['gpu'].lower()}.gpuplan.io"
+    suffix = ".deviceclass.resource.k8s.io/devices"
+    if "mig" not in sharing:
+        out[(cluster, pool["name"], (base if stated else prefix + base) + suffix)] += nodes * gpus
+        return
+    mig = sharing["mig"]
+    blocks = (
+        [(len(d["gpus"]), d["layout"]) for d in mig["devices"]]
+        if "devices" in mig
+        else [(gpus, mig["layout"])]
+    )
+    for count, layout in blocks:
+        for profile, per_gpu in layout.items():
+            name = f"{profile}.{base}" if stated else f"{prefix}{profile}.{base}"
+            out[(cluster, pool["name"], name + suffix)] += nodes * count * per_gpu
 
 
 def _expected_grants() -> dict[tuple[str, str, str], int]:
@@ -69,7 +97,10 @@ def _expected_grants() -> dict[tuple[str, str, str], int]:
                         (key,) = [
                             k
                             for k in matches
-                            if k[2].startswith(f"nvidia.com/mig-{profile}") or len(matches) == 1
+                            if k[2].startswith(f"nvidia.com/mig-{profile}")
+                            or f"{profile}."
+                            in k[2].removesuffix(".deviceclass.resource.k8s.io/devices")
+                            or len(matches) == 1
                         ]
                         out[key] += count
     return dict(out)

@@ -73,6 +73,7 @@ BUILT_IN_GROUPS = {
     "networking.k8s.io",
     "rbac.authorization.k8s.io",
     "scheduling.k8s.io",
+    "resource.k8s.io",  # DeviceClass, ResourceClaimTemplate (DRA): core API, no CRD
     "kustomize.config.k8s.io",
 }
 

@@ -14,7 +14,9 @@ from gpuplan.crds import newest_index
 from gpuplan.validate import CrdIndex, Validator
 from tests.conftest import PROJECT, run
 
-CORE = ("v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1")
+CORE = (
+    "v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1", "resource.k8s.io/v1",
+)  # fmt: skip
 
 
 def _objects(out: Path) -> list[tuple[str, dict]]:

@@ -231,9 +231,9 @@ def test_values_overrides_merge_over_the_derived_values(repo: Path) -> None:
             "1:1: error: gpuCluster: gpuCluster.deployCR is owned by gpuplan",
         ),
         (
-            "dra-driver",
+            "sriov-operator",
             "a: 1\n",
-            "1:1: error: 'dra-driver' is not a component: name the file after one of gpu-operator, karpenter, kueue, nfd, volcano",
+            "1:1: error: 'sriov-operator' is not a component: name the file after one of gpu-operator, karpenter, kueue, nfd, volcano",
         ),
         (
             "multus",

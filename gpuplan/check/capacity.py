@@ -13,6 +13,9 @@ from gpuplan.pools import PoolPlan
 def unit_name(pool: PoolPlan, resource: str, count: int) -> str:
     """Return what a resource's units are called, such as `GPUs`, `shares` or `1g.10gb instances`."""
     info = pool.resources[resource]
+    if info.device_class is not None:  # DRA: devices of a DeviceClass, whatever the sharing
+        word = f"{info.profile} instance" if info.profile else "GPU"
+        return f"{word}{'' if count == 1 else 's'} of DeviceClass {info.device_class.name}"
     if info.profile is not None:
         word = f"{info.profile} instance" + ("" if count == 1 else "s")
         return f"shared {word}" if pool.spec.sharing.replicas > 1 else word

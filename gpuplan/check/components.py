@@ -18,7 +18,9 @@ def check_mps_strategy(fleet: Fleet) -> Iterator[Diagnostic]:
         if operator is None or operator.mig_strategy != "mixed":
             continue
         for pool in cluster.pools.values():
-            if pool.spec.sharing.mps is not None:
+            if (
+                pool.spec.sharing.mps is not None and pool.spec.dra is None
+            ):  # DRA pools: no device plugin
                 message = "the NVIDIA device plugin does not run MPS with migStrategy mixed: set components.gpuOperator.migStrategy: single"
                 yield cluster.located.source.diagnostic(
                     ("nodePools", pool.index, "sharing", "mps"), message

@@ -80,7 +80,7 @@ def check_gke_time_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
         # 2 to 48 clients per GPU: cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass
         # (gpuSharing.maxSharedClientsPerGPU), the flag itself on .../docs/how-to/timesharing-gpus; the
         # model already refuses fewer than 2 (TimeSlicing.replicas).
-        if sharer.replicas > MAX_SHARED_CLIENTS:
+        if (sharer.replicas or 1) > MAX_SHARED_CLIENTS:
             message = f"GKE shares a GPU among at most {MAX_SHARED_CLIENTS} clients (max-shared-clients-per-gpu), not {sharer.replicas}"
             yield cluster.located.source.diagnostic((*base, "timeSlicing", "replicas"), message)
         if sharer.rename_by_default:

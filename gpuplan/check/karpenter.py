@@ -162,8 +162,8 @@ def check_karpenter_known_resources(fleet: Fleet) -> Iterator[Diagnostic]:
     Pods asking for `nvidia.com/mig-*` or `nvidia.com/gpu.shared` never make it launch a node.
     """
     for cluster, pool in _pools(fleet, autoscaled=True):
-        if cluster.spec.components.karpenter is None:
-            continue
+        if cluster.spec.components.karpenter is None or pool.spec.dra is not None:
+            continue  # DRA pools: check/dra.py refuses autoscaling them outright
         unknown = [name for name in pool.resources if name != GPU]
         if not unknown:
             continue

@@ -12,6 +12,7 @@ from typing import Any
 from gpuplan.components.argocd import ARGO_CD
 from gpuplan.components.base import Chart, Component, Release, UnknownVersion
 from gpuplan.components.cluster_autoscaler import CLUSTER_AUTOSCALER
+from gpuplan.components.dra_driver import DRA_DRIVER
 from gpuplan.components.gpu_operator import COMPONENT as GPU_OPERATOR
 from gpuplan.components.kai import KAI
 from gpuplan.components.karpenter import KARPENTER
@@ -46,6 +47,7 @@ REGISTRY: dict[str, Component] = {
     MONITORING.name: MONITORING,
     KAI.name: KAI,
     CLUSTER_AUTOSCALER.name: CLUSTER_AUTOSCALER,
+    DRA_DRIVER.name: DRA_DRIVER,
 }
 
 

@@ -30,6 +30,9 @@ GROUP = "kueue.x-k8s.io"
 REPO = "kubernetes-sigs/kueue"
 CRD_DIR = "config/components/crd/bases"
 CHART_REPO = "oci://registry.k8s.io/kueue/charts"
+# Configuration resources.deviceClassMappings: at most 16 mappings (pkg/config/validation.go
+# validateDeviceClassMappings at v0.19.2).
+MAX_DEVICE_CLASS_MAPPINGS = 16
 
 
 # Built-in job integrations, the names `integrations.frameworks` takes: the FrameworkName constants under
@@ -74,6 +77,10 @@ class KueueRelease(Release):
     # at each tag (v1alpha1 up to v0.13, v1beta1 on v0.14, v1beta2 served from v0.15; 8 levels on v0.12).
     topology_version: str = "v1beta2"
     max_topology_levels: int = 16
+    # DRA (pkg/features/kube_features.go at each tag): "beta" from v0.18 (KueueDRAIntegration, on by
+    # default; Configuration resources.deviceClassMappings in apis/config/v1beta2/configuration_types.go),
+    # "alpha" v0.14-v0.17 (DynamicResourceAllocation, off by default), "" before.
+    dra: str = ""
 
     @property
     def api(self) -> str:
@@ -157,13 +164,13 @@ _V015 = _V014 | dict(
 RELEASES: tuple[KueueRelease, ...] = (
     _release("v0.12.10", **_V012),
     _release("v0.13.10", **_V013),
-    _release("v0.14.4", **_V014),
-    _release("v0.14.8", **_V014),
-    _release("v0.15.8", **_V015),
-    _release("v0.16.9", **_V015),
-    _release("v0.17.8", **_V015),
-    _release("v0.18.6", **_V015),
-    _release("v0.19.2", **_V015),
+    _release("v0.14.4", **_V014, dra="alpha"),
+    _release("v0.14.8", **_V014, dra="alpha"),
+    _release("v0.15.8", **_V015, dra="alpha"),
+    _release("v0.16.9", **_V015, dra="alpha"),
+    _release("v0.17.8", **_V015, dra="alpha"),
+    _release("v0.18.6", **_V015, dra="beta"),
+    _release("v0.19.2", **_V015, dra="beta"),
 )
 
 KUEUE = Component(

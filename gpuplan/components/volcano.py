@@ -32,9 +32,15 @@ class VolcanoRelease(Release):
 
     dequeue_strategy: bool  # Queue spec.dequeueStrategy exists (v1.14 on)
     max_weight: int | None  # Queue spec.weight maximum in the CRD (None: unbounded)
+    # DRA devices in Queue quotas (`deviceclass/<DeviceClass>` keys), enforced by the capacity plugin with
+    # its argument capacity.DynamicResourceAllocationEnable: pkg/scheduler/plugins/capacity/capacity.go,
+    # from v1.15 (absent at v1.14.4).
+    dra_quota: bool = False
 
 
-def _release(tag: str, dequeue_strategy: bool, max_weight: int | None) -> VolcanoRelease:
+def _release(
+    tag: str, dequeue_strategy: bool, max_weight: int | None, dra_quota: bool = False
+) -> VolcanoRelease:
     sources = (f"{REPO}@{tag}:{QUEUE_CRD}", f"{REPO}@{tag}:installer/helm/chart/volcano/Chart.yaml")
     chart = Chart(CHART_REPO, "volcano", tag.removeprefix("v"))
     return VolcanoRelease(
@@ -44,6 +50,7 @@ def _release(tag: str, dequeue_strategy: bool, max_weight: int | None) -> Volcan
         crds=tag,
         dequeue_strategy=dequeue_strategy,
         max_weight=max_weight,
+        dra_quota=dra_quota,
     )
 
 
@@ -52,7 +59,7 @@ RELEASES: tuple[VolcanoRelease, ...] = (
     _release("v1.12.4", dequeue_strategy=False, max_weight=65535),
     _release("v1.13.3", dequeue_strategy=False, max_weight=65535),
     _release("v1.14.4", dequeue_strategy=True, max_weight=65535),
-    _release("v1.15.1", dequeue_strategy=True, max_weight=65535),
+    _release("v1.15.1", dequeue_strategy=True, max_weight=65535, dra_quota=True),
 )
 
 VOLCANO = Component(

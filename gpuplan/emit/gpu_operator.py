@@ -3,8 +3,11 @@ ConfigMap and the device-plugin ConfigMap."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from gpuplan.components.dra_driver import KUBELET_PLUGIN_LABEL
+from gpuplan.dra import dra_pools
 from gpuplan.drivers import DriverLayout
 from gpuplan.drivers import layout as driver_layout
 from gpuplan.emit import gpu_operator_objects as objects
@@ -146,6 +149,8 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     sharing = len(plugin) > 1
     drivers = driver_layout(cluster.spec)
     chosen = settings(operator, drivers)
+    if dra_pools(cluster):
+        chosen = replace(chosen, eviction_label=KUBELET_PLUGIN_LABEL)
     out = []
     if uses_mig_label:
         doc = objects.mig_parted_config(migs)

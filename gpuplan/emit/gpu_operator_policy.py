@@ -76,6 +76,9 @@ class Settings:
     mirror: str | None = None  # replaces nvcr.io in every operand repository
     repositories: Mapping[str, str] = field(default_factory=dict)  # operand -> repository
     pull_secrets: tuple[str, ...] = ()
+    # DRA pools: the driver manager also evicts the pods of nodes with this label (the DRA kubelet plugin)
+    # on a driver upgrade (NODE_LABEL_FOR_GPU_POD_EVICTION: NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst).
+    eviction_label: str | None = None
 
 
 def operator_release(version: str) -> GpuOperatorRelease:
@@ -175,7 +178,7 @@ def nvidia_driver(
         "image": driver["image"],
         "imagePullPolicy": "IfNotPresent",
         "kernelModuleType": "open" if settings.gds else "auto",
-        "manager": image("driverManager"),
+        "manager": _manager(image, settings),
         "nodeSelector": dict(sorted(node_selector.items())),
         "rdma": {"enabled": settings.rdma, "useHostMofed": settings.use_host_mofed},
         "repository": driver["repository"],
@@ -330,6 +333,15 @@ def _upgrade_policy(upgrade: Upgrade) -> dict:
     }
 
 
+def _manager(image: _Images, settings: Settings) -> dict[str, Any]:
+    """Return the driver manager's image, with the DRA kubelet plugin's label to evict by where there is one."""
+    manager = dict(image("driverManager"))
+    if settings.eviction_label is not None:
+        env = {"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": settings.eviction_label}
+        manager["env"] = [*manager.get("env", []), env]
+    return manager
+
+
 def _driver(facts: GpuOperatorRelease, image: _Images, version: str, settings: Settings) -> dict:
     """Return the driver section with the chart's defaults and the cluster's settings."""
     driver = image("driver")
@@ -338,7 +350,7 @@ def _driver(facts: GpuOperatorRelease, image: _Images, version: str, settings: S
         **driver,
         # GPUDirect Storage needs the open kernel modules (platform-support.rst, GDS note).
         "kernelModuleType": "open" if settings.gds else "auto",
-        "manager": image("driverManager"),
+        "manager": _manager(image, settings),
         "rdma": {"enabled": settings.rdma, "useHostMofed": settings.use_host_mofed},
         "startupProbe": {
             "failureThreshold": 120,

@@ -19,7 +19,9 @@ WAVES = {
     "ResourceQuota": -1, "LimitRange": -1, "NetworkPolicy": -1, "RoleBinding": -1,
     "LocalQueue": 0, "Application": 0,
 }  # fmt: skip
-CORE_GROUPS = ("v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1")
+CORE_GROUPS = (
+    "v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1", "resource.k8s.io/v1",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuplan.dra import is_dra_resource
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.entitlements import CPU, MEMORY, exact_quantity, namespace_quotas, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
@@ -38,8 +39,13 @@ def resource_quota(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     Every GPU resource of the cluster the tenant has no quota on is pinned to zero, so pods
     that bypass Kueue (no queue name) cannot take GPUs the tenant was never granted.
     """
-    hard = {f"requests.{r}": quantity(r, v) for r, v in namespace_quotas(alloc)[name].items()}
+    hard = {_quota_key(r): quantity(r, v) for r, v in namespace_quotas(alloc)[name].items()}
     return k8s("v1", "ResourceQuota", alloc.name, name, spec={"hard": hard})
+
+
+def _quota_key(resource: str) -> str:
+    """Return the ResourceQuota key of a resource: requests.<name>, or a DRA class's devices key as it is."""
+    return resource if is_dra_resource(resource) else f"requests.{resource}"
 
 
 def max_gpus_per_pod(alloc: AllocationPlan) -> int | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.components.volcano import API_VERSION, VolcanoRelease
+from gpuplan.dra import QUOTA_SUFFIX, is_dra_resource
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.entitlements import flavor_amounts, namespace_limits, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
@@ -43,7 +44,16 @@ def nominal_quota(alloc: AllocationPlan) -> dict[str, int]:
 
 
 def _resource_list(values: dict[str, int]) -> dict[str, str]:
-    return {name: quantity(name, value) for name, value in sorted(values.items())}
+    named = {_queue_resource(name): (name, value) for name, value in values.items()}
+    return {key: quantity(name, value) for key, (name, value) in sorted(named.items())}
+
+
+def _queue_resource(name: str) -> str:
+    """Return a resource as a Queue names it: a DRA class's devices as deviceclass/<class>.
+
+    ../shared/facts/upstream-components.md, "Volcano + Kueue": DRA in Volcano queues is deviceclass/<DeviceClass>.
+    """
+    return "deviceclass/" + name.removesuffix(QUOTA_SUFFIX) if is_dra_resource(name) else name
 
 
 def queue(release: VolcanoRelease, alloc: AllocationPlan) -> dict[str, Any]:

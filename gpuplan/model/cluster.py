@@ -252,6 +252,15 @@ class Multus(Model):
     release installed with it."""
 
 
+class DraDriver(Model):
+    """The NVIDIA DRA driver for GPUs: allocates the GPUs of pools with `dra` through ResourceClaims."""
+
+    version: Annotated[Version, _releases("dra-driver")]
+    """DRA driver release (kubernetes-sigs/dra-driver-nvidia-gpu), such as v0.4.1."""
+    namespace: Name = "dra-driver-nvidia-gpu"
+    """Namespace the driver runs in; default dra-driver-nvidia-gpu."""
+
+
 class NodeClassRef(Model):
     """The Karpenter provider's node class every NodePool of this cluster uses."""
 
@@ -395,6 +404,8 @@ class Components(Model):
     """Pin the release of NFD's own Application; default the newest gpuplan knows."""
     multus: Multus | None = None
     """Pin the release of Multus and Whereabouts (installed for networks); default the newest gpuplan knows."""
+    dra_driver: DraDriver | None = None
+    """NVIDIA DRA driver: needed by pools with `dra` (Kubernetes 1.34 and later)."""
     quota_authority: Literal["kueue", "volcano", "kai"] | None = None
     """Which scheduler enforces the tenants' quotas when more than one of Kueue, Volcano and KAI run
     (one must: a pod admitted by one and held by the other strands GPUs); the others only queue or gang-schedule."""
@@ -518,8 +529,12 @@ class Taint(Model):
 class TimeSlicing(Model):
     """Time-slicing: each GPU (or MIG instance) is advertised `replicas` times."""
 
-    replicas: int = Field(ge=2, le=1024)
-    """Shares each GPU (or MIG instance) is advertised as (2 to 1024)."""
+    replicas: int | None = Field(default=None, ge=2, le=1024)
+    """Shares each GPU (or MIG instance) is advertised as (2 to 1024); required on device-plugin pools.
+    DRA pools take none: there the consumers of one ResourceClaim share its device."""
+    interval: Literal["Default", "Short", "Medium", "Long"] | None = None
+    """DRA pools only: the time slice of each process (the DRA driver's timeSlicingConfig.interval);
+    default the driver's, Default."""
     rename_by_default: bool = True
     """Advertise shares as <resource>.shared so they never mix with whole GPUs in a quota."""
     fail_requests_greater_than_one: bool = False
@@ -534,8 +549,9 @@ MPS_MAX_CLIENTS = 48
 class Mps(Model):
     """CUDA MPS sharing: each GPU is advertised `replicas` times, with a memory and SM split."""
 
-    replicas: int = Field(ge=2, le=MPS_MAX_CLIENTS)
-    """Shares of each GPU, each with an even part of its memory and SMs (2 to 48, MPS's client limit)."""
+    replicas: int | None = Field(default=None, ge=2, le=MPS_MAX_CLIENTS)
+    """Shares of each GPU, each with an even part of its memory and SMs (2 to 48, MPS's client limit);
+    required on device-plugin pools. DRA pools take none: the consumers of one ResourceClaim share its GPU."""
     rename_by_default: bool = True
     """Advertise shares as <resource>.shared so they never mix with whole GPUs in a quota."""
 
@@ -605,9 +621,8 @@ class Sharing(Model):
     @property
     def replicas(self) -> int:
         """Return how many ways each GPU or MIG instance is shared (1 when not shared)."""
-        if self.time_slicing is not None:
-            return self.time_slicing.replicas
-        return self.mps.replicas if self.mps is not None else 1
+        sharer = self.time_slicing or self.mps
+        return (sharer.replicas or 1) if sharer is not None else 1
 
     @property
     def renamed(self) -> bool:
@@ -642,6 +657,14 @@ class TopologyLevel(Model):
     """Node label whose value names the node's domain at this level; default by provider: aws
     topology.k8s.aws/network-node-layer-1/2/3 (block/subblock/rack), gcp cloud.google.com/gce-topology-*,
     host kubernetes.io/hostname. On premises a rack or block label is yours to name (and set in labels)."""
+
+
+class Dra(Model):
+    """A pool whose GPUs Dynamic Resource Allocation hands out (the device plugin is disabled on it)."""
+
+    device_class: Subdomain | None = None
+    """Name of the DeviceClass of the pool's GPUs (a MIG pool's classes are <profile>.<this>); default
+    <gpu>.gpuplan.io, such as h100-sxm5-80gb.gpuplan.io, with a sharing prefix (time-slicing., mps.)."""
 
 
 class NodePool(Model):
@@ -688,8 +711,51 @@ class NodePool(Model):
     )
     """Topology levels of the pool's nodes, coarsest first, such as [block, rack, host]: Kueue gets a
     Topology for the pool's flavor and KAI a Topology; gpuplan proves the nodes carry each label."""
+    dra: Dra | None = None
+    """Allocate the pool's GPUs through Dynamic Resource Allocation (the NVIDIA DRA driver, in
+    components.draDriver) instead of the device plugin: tenants claim them with ResourceClaimTemplates."""
     ignore: list[Ignore] = []
     """Warnings about this pool accepted where they stand, each with its reason."""
+
+    @model_validator(mode="after")
+    def _sharing_for_allocation(self) -> NodePool:
+        for name, sharer in (("timeSlicing", self.sharing.time_slicing), ("mps", self.sharing.mps)):
+            if sharer is None:
+                continue
+            if self.dra is None and sharer.replicas is None:
+                raise ValueError(
+                    f"sharing.{name}.replicas is required: the device plugin advertises each GPU that many times"
+                )
+            if self.dra is not None:
+                _dra_sharing(name, sharer)
+            elif (
+                name == "timeSlicing"
+                and self.sharing.time_slicing
+                and self.sharing.time_slicing.interval
+            ):
+                raise ValueError(
+                    "sharing.timeSlicing.interval applies to DRA pools only (the DRA driver's timeSlicingConfig)"
+                )
+        return self
+
+
+def _dra_sharing(name: str, sharer: TimeSlicing | Mps) -> None:
+    """Refuse device-plugin sharing settings on a DRA pool (the DRA driver has no such setting).
+
+    kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 api/nvidia.com/resource/v1beta1/sharing.go: GpuSharing is
+    {strategy, timeSlicingConfig {interval}, mpsConfig}; a GPU is shared by the consumers of one claim.
+    """
+    if sharer.replicas is not None:
+        raise ValueError(
+            f"sharing.{name}.replicas does not apply to a DRA pool: the DRA driver shares a GPU among the consumers "
+            "of one ResourceClaim, it advertises no replicas"
+        )
+    for field in ("rename_by_default", "fail_requests_greater_than_one"):
+        if field in sharer.model_fields_set:
+            alias = type(sharer).model_fields[field].alias or field
+            raise ValueError(
+                f"sharing.{name}.{alias} is a device-plugin setting: the DRA driver has none"
+            )
 
 
 class CpuPool(Model):

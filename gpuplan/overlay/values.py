@@ -41,6 +41,12 @@ OWNED_VALUES: dict[str, dict[str, str]] = {
         "custom.scheduler_config_override": "gpuplan renders Volcano's scheduler configuration from the quota authority and the Queues it emits",
     },
     "karpenter": {},
+    # Where the DRA kubelet plugin runs is where gpuplan turned the device plugin off (gpuplan/emit/bootstrap/dra_driver.py).
+    "dra-driver": {
+        "kubeletPlugin.nodeSelector": "gpuplan runs the DRA kubelet plugin on exactly the DRA pools' nodes, where it turns the device plugin off",
+        "resources.gpus.enabled": "gpuplan's DeviceClasses, claim templates and quotas count the driver's GPU devices",
+        "resourceApiVersion": "gpuplan emits resource.k8s.io/v1 objects and proves the cluster serves that version",
+    },
 }
 
 

@@ -173,7 +173,7 @@ class Validator:
                 problems = self._validate_custom(obj, group, version, kind)
             elif self.core.has_kind(group, kind):
                 obj = drop_nulls(obj)
-                problems = self._validate_core(obj, group, version, kind)
+                problems = self._validate_core(obj, group, version, kind) + _selector_problems(obj)
             elif self.crds is None and group not in self.core.groups:
                 self.skipped_kinds.add((api_version, kind))
                 return sorted(set(self._webhook_problems(obj)))
@@ -328,3 +328,12 @@ def _scope_problems(obj: dict, crd_version: CrdVersion) -> list[Problem]:
             )
         ]
     return []
+
+
+def _selector_problems(obj: dict) -> list[Problem]:
+    """Return the problems of a DeviceClass's CEL selectors (the CEL package is loaded only for one)."""
+    if obj.get("kind") != "DeviceClass":
+        return []
+    from gpuplan.validate.deviceclass import selector_problems
+
+    return selector_problems(obj)

@@ -21,6 +21,7 @@ from gpuplan.emit.bootstrap.app import (
     operator_application,
 )
 from gpuplan.emit.bootstrap.cluster_autoscaler import operators as cluster_autoscaler
+from gpuplan.emit.bootstrap.dra_driver import operators as dra_driver
 from gpuplan.emit.bootstrap.fabrics import operators as fabrics
 from gpuplan.emit.bootstrap.gpu_operator import operators as gpu_operator
 from gpuplan.emit.bootstrap.kai import operators as kai
@@ -51,6 +52,7 @@ _SOURCES: list[OperatorSource] = [
     monitoring,
     fabrics,
     cluster_autoscaler,
+    dra_driver,
 ]
 
 

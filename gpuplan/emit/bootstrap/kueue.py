@@ -16,6 +16,7 @@ from typing import Any
 
 from gpuplan.components import REGISTRY
 from gpuplan.components.kueue import KueueRelease
+from gpuplan.dra import classes
 from gpuplan.emit import kueue as kueue_emitter
 from gpuplan.emit.bootstrap.app import WEBHOOKS, Operator
 from gpuplan.emit.bootstrap.fabrics import device_resources
@@ -61,6 +62,20 @@ def needed_gates(cluster: ClusterPlan) -> set[str]:
     return gates
 
 
+def device_class_mappings(cluster: ClusterPlan, release: KueueRelease) -> list[dict[str, Any]]:
+    """Return one mapping per DRA DeviceClass, named as the ClusterQueues cover its devices.
+
+    The name is the class's ResourceQuota key, a valid label key (pkg/config/validation.go at v0.19.2
+    checks content.IsLabelKey), so the ClusterQueue and the ResourceQuota count the same resource.
+    Only where Kueue has DRA on by default (v0.18 on); check/dra.py refuses DRA pools with an older Kueue.
+    """
+    if release.dra != "beta":
+        return []
+    return [
+        {"name": cls.resource, "deviceClassNames": [cls.name]} for cls in classes(cluster).values()
+    ]
+
+
 def configuration(cluster: ClusterPlan, release: KueueRelease) -> dict[str, Any]:
     """Return the Kueue Configuration for the cluster."""
     kueue = cluster.spec.components.kueue
@@ -89,6 +104,9 @@ def configuration(cluster: ClusterPlan, release: KueueRelease) -> dict[str, Any]
         cluster
     ):  # pods of tenants' networks ask for them; no ClusterQueue covers them
         config["resources"] = {"excludeResourcePrefixes": device_resources(cluster)}
+    mappings = device_class_mappings(cluster, release)
+    if mappings:
+        config.setdefault("resources", {})["deviceClassMappings"] = mappings
     if any(alloc.spec.weight is not None for alloc in cluster.allocations):
         sharing: dict[str, Any] = {"preemptionStrategies": list(PREEMPTION_STRATEGIES)}
         config["fairSharing"] = sharing if version == "v1beta2" else {"enable": True, **sharing}

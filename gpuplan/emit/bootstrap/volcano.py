@@ -14,6 +14,7 @@ from typing import Any
 
 from gpuplan.components import REGISTRY
 from gpuplan.components.kai import authority
+from gpuplan.dra import dra_pools
 from gpuplan.emit import volcano as volcano_emitter
 from gpuplan.emit.bootstrap.app import WEBHOOKS, Operator
 from gpuplan.fleet import ClusterPlan
@@ -27,10 +28,15 @@ def queue_plugin(cluster: ClusterPlan) -> dict[str, Any] | None:
     if authority(components) != NAME:
         return None  # Kueue (the default beside Volcano) or KAI admits: Volcano only gang-schedules, it enforces no queue quota
     queues = [m.obj.get("spec") or {} for m in volcano_emitter.emit(cluster) if m.kind == "Queue"]
+    dra: dict[str, Any] = {}
+    if dra_pools(
+        cluster
+    ):  # the capacity plugin counts deviceclass/<class> only when told to (capacity.go v1.15.1)
+        dra = {"arguments": {"capacity.DynamicResourceAllocationEnable": True}}
     if any(q.get("parent") for q in queues):
-        return {"name": "capacity", "enableHierarchy": True}
-    if any(q.get("deserved") for q in queues):
-        return {"name": "capacity"}
+        return {"name": "capacity", "enableHierarchy": True, **dra}
+    if any(q.get("deserved") for q in queues) or dra:
+        return {"name": "capacity", **dra}
     return {"name": "proportion"}
 
 
@@ -47,7 +53,14 @@ def scheduler_config(cluster: ClusterPlan) -> str:
     ]
     if plugin is not None:
         second.append(f"  - name: {plugin['name']}")
-        second += [f"    {k}: {str(v).lower()}" for k, v in plugin.items() if k != "name"]
+        second += [
+            f"    {k}: {str(v).lower()}"
+            for k, v in plugin.items()
+            if k not in ("name", "arguments")
+        ]
+        if plugin.get("arguments"):
+            second.append("    arguments:")
+            second += [f"      {k}: {str(v).lower()}" for k, v in plugin["arguments"].items()]
     second += ["  - name: nodeorder", "  - name: binpack"]
     actions = "enqueue, allocate, backfill" + (", reclaim" if capacity else "")
     first = [

@@ -1,0 +1,255 @@
+"""DRA rules: what a cluster needs before its pools' GPUs can be claimed through the NVIDIA DRA driver.
+
+Mixing DRA pools and device-plugin pools in one cluster is what upstream supports, one node never
+both: the driver's chart refuses GPU allocation beside the device plugin "on the same node"
+(kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 templates/validation.yaml), and the GPU Operator skips its
+device plugin on a node labelled nvidia.com/gpu.deploy.device-plugin=false (NVIDIA/gpu-operator v26.7.0
+controllers/state_manager.go addGPUStateLabels keeps a label already set). Where nothing can disable the
+device plugin per node (GKE's own GPU stack), a DRA pool is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpuplan.check import check
+from gpuplan.components.dra_driver import (
+    GPU_OPERATOR_SINCE,
+    RESOURCE_API,
+    RESOURCE_API_SINCE,
+    DraDriverRelease,
+)
+from gpuplan.components.kai import authority
+from gpuplan.components.kueue import MAX_DEVICE_CLASS_MAPPINGS, KueueRelease
+from gpuplan.components.volcano import VolcanoRelease
+from gpuplan.diagnostics import Diagnostic
+from gpuplan.dra import DraClass, classes, dra_pools, driver_roots
+from gpuplan.fleet import ClusterPlan, Fleet
+from gpuplan.gke import google_stack
+
+# The chart's own DeviceClasses (templates/deviceclass-*.yaml at v0.4.1): a gpuplan class of the same name
+# would fight the chart over the object.
+CHART_CLASSES = frozenset({
+    "gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com",
+    "compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com",
+})  # fmt: skip
+# `<class>.deviceclass.resource.k8s.io` is the prefix of a quota key: a DNS subdomain of at most 253.
+MAX_CLASS_NAME = 253 - len(".deviceclass.resource.k8s.io")
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.removeprefix("v").split("."))
+
+
+def _clusters(fleet: Fleet) -> Iterator[ClusterPlan]:
+    """Yield, in name order, the clusters with DRA pools."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        if dra_pools(cluster):
+            yield cluster
+
+
+@check
+def check_dra_kubernetes(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on DRA pools on a Kubernetes version that does not serve resource.k8s.io/v1 (before 1.34).
+
+    1.32 and 1.33 serve DRA only as beta APIs, off by default behind the DynamicResourceAllocation feature
+    gate; GPU allocation with the GPU Operator needs v1.34.2 or later (NVIDIA/cloud-native-docs
+    gpu-operator/dra-intro-install.rst "Prerequisites"). gpuplan emits resource.k8s.io/v1 only.
+    """
+    for cluster in _clusters(fleet):
+        version = _version(cluster.spec.kubernetes_version)
+        if version >= RESOURCE_API_SINCE:
+            continue
+        for pool in dra_pools(cluster):
+            yield cluster.located.source.diagnostic(("nodePools", pool.index, "dra"), (
+                f"pool {pool.name} uses DRA, but Kubernetes {cluster.spec.kubernetes_version} does not serve {RESOURCE_API} "
+                "(DRA is GA and on by default from 1.34; 1.32 and 1.33 serve only beta versions, off by default): "
+                "upgrade the cluster to 1.34 or later, or remove dra"
+            ))  # fmt: skip
+
+
+@check
+def check_dra_driver(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on DRA pools without components.draDriver, or where the device plugin cannot be disabled."""
+    for cluster in _clusters(fleet):
+        source = cluster.located.source
+        operator = cluster.spec.components.gpu_operator
+        release = cluster.release("gpu-operator")
+        for pool in dra_pools(cluster):
+            where = ("nodePools", pool.index, "dra")
+            if cluster.spec.components.dra_driver is None:
+                yield source.diagnostic(where, f"pool {pool.name} uses DRA: add components.draDriver (the NVIDIA DRA driver that allocates its GPUs)")  # fmt: skip
+            if google_stack(cluster.spec):
+                yield source.diagnostic(where, (
+                    f"pool {pool.name} uses DRA, but GKE's own GPU stack runs its device plugin on every GPU node and "
+                    "the DRA driver may not share a node with it: run the GPU Operator on this cluster, or remove dra"
+                ))  # fmt: skip
+            elif (
+                operator is not None
+                and release is not None
+                and _version(release.version) < GPU_OPERATOR_SINCE
+            ):
+                yield source.diagnostic(("components", "gpuOperator", "version"), (
+                    f"pool {pool.name} uses DRA, which needs GPU Operator v25.10.0 or later (CDI on by default, driver 580+), "
+                    f"not {release.version}"
+                ))  # fmt: skip
+
+
+@check
+def check_dra_autoscaling(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on a DRA pool Karpenter scales: Karpenter launches no node for a pod with ResourceClaims.
+
+    kubernetes-sigs/karpenter v1.14.1 pkg/operator/options/options.go: --ignore-dra-requests defaults to
+    true, and then pkg/controllers/provisioning/scheduling/scheduler.go fails every pod with DRA requests
+    (its DRA support is not GA). A static pool ({count: N}) is always there.
+    """
+    for cluster in _clusters(fleet):
+        for pool in dra_pools(cluster):
+            if pool.spec.nodes.by_karpenter:
+                yield cluster.located.source.diagnostic(("nodePools", pool.index, "nodes"), (
+                    f"pool {pool.name} uses DRA, but Karpenter launches no node for a pod with ResourceClaims "
+                    "(--ignore-dra-requests is on by default): make the pool static ({count: N}), or leave it on the device plugin"
+                ))  # fmt: skip
+
+
+@check
+def check_dra_device_classes(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when one DeviceClass name would select different devices, or names a class the chart makes.
+
+    A class selects one GPU model (and MIG profile) with one sharing: a second pool giving the same name to
+    another model's GPUs would have its tenants claim GPUs their pool does not have.
+    """
+    for cluster in _clusters(fleet):
+        source = cluster.located.source
+        first: dict[str, tuple[DraClass, str]] = {}
+        for pool in dra_pools(cluster):
+            where = ("nodePools", pool.index, "dra", "deviceClass")
+            for resource in pool.resources.values():
+                cls = resource.device_class
+                if cls is None:
+                    continue
+                if cls.name in first and first[cls.name][0] != cls:
+                    other, owner = first[cls.name]
+                    yield source.diagnostic(where, (
+                        f"DeviceClass {cls.name} selects {_describe(other)} (pool {owner}); pool {pool.name} has {_describe(cls)}: "
+                        "give this pool its own deviceClass"
+                    ))  # fmt: skip
+                first.setdefault(cls.name, (cls, pool.name))
+                if cls.name in CHART_CLASSES:
+                    yield source.diagnostic(where, f"DeviceClass {cls.name} is made by the DRA driver's chart itself: choose another name")  # fmt: skip
+                if len(cls.name) > MAX_CLASS_NAME:
+                    yield source.diagnostic(where, f"DeviceClass {cls.name} is longer than {MAX_CLASS_NAME} characters, too long for its ResourceQuota key")  # fmt: skip
+            if not pool.model.product_labels:
+                yield source.diagnostic(("nodePools", pool.index, "gpu"), (
+                    f"gpuplan knows no product name of {pool.model.name}, which a DeviceClass selects DRA devices by: "
+                    "use the device plugin on this pool"
+                ))  # fmt: skip
+
+
+def _describe(cls: DraClass) -> str:
+    what = f"{cls.profile} MIG instances of {cls.model}" if cls.profile else f"{cls.model} GPUs"
+    return what + (f" shared by {cls.strategy}" if cls.strategy else "")
+
+
+@check
+def check_dra_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on a DRA pool's sharing settings the driver release cannot apply."""
+    for cluster in _clusters(fleet):
+        release = cluster.release("dra-driver")
+        if not isinstance(release, DraDriverRelease):
+            continue
+        for pool in dra_pools(cluster):
+            sharing = pool.spec.sharing
+            slicing = sharing.time_slicing
+            interval = slicing.interval if slicing is not None else None
+            if (
+                sharing.mig is not None
+                and interval is not None
+                and not release.mig_time_slicing_config
+            ):
+                yield cluster.located.source.diagnostic(
+                    ("nodePools", pool.index, "sharing", "timeSlicing", "interval"),
+                    f"the DRA driver {release.version} takes no time-slice interval for MIG devices (its MigDeviceConfig "
+                    "has no timeSlicingConfig, and unknown fields fail the claim): remove interval",
+                )  # fmt: skip
+
+
+@check
+def check_dra_nodes(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error where a DRA pool's nodes would lack the driver's labels, or pools need different driver roots."""
+    for cluster in _clusters(fleet):
+        source = cluster.located.source
+        for pool in dra_pools(cluster):
+            if not pool.label_selected:
+                continue  # gpuplan labels these nodes itself (NFD rules, Karpenter)
+            missing = [
+                f"{k}: {v!r}" for k, v in pool.dra_labels.items() if pool.spec.labels.get(k) != v
+            ]
+            if missing:
+                yield source.diagnostic(("nodePools", pool.index, "labels"), (
+                    f"pool {pool.name} uses DRA and gpuplan does not label its nodes: give them (and its labels) "
+                    f"{', '.join(missing)}, or the device plugin runs there and the DRA kubelet plugin does not"
+                ))  # fmt: skip
+        roots = driver_roots(cluster)
+        if len(set(roots.values())) > 1:
+            listed = ", ".join(f"{pool} {root}" for pool, root in roots.items())
+            yield source.diagnostic(("nodePools",), (
+                f"the DRA pools of cluster {cluster.name} have their drivers in different places ({listed}); "
+                "the DRA driver's kubelet plugin takes one nvidiaDriverRoot: use one driver mode on them"
+            ))  # fmt: skip
+
+
+@check
+def check_dra_schedulers(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error where Kueue or Volcano cannot count DRA devices, or KAI cannot see them as GPUs.
+
+    Kueue: DRA on by default from v0.18 (KueueDRAIntegration beta); alpha and off before. No DRA with
+    topology-aware scheduling, at most 16 deviceClassMappings (kubernetes-sigs/kueue v0.19.2
+    site/content/en/docs/concepts/dynamic_resource_allocation.md "Limitations", pkg/config/validation.go).
+    """
+    for cluster in _clusters(fleet):
+        source = cluster.located.source
+        release = cluster.release("kueue")
+        if isinstance(release, KueueRelease):
+            yield from _kueue(cluster, release)
+        volcano = cluster.release("volcano")
+        volcano_enforces = authority(cluster.spec.components) == "volcano"
+        if volcano_enforces and isinstance(volcano, VolcanoRelease) and not volcano.dra_quota:
+            yield source.diagnostic(("components", "volcano", "version"), (
+                f"Volcano enforces the quotas of cluster {cluster.name}, which has DRA pools, but Volcano "
+                f"{volcano.version} counts no DRA devices in Queues: use Volcano v1.15 or later"
+            ))  # fmt: skip
+        if authority(cluster.spec.components) == "kai":
+            for cls in classes(cluster).values():
+                if "gpu" not in cls.name:
+                    yield source.diagnostic(("components", "kai"), (
+                        f"KAI counts a DRA device as a GPU only when its DeviceClass name contains \"gpu\"; {cls.name} does not: "
+                        "rename the pool's deviceClass"
+                    ))  # fmt: skip
+
+
+def _kueue(cluster: ClusterPlan, release: KueueRelease) -> Iterator[Diagnostic]:
+    source = cluster.located.source
+    if release.dra != "beta":
+        state = (
+            "DRA only as the alpha feature DynamicResourceAllocation, off by default"
+            if release.dra
+            else "no DRA support"
+        )
+        yield source.diagnostic(("components", "kueue", "version"), (
+            f"cluster {cluster.name} has DRA pools, but Kueue {release.version} has {state}: "
+            "use Kueue v0.18 or later (KueueDRAIntegration, on by default)"
+        ))  # fmt: skip
+    for pool in dra_pools(cluster):
+        if pool.spec.topology:
+            yield source.diagnostic(("nodePools", pool.index, "topology"), (
+                f"pool {pool.name} uses DRA and topology-aware scheduling, which Kueue does not combine "
+                "(DRA devices are left out of TAS capacity): remove topology or dra"
+            ))  # fmt: skip
+    count = len(classes(cluster))
+    if count > MAX_DEVICE_CLASS_MAPPINGS:
+        yield source.diagnostic(("nodePools",), (
+            f"cluster {cluster.name} has {count} DRA DeviceClasses; Kueue's Configuration takes at most "
+            f"{MAX_DEVICE_CLASS_MAPPINGS} deviceClassMappings"
+        ))  # fmt: skip

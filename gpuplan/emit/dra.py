@@ -1,0 +1,69 @@
+"""DRA: the DeviceClasses of the cluster's DRA pools and, per tenant namespace, ResourceClaimTemplates.
+
+Shapes from the Kubernetes resource.k8s.io/v1 API (the kubernetes_validate schemas of 1.34 on, which
+`validate` checks them against): DeviceClass spec.selectors[].cel.expression and spec.config[].opaque
+{driver, parameters}; ResourceClaimTemplate spec.spec.devices.requests[] {name, exactly
+{deviceClassName, allocationMode, count}}. Kueue admits only ExactCount requests of templates, without
+per-request config (kubernetes-sigs/kueue v0.19.2 site/content/en/docs/concepts/dynamic_resource_allocation.md,
+"Limitations"), so the templates are that and the sharing sits on the class (gpuplan/dra.py).
+The ResourceQuota limits on each class's devices are written with the other quotas (emit/tenants.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuplan.components.dra_driver import RESOURCE_API
+from gpuplan.dra import DraClass, classes, opaque_config, selector
+from gpuplan.emit.meta import Manifest, k8s, manifest
+from gpuplan.fleet import AllocationPlan, ClusterPlan
+
+FOLDER = "dra"
+REQUEST = "device"  # the request's name in every template (a DNS label)
+
+
+def device_class(cls: DraClass) -> dict[str, Any]:
+    """Return the DeviceClass selecting one kind of device of the fleet, with its sharing config."""
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": selector(cls)}}]}
+    config = opaque_config(cls)
+    if config is not None:
+        spec["config"] = [config]
+    return k8s(RESOURCE_API, "DeviceClass", cls.name, spec=spec)
+
+
+def claim_template(cls: DraClass, namespace: str) -> dict[str, Any]:
+    """Return the ResourceClaimTemplate claiming one device of a class, named after the class."""
+    request = {
+        "name": REQUEST,
+        "exactly": {"deviceClassName": cls.name, "allocationMode": "ExactCount", "count": 1},
+    }
+    spec = {"spec": {"devices": {"requests": [request]}}}
+    return k8s(RESOURCE_API, "ResourceClaimTemplate", cls.name, namespace, spec=spec)
+
+
+def granted_classes(alloc: AllocationPlan) -> list[DraClass]:
+    """Return the DeviceClasses an allocation has quota on, by name."""
+    found = {
+        g.pool.resources[g.resource].device_class
+        for g in alloc.grants
+        if g.pool.resources[g.resource].device_class is not None
+    }
+    return sorted((c for c in found if c is not None), key=lambda c: c.name)
+
+
+def emit(cluster: ClusterPlan) -> list[Manifest]:
+    """Return the cluster's DeviceClasses and its tenants' ResourceClaimTemplates (none without DRA pools)."""
+    if cluster.release("dra-driver") is None:
+        return []  # no driver: check/dra.py reports DRA pools without one
+    source = cluster.located.source.path
+    out = [
+        manifest(cluster.name, FOLDER, device_class(cls), source)
+        for cls in classes(cluster).values()
+    ]
+    for alloc in cluster.allocations:
+        sources = (alloc.tenant.source.path, source)
+        for namespace in alloc.namespaces:
+            for cls in granted_classes(alloc):
+                obj = claim_template(cls, namespace)
+                out.append(manifest(cluster.name, f"namespaces/{namespace}", obj, *sources))
+    return out

@@ -1,0 +1,267 @@
+"""DRA (issue 19): DeviceClass selectors that pick the right devices, templates, quotas, the driver's chart values."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from gpuplan.pipeline import compile_fleet
+from gpuplan.validate import Validator
+from gpuplan.validate.cel import K8S_FUNCTIONS, cel
+from gpuplan.validate.deviceclass import selector_problems
+from tests.conftest import run
+
+CASE = Path(__file__).resolve().parent / "cases" / "dra-kueue" / "input"
+QUOTA = ".deviceclass.resource.k8s.io/devices"
+
+
+def _compile(tmp_path: Path, edit: tuple[str, str] | None = None) -> Any:
+    root = tmp_path / "repo"
+    shutil.copytree(CASE, root)
+    if edit is not None:
+        cluster = root / "clusters" / "dra.yaml"
+        text = cluster.read_text()
+        assert edit[0] in text
+        cluster.write_text(text.replace(edit[0], edit[1]))
+    return compile_fleet(root)
+
+
+def _objects(compiled: Any, kind: str) -> dict[tuple[str | None, str], dict[str, Any]]:
+    return {
+        (m.obj["metadata"].get("namespace"), m.obj["metadata"]["name"]): m.obj
+        for m in compiled.manifests
+        if m.kind == kind
+    }
+
+
+def _errors(compiled: Any) -> list[str]:
+    return [d.message for d in compiled.diagnostics if d.severity.value == "error"]
+
+
+def _device(kind: str, product: str, profile: str | None = None) -> dict[str, Any]:
+    attributes: dict[str, Any] = {"type": kind, "productName": product, "uuid": "GPU-1"}
+    if profile is not None:
+        attributes["profile"] = profile
+    return {"driver": "gpu.nvidia.com", "attributes": {"gpu.nvidia.com": attributes}}
+
+
+def _selects(device_class: dict[str, Any], device: dict[str, Any]) -> bool:
+    expression = device_class["spec"]["selectors"][0]["cel"]["expression"]
+    context = cel.Context(variables={"device": device}, functions=K8S_FUNCTIONS)
+    return bool(cel.compile(expression).execute(context))
+
+
+def test_device_classes_select_their_model_and_profile_only(tmp_path: Path) -> None:
+    compiled = _compile(tmp_path)
+    assert _errors(compiled) == []
+    classes = {name: obj for (_, name), obj in _objects(compiled, "DeviceClass").items()}
+    assert sorted(classes) == [
+        "3g.40gb.a100-sxm4-80gb.gpuplan.io",
+        "h100-sxm5-80gb.gpuplan.io",
+        "time-slicing.l40s.gpuplan.io",
+    ]
+    h100 = classes["h100-sxm5-80gb.gpuplan.io"]
+    assert _selects(
+        h100, _device("gpu", "NVIDIA H100 80GB HBM3")
+    )  # NVML's name, as the driver publishes it
+    assert not _selects(h100, _device("gpu", "NVIDIA A100-SXM4-80GB"))
+    assert not _selects(h100, _device("mig", "NVIDIA H100 80GB HBM3", "3g.40gb"))
+    mig = classes["3g.40gb.a100-sxm4-80gb.gpuplan.io"]
+    assert _selects(mig, _device("mig", "NVIDIA A100-SXM4-80GB", "3g.40gb"))
+    assert not _selects(mig, _device("mig", "NVIDIA A100-SXM4-80GB", "1g.10gb"))
+    assert not _selects(mig, _device("gpu", "NVIDIA A100-SXM4-80GB"))
+
+
+def test_shared_class_carries_the_drivers_sharing_config(tmp_path: Path) -> None:
+    classes = _objects(_compile(tmp_path), "DeviceClass")
+    (config,) = classes[(None, "time-slicing.l40s.gpuplan.io")]["spec"]["config"]
+    assert config["opaque"]["driver"] == "gpu.nvidia.com"
+    assert config["opaque"]["parameters"] == {
+        "apiVersion": "resource.nvidia.com/v1beta1",
+        "kind": "GpuConfig",
+        "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Short"}},
+    }
+    assert "config" not in classes[(None, "h100-sxm5-80gb.gpuplan.io")]["spec"]
+
+
+def test_templates_and_quotas_count_devices_per_class(tmp_path: Path) -> None:
+    compiled = _compile(tmp_path)
+    templates = _objects(compiled, "ResourceClaimTemplate")
+    assert sorted(templates) == [
+        ("nlp", "3g.40gb.a100-sxm4-80gb.gpuplan.io"),
+        ("nlp", "h100-sxm5-80gb.gpuplan.io"),
+        ("nlp-batch", "3g.40gb.a100-sxm4-80gb.gpuplan.io"),
+        ("nlp-batch", "h100-sxm5-80gb.gpuplan.io"),
+        ("vision", "h100-sxm5-80gb.gpuplan.io"),
+        ("vision", "time-slicing.l40s.gpuplan.io"),
+    ]
+    (request,) = templates[("vision", "time-slicing.l40s.gpuplan.io")]["spec"]["spec"]["devices"][
+        "requests"
+    ]
+    assert request["exactly"] == {
+        "deviceClassName": "time-slicing.l40s.gpuplan.io", "allocationMode": "ExactCount", "count": 1,
+    }  # fmt: skip
+    quotas = _objects(compiled, "ResourceQuota")
+    nlp = [quotas[(ns, "nlp")]["spec"]["hard"] for ns in ("nlp", "nlp-batch")]
+    # 16 MIG devices nominal, none to borrow (vision has no A100 quota): split 8 / 8 over the namespaces.
+    assert [h["3g.40gb.a100-sxm4-80gb.gpuplan.io" + QUOTA] for h in nlp] == ["8", "8"]
+    # nlp has no quota on the shared L40S class: pinned to zero, no requests. prefix on DRA keys.
+    assert all(h["time-slicing.l40s.gpuplan.io" + QUOTA] == "0" for h in nlp)
+    assert not any(k.startswith("requests.") and k.endswith(QUOTA) for h in nlp for k in h)
+
+
+def test_cluster_queues_cover_the_kueue_mapping_names(tmp_path: Path) -> None:
+    compiled = _compile(tmp_path)
+    (app,) = [
+        m.obj for m in compiled.manifests if m.obj.get("metadata", {}).get("name") == "dra-kueue"
+    ]
+    text = app["spec"]["source"]["helm"]["valuesObject"]["managerConfig"][
+        "controllerManagerConfigYaml"
+    ]
+    queue = _objects(compiled, "ClusterQueue")[(None, "vision")]
+    for resource in queue["spec"]["resourceGroups"][0]["coveredResources"]:
+        if resource.endswith(QUOTA):
+            assert f"- name: {resource}\n" in text
+            assert f"  - {resource.removesuffix(QUOTA)}\n" in text
+
+
+def test_driver_application_targets_the_dra_pools(tmp_path: Path) -> None:
+    compiled = _compile(tmp_path)
+    (app,) = [
+        m.obj
+        for m in compiled.manifests
+        if m.obj.get("metadata", {}).get("name") == "dra-dra-driver"
+    ]
+    source = app["spec"]["source"]
+    assert (source["repoURL"], source["chart"], source["targetRevision"]) == (
+        "registry.k8s.io/dra-driver-nvidia/charts", "dra-driver-nvidia-gpu", "0.4.1",
+    )  # fmt: skip
+    values = source["helm"]["valuesObject"]
+    assert values["gpuResourcesEnabledOverride"] is True
+    assert values["resourceApiVersion"] == "resource.k8s.io/v1"
+    assert values["featureGates"] == {
+        "TimeSlicingSettings": True
+    }  # only the L40S pool shares, by time-slicing
+    assert values["kubeletPlugin"]["nodeSelector"] == {"nvidia.com/dra-kubelet-plugin": "true"}
+    assert (
+        values["nvidiaDriverRoot"] == "/run/nvidia/driver"
+    )  # the GPU Operator installs the driver
+    rules = _objects(compiled, "NodeFeatureRule")
+    for pool, dra in (("h100", True), ("l4-plugin", False)):
+        labels = rules[(None, f"gpuplan-{pool}")]["spec"]["rules"][0]["labels"]
+        assert (labels.get("nvidia.com/gpu.deploy.device-plugin") == "false") is dra
+        assert (labels.get("nvidia.com/dra-kubelet-plugin") == "true") is dra
+
+
+def test_mps_pool_turns_on_the_mps_gate(tmp_path: Path) -> None:
+    compiled = _compile(tmp_path, ("      timeSlicing: {interval: Short}", "      mps: {}"))
+    assert _errors(compiled) == []
+    (app,) = [
+        m.obj
+        for m in compiled.manifests
+        if m.obj.get("metadata", {}).get("name") == "dra-dra-driver"
+    ]
+    assert app["spec"]["source"]["helm"]["valuesObject"]["featureGates"] == {"MPSSupport": True}
+    assert (None, "mps.l40s.gpuplan.io") in _objects(compiled, "DeviceClass")
+
+
+def test_a_class_on_the_charts_own_name_is_refused(tmp_path: Path) -> None:
+    compiled = _compile(
+        tmp_path,
+        (
+            '    hostnames: ["dra-h100-[0-9]+"]\n    dra: {}',
+            '    hostnames: ["dra-h100-[0-9]+"]\n    dra: {deviceClass: gpu.nvidia.com}',
+        ),
+    )
+    assert any("made by the DRA driver's chart itself" in e for e in _errors(compiled))
+
+
+def test_a_label_selected_dra_pool_must_carry_the_drivers_labels(tmp_path: Path) -> None:
+    compiled = _compile(
+        tmp_path, ('    hostnames: ["dra-h100-[0-9]+"]\n', "    labels: {rack: a}\n")
+    )
+    assert any("nvidia.com/gpu.deploy.device-plugin: 'false'" in e for e in _errors(compiled))
+
+
+def test_validate_refuses_a_selector_on_a_removed_attribute() -> None:
+    expression = (
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].index == 0"
+    )
+    obj = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "x"},
+           "spec": {"selectors": [{"cel": {"expression": expression}}]}}  # fmt: skip
+    (problem,) = selector_problems(obj)
+    assert problem.path == "spec.selectors[0].cel.expression"
+    assert "fails on a gpu device" in problem.message
+    obj["spec"]["selectors"][0]["cel"]["expression"] = "device.driver =="
+    assert "does not compile" in selector_problems(obj)[0].message
+
+
+def test_capacity_holds_in_devices_per_class(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(CASE, root)
+    vision = root / "tenants" / "vision.yaml"
+    vision.write_text(vision.read_text().replace("gpus: 8", "gpus: 9"))
+    errors = _errors(compile_fleet(root))
+    assert any(
+        "tenants ask 9 GPUs of DeviceClass time-slicing.l40s.gpuplan.io of pool l40s-shared, which has at most 8"
+        in e
+        for e in errors
+    ), errors
+    vision.write_text(vision.read_text().replace("gpus: 9", "gpus: 8"))
+    assert _errors(compile_fleet(root)) == []  # exactly at the pool's 8 devices passes
+
+
+def test_dra_on_gkes_own_gpu_stack_is_refused(tmp_path: Path) -> None:
+    # GKE's device plugin runs on every GPU node: a DRA pool there would share nodes with it.
+    root = tmp_path / "gke"
+    shutil.copytree(CASE.parent.parent / "gke-stack" / "input", root)
+    cluster = root / "clusters" / "gke-serving.yaml"
+    text = cluster.read_text().replace('kubernetesVersion: "1.33"', 'kubernetesVersion: "1.34"')
+    text = text.replace("components:\n", "components:\n  draDriver:\n    version: v0.4.1\n", 1)
+    text = text.replace("    nodeGroup: a100-mig\n", "    nodeGroup: a100-mig\n    dra: {}\n", 1)
+    cluster.write_text(text)
+    errors = _errors(compile_fleet(root))
+    assert any(
+        "GKE's own GPU stack runs its device plugin on every GPU node" in e for e in errors
+    ), errors
+
+
+def test_volcano_counts_dra_devices_from_v1_15(tmp_path: Path) -> None:
+    volcano = ("  kueue:\n    version: v0.19.2\n", "  volcano:\n    version: v1.15.1\n")
+    compiled = _compile(tmp_path / "new", volcano)
+    assert _errors(compiled) == []
+    queue = _objects(compiled, "Queue")[(None, "vision")]["spec"]
+    assert queue["deserved"]["deviceclass/time-slicing.l40s.gpuplan.io"] == "8"
+    (app,) = [
+        m.obj for m in compiled.manifests if m.obj.get("metadata", {}).get("name") == "dra-volcano"
+    ]
+    config = app["spec"]["source"]["helm"]["valuesObject"]["custom"]["scheduler_config_override"]
+    assert (
+        "  - name: capacity\n    arguments:\n      capacity.DynamicResourceAllocationEnable: true\n"
+        in config
+    )
+    older = _compile(tmp_path / "old", (volcano[0], volcano[1].replace("v1.15.1", "v1.14.4")))
+    assert any("Volcano v1.14.4 counts no DRA devices in Queues" in e for e in _errors(older))
+
+
+def test_the_driver_values_gpuplan_owns_cannot_be_overridden(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(CASE, root)
+    (root / "values" / "dra").mkdir(parents=True)
+    (root / "values" / "dra" / "dra-driver.yaml").write_text(
+        "kubeletPlugin:\n  nodeSelector: {gpu: any}\n"
+    )
+    result = run("render", "--root", str(root), "--out", str(tmp_path / "out"))
+    assert result.code == 1
+    assert "kubeletPlugin.nodeSelector is owned by gpuplan" in result.stderr
+
+
+def test_the_validator_runs_device_class_selectors() -> None:
+    obj = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "x"},
+           "spec": {"selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].index == 0"}}]}}  # fmt: skip
+    assert [p.path for p in Validator(None, "1.34").validate(obj)] == [
+        "spec.selectors[0].cel.expression"
+    ]
+    # Kubernetes 1.33 serves no resource.k8s.io/v1 (its bundled schemas)
+    assert "is not served" in Validator(None, "1.33").validate(obj)[0].message
