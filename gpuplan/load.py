@@ -1,9 +1,14 @@
-"""Read the input YAML with ruamel.yaml, keeping file:line:col for every key and value."""
+"""Read the input YAML, keeping file:line:col for every key and value.
+
+libyaml's events build the data of ordinary files (gpuplan.yamlevents); ruamel.yaml's round-trip
+loader reads everything else and is the reference: its words and positions are every diagnostic.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,33 +17,15 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from gpuplan import twocores
+from gpuplan import twocores, yamlevents
 from gpuplan.diagnostics import Diagnostic, Key, Position, SourceFile, error
 from gpuplan.diagnostics import format_path as format_path  # its old import path
+from gpuplan.yamlevents import SourceFloat as SourceFloat  # its old import path
 
 # Bounds that refuse hostile input (alias bombs, absurd nesting, huge files) before any model sees it.
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 200_000
 MAX_DEPTH = 64
-
-
-class SourceFloat(float):
-    """A float that remembers how the YAML source wrote it: `1.30` reads as 1.3, but a field that
-    is text (kubernetesVersion) must see 1.30, or refuse it, never take 1.3."""
-
-    text: str
-
-    @classmethod
-    def of(cls, node: float) -> SourceFloat:
-        """Return a ruamel float with its source text (ruamel keeps the width and the dot's place)."""
-        out = cls(node)
-        width, dot = getattr(node, "_width", None), getattr(node, "_prec", None)
-        plain = getattr(node, "_exp", None) is None and not getattr(node, "_underscore", None)
-        digits = (
-            width - dot - 1 if plain and isinstance(width, int) and isinstance(dot, int) else -1
-        )
-        out.text = f"{float(node):.{digits}f}" if digits >= 0 else repr(float(node))
-        return out
 
 
 class _Refused(Exception):
@@ -245,24 +232,39 @@ def _shape(path: str, text: str) -> tuple[Diagnostic | None, bool]:
     return None, False
 
 
-def precheck(path: str, raw: bytes) -> tuple[str | None, list[Diagnostic], bool]:
-    """Return (text, refusals, syntax suspect) for one file, cheaply: bounds before any parser runs."""
+def _bounds(path: str, raw: bytes) -> tuple[str | None, list[Diagnostic]]:
+    """Return (text, refusals) for one file: its encoding and characters, before any parser runs."""
     text, problem = _decode(path, raw)
     if problem is not None or text is None:
-        return None, [problem] if problem else [], False
+        return None, [problem] if problem else []
     for check in (_unprintable, _huge_number):
         problem = check(path, text)
         if problem is not None:
-            return None, [problem], False
-    problem, suspect = _shape(path, text)
-    return (None, [problem], False) if problem is not None else (text, [], suspect)
+            return None, [problem]
+    return text, []
 
 
 def parse(path: str, raw: bytes) -> tuple[SourceFile | None, list[Diagnostic]]:
-    """Parse one YAML file into a SourceFile, or return the diagnostics that stop it."""
-    text, problems, _ = precheck(path, raw)
+    """Parse one YAML file into a SourceFile, or return the diagnostics that stop it.
+
+    libyaml's events build the data when the file holds nothing unusual (gpuplan.yamlevents);
+    anything else, every problem included, is read by ruamel, which has the last word.
+    """
+    text, problems = _bounds(path, raw)
     if text is None:
         return None, problems
+    built = yamlevents.build(text, MAX_NODES, MAX_DEPTH)
+    if built is not None:  # only ever a single mapping within the bounds: what ruamel reads too
+        data, values, keys = built
+        return SourceFile(path, data, values, keys), []
+    problem, _ = _shape(path, text)
+    if problem is not None:
+        return None, [problem]
+    return _parse_slow(path, text)
+
+
+def _parse_slow(path: str, text: str) -> tuple[SourceFile | None, list[Diagnostic]]:
+    """Parse one file's text with ruamel's round-trip loader (pure Python, the reference)."""
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     try:
@@ -314,24 +316,6 @@ def _duplicate_name(text: str) -> str:
     return ""
 
 
-PARALLEL_FROM = 24  # files; below this a second process costs more than it saves
-
-
-def _parse_all(items: list[tuple[str, bytes]]) -> list[tuple[SourceFile | None, list[Diagnostic]]]:
-    return [parse(shown, raw) for shown, raw in items]
-
-
-def parse_many(items: list[tuple[str, bytes]]) -> list[tuple[SourceFile | None, list[Diagnostic]]]:
-    """Parse files, half of them in a forked worker when there are many (ruamel is pure Python)."""
-    if len(items) < PARALLEL_FROM or not twocores.available():
-        return _parse_all(items)
-    half = len(items) // 2
-    first, second = twocores.both(
-        lambda: _parse_all(items[:half]), lambda: _parse_all(items[half:])
-    )
-    return first + second
-
-
 def gather(root: Path, folder: str) -> tuple[list[tuple[str, bytes]], list[Diagnostic]]:
     """Return (shown path, bytes) of every *.yaml / *.yml file of one input folder, in a stable order."""
     items: list[tuple[str, bytes]] = []
@@ -356,36 +340,73 @@ def gather(root: Path, folder: str) -> tuple[list[tuple[str, bytes]], list[Diagn
     return items, problems
 
 
-def unreadable(items: list[tuple[str, bytes]]) -> list[Diagnostic]:
-    """Return why files cannot be parsed at all, found cheaply (libyaml), with ruamel's own words.
+PARALLEL_FROM = 24  # files; below this a second process costs more than it saves
 
-    A large repository with one broken file then fails in about a second instead of after
-    parsing every file with ruamel.
+
+@dataclass
+class Screened:
+    """Every gathered file looked at once: those the fast path read, and those that stop the run."""
+
+    built: dict[str, SourceFile] = field(default_factory=dict)  # by shown path
+    stop: list[Diagnostic] = field(default_factory=list)  # files that are not YAML at all
+
+
+def screen(items: list[tuple[str, bytes]]) -> Screened:
+    """Read every file libyaml's events can (gpuplan.yamlevents); find those that cannot be parsed.
+
+    A file that is not YAML (bounds, nesting, a syntax error ruamel confirms, in its own words)
+    stops the run before any other file is parsed in full by ruamel, so a large repository with
+    one broken file fails in about a second. The files read here are not parsed again.
     """
-    if len(items) >= PARALLEL_FROM and twocores.available():
-        half = len(items) // 2
-        first, second = twocores.both(
-            lambda: _unreadable_here(items[:half]), lambda: _unreadable_here(items[half:])
-        )
-        return first + second
-    return _unreadable_here(items)
-
-
-def _unreadable_here(items: list[tuple[str, bytes]]) -> list[Diagnostic]:
-    problems: list[Diagnostic] = []
+    out = Screened()
     for shown, raw in items:
-        _, found, suspect = precheck(shown, raw)
-        problems += found if not suspect else parse(shown, raw)[1]
-    return problems
+        text, problems = _bounds(shown, raw)
+        if text is None:
+            out.stop += problems
+            continue
+        built = yamlevents.build(text, MAX_NODES, MAX_DEPTH)
+        if built is not None:
+            out.built[shown] = SourceFile(shown, *built)
+            continue
+        problem, suspect = _shape(shown, text)
+        if problem is not None:
+            out.stop.append(problem)
+        elif suspect:
+            out.stop += _parse_slow(shown, text)[1]
+    return out
 
 
-def parse_items(items: list[tuple[str, bytes]]) -> tuple[list[SourceFile], list[Diagnostic]]:
-    """Parse gathered files; return the parsed ones and the problems of the others."""
-    files: list[SourceFile] = []
-    problems: list[Diagnostic] = []
+def _parse_all(items: list[tuple[str, bytes]]) -> list[tuple[SourceFile | None, list[Diagnostic]]]:
+    return [parse(shown, raw) for shown, raw in items]
+
+
+def parse_many(items: list[tuple[str, bytes]]) -> list[tuple[SourceFile | None, list[Diagnostic]]]:
+    """Parse files, half of them in a forked worker when there are many (ruamel is pure Python)."""
+    if len(items) < PARALLEL_FROM or not twocores.available():
+        return _parse_all(items)
+    half = len(items) // 2
+    first, second = twocores.both(
+        lambda: _parse_all(items[:half]), lambda: _parse_all(items[half:])
+    )
+    return first + second
+
+
+def parse_items(
+    items: list[tuple[str, bytes]], screened: Screened | None = None
+) -> tuple[list[SourceFile], list[Diagnostic]]:
+    """Parse gathered files (those screened already are taken as read); return the parsed ones
+    and the problems of the others, in the order of the items."""
     from gpuplan.cache.parsed import remembered  # files unchanged since the last run
 
-    for source, found in remembered(items, parse_many):
+    built = screened.built if screened is not None else {}
+
+    def parse(todo: list[tuple[str, bytes]]) -> list[tuple[SourceFile | None, list[Diagnostic]]]:
+        rest = iter(parse_many([item for item in todo if item[0] not in built]))
+        return [(built[shown], []) if shown in built else next(rest) for shown, _ in todo]
+
+    files: list[SourceFile] = []
+    problems: list[Diagnostic] = []
+    for source, found in remembered(items, parse):
         problems.extend(found)
         if source is not None:
             files.append(source)

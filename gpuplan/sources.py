@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from gpuplan.diagnostics import Diagnostic, Key, Located, SourceFile
-from gpuplan.load import gather, parse_items, unreadable
+from gpuplan.load import gather, parse_items, screen
 from gpuplan.model import Cluster, Tenant
 
 M = TypeVar("M", bound=BaseModel)
@@ -140,7 +140,8 @@ def read_inputs(root: Path) -> tuple[Inputs, list[Diagnostic]]:
     files: list[str] = []
     broken: set[str] = set()
     gathered = {folder: gather(root, folder) for folder in ("clusters", "tenants")}
-    stop = unreadable([item for items, _ in gathered.values() for item in items])
+    screened = screen([item for items, _ in gathered.values() for item in items])
+    stop = screened.stop
     if stop:  # fail fast: a file that is not YAML stops the run before any file is parsed in full
         found = [d for _, listed in gathered.values() for d in listed] + stop
         paths = sorted(
@@ -155,7 +156,7 @@ def read_inputs(root: Path) -> tuple[Inputs, list[Diagnostic]]:
         ), found
     for folder, model, out in (("clusters", Cluster, clusters), ("tenants", Tenant, tenants)):
         items, found = gathered[folder]
-        sources, parsed_found = parse_items(items)
+        sources, parsed_found = parse_items(items, screened)
         found = found + parsed_found
         problems.extend(found)
         files.extend(d.file for d in found)

@@ -337,6 +337,8 @@ def test_a_signal_while_parsing_on_two_cores_exits_promptly_and_leaves_no_worker
     tmp_path: Path, number: int
 ) -> None:
     root = write_fleet(tmp_path / "fleet", 1, 3, 600)
+    for path in (root / "tenants").iterdir():  # a tab: libyaml's fast path leaves them to ruamel
+        path.write_text("#\tparsed by ruamel, on two cores\n" + path.read_text())
     proc = _start(root, "check")
     workers = _wait_for(proc, lambda: _children(proc.pid))
     proc.send_signal(number)
