@@ -52,60 +52,92 @@ def _literal(text: str, indent: str) -> list[str] | None:
     return [head] + [f"{indent}{line}" if line else "" for line in lines]
 
 
+_TEXTS: dict[str, str] = {}  # memo of _scalar for strings: keys and values repeat across a fleet
+_TEXTS_MAX = 200_000
+
+
+def _text(value: str) -> str:
+    """Return _scalar(value) for a str, memoised (it is the writer's hottest call)."""
+    out = _TEXTS.get(value)
+    if out is None:
+        out = _scalar(value)
+        if len(_TEXTS) < _TEXTS_MAX:
+            _TEXTS[value] = out
+    return out
+
+
 def _key(key: Any) -> str:
-    return _scalar(str(key))
+    return _text(key) if type(key) is str else _scalar(str(key))
 
 
-def _ordered_items(mapping: dict[str, Any], top: bool) -> list[tuple[str, Any]]:
-    if not top:  # sorted, but `name` first: list items read by their name
-        return sorted(mapping.items(), key=lambda kv: (kv[0] != "name", str(kv[0])))
-    first = [(k, mapping[k]) for k in TOP_ORDER if k in mapping]
-    rest = sorted(
-        (kv for kv in mapping.items() if kv[0] not in TOP_ORDER), key=lambda kv: str(kv[0])
-    )
-    return first + rest
+def _ordered_keys(mapping: dict[Any, Any], top: bool) -> list[Any]:
+    if top:
+        first = [k for k in TOP_ORDER if k in mapping]
+        return first + sorted((k for k in mapping if k not in TOP_ORDER), key=str)
+    if all(type(k) is str for k in mapping):  # unique text: sorted, `name` first
+        keys = sorted(mapping)
+        if "name" in mapping:
+            keys.remove("name")
+            keys.insert(0, "name")
+        return keys
+    # sorted by text, `name` first: list items read by their name (stable for equal texts)
+    return sorted(mapping, key=lambda k: (k != "name", str(k)))
 
 
-def _mapping(mapping: dict[str, Any], indent: str, top: bool = False) -> list[str]:
-    lines: list[str] = []
-    for key, value in _ordered_items(mapping, top):
-        lines.extend(_entry(f"{indent}{_key(key)}:", value, indent))
-    return lines
+def _mapping(out: list[str], mapping: dict[Any, Any], indent: str, top: bool = False) -> None:
+    for key in _ordered_keys(mapping, top):
+        _entry(out, f"{indent}{_key(key)}:", mapping[key], indent)
 
 
-def _entry(prefix: str, value: Any, indent: str) -> list[str]:
-    """Return `prefix` followed by a value, nested one level below `indent`."""
-    if isinstance(value, dict):
+def _entry(out: list[str], prefix: str, value: Any, indent: str) -> None:
+    """Append `prefix` followed by a value, nested one level below `indent`."""
+    kind = type(value)
+    if kind is str:
+        if "\n" in value:
+            block = _literal(value, indent + "  ")
+            if block is not None:
+                out.append(f"{prefix} {block[0]}")
+                out.extend(block[1:])
+                return
+        out.append(f"{prefix} {_text(value)}")
+    elif kind is dict or isinstance(value, dict):
         if not value:
-            return [f"{prefix} {{}}"]
-        return [prefix] + _mapping(value, indent + "  ")
-    if isinstance(value, list):
+            out.append(f"{prefix} {{}}")
+            return
+        out.append(prefix)
+        _mapping(out, value, indent + "  ")
+    elif kind is list or isinstance(value, list):
         if not value:
-            return [f"{prefix} []"]
-        return [prefix] + _sequence(value, indent)  # kubectl style: items at the key's indent
-    if isinstance(value, str):
+            out.append(f"{prefix} []")
+            return
+        out.append(prefix)
+        _sequence(out, value, indent)  # kubectl style: items at the key's indent
+    elif isinstance(value, str):
         block = _literal(value, indent + "  ")
         if block is not None:
-            return [f"{prefix} {block[0]}"] + block[1:]
-    return [f"{prefix} {_scalar(value)}"]
+            out.append(f"{prefix} {block[0]}")
+            out.extend(block[1:])
+            return
+        out.append(f"{prefix} {_scalar(value)}")
+    else:
+        out.append(f"{prefix} {_scalar(value)}")
 
 
-def _sequence(items: list[Any], indent: str) -> list[str]:
-    lines: list[str] = []
+def _sequence(out: list[str], items: list[Any], indent: str) -> None:
     for item in items:
-        if isinstance(item, dict) and item:
-            nested = _mapping(item, indent + "  ")
-            lines.append(f"{indent}- {nested[0].lstrip()}")
-            lines.extend(nested[1:])
-        elif isinstance(item, list) and item:
-            nested = _sequence(item, indent + "  ")
-            lines.append(f"{indent}- {nested[0].lstrip()}")
-            lines.extend(nested[1:])
+        if item and isinstance(item, (dict, list)):
+            start = len(out)  # the item's first line takes the dash in place of its indent
+            if isinstance(item, dict):
+                _mapping(out, item, indent + "  ")
+            else:
+                _sequence(out, item, indent + "  ")
+            out[start] = f"{indent}- {out[start].lstrip()}"
         else:
-            lines.extend(_entry(f"{indent}-", item, indent))
-    return lines
+            _entry(out, f"{indent}-", item, indent)
 
 
 def dump(obj: dict[str, Any], header: str = "") -> str:
     """Return one manifest as canonical YAML text, after an optional comment header."""
-    return header + "\n".join(_mapping(obj, "", top=True)) + "\n"
+    out: list[str] = []
+    _mapping(out, obj, "", top=True)
+    return header + "\n".join(out) + "\n"
