@@ -91,34 +91,26 @@ def _mapping(out: list[str], mapping: dict[Any, Any], indent: str, top: bool = F
 
 def _entry(out: list[str], prefix: str, value: Any, indent: str) -> None:
     """Append `prefix` followed by a value, nested one level below `indent`."""
-    kind = type(value)
-    if kind is str:
+    if isinstance(value, str):
         if "\n" in value:
             block = _literal(value, indent + "  ")
             if block is not None:
                 out.append(f"{prefix} {block[0]}")
                 out.extend(block[1:])
                 return
-        out.append(f"{prefix} {_text(value)}")
-    elif kind is dict or isinstance(value, dict):
+        out.append(f"{prefix} {_text(value) if type(value) is str else _scalar(value)}")
+    elif isinstance(value, dict):
         if not value:
             out.append(f"{prefix} {{}}")
             return
         out.append(prefix)
         _mapping(out, value, indent + "  ")
-    elif kind is list or isinstance(value, list):
+    elif isinstance(value, list):
         if not value:
             out.append(f"{prefix} []")
             return
         out.append(prefix)
         _sequence(out, value, indent)  # kubectl style: items at the key's indent
-    elif isinstance(value, str):
-        block = _literal(value, indent + "  ")
-        if block is not None:
-            out.append(f"{prefix} {block[0]}")
-            out.extend(block[1:])
-            return
-        out.append(f"{prefix} {_scalar(value)}")
     else:
         out.append(f"{prefix} {_scalar(value)}")
 

@@ -1,54 +1,15 @@
 """gpuplan's canonical YAML writer as it was before it was made faster: the bytes it must keep.
 
 gpuplan.yamlout writes the same text with fewer calls and memoised scalars; tests/test_yamlout.py
-holds the two to identical bytes on generated objects and on every rendered file.
+holds the two to identical bytes on generated objects and on every rendered file. How one scalar
+is quoted did not change and is shared; the layout of mappings and lists is the old code.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
-TOP_ORDER = ("apiVersion", "kind", "metadata")
-_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./@+=-]*( [A-Za-z0-9_./@+=()-]+)*$")
-_RESERVED = {
-    "y", "n", "yes", "no", "on", "off", "true", "false", "null", "~",
-}  # fmt: skip
-# Characters YAML may not hold unescaped (or reads as line breaks): escape them in quoted text.
-_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
-_BLOCK_LINE = re.compile(r"^[^\x00-\x08\x0b-\x1f\x7f\u0085\u2028\u2029\ufeff]*$")
-
-
-def _scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return json.dumps(value)
-    text = str(value)
-    if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED and len(text) < 200:
-        return text
-    return _UNPRINTABLE.sub(
-        lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False)
-    )
-
-
-def _literal(text: str, indent: str) -> list[str] | None:
-    """Return a string as a literal block, or None when a block cannot hold it exactly."""
-    if "\n" not in text or "\r" in text or not _BLOCK_LINE.match(text):
-        return None
-    body = text[:-1] if text.endswith("\n") else text
-    if not body or body.endswith("\n") or body.startswith((" ", "\n")) or _UNPRINTABLE.search(text):
-        return None
-    lines = body.split("\n")
-    if any(line != line.rstrip(" \t") for line in lines):
-        return None
-    head = "|" if text.endswith("\n") else "|-"
-    return [head] + [f"{indent}{line}" if line else "" for line in lines]
+from gpuplan.yamlout import TOP_ORDER, _literal, _scalar  # unchanged: how one scalar is written
 
 
 def _key(key: Any) -> str:
