@@ -4,9 +4,12 @@
     python benchmarks/fleet.py --clusters 3 --pools 6 --tenants 40
 
 Every command runs as its own process (as users run it) and is measured with wait4(2): wall
-time and that process's peak RSS. Two reference figures are measured in the same run:
-- the floor: reading every rendered file with PyYAML's libyaml CSafeLoader and writing it back
-  with CSafeDumper (what any tool that reads and writes these files pays at least);
+time and that process's peak RSS. Reference figures are measured in the same run:
+- the floor of a full render: every input file read and every rendered file written with
+  yaml-rs, the fastest YAML library available (what any tool that reads these inputs and writes
+  these outputs pays at least);
+- the older floor: reading every rendered file with PyYAML's libyaml CSafeLoader and writing it
+  back with CSafeDumper;
 - kubernetes-validate's CLI on a sample of the same core objects (objects/s).
 The targets of the performance issue are printed beside the measured ratios.
 """
@@ -92,21 +95,31 @@ def floor(out: Path) -> Figure:
     return Figure("floor (libyaml read + write)", seconds, 0.0, len(files))
 
 
-def yaml_rs_floor(out: Path) -> Figure:
-    """Read every rendered file with yaml-rs and write it back with yaml-rs: the fastest read + write floor."""
+def yaml_rs_floor(root: Path) -> Figure:
+    """Read the fleet's inputs and write its rendered files, both with yaml-rs: the least a render does.
+
+    The objects to write are read from the rendered files before the clock starts; what is timed
+    is parsing every input file and serialising and writing every output file (fresh folders).
+    """
     import yaml_rs
 
+    inputs = sorted((root / "clusters").glob("*.yaml")) + sorted((root / "tenants").glob("*.yaml"))
+    out = root / "output"
+    objects = [
+        (p.relative_to(out), yaml_rs.loads(p.read_text(), parse_datetime=False))
+        for p in sorted(out.rglob("*.yaml"))
+    ]
     target = Path(tempfile.mkdtemp(prefix="gpuplan-floor-rs-"))
-    files = sorted(out.rglob("*.yaml"))
-    start = time.perf_counter()
-    for path in files:
-        data = yaml_rs.loads(path.read_text(), parse_datetime=False)
-        copy = target / path.relative_to(out)
+    start, cpu = time.perf_counter(), time.process_time()
+    for path in inputs:
+        yaml_rs.loads(path.read_text(), parse_datetime=False)
+    for relative, obj in objects:
+        copy = target / relative
         copy.parent.mkdir(parents=True, exist_ok=True)
-        copy.write_text(yaml_rs.dumps(data))
-    seconds = time.perf_counter() - start
+        copy.write_text(yaml_rs.dumps(obj))
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     shutil.rmtree(target)
-    return Figure("floor (yaml-rs read + write)", seconds, 0.0, len(files))
+    return Figure("floor (yaml-rs: inputs read, outputs written)", seconds, 0.0, len(objects), cpu)
 
 
 def startup(file: Path, runs: int = 5) -> tuple[Figure, Figure]:
@@ -251,7 +264,7 @@ def run(clusters: int, pools: int, tenants: int, sample: int, throughput_size: i
         [*GPUPLAN, "validate", "--kubernetes-version", "1.33", *map(str, picked)],
         len(picked),
     )
-    fastest = yaml_rs_floor(root / "output")
+    fastest = yaml_rs_floor(root)
     start, interpreter = startup(picked[0])
     rates = throughput(root / "output", throughput_size)
     shutil.rmtree(work)
@@ -327,7 +340,12 @@ def targets(
             "<=",
             0.05,
         ),
-        ("full render / yaml-rs read + write floor", render.seconds / fastest.seconds, "<=", 1.3),
+        (  # CPU: the machine is shared, and waiting for a core or the disk is not work done
+            "full render / yaml-rs floor, inputs + outputs (CPU s)",
+            render.cpu / fastest.cpu,
+            "<=",
+            1.3,
+        ),
         ("validate start-up, one file (CPU s, whole process)", start.cpu, "<=", 0.25),
         (
             f"validate objects/s / jsonschema-rs ({count} objects, in-process)",
@@ -354,7 +372,15 @@ def targets(
         f"(in-process validate, CPU time: gpuplan {ours:.0f} objects/s first sight, {again:.0f} objects/s "
         f"re-validating unchanged objects; jsonschema-rs is_valid {floor:.0f} objects/s)"
     )
-    return lines + cache_notes(figures, render)
+    return lines + [floor_note(render, fastest)] + cache_notes(figures, render)
+
+
+def floor_note(render: Figure, fastest: Figure) -> str:
+    """Return the full render and its yaml-rs floor side by side, wall and CPU (the machine is shared)."""
+    return (
+        f"(full render: {render.seconds:.2f} s wall, {render.cpu:.2f} s CPU; yaml-rs floor: "
+        f"{fastest.seconds:.2f} s wall, {fastest.cpu:.2f} s CPU; wall ratio {render.seconds / fastest.seconds:.2f})"
+    )
 
 
 def report(
