@@ -396,17 +396,16 @@ def parse_items(
 ) -> tuple[list[SourceFile], list[Diagnostic]]:
     """Parse gathered files (those screened already are taken as read); return the parsed ones
     and the problems of the others, in the order of the items."""
-    from gpuplan.cache.parsed import remembered  # files unchanged since the last run
+    # Files unchanged since the last run come from the cache, but only those ruamel would parse:
+    # reading a cache entry back costs more than libyaml's events (gpuplan.yamlevents).
+    from gpuplan.cache.parsed import remembered
 
     built = screened.built if screened is not None else {}
-
-    def parse(todo: list[tuple[str, bytes]]) -> list[tuple[SourceFile | None, list[Diagnostic]]]:
-        rest = iter(parse_many([item for item in todo if item[0] not in built]))
-        return [(built[shown], []) if shown in built else next(rest) for shown, _ in todo]
-
+    rest = iter(remembered([item for item in items if item[0] not in built], parse_many))
     files: list[SourceFile] = []
     problems: list[Diagnostic] = []
-    for source, found in remembered(items, parse):
+    for shown, _ in items:
+        source, found = (built[shown], []) if shown in built else next(rest)
         problems.extend(found)
         if source is not None:
             files.append(source)

@@ -9,7 +9,8 @@ object in it, its content hash and its stat signature. With that record:
 - a render after a change skips validating and serializing every object whose key is unchanged
   and whose file on disk is still the recorded one, and carries those files over instead of
   writing them (gpuplan.cache.record);
-- input files are kept parsed by content, for every command (gpuplan.cache.parsed).
+- input files ruamel parses (those libyaml's fast path leaves to it) are kept parsed by content,
+  for every command (gpuplan.cache.parsed).
 
 The cache lives in $GPUPLAN_CACHE_DIR/render and /parsed (default ~/.cache/gpuplan/; "off" or
 `render --no-cache` disables it), never in the repository or the output folder. Deleting it is always safe: the next render is a cold one. A

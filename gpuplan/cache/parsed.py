@@ -1,6 +1,8 @@
 """Parsed input files, kept by content: a file unchanged since the last run is not parsed again.
 
-Parsing YAML with positions (ruamel.yaml, pure Python) is the largest cost of a run; a file's
+Parsing YAML with positions in ruamel.yaml (pure Python) is slow; load.parse_items keeps here
+only the files ruamel parses, since reading an entry back costs more than libyaml's events
+(gpuplan.yamlevents). A file's
 parse depends only on its bytes, its shown path and gpuplan's code (gpuplan.cache.key.code_key),
 which together name its entry: $GPUPLAN_CACHE_DIR/parsed/<key>.json. Only files that parsed
 without a finding are kept; an entry that does not read back whole is parsed again. Floats keep
