@@ -106,6 +106,7 @@ RELEASE_REVISIONS: dict[str, Any] = {
     "kai-scheduler": lambda r: r.chart.version,
     "nfd": lambda r: r.chart.version,
     "monitoring": lambda r: r.stack_chart.version,
+    "dra-driver": lambda r: r.chart.version,
 }
 
 

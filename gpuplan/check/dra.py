@@ -17,13 +17,14 @@ from gpuplan.components.dra_driver import (
     GPU_OPERATOR_SINCE,
     RESOURCE_API,
     RESOURCE_API_SINCE,
+    SHARING_GATES,
     DraDriverRelease,
 )
 from gpuplan.components.kai import authority
 from gpuplan.components.kueue import MAX_DEVICE_CLASS_MAPPINGS, KueueRelease
 from gpuplan.components.volcano import VolcanoRelease
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.dra import DraClass, classes, dra_pools, driver_roots
+from gpuplan.dra import DraClass, classes, dra_pools, driver_roots, strategy_of
 from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.gke import google_stack
 
@@ -161,6 +162,15 @@ def check_dra_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
             continue
         for pool in dra_pools(cluster):
             sharing = pool.spec.sharing
+            strategy = strategy_of(pool.spec)
+            gate = SHARING_GATES.get(strategy) if strategy else None
+            if gate is not None and gate not in release.feature_gates:
+                field = "mps" if strategy == "MPS" else "timeSlicing"
+                yield cluster.located.source.diagnostic(
+                    ("nodePools", pool.index, "sharing", field),
+                    f"the DRA driver {release.version} has no feature gate {gate}, which {strategy} sharing "
+                    f"of DRA devices needs: pin a release that has it (components.draDriver.version) or remove {field}",
+                )  # fmt: skip
             slicing = sharing.time_slicing
             interval = slicing.interval if slicing is not None else None
             if (
