@@ -299,3 +299,22 @@ def test_a_sharing_gate_the_pinned_release_lacks_is_refused(
     )
     assert found.file.endswith("clusters/dra.yaml") and found.line > 0 and found.col > 0
     assert found.path == "nodePools[2].sharing.timeSlicing"
+
+
+@pytest.mark.parametrize(("version", "refused"), [("v25.12.0", True), ("v0.4.1", False)])
+def test_the_older_plugin_needs_the_gpu_operators_node_label(
+    tmp_path: Path, version: str, refused: bool
+) -> None:
+    # v25.12.0's kubelet plugin affinity lacks NFD's default pci-0302_10de label; v0.4.1 has it.
+    operator = '  gpuOperator:\n    version: v26.7.0\n    driverVersion: "580.82.07"\n'
+    root = tmp_path / "repo"
+    shutil.copytree(CASE, root)
+    cluster = root / "clusters" / "dra.yaml"
+    text = cluster.read_text()
+    assert operator in text
+    cluster.write_text(text.replace(operator, "").replace("version: v0.4.1", f"version: {version}"))
+    found = [d for d in compile_fleet(root).diagnostics if "kubelet plugin runs only" in d.message]
+    assert bool(found) is refused
+    if refused:
+        assert found[0].file.endswith("clusters/dra.yaml") and found[0].line > 0
+        assert found[0].path == "components.draDriver.version"

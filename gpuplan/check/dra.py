@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from gpuplan.check import check
 from gpuplan.components.dra_driver import (
     GPU_OPERATOR_SINCE,
+    NFD_PCI_LABEL,
     RESOURCE_API,
     RESOURCE_API_SINCE,
     SHARING_GATES,
@@ -95,6 +96,26 @@ def check_dra_driver(fleet: Fleet) -> Iterator[Diagnostic]:
                     f"pool {pool.name} uses DRA, which needs GPU Operator v25.10.0 or later (CDI on by default, driver 580+), "
                     f"not {release.version}"
                 ))  # fmt: skip
+
+
+@check
+def check_dra_plugin_nodes(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error where the pinned driver's kubelet plugin would match no node of a cluster without the GPU Operator.
+
+    Its default affinity needs a label that only the GPU Operator (nvidia.com/gpu.present) or NFD's
+    class-qualified PCI label gives these nodes (gpuplan/components/dra_driver.py).
+    """
+    for cluster in _clusters(fleet):
+        release = cluster.release("dra-driver")
+        if not isinstance(release, DraDriverRelease) or cluster.spec.components.gpu_operator:
+            continue
+        if NFD_PCI_LABEL in release.plugin_node_labels:
+            continue
+        yield cluster.located.source.diagnostic(("components", "draDriver", "version"), (
+            f"the DRA driver {release.version}'s kubelet plugin runs only on nodes labelled "
+            f"{', '.join(sorted(release.plugin_node_labels))}, and without the GPU Operator NFD labels NVIDIA GPUs "
+            f"{NFD_PCI_LABEL}: pin a newer driver release or run the GPU Operator"
+        ))  # fmt: skip
 
 
 @check

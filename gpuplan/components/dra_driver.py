@@ -38,8 +38,13 @@ has TimeSlicingSettings and MPSSupport (alpha, off). The differences are typed f
 below (chart, feature_gates); the checks refuse what a pinned release lacks. Other differences in
 values.yaml touch nothing gpuplan turns on: the controller (only with resources.computeDomains.enabled,
 templates/controller.yaml) requires a control-plane node there; the kubelet plugin's default affinity
-accepts feature.node.kubernetes.io/pci-10de.present, cpu-model.vendor_id NVIDIA or
-nvidia.com/gpu.present (v0.4.1 adds the class-qualified pci-0302_10de / pci-0300_10de labels).
+(values.yaml kubeletPlugin.affinity, one term per label) accepts feature.node.kubernetes.io/pci-10de.present,
+cpu-model.vendor_id NVIDIA or nvidia.com/gpu.present; v0.4.1 adds the class-qualified pci-0302_10de and
+pci-0300_10de labels, which NFD sets by default (kubernetes-sigs/node-feature-discovery source/pci/pci.go:
+deviceLabelFields class and vendor). The GPU Operator labels every such node nvidia.com/gpu.present
+(NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go, gpuNodeLabels and commonGPULabelKey), so
+v25.12.0's plugin runs on nodes without the operator only if something else sets those labels
+(`plugin_node_labels` below; gpu.present and Grace CPUs aside, check/dra.py refuses that case).
 """
 
 from __future__ import annotations
@@ -83,10 +88,20 @@ class DraDriverRelease(Release):
     kube_min: tuple[int, int]  # Chart.yaml kubeVersion
     # The driver's feature gates gpuplan may set (pkg/featuregates/featuregates.go at the tag).
     feature_gates: frozenset[str]
+    # Node labels the kubelet plugin's default affinity accepts (values.yaml kubeletPlugin.affinity).
+    plugin_node_labels: frozenset[str]
 
 
 # The gates of both releases that gpuplan sets (SHARING_GATES); each has more (DynamicMIG, ...).
 _GATES = frozenset({"TimeSlicingSettings", "MPSSupport"})
+# NFD's default label for an NVIDIA 3D controller (the class of data-center GPUs).
+NFD_PCI_LABEL = "feature.node.kubernetes.io/pci-0302_10de.present"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # the GPU Operator sets it on every NVIDIA node
+_PLUGIN_LABELS = frozenset({
+    "feature.node.kubernetes.io/pci-10de.present",
+    "feature.node.kubernetes.io/cpu-model.vendor_id",
+    GPU_PRESENT_LABEL,
+})  # fmt: skip
 
 RELEASES: tuple[DraDriverRelease, ...] = (  # oldest first: the last is the default
     DraDriverRelease(
@@ -109,6 +124,7 @@ RELEASES: tuple[DraDriverRelease, ...] = (  # oldest first: the last is the defa
         mig_time_slicing_config=False,
         kube_min=(1, 32),
         feature_gates=_GATES,
+        plugin_node_labels=_PLUGIN_LABELS,
     ),
     DraDriverRelease(
         version="v0.4.1",
@@ -127,6 +143,8 @@ RELEASES: tuple[DraDriverRelease, ...] = (  # oldest first: the last is the defa
         mig_time_slicing_config=False,
         kube_min=(1, 32),
         feature_gates=_GATES,
+        plugin_node_labels=_PLUGIN_LABELS
+        | {NFD_PCI_LABEL, "feature.node.kubernetes.io/pci-0300_10de.present"},
     ),
 )
 
