@@ -3,8 +3,10 @@
 Multus publishes no chart, only deployments/multus-daemonset-thick.yml of
 k8snetworkplumbingwg/multus-cni at each tag (it creates the NetworkAttachmentDefinition CRD and runs
 in kube-system), and that manifest runs the moving `:snapshot-thick` image. Argo CD cannot change an
-image of a plain directory source (`kustomize.images` needs a kustomization in the source folder,
-and deployments/ has none at either tag), so gpuplan renders the manifest it ships for the release
+image of a plain directory source (`kustomize.images` needs a kustomization in the source folder:
+argoproj/argo-cd v3.5.1 util/app/discovery/discovery.go takes a folder for kustomize only when it
+holds one, and util/kustomize/kustomize.go Build runs `kustomize edit set image` in it; deployments/
+has none at either tag), so gpuplan renders the manifest it ships for the release
 (gpuplan/manifests/) with the release's image into output/<cluster>/multus/, which the Application
 syncs from the fleet's repository. Whereabouts has a chart (gpuplan/components/multus.py), needed
 only by networks with whereabouts IPAM.
