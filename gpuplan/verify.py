@@ -222,7 +222,13 @@ def reference_problems(
             paths = {posixpath.join(output_path, c) for c in fleet.clusters} | {
                 posixpath.join(output_path, "argocd")
             }
-            # Paths are checked in the fleet's own repositories; upstream ones (Multus' manifests at a tag) are pinned facts.
+            # ...and every folder with a kustomization (output/<cluster>/multus/, synced on its own).
+            paths |= {
+                posixpath.join(output_path, m.path.rpartition("/")[0])
+                for m in manifests
+                if m.kind == "Kustomization" and "/" in m.path
+            }
+            # Paths are checked in the fleet's own repositories; upstream ones are pinned facts.
             repos = {c.spec.gitops.repo_url for c in fleet.clusters.values()}
             report = check_references(
                 [m.obj for m in items if _in_repos(m.obj, repos)], paths=paths

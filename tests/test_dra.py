@@ -6,6 +6,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from gpuplan.check import dra as check_dra
+from gpuplan.components import REGISTRY
 from gpuplan.pipeline import compile_fleet
 from gpuplan.validate import Validator
 from gpuplan.validate.cel import K8S_FUNCTIONS, cel
@@ -265,3 +269,52 @@ def test_the_validator_runs_device_class_selectors() -> None:
     ]
     # Kubernetes 1.33 serves no resource.k8s.io/v1 (its bundled schemas)
     assert "is not served" in Validator(None, "1.33").validate(obj)[0].message
+
+
+def test_the_previous_driver_release_installs_nvidias_chart_from_ngc(tmp_path: Path) -> None:
+    compiled = _compile(tmp_path, ("    version: v0.4.1", "    version: v25.12.0"))
+    assert _errors(compiled) == []
+    (app,) = [
+        m.obj
+        for m in compiled.manifests
+        if m.obj.get("metadata", {}).get("name") == "dra-dra-driver"
+    ]
+    source = app["spec"]["source"]
+    assert (source["repoURL"], source["chart"], source["targetRevision"]) == (
+        "https://helm.ngc.nvidia.com/nvidia", "nvidia-dra-driver-gpu", "25.12.0",
+    )  # fmt: skip
+    assert source["helm"]["valuesObject"]["featureGates"] == {"TimeSlicingSettings": True}
+
+
+def test_a_sharing_gate_the_pinned_release_lacks_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both releases have TimeSlicingSettings; a strategy needing a gate v25.12.0 does not list is refused.
+    assert "TimeSlicingSettings" in REGISTRY["dra-driver"].release("v25.12.0").feature_gates  # type: ignore[attr-defined]
+    monkeypatch.setattr(check_dra, "SHARING_GATES", {"TimeSlicing": "FutureTimeSlicing"})
+    compiled = _compile(tmp_path, ("    version: v0.4.1", "    version: v25.12.0"))
+    (found,) = [d for d in compiled.diagnostics if d.severity.value == "error"]
+    assert found.message.startswith(
+        "the DRA driver v25.12.0 has no feature gate FutureTimeSlicing, which TimeSlicing sharing"
+    )
+    assert found.file.endswith("clusters/dra.yaml") and found.line > 0 and found.col > 0
+    assert found.path == "nodePools[2].sharing.timeSlicing"
+
+
+@pytest.mark.parametrize(("version", "refused"), [("v25.12.0", True), ("v0.4.1", False)])
+def test_the_older_plugin_needs_the_gpu_operators_node_label(
+    tmp_path: Path, version: str, refused: bool
+) -> None:
+    # v25.12.0's kubelet plugin affinity lacks NFD's default pci-0302_10de label; v0.4.1 has it.
+    operator = '  gpuOperator:\n    version: v26.7.0\n    driverVersion: "580.82.07"\n'
+    root = tmp_path / "repo"
+    shutil.copytree(CASE, root)
+    cluster = root / "clusters" / "dra.yaml"
+    text = cluster.read_text()
+    assert operator in text
+    cluster.write_text(text.replace(operator, "").replace("version: v0.4.1", f"version: {version}"))
+    found = [d for d in compile_fleet(root).diagnostics if "kubelet plugin runs only" in d.message]
+    assert bool(found) is refused
+    if refused:
+        assert found[0].file.endswith("clusters/dra.yaml") and found[0].line > 0
+        assert found[0].path == "components.draDriver.version"

@@ -70,6 +70,8 @@ CUSTOM_KINDS = {
 # Groups with no CRD: built-in Kubernetes APIs, and kustomize files that are never applied.
 BUILT_IN_GROUPS = {
     "",
+    "apps",  # the Multus DaemonSet (output/<cluster>/multus/)
+    "apiextensions.k8s.io",  # the NetworkAttachmentDefinition CRD of Multus' manifest
     "networking.k8s.io",
     "rbac.authorization.k8s.io",
     "scheduling.k8s.io",

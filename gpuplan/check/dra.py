@@ -15,15 +15,17 @@ from collections.abc import Iterator
 from gpuplan.check import check
 from gpuplan.components.dra_driver import (
     GPU_OPERATOR_SINCE,
+    NFD_PCI_LABEL,
     RESOURCE_API,
     RESOURCE_API_SINCE,
+    SHARING_GATES,
     DraDriverRelease,
 )
 from gpuplan.components.kai import authority
 from gpuplan.components.kueue import MAX_DEVICE_CLASS_MAPPINGS, KueueRelease
 from gpuplan.components.volcano import VolcanoRelease
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.dra import DraClass, classes, dra_pools, driver_roots
+from gpuplan.dra import DraClass, classes, dra_pools, driver_roots, strategy_of
 from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.gke import google_stack
 
@@ -97,6 +99,26 @@ def check_dra_driver(fleet: Fleet) -> Iterator[Diagnostic]:
 
 
 @check
+def check_dra_plugin_nodes(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error where the pinned driver's kubelet plugin would match no node of a cluster without the GPU Operator.
+
+    Its default affinity needs a label that only the GPU Operator (nvidia.com/gpu.present) or NFD's
+    class-qualified PCI label gives these nodes (gpuplan/components/dra_driver.py).
+    """
+    for cluster in _clusters(fleet):
+        release = cluster.release("dra-driver")
+        if not isinstance(release, DraDriverRelease) or cluster.spec.components.gpu_operator:
+            continue
+        if NFD_PCI_LABEL in release.plugin_node_labels:
+            continue
+        yield cluster.located.source.diagnostic(("components", "draDriver", "version"), (
+            f"the DRA driver {release.version}'s kubelet plugin runs only on nodes labelled "
+            f"{', '.join(sorted(release.plugin_node_labels))}, and without the GPU Operator NFD labels NVIDIA GPUs "
+            f"{NFD_PCI_LABEL}: pin a newer driver release or run the GPU Operator"
+        ))  # fmt: skip
+
+
+@check
 def check_dra_autoscaling(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on a DRA pool Karpenter scales: Karpenter launches no node for a pod with ResourceClaims.
 
@@ -161,6 +183,15 @@ def check_dra_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
             continue
         for pool in dra_pools(cluster):
             sharing = pool.spec.sharing
+            strategy = strategy_of(pool.spec)
+            gate = SHARING_GATES.get(strategy) if strategy else None
+            if gate is not None and gate not in release.feature_gates:
+                field = "mps" if strategy == "MPS" else "timeSlicing"
+                yield cluster.located.source.diagnostic(
+                    ("nodePools", pool.index, "sharing", field),
+                    f"the DRA driver {release.version} has no feature gate {gate}, which {strategy} sharing "
+                    f"of DRA devices needs: pin a release that has it (components.draDriver.version) or remove {field}",
+                )  # fmt: skip
             slicing = sharing.time_slicing
             interval = slicing.interval if slicing is not None else None
             if (

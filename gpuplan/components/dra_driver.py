@@ -20,6 +20,31 @@ Read from kubernetes-sigs/dra-driver-nvidia-gpu at v0.4.1 (chart deployments/hel
   mpsConfig}; MigDeviceSharing {strategy, mpsConfig} has no timeSlicingConfig. TimeSlicing needs the
   driver's feature gate TimeSlicingSettings, MPS needs MPSSupport (pkg/featuregates/featuregates.go:
   both alpha, off by default).
+
+The release before it, v25.12.0, came from NVIDIA/k8s-dra-driver-gpu (since moved) as chart
+`nvidia-dra-driver-gpu` (deployments/helm/nvidia-dra-driver-gpu/Chart.yaml: version 25.12.0,
+kubeVersion >=1.32.0-0) on https://helm.ngc.nvidia.com/nvidia (tests/bats/setup_suite.bash `helm repo
+add nvidia`). Read at that tag, what gpuplan relies on is the same as at v0.4.1: values.yaml has
+gpuResourcesEnabledOverride, resourceApiVersion, resources.gpus.enabled, resources.computeDomains.enabled,
+featureGates (a map written as FEATURE_GATES, templates/kubeletplugin.yaml), nvidiaDriverRoot,
+kubeletPlugin.nodeSelector and kubeletPlugin.tolerations (default empty there; gpuplan always sets
+them); templates/validation.yaml refuses resources.gpus.enabled without the override;
+templates/deviceclass-gpu.yaml and deviceclass-mig.yaml select type 'gpu' and 'mig';
+cmd/gpu-kubelet-plugin/partitions.go (PartDevAttributes) and deviceinfo.go advertise type, uuid,
+productName, brand, architecture and for MIG profile and parentUUID (GPU index and minor were removed
+before the tag, commit 36fc80ab); api/nvidia.com/resource/v1beta1/api.go has GpuConfig and
+MigDeviceConfig, sharing.go's MigDeviceSharing no timeSlicingConfig; pkg/featuregates/featuregates.go
+has TimeSlicingSettings and MPSSupport (alpha, off). The differences are typed facts of each release
+below (chart, feature_gates); the checks refuse what a pinned release lacks. Other differences in
+values.yaml touch nothing gpuplan turns on: the controller (only with resources.computeDomains.enabled,
+templates/controller.yaml) requires a control-plane node there; the kubelet plugin's default affinity
+(values.yaml kubeletPlugin.affinity, one term per label) accepts feature.node.kubernetes.io/pci-10de.present,
+cpu-model.vendor_id NVIDIA or nvidia.com/gpu.present; v0.4.1 adds the class-qualified pci-0302_10de and
+pci-0300_10de labels, which NFD sets by default (kubernetes-sigs/node-feature-discovery source/pci/pci.go:
+deviceLabelFields class and vendor). The GPU Operator labels every such node nvidia.com/gpu.present
+(NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go, gpuNodeLabels and commonGPULabelKey), so
+v25.12.0's plugin runs on nodes without the operator only if something else sets those labels
+(`plugin_node_labels` below; gpu.present and Grace CPUs aside, check/dra.py refuses that case).
 """
 
 from __future__ import annotations
@@ -31,6 +56,9 @@ from gpuplan.components.base import Chart, Component, Release
 REPO = "kubernetes-sigs/dra-driver-nvidia-gpu"
 CHART_DIR = "deployments/helm/dra-driver-nvidia-gpu"
 CHART_REPO = "oci://registry.k8s.io/dra-driver-nvidia/charts"
+NVIDIA_REPO = "NVIDIA/k8s-dra-driver-gpu"  # releases up to v25.12
+NVIDIA_CHART_DIR = "deployments/helm/nvidia-dra-driver-gpu"
+NGC_REPO = "https://helm.ngc.nvidia.com/nvidia"
 DRIVER = "gpu.nvidia.com"  # ResourceSlice spec.driver and the attributes' domain
 CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"  # api/nvidia.com/resource/v1beta1/api.go
 # The label the kubelet plugin is placed by (kubeletPlugin.nodeSelector), and which the GPU Operator's
@@ -58,9 +86,46 @@ class DraDriverRelease(Release):
     attributes: frozenset[str]  # device attributes (the gpu.nvidia.com domain) gpuplan selects by
     mig_time_slicing_config: bool  # MigDeviceSharing has timeSlicingConfig
     kube_min: tuple[int, int]  # Chart.yaml kubeVersion
+    # The driver's feature gates gpuplan may set (pkg/featuregates/featuregates.go at the tag).
+    feature_gates: frozenset[str]
+    # Node labels the kubelet plugin's default affinity accepts (values.yaml kubeletPlugin.affinity).
+    plugin_node_labels: frozenset[str]
 
 
-RELEASES: tuple[DraDriverRelease, ...] = (
+# The gates of both releases that gpuplan sets (SHARING_GATES); each has more (DynamicMIG, ...).
+_GATES = frozenset({"TimeSlicingSettings", "MPSSupport"})
+# NFD's default label for an NVIDIA 3D controller (the class of data-center GPUs).
+NFD_PCI_LABEL = "feature.node.kubernetes.io/pci-0302_10de.present"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # the GPU Operator sets it on every NVIDIA node
+_PLUGIN_LABELS = frozenset({
+    "feature.node.kubernetes.io/pci-10de.present",
+    "feature.node.kubernetes.io/cpu-model.vendor_id",
+    GPU_PRESENT_LABEL,
+})  # fmt: skip
+
+RELEASES: tuple[DraDriverRelease, ...] = (  # oldest first: the last is the default
+    DraDriverRelease(
+        version="v25.12.0",
+        sources=(
+            f"{NVIDIA_REPO}@v25.12.0:{NVIDIA_CHART_DIR}/Chart.yaml",
+            f"{NVIDIA_REPO}@v25.12.0:{NVIDIA_CHART_DIR}/values.yaml",
+            f"{NVIDIA_REPO}@v25.12.0:{NVIDIA_CHART_DIR}/templates/validation.yaml",
+            f"{NVIDIA_REPO}@v25.12.0:{NVIDIA_CHART_DIR}/templates/kubeletplugin.yaml",
+            f"{NVIDIA_REPO}@v25.12.0:{NVIDIA_CHART_DIR}/templates/deviceclass-gpu.yaml",
+            f"{NVIDIA_REPO}@v25.12.0:cmd/gpu-kubelet-plugin/deviceinfo.go",
+            f"{NVIDIA_REPO}@v25.12.0:cmd/gpu-kubelet-plugin/partitions.go",
+            f"{NVIDIA_REPO}@v25.12.0:api/nvidia.com/resource/v1beta1/api.go",
+            f"{NVIDIA_REPO}@v25.12.0:api/nvidia.com/resource/v1beta1/sharing.go",
+            f"{NVIDIA_REPO}@v25.12.0:pkg/featuregates/featuregates.go",
+            f"{NVIDIA_REPO}@v25.12.0:tests/bats/setup_suite.bash",
+        ),
+        chart=Chart(NGC_REPO, "nvidia-dra-driver-gpu", "25.12.0"),
+        attributes=frozenset({"type", "uuid", "productName", "brand", "architecture", "profile"}),
+        mig_time_slicing_config=False,
+        kube_min=(1, 32),
+        feature_gates=_GATES,
+        plugin_node_labels=_PLUGIN_LABELS,
+    ),
     DraDriverRelease(
         version="v0.4.1",
         sources=(
@@ -77,6 +142,9 @@ RELEASES: tuple[DraDriverRelease, ...] = (
         attributes=frozenset({"type", "uuid", "productName", "brand", "architecture", "profile"}),
         mig_time_slicing_config=False,
         kube_min=(1, 32),
+        feature_gates=_GATES,
+        plugin_node_labels=_PLUGIN_LABELS
+        | {NFD_PCI_LABEL, "feature.node.kubernetes.io/pci-0300_10de.present"},
     ),
 )
 

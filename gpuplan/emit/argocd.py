@@ -8,13 +8,12 @@ from typing import Any
 from gpuplan.crds.versions import cluster_components, fleet_components, header_line
 from gpuplan.emit.bootstrap import appset, health
 from gpuplan.emit.bootstrap import fleet as bootstrap
-from gpuplan.emit.bootstrap.app import CLUSTER_LABEL, RETRY
+from gpuplan.emit.bootstrap.app import CLUSTER_LABEL, OUTPUT_PATH, RETRY
 from gpuplan.emit.meta import Manifest, finalize, k8s
 from gpuplan.fleet import ClusterPlan, Fleet
 
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 APPS = "argocd"
-OUTPUT_PATH = "output"  # where the rendered fleet lives in the git repository
 
 
 def application(cluster: ClusterPlan, output_path: str = OUTPUT_PATH) -> dict[str, Any]:
@@ -97,7 +96,7 @@ def app_of_apps(fleet: Fleet, listed: list[Manifest] | None = None) -> Manifest:
 def emit_fleet(fleet: Fleet, output_path: str = OUTPUT_PATH) -> list[Manifest]:
     """Return the fleet-level objects: projects, operator and cluster Applications, app of apps, root,
     and the argocd-cm patch with the Application health check."""
-    listed = bootstrap.projects(fleet) + bootstrap.operator_manifests(fleet)
+    listed = bootstrap.projects(fleet) + bootstrap.operator_manifests(fleet, output_path)
     listed += [finalize(m) for m in applications(fleet, output_path)] + appset.application_sets(
         fleet, output_path
     )
@@ -113,10 +112,14 @@ def emit_fleet(fleet: Fleet, output_path: str = OUTPUT_PATH) -> list[Manifest]:
         _kustomization([posixpath.basename(m.path) for m in health_check]),
         root.sources,
     )
-    return listed + [
-        app_of_apps(fleet, listed),
-        root,
-        kustomize_root,
-        *health_check,
-        kustomize_health,
-    ]
+    return (
+        listed
+        + bootstrap.rendered_manifests(fleet)
+        + [
+            app_of_apps(fleet, listed),
+            root,
+            kustomize_root,
+            *health_check,
+            kustomize_health,
+        ]
+    )

@@ -12,6 +12,7 @@ Facts (argoproj/argo-cd v3.5.1):
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from gpuplan.components.base import Chart
 from gpuplan.emit.meta import MANAGED_BY, SYNC_WAVE, k8s
 from gpuplan.fleet import ClusterPlan
 
+OUTPUT_PATH = "output"  # where the rendered fleet lives in the git repository
 CRD_KIND = "apiextensions.k8s.io/CustomResourceDefinition"
 WEBHOOKS = (
     "admissionregistration.k8s.io/MutatingWebhookConfiguration",
@@ -49,6 +51,9 @@ class Operator:
     chart: Chart | None = None
     values: dict[str, Any] = field(default_factory=dict)
     source: dict[str, Any] | None = None  # a non-Helm source (upstream manifests at a tag)
+    # Objects gpuplan renders into output/<cluster>/<component>/ (an upstream manifest with the
+    # release's image): the Application syncs that folder of the fleet's own repository.
+    rendered: tuple[dict[str, Any], ...] = ()
     wave: int = OPERATOR_WAVE
     privileged: bool = False  # the namespace needs PSA privileged (host paths, privileged pods)
     server_side: bool = False  # large CRDs: apply server-side
@@ -77,7 +82,19 @@ def repo_url(chart: Chart) -> str:
     return chart.repo.removeprefix("oci://")
 
 
-def _source(operator: Operator) -> dict[str, Any]:
+def rendered_folder(cluster: ClusterPlan, operator: Operator) -> str:
+    """Return the folder of an operator's rendered objects, relative to the output folder."""
+    return f"{cluster.name}/{operator.component}"
+
+
+def _source(cluster: ClusterPlan, operator: Operator, output_path: str) -> dict[str, Any]:
+    if operator.rendered:
+        gitops = cluster.spec.gitops
+        return {
+            "repoURL": gitops.repo_url,
+            "targetRevision": gitops.target_revision,
+            "path": posixpath.join(output_path, rendered_folder(cluster, operator)),
+        }
     if operator.source is not None:
         return operator.source
     assert operator.chart is not None, operator.component
@@ -119,14 +136,16 @@ def destination(cluster: ClusterPlan, namespace: str) -> dict[str, str]:
     return where | {"namespace": namespace}
 
 
-def operator_application(cluster: ClusterPlan, operator: Operator) -> dict[str, Any]:
+def operator_application(
+    cluster: ClusterPlan, operator: Operator, output_path: str = OUTPUT_PATH
+) -> dict[str, Any]:
     """Return the Application installing one operator on a cluster."""
     gitops = cluster.spec.gitops
     obj = k8s(
         "argoproj.io/v1alpha1", "Application", f"{cluster.name}-{operator.name}", gitops.namespace,
         spec={
             "project": gitops.project,
-            "source": _source(operator),
+            "source": _source(cluster, operator, output_path),
             "destination": destination(cluster, operator.namespace),
             "syncPolicy": _sync_policy(operator),
         },

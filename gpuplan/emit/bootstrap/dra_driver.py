@@ -1,7 +1,8 @@
 """The NVIDIA DRA driver's Application: the chart at the pinned tag, its kubelet plugin on the DRA pools only.
 
 Values (kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 deployments/helm/dra-driver-nvidia-gpu/values.yaml,
-templates/validation.yaml, templates/kubeletplugin.yaml):
+templates/validation.yaml, templates/kubeletplugin.yaml; the same keys in NVIDIA/k8s-dra-driver-gpu v25.12.0
+deployments/helm/nvidia-dra-driver-gpu, the chart of the release before, gpuplan/components/dra_driver.py):
 - `gpuResourcesEnabledOverride: true`, without which the chart refuses to render GPU allocation; the
   override is safe here because the device plugin is disabled on every node the plugin runs on;
 - `resourceApiVersion` pinned to what the cluster serves, not Helm's auto-detection;
@@ -29,7 +30,7 @@ from gpuplan.emit.kueue import tolerations
 from gpuplan.fleet import ClusterPlan
 
 NAME = "dra-driver"
-# templates/deviceclass-*.yaml, validatingadmissionpolicy*.yaml at v0.4.1
+# templates/deviceclass-*.yaml, validatingadmissionpolicy*.yaml at v0.4.1 and v25.12.0
 CLUSTER_KINDS = (
     "resource.k8s.io/DeviceClass",
     "admissionregistration.k8s.io/ValidatingAdmissionPolicy",

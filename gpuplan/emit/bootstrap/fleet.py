@@ -12,12 +12,14 @@ import posixpath
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from gpuplan.crds.versions import header_line
 from gpuplan.emit.bootstrap import operator_application, operators
-from gpuplan.emit.bootstrap.app import RETRY, repo_url
-from gpuplan.emit.meta import MANAGED_BY, SYNC_WAVE, Manifest, k8s
+from gpuplan.emit.bootstrap.app import OUTPUT_PATH, RETRY, rendered_folder, repo_url
+from gpuplan.emit.meta import MANAGED_BY, SYNC_WAVE, Manifest, finalize, k8s
 from gpuplan.fleet import ClusterPlan, Fleet
 
 API = "argoproj.io/v1alpha1"
+KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 APPS = "argocd"
 ROOT = "gpuplan-root"
 ROOT_FOLDER = f"{APPS}/bootstrap"
@@ -37,7 +39,9 @@ def _sources(cluster: ClusterPlan) -> list[str]:
     repos = [cluster.spec.gitops.repo_url]
     for operator in operators(cluster):
         repos.append(
-            repo_url(operator.chart) if operator.chart else str((operator.source or {})["repoURL"])
+            repo_url(operator.chart)
+            if operator.chart
+            else str((operator.source or {}).get("repoURL", cluster.spec.gitops.repo_url))
         )
     return repos
 
@@ -74,17 +78,48 @@ def projects(fleet: Fleet) -> list[Manifest]:
     ]  # fmt: skip
 
 
-def operator_manifests(fleet: Fleet) -> list[Manifest]:
+def operator_manifests(fleet: Fleet, output_path: str = OUTPUT_PATH) -> list[Manifest]:
     """Return every cluster's operator Applications: argocd/<cluster>/<component>.yaml."""
     return [
         Manifest(
             f"{APPS}/{name}/{o.name}.yaml",
-            operator_application(cluster, o),
+            operator_application(cluster, o, output_path),
             (cluster.located.source.path,),
         )
         for name, cluster in sorted(fleet.clusters.items())
         for o in operators(cluster)
     ]
+
+
+def rendered_manifests(fleet: Fleet) -> list[Manifest]:
+    """Return the objects gpuplan renders for operators without a chart, with their kustomization.
+
+    <cluster>/<component>/ holds them and its own kustomization.yaml: the operator's Application syncs
+    that folder, the cluster's Application (whose kustomization does not list it) leaves it alone.
+    Like the Applications, they are fleet-level files (no `cluster`): no cluster kustomization or
+    overlay takes them in.
+    """
+    found: list[Manifest] = []
+    for _, cluster in sorted(fleet.clusters.items()):
+        source = (cluster.located.source.path,)
+        for operator in operators(cluster):
+            if not operator.rendered:
+                continue
+            folder = rendered_folder(cluster, operator)
+            files = [
+                finalize(Manifest(f"{folder}/{str(o['kind']).lower()}-{o['metadata']['name']}.yaml", o, source))
+                for o in operator.rendered
+            ]  # fmt: skip
+            sets = dict(s.split("/", 1) for s in operator.crds)
+            kustomization = {
+                "apiVersion": KUSTOMIZE_API, "kind": "Kustomization",
+                "resources": sorted(m.path.removeprefix(f"{folder}/") for m in files),
+            }  # fmt: skip
+            comments = (header_line(sets),) if sets else ()
+            found += files + [
+                Manifest(f"{folder}/kustomization.yaml", kustomization, source, None, comments)
+            ]
+    return found
 
 
 def root(fleet: Fleet, output_path: str) -> Manifest:
