@@ -14,7 +14,7 @@ import os
 import shutil
 import signal
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -32,6 +32,8 @@ class Listing:
     other: list[str] = field(default_factory=list)  # fifos, sockets, devices
     read_only: list[str] = field(default_factory=list)  # folders whose owner may not write
     heads: dict[str, bytes] = field(default_factory=dict)  # regular file -> its first bytes
+    stats: dict[str, os.stat_result] = field(default_factory=dict)  # regular file -> its lstat
+    vouched: set[str] = field(default_factory=set)  # files `known` vouched for: head not read
     _kinds: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def kind(self, relative: str) -> str | None:
@@ -53,16 +55,24 @@ def writable(st: os.stat_result) -> bool:
     return bool(st.st_mode & stat.S_IWUSR)
 
 
-def scan(dir_fd: int, head: int = 0) -> Listing:
-    """List everything under an open folder without following any link (and each file's first bytes)."""
+# Given a regular file's relative path and lstat, whether its first bytes are already known.
+Known = Callable[[str, os.stat_result], bool]
+
+
+def scan(dir_fd: int, head: int = 0, known: Known | None = None) -> Listing:
+    """List everything under an open folder without following any link (and each file's first bytes).
+
+    With `known`, each regular file's lstat is kept in `stats`, and the first bytes of the files
+    `known` vouches for are not read (the render cache: a file whose stat is as recorded).
+    """
     listing = Listing()
-    _scan(dir_fd, "", listing, head)
+    _scan(dir_fd, "", listing, head, known)
     for entries in (listing.files, listing.dirs, listing.links, listing.other):
         entries.sort()
     return listing
 
 
-def _scan(dir_fd: int, prefix: str, listing: Listing, head: int) -> None:
+def _scan(dir_fd: int, prefix: str, listing: Listing, head: int, known: Known | None) -> None:
     with os.scandir(dir_fd) as entries:
         found = sorted(entries, key=lambda e: e.name)
     for entry in found:
@@ -75,11 +85,16 @@ def _scan(dir_fd: int, prefix: str, listing: Listing, head: int) -> None:
                 listing.read_only.append(relative)
             child = os.open(entry.name, DIR_FLAGS, dir_fd=dir_fd)
             try:
-                _scan(child, relative + "/", listing, head)
+                _scan(child, relative + "/", listing, head, known)
             finally:
                 os.close(child)
         elif entry.is_file(follow_symlinks=False):
             listing.files.append(relative)
+            if known is not None:
+                st = listing.stats[relative] = entry.stat(follow_symlinks=False)
+                if known(relative, st):
+                    listing.vouched.add(relative)
+                    continue
             if head:
                 with contextlib.suppress(
                     OSError

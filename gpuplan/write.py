@@ -123,19 +123,26 @@ def _state(out: Path) -> os.stat_result | None:
     return st
 
 
-def _tree_at(dir_fd: int) -> OutputTree:
-    listing = safefs.scan(dir_fd, head=len(OWNED_MARK))
+def _tree_at(dir_fd: int, known: safefs.Known | None = None) -> OutputTree:
+    listing = safefs.scan(dir_fd, head=len(OWNED_MARK), known=known)
     mark = OWNED_MARK.encode()
-    return OutputTree(listing, tuple(p for p in listing.files if listing.heads.get(p) == mark))
+    return OutputTree(
+        listing,
+        tuple(p for p in listing.files if p in listing.vouched or listing.heads.get(p) == mark),
+    )
 
 
-def read_tree(out: Path) -> OutputTree:
-    """Return what the output folder holds (empty when it does not exist)."""
+def read_tree(out: Path, known: safefs.Known | None = None) -> OutputTree:
+    """Return what the output folder holds (empty when it does not exist).
+
+    `known` vouches for files gpuplan wrote (by their lstat) so their first bytes are not read;
+    each file's lstat is then in the listing's `stats`.
+    """
     if _state(out) is None:
         return OutputTree(safefs.Listing(), ())
     fd = os.open(out, safefs.DIR_FLAGS)
     try:
-        return _tree_at(fd)
+        return _tree_at(fd, known)
     finally:
         os.close(fd)
 

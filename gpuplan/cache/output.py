@@ -56,22 +56,35 @@ def stat_files(out: Path, paths: Iterable[str]) -> dict[str, Signature]:
 
 
 def same_files(
-    out: Path, recorded: dict[str, tuple[str, Signature]]
+    out: Path,
+    recorded: dict[str, tuple[str, Signature]],
+    stats: dict[str, os.stat_result] | None = None,
 ) -> tuple[set[str], dict[str, Signature]]:
     """Return the recorded files still on disk as recorded (by signature, else by content).
 
     Also returns the new signatures of the files found the same by content (worth recording).
+    `stats` holds lstat results already taken (the scan's); the others are taken here.
     """
     same: set[str] = set()
     seen: dict[str, Signature] = {}
+    known = stats or {}
+    unsure = {}
+    for relative, entry in recorded.items():
+        st = known.get(relative)
+        if st is not None and signature(st) == tuple(entry[1]):
+            same.add(relative)
+        else:
+            unsure[relative] = entry
+    if not unsure:
+        return same, seen
     root = os.open(out, safefs.DIR_FLAGS)
     try:
-        for folder, names in sorted(_by_folder(recorded).items()):
+        for folder, names in sorted(_by_folder(unsure).items()):
             fd = safefs.open_dir(root, folder)
             try:
                 for name in names:
                     relative = f"{folder}/{name}" if folder else name
-                    content, before = recorded[relative]
+                    content, before = unsure[relative]
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                     if signature(st) == tuple(before):
                         same.add(relative)
@@ -99,11 +112,18 @@ def changes(
     content, and the output tree. Raises WriteError as gpuplan.write.compare does, OSError when
     the output cannot be read.
     """
-    tree = read_tree(out)
+
+    def as_recorded(relative: str, st: os.stat_result) -> bool:
+        # A file whose lstat is the one recorded is the file gpuplan wrote (see the module doc):
+        # its first bytes (gpuplan's mark) need not be read.
+        entry = recorded.get(relative)
+        return entry is not None and signature(st) == tuple(entry[1])
+
+    tree = read_tree(out, known=as_recorded)
     refuse_unsafe(out, tree, dict.fromkeys(recorded, b""))
     owned = {p for p in tree.owned if in_scope(p, scope)}
     present = {p: recorded[p] for p in recorded if p in owned}
-    same, seen = same_files(out, present) if present else (set(), {})
+    same, seen = same_files(out, present, tree.listing.stats) if present else (set(), {})
     added = sorted(p for p in recorded if p not in owned)
     changed = sorted(p for p in present if p not in same)
     removed = sorted(p for p in owned if p not in recorded)
