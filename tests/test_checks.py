@@ -79,6 +79,16 @@ def test_capacity_one_over_nodes_max_fails(tmp_path: Path) -> None:
     )
 
 
+def test_a_crowded_pool_names_eight_tenants_and_counts_the_rest(tmp_path: Path) -> None:
+    # Eleven tenants of 3 GPUs (33 of 32): each error names 8 of the other ten and sums 2 of them.
+    code, err = check(tmp_path, {f"t{i:02d}": quota(3) for i in range(11)})
+    assert code == 1
+    others = " + ".join(f"t{i:02d} 3" for i in range(1, 9))
+    assert f"tenant t00 asks 3, with {others} + 2 other tenants 6 [pool-capacity]" in err, err
+    lines = [line for line in err.splitlines() if ": error: " in line]
+    assert len(lines) == 11 and all(line.count(" 3 + ") == 7 for line in lines), lines
+
+
 def test_capacity_within_nodes_min_still_depends_on_autoscaling(tmp_path: Path) -> None:
     # 8 GPUs fit nodes.min 1 x 8, but Karpenter keeps no minimum: nothing of the pool is always there.
     code, err = check(tmp_path, {"a": quota(8)})

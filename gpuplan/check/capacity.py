@@ -75,8 +75,22 @@ def _shrank(fleet: Fleet, cluster: ClusterPlan, pool: PoolPlan, resource: str) -
     return before is not None and before > pool.capacity(resource)
 
 
+# At most this many tenants are named in a sum; the rest are counted (a 200-tenant pool would
+# otherwise print every tenant in each of its diagnostics).
+NAMED = 8
+
+
+def _addends(grants: list[Grant]) -> str:
+    """Return "a 2 + b 4 + ...", naming the first NAMED tenants and summing the others."""
+    named = " + ".join(f"{g.owner.name} {g.nominal}" for g in grants[:NAMED])
+    rest = grants[NAMED:]
+    if not rest:
+        return named
+    return f"{named} + {len(rest)} other tenants {sum(g.nominal for g in rest)}"
+
+
 def _share(grant: Grant, grants: list[Grant]) -> str:
-    others = " + ".join(f"{g.owner.name} {g.nominal}" for g in grants if g is not grant)
+    others = _addends([g for g in grants if g is not grant])
     return f"tenant {grant.owner.name} asks {grant.nominal}" + (
         f", with {others}" if others else ""
     )
@@ -115,7 +129,7 @@ def check_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
                         file, line, col, Severity.ERROR, path, f"{total}; {_share(grant, grants)}"
                     )
             elif asked > least and pool.spec.nodes.by_karpenter:
-                share = " + ".join(f"{g.owner.name} {g.nominal}" for g in grants)
+                share = _addends(grants)
                 # Karpenter keeps no minimum, so no node of an autoscaled pool is always there
                 # (PoolPlan.nodes_least): every unit asked depends on Karpenter launching nodes.
                 kept = (
