@@ -86,7 +86,7 @@ def test_a_crowded_pool_names_eight_tenants_and_counts_the_rest(tmp_path: Path) 
     others = " + ".join(f"t{i:02d} 3" for i in range(1, 9))
     assert f"tenant t00 asks 3, with {others} + 2 other tenants 6 [pool-capacity]" in err, err
     lines = [line for line in err.splitlines() if ": error: " in line]
-    assert len(lines) == 11 and all(line.count(" 3 + ") == 7 for line in lines), lines
+    assert len(lines) == 11 and all(line.count(" 3 + ") == 8 for line in lines), lines
 
 
 def test_capacity_within_nodes_min_still_depends_on_autoscaling(tmp_path: Path) -> None:
