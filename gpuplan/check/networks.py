@@ -328,3 +328,57 @@ def check_efa_interfaces(fleet: Fleet) -> Iterator[Diagnostic]:
                     "set components.karpenter.nodeClass.aws.efaNetworkCards (32 on p5.48xlarge)"
                 )
                 yield cluster.located.source.diagnostic(loc, message)
+
+
+def _sriov_loc(index: int) -> Key:
+    return ("networks", index, "sriov")
+
+
+@check
+def check_sriov_resources(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when networks sharing a resourceName disagree on its devices: the plugin has one pool per name."""
+    for cluster in _clusters(fleet):
+        first: dict[str, tuple[int, Network]] = {}
+        for index, network in enumerate(cluster.spec.networks):
+            resource = network.device_resource
+            if resource is None or network.type == "efa":
+                continue
+            if resource not in first:
+                first[resource] = (index, network)
+                continue
+            other_index, other = first[resource]
+            vfs = network.type in _VF_TYPES
+            if vfs != (other.type in _VF_TYPES):
+                message = (
+                    f"{resource} is the SR-IOV device plugin's VF pool for one of networks {other.name} and "
+                    f"{network.name} and another plugin's device for the other: give each its own resourceName"
+                )
+                yield cluster.located.source.diagnostic(("networks", index, "resourceName"), message)
+            elif vfs and (network.type, network.sriov) != (other.type, other.sriov):
+                message = (
+                    f"network {network.name} names the VF pool {resource} of network {other.name} "
+                    f"(networks[{other_index}]) with other devices or type: the SR-IOV device plugin has one "
+                    "pool per resource name, so give both the same sriov and type, or another resourceName"
+                )
+                yield cluster.located.source.diagnostic(_sriov_loc(index), message)
+
+
+@check
+def check_sriov_vfs(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn when a node has fewer VFs for a network than GPUs: pods past the VFs cannot attach."""
+    for cluster in _clusters(fleet):
+        for index, network in enumerate(cluster.spec.networks):
+            if network.sriov is None:
+                continue
+            vfs = network.sriov.vfs_per_node()
+            short = [
+                f"{p} ({cluster.pools[p].gpus_per_node} GPUs)"
+                for p in dict.fromkeys(network.pools)
+                if p in cluster.pools and cluster.pools[p].gpus_per_node > vfs
+            ]
+            if short:
+                message = (
+                    f"network {network.name} has {vfs} VFs per node (pfNames x numVfs), fewer than the one-GPU pods "
+                    f"a node of {', '.join(short)} can run: pods past {vfs} per node cannot attach"
+                )
+                yield _warning(cluster.located.source, _sriov_loc(index), message)

@@ -31,6 +31,7 @@ from gpuplan.model.drivers import (
 from gpuplan.model.karpenter_azure import SelfHostedAzure
 from gpuplan.model.monitoring import Monitoring
 from gpuplan.model.nodeclass import AksNodeClassSettings, Ec2NodeClassSettings
+from gpuplan.model.sriov import SriovDevices
 from gpuplan.model.tenant import Subject
 
 Provider = Literal["aws", "azure", "gcp", "onprem"]
@@ -821,6 +822,7 @@ class Ipam(Model):
 # The resource the AWS EFA device plugin advertises (aws/karpenter-provider-aws pkg/apis/v1/labels.go,
 # ResourceEFA; ../shared/facts/upstream-components.md "Multus networks").
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
+SRIOV_RESOURCE = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 class Network(Model):
@@ -850,6 +852,9 @@ class Network(Model):
         | None
     ) = None
     """Parent interface for ipoib / macvlan, or the device for host-device."""
+    sriov: SriovDevices | None = None
+    """sriov and ib-sriov (required there): the PFs whose VFs back the network, which gpuplan's SR-IOV
+    network device plugin advertises as resourceName."""
     ipam: Ipam | None = None
     """How attachments get their addresses (required for every type but efa, which has none)."""
     pools: list[Name] = Field(min_length=1)
@@ -857,9 +862,11 @@ class Network(Model):
 
     @model_validator(mode="after")
     def _device_backed(self) -> Network:
-        if self.type in ("sriov", "ib-sriov") and not self.resource_name:
+        if self.type in ("sriov", "ib-sriov"):
+            self._sriov_backed()
+        elif self.sriov is not None:
             raise ValueError(
-                f"a {self.type} network needs resourceName (the SR-IOV device plugin's VF resource)"
+                f"sriov (PFs and VFs) belongs to sriov and ib-sriov networks; a {self.type} network has no VFs"
             )
         if self.type == "ipoib" and not self.resource_name:
             raise ValueError(
@@ -881,6 +888,40 @@ class Network(Model):
                 f"a {self.type} network needs ipam (how attachments get their addresses)"
             )
         return self
+
+    def _sriov_backed(self) -> None:
+        if not self.resource_name:
+            raise ValueError(
+                f"a {self.type} network needs resourceName (the SR-IOV device plugin's VF resource)"
+            )
+        # sriov-network-device-plugin v3.11.0 pkg/utils/utils.go ValidResourceName: ^[a-zA-Z0-9_-]+$.
+        name = self.resource_name.partition("/")[2]
+        if not SRIOV_RESOURCE.fullmatch(name):
+            raise ValueError(
+                f"the SR-IOV device plugin refuses resource name {name!r}: letters, digits, '_' and '-' only"
+            )
+        if self.sriov is None:
+            raise ValueError(
+                f"a {self.type} network needs sriov: the PFs whose VFs back it (pfNames, numVfs), which the "
+                "SR-IOV network device plugin advertises as its resourceName"
+            )
+        if self.type == "ib-sriov" and self.sriov.rdma is False:
+            raise ValueError(
+                "an ib-sriov network's VFs carry RDMA (ib-sriov-cni moves an InfiniBand VF, whose RDMA device "
+                "the plugin mounts): remove sriov.rdma: false, or use type sriov for Ethernet VFs"
+            )
+
+    @property
+    def rdma_vfs(self) -> bool:
+        """Tell whether the SR-IOV device plugin mounts the VFs' RDMA devices (isRdma)."""
+        if self.sriov is None:
+            return False
+        return self.type == "ib-sriov" if self.sriov.rdma is None else self.sriov.rdma
+
+    @property
+    def device_resource(self) -> str | None:
+        """Return the device-plugin resource pods attaching the network request (efa's is fixed)."""
+        return EFA_RESOURCE if self.type == "efa" else self.resource_name
 
     @property
     def attaches(self) -> bool:

@@ -14,8 +14,9 @@
   the sample config with one resource per network (README "configList": resourceName, resourcePrefix
   default "rdma", rdmaHcaMax required, devices = interface names) and tolerates every taint, as a node
   agent must. Argo CD kustomize `images` and `patches` (argoproj/argo-cd v3.5.1 Application CRD).
-- sriov and ib-sriov: the SR-IOV network device plugin needs the PFs, vendors and VF ranges of the
-  hardware, which the model does not describe: gpuplan installs nothing for them.
+- sriov and ib-sriov: the SR-IOV network device plugin, which upstream ships as a plain manifest with
+  an unpinned image, so gpuplan writes its pinned DaemonSet into the cluster's folder
+  (gpuplan/emit/sriov.py) rather than an Application here.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from gpuplan.check.networks import RDMA_SHARED_PREFIX, rdma_shared
 from gpuplan.components.base import Chart
 from gpuplan.emit.bootstrap.app import Operator
 from gpuplan.fleet import ClusterPlan
-from gpuplan.model.cluster import EFA_RESOURCE, Network
+from gpuplan.model.cluster import Network
 
 NAMESPACE = (
     "kube-system"  # both plugins' own namespace (the manifest's; the chart's release namespace)
@@ -161,8 +162,7 @@ def device_resources(cluster: ClusterPlan) -> list[str]:
     apis/config/<version>/configuration_types.go from v0.8.0 to v0.19.2; pkg/workload/workload.go
     drops them from a workload's requests): quotas are on GPUs, not on network devices.
     """
-    names = {EFA_RESOURCE if n.type == "efa" else n.resource_name for n in cluster.spec.networks}
-    return sorted(name for name in names if name)
+    return sorted({n.device_resource for n in cluster.spec.networks if n.device_resource})
 
 
 def operators(cluster: ClusterPlan) -> list[Operator]:
