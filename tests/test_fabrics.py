@@ -4,6 +4,7 @@ device pairing every CNI needs (an RDMA shared device goes with macvlan or ipoib
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ allocations:
 """
 EFA = "  - {name: n, type: efa, pools: [p]}\n"
 IPAM = "ipam: {type: whereabouts, range: 10.0.0.0/24}"
+VFS = "sriov: {pfNames: [ibp12s0], numVfs: 8}"
 
 
 def _files(network: str, provider: str = "aws", pool: str = AUTOSCALED) -> dict[str, str]:
@@ -106,9 +108,7 @@ def test_network_shapes_are_input_errors(tmp_path: Path, network: str, message: 
 
 
 def test_ib_sriov_renders_the_ib_sriov_cni(tmp_path: Path) -> None:
-    network = (
-        f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {IPAM}, pools: [p]}}\n"
-    )
+    network = f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {VFS}, {IPAM}, pools: [p]}}\n"
     nad = _objects(tmp_path, _files(network, provider="azure", pool=STATIC))[
         ("NetworkAttachmentDefinition", "t", "n")
     ]
@@ -123,7 +123,7 @@ def test_ib_sriov_renders_the_ib_sriov_cni(tmp_path: Path) -> None:
 def test_sriov_with_an_rdma_shared_device_names_the_right_pairing(
     tmp_path: Path, kind: str
 ) -> None:
-    network = f"  - {{name: n, type: {kind}, resourceName: nvidia.com/rdma_shared_device_a, {IPAM}, pools: [p]}}\n"
+    network = f"  - {{name: n, type: {kind}, resourceName: nvidia.com/rdma_shared_device_a, {VFS}, {IPAM}, pools: [p]}}\n"
     code, err = _check(tmp_path, _files(network, provider="onprem", pool=STATIC))
     assert code == 1
     cni = "ib-sriov-cni" if kind == "ib-sriov" else "sriov-cni"
@@ -216,10 +216,8 @@ def test_rdma_shared_devices_get_one_plugin_resource_each(tmp_path: Path) -> Non
     ]
 
 
-def test_sriov_networks_install_no_device_plugin(tmp_path: Path) -> None:
-    network = (
-        f"  - {{name: n, type: sriov, resourceName: nvidia.com/sriov_eth, {IPAM}, pools: [p]}}\n"
-    )
+def test_sriov_networks_install_no_bootstrap_application(tmp_path: Path) -> None:
+    network = f"  - {{name: n, type: sriov, resourceName: nvidia.com/sriov_eth, {VFS}, {IPAM}, pools: [p]}}\n"
     assert _operators(tmp_path, _files(network, provider="onprem", pool=STATIC)) == {}
 
 
@@ -228,7 +226,8 @@ def test_kueue_ignores_the_network_device_resources(tmp_path: Path) -> None:
     from gpuplan.emit.bootstrap.kueue import configuration
 
     networks = (
-        EFA + f"  - {{name: m, type: sriov, resourceName: example.com/vf, {IPAM}, pools: [p]}}\n"
+        EFA
+        + f"  - {{name: m, type: sriov, resourceName: example.com/vf, {VFS}, {IPAM}, pools: [p]}}\n"
     )
     fleet = compile_fleet(write_repo(tmp_path, _files(networks)), emit_output=False).fleet
     assert fleet is not None
@@ -239,3 +238,186 @@ def test_kueue_ignores_the_network_device_resources(tmp_path: Path) -> None:
     assert configuration(cluster, release)["resources"] == {
         "excludeResourcePrefixes": ["example.com/vf", "vpc.amazonaws.com/efa"]
     }
+
+
+# --- the SR-IOV network device plugin (sriov, ib-sriov) ----------------------------------------------
+
+
+def _emitted(tmp_path: Path, network: str, provider: str = "onprem") -> dict[str, Any]:
+    found = _objects(tmp_path, _files(network, provider=provider, pool=STATIC))
+    return {f"{kind}/{name}": obj for (kind, _, name), obj in found.items()}
+
+
+def test_ib_sriov_gets_the_pinned_sriov_device_plugin_advertising_the_nad_resource(
+    tmp_path: Path,
+) -> None:
+    network = (
+        "  - {name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, "
+        'sriov: {pfNames: [ibp12s0, "ibp75s0#0-3"], numVfs: 8, vendor: "15b3", devices: ["101e"]}, '
+        f"{IPAM}, pools: [p]}}\n"
+    )
+    found = _emitted(tmp_path, network)
+    config = json.loads(found["ConfigMap/sriovdp-config"]["data"]["config.json"])
+    assert config == {
+        "resourceList": [
+            {
+                "resourceName": "ib_vf",
+                "resourcePrefix": "nvidia.com",
+                "selectors": [
+                    {
+                        "pfNames": ["ibp12s0", "ibp75s0#0-3"],
+                        "linkTypes": ["infiniband"],
+                        "isRdma": True,
+                        "vendors": ["15b3"],
+                        "devices": ["101e"],
+                    }
+                ],
+            }
+        ]
+    }
+    # The plugin advertises <prefix>/<name>: what the NAD asks Multus to inject.
+    nad = found["NetworkAttachmentDefinition/n"]
+    entry = config["resourceList"][0]
+    assert nad["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] == (
+        f"{entry['resourcePrefix']}/{entry['resourceName']}"
+    )
+    pod = found["DaemonSet/sriov-device-plugin"]["spec"]["template"]["spec"]
+    assert [c["image"] for c in pod["containers"]] == [
+        "ghcr.io/k8snetworkplumbingwg/sriov-network-device-plugin:v3.11.0"
+    ]
+    assert pod["tolerations"] == [{"operator": "Exists"}] and pod["hostNetwork"] is True
+    assert {v["name"]: v.get("configMap", v.get("hostPath")) for v in pod["volumes"]} == {
+        "config": {"name": "sriovdp-config"},
+        "device-info": {"path": "/var/run/k8s.cni.cncf.io/devinfo/dp", "type": "DirectoryOrCreate"},
+        "device-plugins": {"path": "/var/lib/kubelet/device-plugins"},
+        "plugins-registry": {"path": "/var/lib/kubelet/plugins_registry"},
+    }
+    assert "ServiceAccount/sriov-device-plugin" in found
+
+
+def test_sriov_ethernet_vfs_are_ether_and_rdma_only_when_asked(tmp_path: Path) -> None:
+    networks = (
+        f"  - {{name: n, type: sriov, resourceName: example.com/eth_vf, {VFS}, {IPAM}, pools: [p]}}\n"
+        "  - {name: m, type: sriov, resourceName: example.com/roce_vf, "
+        "sriov: {pfNames: [ens1f0], numVfs: 8, rdma: true}, "
+        "ipam: {type: whereabouts, range: 10.1.0.0/24}, pools: [p]}\n"
+    )
+    found = _emitted(tmp_path, networks)
+    config = json.loads(found["ConfigMap/sriovdp-config"]["data"]["config.json"])
+    assert [
+        (r["resourceName"], r["selectors"][0]["linkTypes"], r["selectors"][0]["isRdma"])
+        for r in config["resourceList"]
+    ] == [("eth_vf", ["ether"], False), ("roce_vf", ["ether"], True)]
+
+
+def test_no_sriov_network_no_plugin(tmp_path: Path) -> None:
+    network = f"  - {{name: n, type: macvlan, master: eth1, {IPAM}, pools: [p]}}\n"
+    assert not [k for k in _emitted(tmp_path, network) if "sriov" in k]
+
+
+@pytest.mark.parametrize(
+    ("network", "message"),
+    [
+        (
+            f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {IPAM}, pools: [p]}}\n",
+            "networks[0]: a ib-sriov network needs sriov: the PFs whose VFs back it (pfNames, numVfs)",
+        ),
+        (
+            f"  - {{name: n, type: sriov, resourceName: nvidia.com/eth_vf, {IPAM}, pools: [p]}}\n",
+            "networks[0]: a sriov network needs sriov: the PFs whose VFs back it (pfNames, numVfs)",
+        ),
+        (
+            "  - {name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, "
+            f"sriov: {{pfNames: [ibp12s0], numVfs: 8, rdma: false}}, {IPAM}, pools: [p]}}\n",
+            "networks[0]: an ib-sriov network's VFs carry RDMA",
+        ),
+        (
+            f"  - {{name: n, type: sriov, resourceName: nvidia.com/eth.vf, {VFS}, {IPAM}, pools: [p]}}\n",
+            "the SR-IOV device plugin refuses resource name 'eth.vf'",
+        ),
+        (
+            "  - {name: n, type: sriov, resourceName: nvidia.com/vf, "
+            f'sriov: {{pfNames: ["ens1f0#4-8"], numVfs: 8}}, {IPAM}, pools: [p]}}\n',
+            "pfNames entry 'ens1f0#4-8' takes VF 8, but each PF has numVfs 8 (VFs 0-7)",
+        ),
+        (
+            f"  - {{name: n, type: macvlan, master: eth1, {VFS}, {IPAM}, pools: [p]}}\n",
+            "a macvlan network has no VFs",
+        ),
+    ],
+)
+def test_sriov_device_data_errors(tmp_path: Path, network: str, message: str) -> None:
+    code, err = _check(tmp_path, _files(network, provider="onprem", pool=STATIC))
+    assert code == 1, err
+    # The network's item (16:5), or the sriov mapping for a rule of its own (16:64).
+    assert (
+        re.search(r"clusters/c1\.yaml:16:(5|64): error: networks\[0\]", err) and message in err
+    ), err
+
+
+def test_networks_sharing_a_vf_pool_must_agree(tmp_path: Path) -> None:
+    networks = (
+        f"  - {{name: n, type: sriov, resourceName: example.com/vf, {VFS}, {IPAM}, pools: [p]}}\n"
+        "  - {name: m, type: sriov, resourceName: example.com/vf, sriov: {pfNames: [ens2f0], numVfs: 8}, "
+        "ipam: {type: whereabouts, range: 10.1.0.0/24}, pools: [p]}\n"
+        "  - {name: o, type: sriov, resourceName: example.com/vf, {VFS}, "
+        "ipam: {type: whereabouts, range: 10.2.0.0/24}, pools: [p]}\n".replace("{VFS}", VFS)
+    )
+    code, err = _check(tmp_path, _files(networks, provider="onprem", pool=STATIC))
+    assert code == 1
+    assert (
+        "clusters/c1.yaml:17:65: error: networks[1].sriov: network m names the VF pool example.com/vf of network n "
+        "(networks[0]) with other devices or type"
+    ) in err, err
+    assert "networks[2]" not in err  # the same devices: one pool, two NADs
+
+
+def test_fewer_vfs_than_gpus_is_a_warning(tmp_path: Path) -> None:
+    network = (
+        "  - {name: n, type: sriov, resourceName: example.com/vf, "
+        f'sriov: {{pfNames: ["ens1f0#0-3", ens2f0], numVfs: 2}}, {IPAM}, pools: [p]}}\n'
+    )
+    code, err = _check(tmp_path, _files(network, provider="onprem", pool=STATIC))
+    assert code == 1 and "pfNames entry 'ens1f0#0-3' takes VF 3" in err  # past numVfs
+    network = network.replace("numVfs: 2", "numVfs: 4")
+    code, err = _check(tmp_path / "b", _files(network, provider="onprem", pool=STATIC))
+    assert code == 0
+    assert (
+        "warning: networks[0].sriov: network n has 8 VFs per node (pfNames x numVfs), fewer than"
+    ) not in err  # 4 + 4 = 8 VFs for 8 GPUs: enough
+    network = network.replace("ens1f0#0-3", "ens1f0#0-2")
+    code, err = _check(tmp_path / "c", _files(network, provider="onprem", pool=STATIC))
+    assert code == 0
+    assert (
+        "warning: networks[0].sriov: network n has 7 VFs per node (pfNames x numVfs), fewer than the one-GPU "
+        "pods a node of p (8 GPUs) can run: pods past 7 per node cannot attach [sriov-vfs]"
+    ) in err, err
+
+
+def test_requirements_list_the_vfs_and_cni_binary_each_host_needs(tmp_path: Path) -> None:
+    network = f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {VFS}, {IPAM}, pools: [p]}}\n"
+    root = write_repo(tmp_path, _files(network, provider="onprem", pool=STATIC))
+    result = run("requirements", "--root", str(root))
+    assert result.code == 0, result.stderr
+    assert result.stdout.splitlines()[:3] == [
+        "c1: network n (ib-sriov), nodes of pool(s) p",
+        "  SR-IOV enabled in the NIC firmware and BIOS; 8 VFs on each of PF(s) ibp12s0 "
+        "(echo 8 > /sys/class/net/<pf>/device/sriov_numvfs at boot, or an SR-IOV Network Operator policy)",
+        "  gpuplan's SR-IOV network device plugin advertises them as nvidia.com/ib_vf",
+    ]
+    assert "ib-sriov CNI binary in /opt/cni/bin" in result.stdout
+
+
+# --- network devices in tenants' quotas ----------------------------------------------------------------
+
+
+def test_tenants_not_attaching_efa_get_no_efa_devices(tmp_path: Path) -> None:
+    files = _files(EFA)
+    files["tenants/u.yaml"] = TENANT.replace("name: t", "name: u").replace(
+        "    networks: [n]\n", ""
+    )
+    found = _objects(tmp_path, files)
+    listed = found[("ResourceQuota", "t", "t")]["spec"]["hard"]
+    unlisted = found[("ResourceQuota", "u", "u")]["spec"]["hard"]
+    assert "requests.vpc.amazonaws.com/efa" not in listed  # EFA follows the GPUs granted
+    assert unlisted["requests.vpc.amazonaws.com/efa"] == "0"

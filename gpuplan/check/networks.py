@@ -353,7 +353,9 @@ def check_sriov_resources(fleet: Fleet) -> Iterator[Diagnostic]:
                     f"{resource} is the SR-IOV device plugin's VF pool for one of networks {other.name} and "
                     f"{network.name} and another plugin's device for the other: give each its own resourceName"
                 )
-                yield cluster.located.source.diagnostic(("networks", index, "resourceName"), message)
+                yield cluster.located.source.diagnostic(
+                    ("networks", index, "resourceName"), message
+                )
             elif vfs and (network.type, network.sriov) != (other.type, other.sriov):
                 message = (
                     f"network {network.name} names the VF pool {resource} of network {other.name} "

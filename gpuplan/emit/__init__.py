@@ -20,10 +20,11 @@ FleetEmitter = Callable[[Fleet, str], list[Manifest]]
 # PriorityClasses and the tenants' namespaces, quotas and policies belong to no one component; the
 # SR-IOV device plugin comes with the networks (gpuplan/emit/sriov.py).
 EMITTERS: tuple[ClusterEmitter, ...] = (
-    priorities.emit, tenants.emit, nodeclass.emit, sriov.emit,
-) + tuple(
-    load(c.emitter) for c in REGISTRY.values() if c.emitter and c.scope == "cluster"
-)
+    priorities.emit,
+    tenants.emit,
+    nodeclass.emit,
+    sriov.emit,
+) + tuple(load(c.emitter) for c in REGISTRY.values() if c.emitter and c.scope == "cluster")
 FLEET_EMITTERS: tuple[FleetEmitter, ...] = tuple(
     load(c.emitter) for c in REGISTRY.values() if c.emitter and c.scope == "fleet"
 )

@@ -44,7 +44,10 @@ HOST_PATHS = {  # volume -> (host path, mount path, hostPath type)
     "device-info": ("/var/run/k8s.cni.cncf.io/devinfo/dp", "/var/run/k8s.cni.cncf.io/devinfo/dp", "DirectoryOrCreate"),
 }  # fmt: skip
 # Requests and limits of the upstream sample DaemonSet (a Go process polling sysfs).
-RESOURCES = {"requests": {"cpu": "250m", "memory": "40Mi"}, "limits": {"cpu": "1", "memory": "200Mi"}}
+RESOURCES = {
+    "requests": {"cpu": "250m", "memory": "40Mi"},
+    "limits": {"cpu": "1", "memory": "200Mi"},
+}
 
 
 def sriov_networks(cluster: ClusterPlan) -> list[Network]:

@@ -61,7 +61,7 @@ def unattached_devices(alloc: AllocationPlan) -> list[str]:
     networks = alloc.cluster.spec.networks
     listed = set(alloc.spec.networks)
     attached = {n.device_resource for n in networks if n.name in listed}
-    return sorted({n.device_resource for n in networks if n.device_resource} - attached)  # type: ignore[type-var]
+    return sorted({n.device_resource for n in networks if n.device_resource} - attached)
 
 
 def max_gpus_per_pod(alloc: AllocationPlan) -> int | None:
