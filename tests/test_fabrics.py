@@ -421,3 +421,65 @@ def test_tenants_not_attaching_efa_get_no_efa_devices(tmp_path: Path) -> None:
     unlisted = found[("ResourceQuota", "u", "u")]["spec"]["hard"]
     assert "requests.vpc.amazonaws.com/efa" not in listed  # EFA follows the GPUs granted
     assert unlisted["requests.vpc.amazonaws.com/efa"] == "0"
+
+
+# --- EFA interfaces and the node classes of the pools ----------------------------------------------
+
+
+DEV_POOL = """\
+  - name: dev
+    gpu: L40S
+    gpusPerNode: 4
+    cpu: 44
+    memory: 180Gi
+    nodes: {min: 0, max: 2}
+    karpenter: {instanceTypes: [g6e.12xlarge]{node_class}}
+"""
+
+
+def _with_dev_pool(node_class: str) -> dict[str, str]:
+    files = _files(EFA)
+    files["clusters/c1.yaml"] = files["clusters/c1.yaml"].replace(
+        "networks:\n", DEV_POOL.replace("{node_class}", node_class) + "networks:\n"
+    )
+    return files
+
+
+def test_an_efa_node_class_shared_with_other_pools_is_a_warning(tmp_path: Path) -> None:
+    code, err = _check(tmp_path, _with_dev_pool(""))
+    assert code == 0
+    assert (
+        "warning: nodePools[1].karpenter: node class gpu gives every node 32 EFA network cards, and Karpenter "
+        "launches only instance types that have them: pool dev is on no efa network, and its g6e.12xlarge may "
+        "never launch; give it a node class of its own (karpenter.nodeClass, yours in extra/) [efa-node-class-shared]"
+    ) in err, err
+
+
+def test_a_pool_of_its_own_node_class_launches_from_it(tmp_path: Path) -> None:
+    files = _with_dev_pool(", nodeClass: gpu-dev")
+    files["extra/c1/ec2nodeclass-gpu-dev.yaml"] = """\
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: gpu-dev}
+spec:
+  role: GpuNodes
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: c1}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: c1}}]
+  metadataOptions: {httpEndpoint: enabled, httpProtocolIPv6: disabled, httpPutResponseHopLimit: 1, httpTokens: required}
+"""
+    code, err = _check(tmp_path / "own", files)
+    assert code == 0 and "efa-node-class-shared" not in err, err
+    found = _objects(tmp_path / "render", files)
+    refs = {
+        name: obj["spec"]["template"]["spec"]["nodeClassRef"]["name"]
+        for (kind, _, name), obj in found.items()
+        if kind == "NodePool"
+    }
+    assert refs == {"p": "gpu", "dev": "gpu-dev"}, refs
+    # A node class nobody supplies is refused before anything is written.
+    del files["extra/c1/ec2nodeclass-gpu-dev.yaml"]
+    root = write_repo(tmp_path / "missing", files)
+    result = run("render", "--root", str(root))
+    assert result.code == 1
+    assert 'nodeClassRef.name: EC2NodeClass "gpu-dev" does not exist (has: gpu)' in result.stderr

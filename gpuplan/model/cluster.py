@@ -514,6 +514,10 @@ class KarpenterPool(Model):
     """Zones nodes may come up in, such as [us-east-1a]; default: any zone."""
     architecture: Literal["amd64", "arm64"] = "amd64"
     """CPU architecture of the nodes: amd64 (default) or arm64."""
+    node_class: Subdomain | None = None
+    """Name of another node class of the cluster's kind for this pool, yours in extra/<cluster>/ (such
+    as one without the EFA interfaces, which Karpenter launches only on instance types that have them);
+    default components.karpenter.nodeClass.name."""
 
 
 class Taint(Model):
