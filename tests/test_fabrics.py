@@ -144,12 +144,18 @@ def test_rdma_shared_device_with_macvlan_and_ipoib_is_fine(tmp_path: Path) -> No
     assert code == 0 and "network-device-pairing" not in err, err
 
 
-def test_infiniband_on_ec2_instances_is_an_error(tmp_path: Path) -> None:
-    network = f"  - {{name: n, type: ipoib, master: ib0, resourceName: rdma/hca_shared_devices_a, {IPAM}, pools: [p]}}\n"
+@pytest.mark.parametrize(
+    ("kind", "network"),
+    [
+        ("ipoib", f"  - {{name: n, type: ipoib, master: ib0, resourceName: rdma/hca_shared_devices_a, {IPAM}, pools: [p]}}\n"),
+        ("ib-sriov", f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {VFS}, {IPAM}, pools: [p]}}\n"),
+    ],
+)  # fmt: skip
+def test_infiniband_on_ec2_instances_is_an_error(tmp_path: Path, kind: str, network: str) -> None:
     code, err = _check(tmp_path / "ec2", _files(network))
     assert code == 1
     assert (
-        "error: networks[0].pools[0]: pool p is EC2 instances, which have no InfiniBand (ipoib): p5 and p5en reach each other over EFA"
+        f"error: networks[0].pools[0]: pool p is EC2 instances, which have no InfiniBand ({kind}): p5 and p5en reach each other over EFA"
         in err
     )
     # A static pool of an aws cluster may be on-premises machines (EKS hybrid nodes): no finding.
