@@ -489,3 +489,15 @@ spec:
     result = run("render", "--root", str(root))
     assert result.code == 1
     assert 'nodeClassRef.name: EC2NodeClass "gpu-dev" does not exist (has: gpu)' in result.stderr
+
+
+def test_roce_vfs_are_rdma_for_pod_security(tmp_path: Path) -> None:
+    network = (
+        "  - {name: n, type: sriov, resourceName: example.com/roce_vf, "
+        f"sriov: {{pfNames: [ens1f0], numVfs: 8, rdma: true}}, {IPAM}, pools: [p]}}\n"
+    )
+    code, err = _check(tmp_path / "roce", _files(network, provider="onprem", pool=STATIC))
+    assert code == 0 and "[rdma-pod-security]" in err, err
+    plain = network.replace(", rdma: true", "")
+    code, err = _check(tmp_path / "eth", _files(plain, provider="onprem", pool=STATIC))
+    assert code == 0 and "[rdma-pod-security]" not in err, err

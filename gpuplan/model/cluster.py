@@ -164,6 +164,10 @@ class GpuOperator(Model):
     """GPUDirect Storage: run the nvidia-fs driver (needs managed drivers with open kernel modules)."""
     node_status_exporter: bool = False
     """Run the node-status exporter (operand validation metrics per node)."""
+    validator_workload: Literal["run", "skip"] | None = None
+    """Whether the operator validator runs a CUDA workload on each GPU node before its GPUs are
+    advertised (run: catches broken GPUs, costs a pod start per node; skip). Default: the release's
+    chart, skip on v25.3.1 and v25.3.2, run from v25.3.3."""
     registry: Registry = Registry()
     """A private or air-gapped registry for every operand image, with pull secrets."""
     nfd: Literal["bundled", "standalone"] = "bundled"
