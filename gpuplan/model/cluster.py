@@ -20,6 +20,9 @@ from gpuplan.model.common import (
     Quantity,
     Version,
 )
+from gpuplan.model.common import (
+    matching as _matching,
+)
 from gpuplan.model.drivers import (
     Driver,
     DriverVersion,
@@ -36,17 +39,6 @@ from gpuplan.model.tenant import Subject
 
 Provider = Literal["aws", "azure", "gcp", "onprem"]
 KUBERNETES_VERSION = r"^1\.[0-9]{1,2}$"
-
-
-def _matching(pattern: re.Pattern[str], what: str) -> Any:
-    """Return a validator that refuses a string unless it is wholly `pattern` (strings reach YAML and JSON)."""
-
-    def check(value: Any) -> Any:
-        if isinstance(value, str) and not pattern.fullmatch(value):
-            raise ValueError(f"{value[:80]!r} is not {what}")
-        return value
-
-    return BeforeValidator(check)
 
 
 # Kubernetes object names (DNS-1123 subdomain, at most 253) and kinds (an upper-case identifier).

@@ -12,11 +12,11 @@ in firmware) is host configuration, which gpuplan states (`gpuplan requirements`
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import Field, model_validator
 
-from gpuplan.model.common import Model
+from gpuplan.model.common import Model, matching
 
 # An interface name as Linux takes it (net/core/dev.c dev_valid_name(): 1-15 bytes, no '/', ':',
 # white space), then optionally '#' and VF indices: single ones or first-last ranges, comma separated.
@@ -29,20 +29,11 @@ DRIVER = re.compile(r"[A-Za-z0-9_][-A-Za-z0-9_.]{0,63}")  # a kernel module name
 MAX_VFS = 256  # a bound on VFs per PF; the PF's sriov_totalvfs is lower (127 on ConnectX-7)
 
 
-def _matching(pattern: re.Pattern[str], what: str) -> Any:
-    def check(value: Any) -> Any:
-        if isinstance(value, str) and not pattern.fullmatch(value):
-            raise ValueError(f"{value[:80]!r} is not {what}")
-        return value
-
-    return BeforeValidator(check)
-
-
 PfName = Annotated[
-    str, _matching(PF_NAME, "a PF interface name, optionally with VF indices (ens1f0#0-7)")
+    str, matching(PF_NAME, "a PF interface name, optionally with VF indices (ens1f0#0-7)")
 ]
-PciId = Annotated[str, _matching(PCI_ID, "a PCI ID: four lower-case hex digits such as 15b3")]
-DriverName = Annotated[str, _matching(DRIVER, "a kernel driver name such as mlx5_core")]
+PciId = Annotated[str, matching(PCI_ID, "a PCI ID: four lower-case hex digits such as 15b3")]
+DriverName = Annotated[str, matching(DRIVER, "a kernel driver name such as mlx5_core")]
 
 
 def vf_indices(pf_name: str) -> list[tuple[int, int]] | None:
