@@ -1206,6 +1206,7 @@ def admission_ceiling(cluster_objects: list[dict[str, Any]]) -> dict[str, dict[s
 
 CORE_API_VERSIONS = (
     "v1",
+    "apps/v1",
     "rbac.authorization.k8s.io/v1",
     "networking.k8s.io/v1",
     "scheduling.k8s.io/v1",

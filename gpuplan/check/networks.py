@@ -400,10 +400,15 @@ def _node_class(cluster: ClusterPlan, name: str) -> str | None:
 def check_efa_node_class_shared(fleet: Fleet) -> Iterator[Diagnostic]:
     """Warn when the node class gpuplan renders with EFA interfaces also launches pools on no efa network."""
     for cluster in _clusters(fleet):
-        karpenter = cluster.spec.components.karpenter
+        karpenter, release = cluster.spec.components.karpenter, cluster.release("karpenter")
         settings = karpenter.node_class.aws if karpenter is not None else None
         if karpenter is None or settings is None or settings.efa_network_cards is None:
             continue
+        if (
+            not isinstance(release, KarpenterRelease)
+            or "networkInterfaces" not in release.node_class_fields
+        ):
+            continue  # the node class gets no interfaces (an error of its own, node-class-fields)
         on_efa = {p for n in cluster.spec.networks if n.type == "efa" for p in n.pools}
         for index, pool in enumerate(cluster.spec.node_pools):
             if pool.name in on_efa or _node_class(cluster, pool.name) != karpenter.node_class.name:
