@@ -501,3 +501,38 @@ def test_roce_vfs_are_rdma_for_pod_security(tmp_path: Path) -> None:
     plain = network.replace(", rdma: true", "")
     code, err = _check(tmp_path / "eth", _files(plain, provider="onprem", pool=STATIC))
     assert code == 0 and "[rdma-pod-security]" not in err, err
+
+
+# --- the proof: validation finds every sriov NAD's resource among the plugin's VF pools ---------------
+
+
+def _vf_problems(objects: list[dict[str, Any]]) -> list[str]:
+    from gpuplan.validate import check_references
+
+    report = check_references(objects)
+    return [str(p) for p in report.problems if "SR-IOV" in p.message or "VFs" in p.message]
+
+
+def test_validation_ties_each_sriov_nad_to_a_vf_pool(tmp_path: Path) -> None:
+    import copy
+
+    network = f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {VFS}, {IPAM}, pools: [p]}}\n"
+    found = _objects(tmp_path, _files(network, provider="onprem", pool=STATIC))
+    objects = list(found.values())
+    assert _vf_problems(objects) == []
+    config_map = found[("ConfigMap", "kube-system", "sriovdp-config")]
+    renamed, ethernet = copy.deepcopy(config_map), copy.deepcopy(config_map)
+    renamed["data"]["config.json"] = renamed["data"]["config.json"].replace('"ib_vf"', '"other"')
+    ethernet["data"]["config.json"] = ethernet["data"]["config.json"].replace(
+        '"infiniband"', '"ether"'
+    )
+    others = [o for o in objects if o is not config_map]
+    assert _vf_problems(others + [renamed]) == [
+        "error: NetworkAttachmentDefinition t/n: metadata.annotations.k8s.v1.cni.cncf.io/resourceName: "
+        "the SR-IOV network device plugin advertises nvidia.com/other, not nvidia.com/ib_vf: pods attaching it never schedule"
+    ]
+    assert _vf_problems(others + [ethernet]) == [
+        "error: NetworkAttachmentDefinition t/n: metadata.annotations.k8s.v1.cni.cncf.io/resourceName: "
+        "nvidia.com/ib_vf is a pool of ether VFs, and ib-sriov needs infiniband ones"
+    ]
+    assert len(_vf_problems(others)) == 1  # no plugin config at all
