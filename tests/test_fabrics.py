@@ -536,3 +536,20 @@ def test_validation_ties_each_sriov_nad_to_a_vf_pool(tmp_path: Path) -> None:
         "nvidia.com/ib_vf is a pool of ether VFs, and ib-sriov needs infiniband ones"
     ]
     assert len(_vf_problems(others)) == 1  # no plugin config at all
+
+
+def test_a_new_vf_config_rolls_the_plugin_pods(tmp_path: Path) -> None:
+    import hashlib
+
+    def template(numvfs: str, where: str) -> dict[str, Any]:
+        network = f"  - {{name: n, type: sriov, resourceName: example.com/vf, {VFS.replace('8', numvfs)}, {IPAM}, pools: [p]}}\n"
+        found = _emitted(tmp_path / where, network.replace("ibp12s0", f"ens{numvfs}f0"))
+        text = found["ConfigMap/sriovdp-config"]["data"]["config.json"]
+        meta = found["DaemonSet/sriov-device-plugin"]["spec"]["template"]["metadata"]
+        assert (
+            meta["annotations"]["gpuplan.io/config-sha256"]
+            == hashlib.sha256(text.encode()).hexdigest()
+        )
+        return meta
+
+    assert template("8", "a") != template("9", "b")  # the plugin reads its config only at start

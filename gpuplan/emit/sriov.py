@@ -22,6 +22,7 @@ Facts (k8snetworkplumbingwg/sriov-network-device-plugin v3.11.0):
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -37,6 +38,7 @@ CONFIG_MAP = "sriovdp-config"
 FOLDER = "sriov-device-plugin"
 LINK_TYPES = {"sriov": "ether", "ib-sriov": "infiniband"}
 LABELS = {"app.kubernetes.io/name": NAME}
+CONFIG_DIGEST = "gpuplan.io/config-sha256"
 LOG_LEVEL = 2  # glog -v: start-up and allocations, without the upstream sample's per-poll detail
 HOST_PATHS = {  # volume -> (host path, mount path, hostPath type)
     "device-plugins": ("/var/lib/kubelet/device-plugins", "/var/lib/kubelet/device-plugins", ""),
@@ -48,6 +50,10 @@ RESOURCES = {
     "requests": {"cpu": "250m", "memory": "40Mi"},
     "limits": {"cpu": "1", "memory": "200Mi"},
 }
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def sriov_networks(cluster: ClusterPlan) -> list[Network]:
@@ -87,8 +93,12 @@ def config(networks: list[Network]) -> dict[str, Any]:
     return {"resourceList": resources}
 
 
-def daemon_set() -> dict[str, Any]:
-    """Return the plugin's DaemonSet: on every Linux node, tolerating every taint, as a node agent must."""
+def daemon_set(config_text: str) -> dict[str, Any]:
+    """Return the plugin's DaemonSet: on every Linux node, tolerating every taint, as a node agent must.
+
+    The plugin reads config.json once at start (cmd/sriovdp/manager.go watches only the kubelet's
+    socket), so the pod template carries the config's digest: a new config rolls the pods.
+    """
     mounts = [{"name": "config", "mountPath": "/etc/pcidp", "readOnly": True}]
     volumes: list[dict[str, Any]] = [{"name": "config", "configMap": {"name": CONFIG_MAP}}]
     for volume, (host, mount, kind) in sorted(HOST_PATHS.items()):
@@ -116,7 +126,10 @@ def daemon_set() -> dict[str, Any]:
     spec = {
         "selector": {"matchLabels": LABELS},
         "updateStrategy": {"type": "RollingUpdate"},
-        "template": {"metadata": {"labels": LABELS}, "spec": pod},
+        "template": {
+            "metadata": {"labels": LABELS, "annotations": {CONFIG_DIGEST: _digest(config_text)}},
+            "spec": pod,
+        },
     }
     obj = k8s("apps/v1", "DaemonSet", NAME, NAMESPACE, spec=spec)
     obj["metadata"]["labels"] = dict(LABELS)
@@ -132,7 +145,7 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     objects = [
         k8s("v1", "ServiceAccount", NAME, NAMESPACE),
         k8s("v1", "ConfigMap", CONFIG_MAP, NAMESPACE, data={"config.json": text}),
-        daemon_set(),
+        daemon_set(text),
     ]
     source = cluster.located.source.path
     return [manifest(cluster.name, FOLDER, obj, source) for obj in objects]
