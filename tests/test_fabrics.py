@@ -3,6 +3,7 @@ device pairing every CNI needs (an RDMA shared device goes with macvlan or ipoib
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -220,6 +221,11 @@ def test_rdma_shared_devices_get_one_plugin_resource_each(tmp_path: Path) -> Non
         },
         {"resourceName": "roce_a", "rdmaHcaMax": 1000, "devices": ["ens1f0"]},
     ]
+    # The plugin reads its config only at start: the pod template carries the config's digest.
+    daemon_set = json.loads(source["kustomize"]["patches"][1]["patch"])["spec"]["template"]
+    digest = hashlib.sha256(config_map["data"]["config.json"].encode()).hexdigest()
+    assert daemon_set["metadata"]["annotations"] == {"gpuplan.io/config-sha256": digest}
+    assert daemon_set["spec"]["tolerations"] == [{"operator": "Exists"}]
 
 
 def test_sriov_networks_install_no_bootstrap_application(tmp_path: Path) -> None:
@@ -539,8 +545,6 @@ def test_validation_ties_each_sriov_nad_to_a_vf_pool(tmp_path: Path) -> None:
 
 
 def test_a_new_vf_config_rolls_the_plugin_pods(tmp_path: Path) -> None:
-    import hashlib
-
     def template(numvfs: str, where: str) -> dict[str, Any]:
         network = f"  - {{name: n, type: sriov, resourceName: example.com/vf, {VFS.replace('8', numvfs)}, {IPAM}, pools: [p]}}\n"
         found = _emitted(tmp_path / where, network.replace("ibp12s0", f"ens{numvfs}f0"))

@@ -21,12 +21,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 from gpuplan.check.networks import RDMA_SHARED_PREFIX, rdma_shared
 from gpuplan.components.base import Chart
 from gpuplan.emit.bootstrap.app import Operator
+from gpuplan.emit.sriov import CONFIG_DIGEST
 from gpuplan.fleet import ClusterPlan
 from gpuplan.model.cluster import Network
 
@@ -121,9 +123,13 @@ def rdma(cluster: ClusterPlan) -> list[Operator]:
         "metadata": {"name": RDMA_CONFIG_MAP, "namespace": NAMESPACE},
         "data": {"config.json": config},
     }
+    # Every taint tolerated; the config's digest on the pod template, as the plugin reads config.json
+    # only at start (cmd/k8s-rdma-shared-dp/main.go watches the kubelet socket and signals): a new
+    # config rolls the pods.
+    digest = {CONFIG_DIGEST: hashlib.sha256(config.encode()).hexdigest()}
     tolerate_all = {
         "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": RDMA_DAEMON_SET, "namespace": NAMESPACE},
-        "spec": {"template": {"spec": {"tolerations": [{"operator": "Exists"}]}}},
+        "spec": {"template": {"metadata": {"annotations": digest}, "spec": {"tolerations": [{"operator": "Exists"}]}}},
     }  # fmt: skip
     source = {
         "repoURL": RDMA_REPO,
