@@ -332,11 +332,11 @@ def test_no_sriov_network_no_plugin(tmp_path: Path) -> None:
     [
         (
             f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {IPAM}, pools: [p]}}\n",
-            "networks[0]: a ib-sriov network needs sriov: the PFs whose VFs back it (pfNames, numVfs)",
+            "networks[0]: a ib-sriov network needs sriov: the VFs that back it (pfNames and numVfs, or vendor and devices)",
         ),
         (
             f"  - {{name: n, type: sriov, resourceName: nvidia.com/eth_vf, {IPAM}, pools: [p]}}\n",
-            "networks[0]: a sriov network needs sriov: the PFs whose VFs back it (pfNames, numVfs)",
+            "networks[0]: a sriov network needs sriov: the VFs that back it (pfNames and numVfs, or vendor and devices)",
         ),
         (
             "  - {name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, "
@@ -355,6 +355,21 @@ def test_no_sriov_network_no_plugin(tmp_path: Path) -> None:
         (
             f"  - {{name: n, type: macvlan, master: eth1, {VFS}, {IPAM}, pools: [p]}}\n",
             "a macvlan network has no VFs",
+        ),
+        (
+            "  - {name: n, type: sriov, resourceName: nvidia.com/vf, "
+            f'sriov: {{vendor: "15b3"}}, {IPAM}, pools: [p]}}\n',
+            "name the VFs: pfNames and numVfs where the nodes own the PFs, or vendor and devices",
+        ),
+        (
+            "  - {name: n, type: sriov, resourceName: nvidia.com/vf, "
+            f"sriov: {{pfNames: [ens1f0]}}, {IPAM}, pools: [p]}}\n",
+            "pfNames needs numVfs: the VFs each PF has",
+        ),
+        (
+            "  - {name: n, type: sriov, resourceName: nvidia.com/vf, "
+            f'sriov: {{numVfs: 4, vendor: "15b3", devices: ["101e"]}}, {IPAM}, pools: [p]}}\n',
+            "numVfs counts the VFs of each PF in pfNames",
         ),
     ],
 )
@@ -557,3 +572,32 @@ def test_a_new_vf_config_rolls_the_plugin_pods(tmp_path: Path) -> None:
         return meta
 
     assert template("8", "a") != template("9", "b")  # the plugin reads its config only at start
+
+
+def test_vms_select_their_vfs_by_pci_id(tmp_path: Path) -> None:
+    """Azure ND-series VMs see InfiniBand VFs, never their PFs: the plugin selects them by PCI ID."""
+    network = (
+        "  - {name: n, type: sriov, resourceName: nvidia.com/vm_vf, "
+        'sriov: {vendor: "15b3", devices: ["101c"], drivers: [mlx5_core], rdma: true}, '
+        f"{IPAM}, pools: [p]}}\n"
+    )
+    files = _files(network, provider="azure", pool=STATIC)
+    found = _emitted(tmp_path / "render", network, provider="azure")
+    config = json.loads(found["ConfigMap/sriovdp-config"]["data"]["config.json"])
+    assert config["resourceList"][0]["selectors"] == [
+        {
+            "linkTypes": ["ether"],
+            "isRdma": True,
+            "vendors": ["15b3"],
+            "devices": ["101c"],
+            "drivers": ["mlx5_core"],
+        }
+    ]
+    root = write_repo(tmp_path / "req", files)
+    result = run("requirements", "--root", str(root))
+    assert (
+        "  VFs of vendor 15b3, device(s) 101c on every node (attached to the VM by the cloud or hypervisor)"
+        in result.stdout
+    )
+    code, err = _check(tmp_path / "check", files)
+    assert code == 0 and "sriov-vfs" not in err, err  # the count is the cloud's: no VF warning

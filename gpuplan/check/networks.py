@@ -373,6 +373,8 @@ def check_sriov_vfs(fleet: Fleet) -> Iterator[Diagnostic]:
             if network.sriov is None:
                 continue
             vfs = network.sriov.vfs_per_node()
+            if vfs is None:
+                continue  # VFs by PCI ID: the node's count is the cloud's
             short = [
                 f"{p} ({cluster.pools[p].gpus_per_node} GPUs)"
                 for p in dict.fromkeys(network.pools)

@@ -65,11 +65,9 @@ def selector(network: Network) -> dict[str, Any]:
     """Return the device selector of one network's VFs."""
     devices = network.sriov
     assert devices is not None
-    found: dict[str, Any] = {
-        "pfNames": list(devices.pf_names),
-        "linkTypes": [LINK_TYPES[network.type]],
-        "isRdma": network.rdma_vfs,
-    }
+    found: dict[str, Any] = {"linkTypes": [LINK_TYPES[network.type]], "isRdma": network.rdma_vfs}
+    if devices.pf_names:
+        found["pfNames"] = list(devices.pf_names)
     if devices.vendor:
         found["vendors"] = [devices.vendor]
     if devices.devices:

@@ -853,8 +853,8 @@ class Network(Model):
     ) = None
     """Parent interface for ipoib / macvlan, or the device for host-device."""
     sriov: SriovDevices | None = None
-    """sriov and ib-sriov (required there): the PFs whose VFs back the network, which gpuplan's SR-IOV
-    network device plugin advertises as resourceName."""
+    """sriov and ib-sriov (required there): the VFs that back the network (of named PFs, or by PCI
+    ID), which gpuplan's SR-IOV network device plugin advertises as resourceName."""
     ipam: Ipam | None = None
     """How attachments get their addresses (required for every type but efa, which has none)."""
     pools: list[Name] = Field(min_length=1)
@@ -902,8 +902,8 @@ class Network(Model):
             )
         if self.sriov is None:
             raise ValueError(
-                f"a {self.type} network needs sriov: the PFs whose VFs back it (pfNames, numVfs), which the "
-                "SR-IOV network device plugin advertises as its resourceName"
+                f"a {self.type} network needs sriov: the VFs that back it (pfNames and numVfs, or vendor and "
+                "devices), which the SR-IOV network device plugin advertises as its resourceName"
             )
         if self.type == "ib-sriov" and self.sriov.rdma is False:
             raise ValueError(

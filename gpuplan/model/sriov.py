@@ -49,14 +49,18 @@ def vf_indices(pf_name: str) -> list[tuple[int, int]] | None:
 
 
 class SriovDevices(Model):
-    """The PFs whose SR-IOV VFs back the network, as the SR-IOV network device plugin selects them."""
+    """The VFs that back the network, as the SR-IOV network device plugin selects them: the VFs of
+    named PFs (hosts that own the NICs), or VFs by PCI ID (VMs that see VFs only, such as Azure's
+    ND-series, where the cloud creates and attaches them)."""
 
-    pf_names: list[PfName] = Field(min_length=1, max_length=64)
+    pf_names: list[PfName] = Field(default=[], max_length=64)
     """Interface names of the PFs (physical functions) whose VFs the network hands out, such as
-    [ibp12s0, ibp75s0]; `name#0-3` takes VFs 0 to 3 of that PF only."""
-    num_vfs: int = Field(ge=1, le=MAX_VFS)
-    """VFs (virtual functions) each PF has, created on the host (sriov_numvfs) or by the SR-IOV
-    Network Operator: gpuplan does not create them, `gpuplan requirements` lists them."""
+    [ibp12s0, ibp75s0]; `name#0-3` takes VFs 0 to 3 of that PF only. Default none: VFs by vendor
+    and devices."""
+    num_vfs: int | None = Field(default=None, ge=1, le=MAX_VFS)
+    """VFs (virtual functions) each PF has (required with pfNames), created on the host
+    (sriov_numvfs) or by the SR-IOV Network Operator: gpuplan does not create them, `gpuplan
+    requirements` lists them."""
     vendor: PciId | None = None
     """PCI vendor ID of the VFs, such as "15b3" (NVIDIA Mellanox) or "8086" (Intel); default any."""
     devices: list[PciId] = Field(default=[], max_length=16)
@@ -68,7 +72,20 @@ class SriovDevices(Model):
     InfiniBand. Default: true for ib-sriov (required there), false for sriov."""
 
     @model_validator(mode="after")
-    def _indices_exist(self) -> SriovDevices:
+    def _selects_vfs(self) -> SriovDevices:
+        if not self.pf_names:
+            if self.num_vfs is not None:
+                raise ValueError(
+                    "numVfs counts the VFs of each PF in pfNames: name the PFs, or drop numVfs"
+                )
+            if self.vendor is None or not self.devices:
+                raise ValueError(
+                    "name the VFs: pfNames and numVfs where the nodes own the PFs, or vendor and devices "
+                    "(the VFs' PCI IDs) where they see VFs only (VMs)"
+                )
+            return self
+        if self.num_vfs is None:
+            raise ValueError("pfNames needs numVfs: the VFs each PF has")
         for name in self.pf_names:
             for first, last in vf_indices(name) or []:
                 if first > last:
@@ -79,8 +96,10 @@ class SriovDevices(Model):
                     )
         return self
 
-    def vfs_per_node(self) -> int:
-        """Return how many VFs a node with every listed PF offers the network."""
+    def vfs_per_node(self) -> int | None:
+        """Return how many VFs a node with every listed PF offers the network (None: VFs by PCI ID, unknown)."""
+        if self.num_vfs is None:
+            return None
         total = 0
         for name in self.pf_names:
             ranges = vf_indices(name)
