@@ -175,7 +175,7 @@ def capacity(root: Path, cluster: str | None, fmt: str) -> None:
     help="text: tags and cloud CLI commands; terraform: the attributes of each node group's resource.",
 )
 def requirements(root: Path, cluster: str | None, fmt: str) -> None:
-    """What the cloud's node groups must carry: Cluster Autoscaler tags, sizes and scale-from-zero hints."""
+    """What node groups and hosts must carry: Cluster Autoscaler tags and sizes, GKE flags, SR-IOV VFs and CNI binaries."""
     from gpuplan.commands.common import Options
     from gpuplan.commands.requirements import requirements as run
 

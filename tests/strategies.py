@@ -446,6 +446,7 @@ def _draw_cluster(draw: Callable, index: int, hierarchy: bool) -> dict[str, Any]
             kind == "sriov"
         ):  # sriov-cni takes VFs from the SR-IOV device plugin (never an RDMA shared device)
             network["resourceName"] = "nvidia.com/sriov_vf"
+            network["sriov"] = {"pfNames": ["ens1f0"], "numVfs": 64}
         else:
             network["master"] = f"eth{n_index + 1}"
         network["ipam"] = {"type": "whereabouts", "range": f"10.{index}.{n_index * 16}.0/20"}
@@ -1205,6 +1206,7 @@ def admission_ceiling(cluster_objects: list[dict[str, Any]]) -> dict[str, dict[s
 
 CORE_API_VERSIONS = (
     "v1",
+    "apps/v1",
     "rbac.authorization.k8s.io/v1",
     "networking.k8s.io/v1",
     "scheduling.k8s.io/v1",

@@ -47,8 +47,8 @@ TENANT_FILE = "tenants/team-a.yaml"
 # 20   - name: train                       47       timeSlicing: {replicas: 4}
 # 21     gpu: H100-SXM5-80GB               48 networks:
 # 22     gpusPerNode: 8                    49   - name: ib-net
-# 23     cpu: 192                          50     type: sriov
-# 24     memory: 1900Gi                    51     resourceName: nvidia.com/rdma
+# 23     cpu: 192                          50     type: macvlan
+# 24     memory: 1900Gi                    51     master: ens1f0
 # 25     nodes: {min: 1, max: 4}           52     ipam: {type: whereabouts, range: 192.168.20.0/24}
 # 26     karpenter:                        53     pools: [train]
 # 27       instanceTypes: [p5.48xlarge]
@@ -102,8 +102,8 @@ nodePools:
       timeSlicing: {replicas: 4}
 networks:
   - name: ib-net
-    type: sriov
-    resourceName: nvidia.com/rdma
+    type: macvlan
+    master: ens1f0
     ipam: {type: whereabouts, range: 192.168.20.0/24}
     pools: [train]
 """
@@ -189,8 +189,8 @@ MIG_DEVICES_OUT_OF_RANGE = """\
 """
 SECOND_NETWORK = """\
   - name: ib2
-    type: sriov
-    resourceName: nvidia.com/rdma
+    type: macvlan
+    master: ens1f0
     ipam: {type: whereabouts, range: 192.168.20.0/25}
     pools: [train]
 """

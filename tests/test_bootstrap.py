@@ -215,6 +215,11 @@ def test_a_node_pool_without_its_users_node_class_is_refused(
     (root / "extra/h100-prod/ec2nodeclass-gpu.yaml").unlink()
     result = run("render", "--root", str(root))
     assert result.code == 1
+    # The p5 pool's own node class is still there: the other NodePools name one that is not.
+    assert 'nodeClassRef.name: EC2NodeClass "gpu" does not exist (has: gpu-efa)' in result.stderr
+    (root / "extra/h100-prod/ec2nodeclass-gpu-efa.yaml").unlink()
+    result = run("render", "--root", str(root))
+    assert result.code == 1
     assert (
         "EC2NodeClass 'gpu' is neither rendered nor among your own manifests (extra/h100-prod/)"
         in result.stderr

@@ -305,3 +305,24 @@ def test_host_mofed_needs_rdma(tmp_path: Path) -> None:
     rdma = '    driverVersion: "580.82.07"\n    driver: {rdma: {useHostMofed: true}}'
     code, err, _ = _render(tmp_path, driver=rdma)
     assert code == 1 and "useHostMofed only matters with GPUDirect RDMA" in err
+
+
+@pytest.mark.parametrize(
+    ("operator", "driver_version", "setting", "env"),
+    [
+        ("v25.3.2", "570.148.08", "", [{"name": "WITH_WORKLOAD", "value": "false"}]),  # chart
+        ("v25.3.2", "570.148.08", "run", [{"name": "WITH_WORKLOAD", "value": "true"}]),
+        ("v26.7.0", "580.173.02", "", None),  # the validator's own default: run
+        ("v26.7.0", "580.173.02", "skip", [{"name": "WITH_WORKLOAD", "value": "false"}]),
+    ],
+)
+def test_validator_workload_per_release(
+    tmp_path: Path, operator: str, driver_version: str, setting: str, env: list | None
+) -> None:
+    driver = f'    driverVersion: "{driver_version}"'
+    if setting:
+        driver += f"\n    validatorWorkload: {setting}"
+    code, err, out = _render(tmp_path, operator=operator, driver=driver)
+    assert code == 0, err
+    validator = _policy(out)["validator"]
+    assert validator.get("plugin", {}).get("env") == env

@@ -73,6 +73,7 @@ def cluster(**changes: Any) -> dict[str, Any]:
         ],
         "networks": [
             {"name": "ib", "type": "sriov", "resourceName": "nvidia.com/sriov_ib",
+             "sriov": {"pfNames": ["ens1f0"], "numVfs": 16},
              "ipam": {"type": "whereabouts", "range": "10.10.0.0/24", "gateway": "10.10.0.1",
                       "exclude": ["10.10.0.0/28"]},
              "pools": ["train"]},
@@ -204,6 +205,10 @@ def test_queue_capability_equals_resource_quota(tmp_path: Path) -> None:
         assert quotas
         # the tenant's namespaces split its total: together they hold exactly the Queue's capability
         total = {key: sum(parse_quantity(q[key]) for q in quotas) for key in quotas[0]}
+        # Network devices of networks the tenant does not attach are pinned to zero (not Volcano's).
+        devices = {"requests.nvidia.com/sriov_ib", "requests.rdma/hca_shared_devices_a"}
+        pinned = {k: total.pop(k) for k in devices & set(total)}
+        assert set(pinned.values()) <= {0}
         assert {f"requests.{k}": parse_quantity(v) for k, v in queue["capability"].items()} == total
         assert queue["deserved"] == queue["guarantee"]["resource"]
         assert set(queue["deserved"]) == set(

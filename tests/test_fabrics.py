@@ -3,7 +3,9 @@ device pairing every CNI needs (an RDMA shared device goes with macvlan or ipoib
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,7 @@ allocations:
 """
 EFA = "  - {name: n, type: efa, pools: [p]}\n"
 IPAM = "ipam: {type: whereabouts, range: 10.0.0.0/24}"
+VFS = "sriov: {pfNames: [ibp12s0], numVfs: 8}"
 
 
 def _files(network: str, provider: str = "aws", pool: str = AUTOSCALED) -> dict[str, str]:
@@ -106,9 +109,7 @@ def test_network_shapes_are_input_errors(tmp_path: Path, network: str, message: 
 
 
 def test_ib_sriov_renders_the_ib_sriov_cni(tmp_path: Path) -> None:
-    network = (
-        f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {IPAM}, pools: [p]}}\n"
-    )
+    network = f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {VFS}, {IPAM}, pools: [p]}}\n"
     nad = _objects(tmp_path, _files(network, provider="azure", pool=STATIC))[
         ("NetworkAttachmentDefinition", "t", "n")
     ]
@@ -123,7 +124,7 @@ def test_ib_sriov_renders_the_ib_sriov_cni(tmp_path: Path) -> None:
 def test_sriov_with_an_rdma_shared_device_names_the_right_pairing(
     tmp_path: Path, kind: str
 ) -> None:
-    network = f"  - {{name: n, type: {kind}, resourceName: nvidia.com/rdma_shared_device_a, {IPAM}, pools: [p]}}\n"
+    network = f"  - {{name: n, type: {kind}, resourceName: nvidia.com/rdma_shared_device_a, {VFS}, {IPAM}, pools: [p]}}\n"
     code, err = _check(tmp_path, _files(network, provider="onprem", pool=STATIC))
     assert code == 1
     cni = "ib-sriov-cni" if kind == "ib-sriov" else "sriov-cni"
@@ -144,12 +145,18 @@ def test_rdma_shared_device_with_macvlan_and_ipoib_is_fine(tmp_path: Path) -> No
     assert code == 0 and "network-device-pairing" not in err, err
 
 
-def test_infiniband_on_ec2_instances_is_an_error(tmp_path: Path) -> None:
-    network = f"  - {{name: n, type: ipoib, master: ib0, resourceName: rdma/hca_shared_devices_a, {IPAM}, pools: [p]}}\n"
+@pytest.mark.parametrize(
+    ("kind", "network"),
+    [
+        ("ipoib", f"  - {{name: n, type: ipoib, master: ib0, resourceName: rdma/hca_shared_devices_a, {IPAM}, pools: [p]}}\n"),
+        ("ib-sriov", f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {VFS}, {IPAM}, pools: [p]}}\n"),
+    ],
+)  # fmt: skip
+def test_infiniband_on_ec2_instances_is_an_error(tmp_path: Path, kind: str, network: str) -> None:
     code, err = _check(tmp_path / "ec2", _files(network))
     assert code == 1
     assert (
-        "error: networks[0].pools[0]: pool p is EC2 instances, which have no InfiniBand (ipoib): p5 and p5en reach each other over EFA"
+        f"error: networks[0].pools[0]: pool p is EC2 instances, which have no InfiniBand ({kind}): p5 and p5en reach each other over EFA"
         in err
     )
     # A static pool of an aws cluster may be on-premises machines (EKS hybrid nodes): no finding.
@@ -214,12 +221,15 @@ def test_rdma_shared_devices_get_one_plugin_resource_each(tmp_path: Path) -> Non
         },
         {"resourceName": "roce_a", "rdmaHcaMax": 1000, "devices": ["ens1f0"]},
     ]
+    # The plugin reads its config only at start: the pod template carries the config's digest.
+    daemon_set = json.loads(source["kustomize"]["patches"][1]["patch"])["spec"]["template"]
+    digest = hashlib.sha256(config_map["data"]["config.json"].encode()).hexdigest()
+    assert daemon_set["metadata"]["annotations"] == {"gpuplan.io/config-sha256": digest}
+    assert daemon_set["spec"]["tolerations"] == [{"operator": "Exists"}]
 
 
-def test_sriov_networks_install_no_device_plugin(tmp_path: Path) -> None:
-    network = (
-        f"  - {{name: n, type: sriov, resourceName: nvidia.com/sriov_eth, {IPAM}, pools: [p]}}\n"
-    )
+def test_sriov_networks_install_no_bootstrap_application(tmp_path: Path) -> None:
+    network = f"  - {{name: n, type: sriov, resourceName: nvidia.com/sriov_eth, {VFS}, {IPAM}, pools: [p]}}\n"
     assert _operators(tmp_path, _files(network, provider="onprem", pool=STATIC)) == {}
 
 
@@ -228,7 +238,8 @@ def test_kueue_ignores_the_network_device_resources(tmp_path: Path) -> None:
     from gpuplan.emit.bootstrap.kueue import configuration
 
     networks = (
-        EFA + f"  - {{name: m, type: sriov, resourceName: example.com/vf, {IPAM}, pools: [p]}}\n"
+        EFA
+        + f"  - {{name: m, type: sriov, resourceName: example.com/vf, {VFS}, {IPAM}, pools: [p]}}\n"
     )
     fleet = compile_fleet(write_repo(tmp_path, _files(networks)), emit_output=False).fleet
     assert fleet is not None
@@ -239,3 +250,354 @@ def test_kueue_ignores_the_network_device_resources(tmp_path: Path) -> None:
     assert configuration(cluster, release)["resources"] == {
         "excludeResourcePrefixes": ["example.com/vf", "vpc.amazonaws.com/efa"]
     }
+
+
+# --- the SR-IOV network device plugin (sriov, ib-sriov) ----------------------------------------------
+
+
+def _emitted(tmp_path: Path, network: str, provider: str = "onprem") -> dict[str, Any]:
+    found = _objects(tmp_path, _files(network, provider=provider, pool=STATIC))
+    return {f"{kind}/{name}": obj for (kind, _, name), obj in found.items()}
+
+
+def test_ib_sriov_gets_the_pinned_sriov_device_plugin_advertising_the_nad_resource(
+    tmp_path: Path,
+) -> None:
+    network = (
+        "  - {name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, "
+        'sriov: {pfNames: [ibp12s0, "ibp75s0#0-3"], numVfs: 8, vendor: "15b3", devices: ["101e"]}, '
+        f"{IPAM}, pools: [p]}}\n"
+    )
+    found = _emitted(tmp_path, network)
+    config = json.loads(found["ConfigMap/sriovdp-config"]["data"]["config.json"])
+    assert config == {
+        "resourceList": [
+            {
+                "resourceName": "ib_vf",
+                "resourcePrefix": "nvidia.com",
+                "selectors": [
+                    {
+                        "pfNames": ["ibp12s0", "ibp75s0#0-3"],
+                        "linkTypes": ["infiniband"],
+                        "isRdma": True,
+                        "vendors": ["15b3"],
+                        "devices": ["101e"],
+                    }
+                ],
+            }
+        ]
+    }
+    # The plugin advertises <prefix>/<name>: what the NAD asks Multus to inject.
+    nad = found["NetworkAttachmentDefinition/n"]
+    entry = config["resourceList"][0]
+    assert nad["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] == (
+        f"{entry['resourcePrefix']}/{entry['resourceName']}"
+    )
+    pod = found["DaemonSet/sriov-device-plugin"]["spec"]["template"]["spec"]
+    assert [c["image"] for c in pod["containers"]] == [
+        "ghcr.io/k8snetworkplumbingwg/sriov-network-device-plugin:v3.11.0"
+    ]
+    assert pod["tolerations"] == [{"operator": "Exists"}] and pod["hostNetwork"] is True
+    assert {v["name"]: v.get("configMap", v.get("hostPath")) for v in pod["volumes"]} == {
+        "config": {"name": "sriovdp-config"},
+        "device-info": {"path": "/var/run/k8s.cni.cncf.io/devinfo/dp", "type": "DirectoryOrCreate"},
+        "device-plugins": {"path": "/var/lib/kubelet/device-plugins"},
+        "plugins-registry": {"path": "/var/lib/kubelet/plugins_registry"},
+    }
+    assert "ServiceAccount/sriov-device-plugin" in found
+
+
+def test_sriov_ethernet_vfs_are_ether_and_rdma_only_when_asked(tmp_path: Path) -> None:
+    networks = (
+        f"  - {{name: n, type: sriov, resourceName: example.com/eth_vf, {VFS}, {IPAM}, pools: [p]}}\n"
+        "  - {name: m, type: sriov, resourceName: example.com/roce_vf, "
+        "sriov: {pfNames: [ens1f0], numVfs: 8, rdma: true}, "
+        "ipam: {type: whereabouts, range: 10.1.0.0/24}, pools: [p]}\n"
+    )
+    found = _emitted(tmp_path, networks)
+    config = json.loads(found["ConfigMap/sriovdp-config"]["data"]["config.json"])
+    assert [
+        (r["resourceName"], r["selectors"][0]["linkTypes"], r["selectors"][0]["isRdma"])
+        for r in config["resourceList"]
+    ] == [("eth_vf", ["ether"], False), ("roce_vf", ["ether"], True)]
+
+
+def test_no_sriov_network_no_plugin(tmp_path: Path) -> None:
+    network = f"  - {{name: n, type: macvlan, master: eth1, {IPAM}, pools: [p]}}\n"
+    assert not [k for k in _emitted(tmp_path, network) if "sriov" in k]
+
+
+@pytest.mark.parametrize(
+    ("network", "message"),
+    [
+        (
+            f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {IPAM}, pools: [p]}}\n",
+            "networks[0]: a ib-sriov network needs sriov: the VFs that back it (pfNames and numVfs, or vendor and devices)",
+        ),
+        (
+            f"  - {{name: n, type: sriov, resourceName: nvidia.com/eth_vf, {IPAM}, pools: [p]}}\n",
+            "networks[0]: a sriov network needs sriov: the VFs that back it (pfNames and numVfs, or vendor and devices)",
+        ),
+        (
+            "  - {name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, "
+            f"sriov: {{pfNames: [ibp12s0], numVfs: 8, rdma: false}}, {IPAM}, pools: [p]}}\n",
+            "networks[0]: an ib-sriov network's VFs carry RDMA",
+        ),
+        (
+            f"  - {{name: n, type: sriov, resourceName: nvidia.com/eth.vf, {VFS}, {IPAM}, pools: [p]}}\n",
+            "the SR-IOV device plugin refuses resource name 'eth.vf'",
+        ),
+        (
+            "  - {name: n, type: sriov, resourceName: nvidia.com/vf, "
+            f'sriov: {{pfNames: ["ens1f0#4-8"], numVfs: 8}}, {IPAM}, pools: [p]}}\n',
+            "pfNames entry 'ens1f0#4-8' takes VF 8, but each PF has numVfs 8 (VFs 0-7)",
+        ),
+        (
+            f"  - {{name: n, type: macvlan, master: eth1, {VFS}, {IPAM}, pools: [p]}}\n",
+            "a macvlan network has no VFs",
+        ),
+        (
+            "  - {name: n, type: sriov, resourceName: nvidia.com/vf, "
+            f'sriov: {{vendor: "15b3"}}, {IPAM}, pools: [p]}}\n',
+            "name the VFs: pfNames and numVfs where the nodes own the PFs, or vendor and devices",
+        ),
+        (
+            "  - {name: n, type: sriov, resourceName: nvidia.com/vf, "
+            f"sriov: {{pfNames: [ens1f0]}}, {IPAM}, pools: [p]}}\n",
+            "pfNames needs numVfs: the VFs each PF has",
+        ),
+        (
+            "  - {name: n, type: sriov, resourceName: nvidia.com/vf, "
+            f'sriov: {{numVfs: 4, vendor: "15b3", devices: ["101e"]}}, {IPAM}, pools: [p]}}\n',
+            "numVfs counts the VFs of each PF in pfNames",
+        ),
+    ],
+)
+def test_sriov_device_data_errors(tmp_path: Path, network: str, message: str) -> None:
+    code, err = _check(tmp_path, _files(network, provider="onprem", pool=STATIC))
+    assert code == 1, err
+    # The network's item (16:5), or the sriov mapping for a rule of its own (16:64).
+    assert (
+        re.search(r"clusters/c1\.yaml:16:(5|64): error: networks\[0\]", err) and message in err
+    ), err
+
+
+def test_networks_sharing_a_vf_pool_must_agree(tmp_path: Path) -> None:
+    networks = (
+        f"  - {{name: n, type: sriov, resourceName: example.com/vf, {VFS}, {IPAM}, pools: [p]}}\n"
+        "  - {name: m, type: sriov, resourceName: example.com/vf, sriov: {pfNames: [ens2f0], numVfs: 8}, "
+        "ipam: {type: whereabouts, range: 10.1.0.0/24}, pools: [p]}\n"
+        "  - {name: o, type: sriov, resourceName: example.com/vf, {VFS}, "
+        "ipam: {type: whereabouts, range: 10.2.0.0/24}, pools: [p]}\n".replace("{VFS}", VFS)
+    )
+    code, err = _check(tmp_path, _files(networks, provider="onprem", pool=STATIC))
+    assert code == 1
+    assert (
+        "clusters/c1.yaml:17:65: error: networks[1].sriov: network m names the VF pool example.com/vf of network n "
+        "(networks[0]) with other devices or type"
+    ) in err, err
+    assert "networks[2]" not in err  # the same devices: one pool, two NADs
+
+
+def test_fewer_vfs_than_gpus_is_a_warning(tmp_path: Path) -> None:
+    network = (
+        "  - {name: n, type: sriov, resourceName: example.com/vf, "
+        f'sriov: {{pfNames: ["ens1f0#0-3", ens2f0], numVfs: 2}}, {IPAM}, pools: [p]}}\n'
+    )
+    code, err = _check(tmp_path, _files(network, provider="onprem", pool=STATIC))
+    assert code == 1 and "pfNames entry 'ens1f0#0-3' takes VF 3" in err  # past numVfs
+    network = network.replace("numVfs: 2", "numVfs: 4")
+    code, err = _check(tmp_path / "b", _files(network, provider="onprem", pool=STATIC))
+    assert code == 0
+    assert (
+        "warning: networks[0].sriov: network n has 8 VFs per node (pfNames x numVfs), fewer than"
+    ) not in err  # 4 + 4 = 8 VFs for 8 GPUs: enough
+    network = network.replace("ens1f0#0-3", "ens1f0#0-2")
+    code, err = _check(tmp_path / "c", _files(network, provider="onprem", pool=STATIC))
+    assert code == 0
+    assert (
+        "warning: networks[0].sriov: network n has 7 VFs per node (pfNames x numVfs), fewer than the one-GPU "
+        "pods a node of p (8 GPUs) can run: pods past 7 per node cannot attach [sriov-vfs]"
+    ) in err, err
+
+
+def test_requirements_list_the_vfs_and_cni_binary_each_host_needs(tmp_path: Path) -> None:
+    network = f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {VFS}, {IPAM}, pools: [p]}}\n"
+    root = write_repo(tmp_path, _files(network, provider="onprem", pool=STATIC))
+    result = run("requirements", "--root", str(root))
+    assert result.code == 0, result.stderr
+    assert result.stdout.splitlines()[:3] == [
+        "c1: network n (ib-sriov), nodes of pool(s) p",
+        "  SR-IOV enabled in the NIC firmware and BIOS; 8 VFs on each of PF(s) ibp12s0 "
+        "(echo 8 > /sys/class/net/<pf>/device/sriov_numvfs at boot, or an SR-IOV Network Operator policy)",
+        "  gpuplan's SR-IOV network device plugin advertises them as nvidia.com/ib_vf",
+    ]
+    assert "ib-sriov CNI binary in /opt/cni/bin" in result.stdout
+
+
+# --- network devices in tenants' quotas ----------------------------------------------------------------
+
+
+def test_tenants_not_attaching_efa_get_no_efa_devices(tmp_path: Path) -> None:
+    files = _files(EFA)
+    files["tenants/u.yaml"] = TENANT.replace("name: t", "name: u").replace(
+        "    networks: [n]\n", ""
+    )
+    found = _objects(tmp_path, files)
+    listed = found[("ResourceQuota", "t", "t")]["spec"]["hard"]
+    unlisted = found[("ResourceQuota", "u", "u")]["spec"]["hard"]
+    assert "requests.vpc.amazonaws.com/efa" not in listed  # EFA follows the GPUs granted
+    assert unlisted["requests.vpc.amazonaws.com/efa"] == "0"
+
+
+# --- EFA interfaces and the node classes of the pools ----------------------------------------------
+
+
+DEV_POOL = """\
+  - name: dev
+    gpu: L40S
+    gpusPerNode: 4
+    cpu: 44
+    memory: 180Gi
+    nodes: {min: 0, max: 2}
+    karpenter: {instanceTypes: [g6e.12xlarge]{node_class}}
+"""
+
+
+def _with_dev_pool(node_class: str) -> dict[str, str]:
+    files = _files(EFA)
+    files["clusters/c1.yaml"] = files["clusters/c1.yaml"].replace(
+        "networks:\n", DEV_POOL.replace("{node_class}", node_class) + "networks:\n"
+    )
+    return files
+
+
+def test_an_efa_node_class_shared_with_other_pools_is_a_warning(tmp_path: Path) -> None:
+    code, err = _check(tmp_path, _with_dev_pool(""))
+    assert code == 0
+    assert (
+        "warning: nodePools[1].karpenter: node class gpu gives every node 32 EFA network cards, and Karpenter "
+        "launches only instance types that have them: pool dev is on no efa network, and its g6e.12xlarge may "
+        "never launch; give it a node class of its own (karpenter.nodeClass, yours in extra/) [efa-node-class-shared]"
+    ) in err, err
+
+
+def test_a_pool_of_its_own_node_class_launches_from_it(tmp_path: Path) -> None:
+    files = _with_dev_pool(", nodeClass: gpu-dev")
+    files["extra/c1/ec2nodeclass-gpu-dev.yaml"] = """\
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: gpu-dev}
+spec:
+  role: GpuNodes
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: c1}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: c1}}]
+  metadataOptions: {httpEndpoint: enabled, httpProtocolIPv6: disabled, httpPutResponseHopLimit: 1, httpTokens: required}
+"""
+    code, err = _check(tmp_path / "own", files)
+    assert code == 0 and "efa-node-class-shared" not in err, err
+    found = _objects(tmp_path / "render", files)
+    refs = {
+        name: obj["spec"]["template"]["spec"]["nodeClassRef"]["name"]
+        for (kind, _, name), obj in found.items()
+        if kind == "NodePool"
+    }
+    assert refs == {"p": "gpu", "dev": "gpu-dev"}, refs
+    # A node class nobody supplies is refused before anything is written.
+    del files["extra/c1/ec2nodeclass-gpu-dev.yaml"]
+    root = write_repo(tmp_path / "missing", files)
+    result = run("render", "--root", str(root))
+    assert result.code == 1
+    assert 'nodeClassRef.name: EC2NodeClass "gpu-dev" does not exist (has: gpu)' in result.stderr
+
+
+def test_roce_vfs_are_rdma_for_pod_security(tmp_path: Path) -> None:
+    network = (
+        "  - {name: n, type: sriov, resourceName: example.com/roce_vf, "
+        f"sriov: {{pfNames: [ens1f0], numVfs: 8, rdma: true}}, {IPAM}, pools: [p]}}\n"
+    )
+    code, err = _check(tmp_path / "roce", _files(network, provider="onprem", pool=STATIC))
+    assert code == 0 and "[rdma-pod-security]" in err, err
+    plain = network.replace(", rdma: true", "")
+    code, err = _check(tmp_path / "eth", _files(plain, provider="onprem", pool=STATIC))
+    assert code == 0 and "[rdma-pod-security]" not in err, err
+
+
+# --- the proof: validation finds every sriov NAD's resource among the plugin's VF pools ---------------
+
+
+def _vf_problems(objects: list[dict[str, Any]]) -> list[str]:
+    from gpuplan.validate import check_references
+
+    report = check_references(objects)
+    return [str(p) for p in report.problems if "SR-IOV" in p.message or "VFs" in p.message]
+
+
+def test_validation_ties_each_sriov_nad_to_a_vf_pool(tmp_path: Path) -> None:
+    import copy
+
+    network = f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {VFS}, {IPAM}, pools: [p]}}\n"
+    found = _objects(tmp_path, _files(network, provider="onprem", pool=STATIC))
+    objects = list(found.values())
+    assert _vf_problems(objects) == []
+    config_map = found[("ConfigMap", "kube-system", "sriovdp-config")]
+    renamed, ethernet = copy.deepcopy(config_map), copy.deepcopy(config_map)
+    renamed["data"]["config.json"] = renamed["data"]["config.json"].replace('"ib_vf"', '"other"')
+    ethernet["data"]["config.json"] = ethernet["data"]["config.json"].replace(
+        '"infiniband"', '"ether"'
+    )
+    others = [o for o in objects if o is not config_map]
+    assert _vf_problems(others + [renamed]) == [
+        "error: NetworkAttachmentDefinition t/n: metadata.annotations.k8s.v1.cni.cncf.io/resourceName: "
+        "the SR-IOV network device plugin advertises nvidia.com/other, not nvidia.com/ib_vf: pods attaching it never schedule"
+    ]
+    assert _vf_problems(others + [ethernet]) == [
+        "error: NetworkAttachmentDefinition t/n: metadata.annotations.k8s.v1.cni.cncf.io/resourceName: "
+        "nvidia.com/ib_vf is a pool of ether VFs, and ib-sriov needs infiniband ones"
+    ]
+    assert len(_vf_problems(others)) == 1  # no plugin config at all
+
+
+def test_a_new_vf_config_rolls_the_plugin_pods(tmp_path: Path) -> None:
+    def template(numvfs: str, where: str) -> dict[str, Any]:
+        network = f"  - {{name: n, type: sriov, resourceName: example.com/vf, {VFS.replace('8', numvfs)}, {IPAM}, pools: [p]}}\n"
+        found = _emitted(tmp_path / where, network.replace("ibp12s0", f"ens{numvfs}f0"))
+        text = found["ConfigMap/sriovdp-config"]["data"]["config.json"]
+        meta = found["DaemonSet/sriov-device-plugin"]["spec"]["template"]["metadata"]
+        assert (
+            meta["annotations"]["gpuplan.io/config-sha256"]
+            == hashlib.sha256(text.encode()).hexdigest()
+        )
+        return meta
+
+    assert template("8", "a") != template("9", "b")  # the plugin reads its config only at start
+
+
+def test_vms_select_their_vfs_by_pci_id(tmp_path: Path) -> None:
+    """Azure ND-series VMs see InfiniBand VFs, never their PFs: the plugin selects them by PCI ID."""
+    network = (
+        "  - {name: n, type: sriov, resourceName: nvidia.com/vm_vf, "
+        'sriov: {vendor: "15b3", devices: ["101c"], drivers: [mlx5_core], rdma: true}, '
+        f"{IPAM}, pools: [p]}}\n"
+    )
+    files = _files(network, provider="azure", pool=STATIC)
+    found = _emitted(tmp_path / "render", network, provider="azure")
+    config = json.loads(found["ConfigMap/sriovdp-config"]["data"]["config.json"])
+    assert config["resourceList"][0]["selectors"] == [
+        {
+            "linkTypes": ["ether"],
+            "isRdma": True,
+            "vendors": ["15b3"],
+            "devices": ["101c"],
+            "drivers": ["mlx5_core"],
+        }
+    ]
+    root = write_repo(tmp_path / "req", files)
+    result = run("requirements", "--root", str(root))
+    assert (
+        "  VFs of vendor 15b3, device(s) 101c on every node (attached to the VM by the cloud or hypervisor)"
+        in result.stdout
+    )
+    code, err = _check(tmp_path / "check", files)
+    assert code == 0 and "sriov-vfs" not in err, err  # the count is the cloud's: no VF warning

@@ -45,6 +45,7 @@ def net(name: str, cidr: str, pools: list[str], **extra: Any) -> dict[str, Any]:
         "name": name,
         "type": "sriov",
         "resourceName": "nvidia.com/sriov",
+        "sriov": {"pfNames": ["ens1f0"], "numVfs": 8},
         "ipam": ipam,
         "pools": pools,
         **extra,

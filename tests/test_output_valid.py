@@ -15,7 +15,8 @@ from gpuplan.validate import CrdIndex, Validator
 from tests.conftest import PROJECT, run
 
 CORE = (
-    "v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1", "resource.k8s.io/v1",
+    "v1", "apps/v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1",
+    "resource.k8s.io/v1",
 )  # fmt: skip
 
 

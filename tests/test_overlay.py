@@ -261,4 +261,4 @@ def test_the_example_fleet_supplies_its_node_class_and_dcgm_metrics(
     (root / "extra/h100-prod/ec2nodeclass-gpu.yaml").unlink()
     write_repo(root, {"extra/h100-prod/ec2nodeclass-other.yaml": NODE_CLASS.format(name="other")})
     code, stderr, _ = render(root)
-    assert code == 1 and 'EC2NodeClass "gpu" does not exist (has: other)' in stderr
+    assert code == 1 and 'EC2NodeClass "gpu" does not exist (has: gpu-efa, other)' in stderr

@@ -661,15 +661,15 @@ def test_free_text_reaches_yaml_quoted_and_round_trips(
     [
         (
             "master",
-            "resourceName: nvidia.com/rdma\n",
-            'resourceName: nvidia.com/rdma\n    master: "ib0/../x"\n',
-            f"{C}:52:13",
+            "master: ens1f0\n",
+            'master: "ib0/../x"\n',
+            f"{C}:51:13",
         ),
         (
             "resourceName",
-            "resourceName: nvidia.com/rdma",
-            'resourceName: "nvidia.com/rdma\\", \\"x"',
-            f"{C}:51:19",
+            "master: ens1f0\n",
+            'master: ens1f0\n    resourceName: "nvidia.com/rdma\\", \\"x"\n',
+            f"{C}:52:19",
         ),
         (
             "gateway",
@@ -709,7 +709,7 @@ def test_strings_that_reach_cni_json_or_selectors_are_validated_at_their_line(
 
 def test_the_cni_config_round_trips_through_json_and_yaml(tmp_path: Path, crds_dir: Path) -> None:
     cluster = STATIC.replace(
-        "type: sriov\n    resourceName: nvidia.com/rdma\n",
+        "type: macvlan\n    master: ens1f0\n",
         'type: macvlan\n    master: "i\\"b\\\\0"\n',
     )
     root = _repo(tmp_path / "repo", cluster=cluster)

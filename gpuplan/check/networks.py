@@ -308,10 +308,10 @@ def check_efa_interfaces(fleet: Fleet) -> Iterator[Diagnostic]:
         settings = karpenter.node_class.aws if karpenter is not None else None
         if settings is None or not isinstance(release, KarpenterRelease):
             continue  # no node class gpuplan renders: it is the user's (extra/<cluster>/)
+        assert karpenter is not None
+        rendered = karpenter.node_class.name
         for index, network in enumerate(cluster.spec.networks):
-            reached = [
-                p for p in network.pools if p in cluster.pools and cluster.pools[p].karpenter_made
-            ]
+            reached = [p for p in network.pools if _node_class(cluster, p) == rendered]
             if network.type != "efa" or not reached:
                 continue
             loc = ("networks", index, "type")
@@ -328,3 +328,101 @@ def check_efa_interfaces(fleet: Fleet) -> Iterator[Diagnostic]:
                     "set components.karpenter.nodeClass.aws.efaNetworkCards (32 on p5.48xlarge)"
                 )
                 yield cluster.located.source.diagnostic(loc, message)
+
+
+def _sriov_loc(index: int) -> Key:
+    return ("networks", index, "sriov")
+
+
+@check
+def check_sriov_resources(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when networks sharing a resourceName disagree on its devices: the plugin has one pool per name."""
+    for cluster in _clusters(fleet):
+        first: dict[str, tuple[int, Network]] = {}
+        for index, network in enumerate(cluster.spec.networks):
+            resource = network.device_resource
+            if resource is None or network.type == "efa":
+                continue
+            if resource not in first:
+                first[resource] = (index, network)
+                continue
+            other_index, other = first[resource]
+            vfs = network.type in _VF_TYPES
+            if vfs != (other.type in _VF_TYPES):
+                message = (
+                    f"{resource} is the SR-IOV device plugin's VF pool for one of networks {other.name} and "
+                    f"{network.name} and another plugin's device for the other: give each its own resourceName"
+                )
+                yield cluster.located.source.diagnostic(
+                    ("networks", index, "resourceName"), message
+                )
+            elif vfs and (network.type, network.sriov) != (other.type, other.sriov):
+                message = (
+                    f"network {network.name} names the VF pool {resource} of network {other.name} "
+                    f"(networks[{other_index}]) with other devices or type: the SR-IOV device plugin has one "
+                    "pool per resource name, so give both the same sriov and type, or another resourceName"
+                )
+                yield cluster.located.source.diagnostic(_sriov_loc(index), message)
+
+
+@check
+def check_sriov_vfs(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn when a node has fewer VFs for a network than GPUs: pods past the VFs cannot attach."""
+    for cluster in _clusters(fleet):
+        for index, network in enumerate(cluster.spec.networks):
+            if network.sriov is None:
+                continue
+            vfs = network.sriov.vfs_per_node()
+            if vfs is None:
+                continue  # VFs by PCI ID: the node's count is the cloud's
+            short = [
+                f"{p} ({cluster.pools[p].gpus_per_node} GPUs)"
+                for p in dict.fromkeys(network.pools)
+                if p in cluster.pools and cluster.pools[p].gpus_per_node > vfs
+            ]
+            if short:
+                message = (
+                    f"network {network.name} has {vfs} VFs per node (pfNames x numVfs), fewer than the one-GPU pods "
+                    f"a node of {', '.join(short)} can run: pods past {vfs} per node cannot attach"
+                )
+                yield _warning(cluster.located.source, _sriov_loc(index), message)
+
+
+def _node_class(cluster: ClusterPlan, name: str) -> str | None:
+    """Return the node class a pool's nodes launch from, None when Karpenter does not make them."""
+    pool = cluster.pools.get(name)
+    karpenter = cluster.spec.components.karpenter
+    if pool is None or not pool.karpenter_made or karpenter is None:
+        return None
+    own = pool.spec.karpenter.node_class if pool.spec.karpenter is not None else None
+    return own or karpenter.node_class.name
+
+
+@check
+def check_efa_node_class_shared(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn when the node class gpuplan renders with EFA interfaces also launches pools on no efa network."""
+    for cluster in _clusters(fleet):
+        karpenter, release = cluster.spec.components.karpenter, cluster.release("karpenter")
+        settings = karpenter.node_class.aws if karpenter is not None else None
+        if karpenter is None or settings is None or settings.efa_network_cards is None:
+            continue
+        if (
+            not isinstance(release, KarpenterRelease)
+            or "networkInterfaces" not in release.node_class_fields
+        ):
+            continue  # the node class gets no interfaces (an error of its own, node-class-fields)
+        on_efa = {p for n in cluster.spec.networks if n.type == "efa" for p in n.pools}
+        for index, pool in enumerate(cluster.spec.node_pools):
+            if pool.name in on_efa or _node_class(cluster, pool.name) != karpenter.node_class.name:
+                continue
+            assert pool.karpenter is not None
+            # aws/karpenter-provider-aws v1.14.1 pkg/providers/instancetype/compatibility/compatibility.go:
+            # an instance type with fewer network cards (or EFA interfaces) than the node class names is
+            # never launched.
+            message = (
+                f"node class {karpenter.node_class.name} gives every node {settings.efa_network_cards} EFA network cards, "
+                f"and Karpenter launches only instance types that have them: pool {pool.name} is on no efa network, and its "
+                f"{', '.join(pool.karpenter.instance_types)} may never launch; give it a node class of its own "
+                "(karpenter.nodeClass, yours in extra/)"
+            )
+            yield _warning(cluster.located.source, ("nodePools", index, "karpenter"), message)

@@ -185,9 +185,11 @@ def check_local_queues(fleet: Fleet) -> Iterator[Diagnostic]:
 
 
 def is_rdma(network: Network) -> bool:
-    """Tell whether pods on this network use RDMA: InfiniBand (ipoib, ib-sriov), EFA, or an RDMA device-plugin resource."""
+    """Tell whether pods on this network use RDMA: InfiniBand (ipoib, ib-sriov), EFA, RoCE VFs (sriov.rdma),
+    or an RDMA device-plugin resource."""
     return (
         network.type in ("ipoib", "ib-sriov", "efa")
+        or network.rdma_vfs
         or "rdma" in (network.resource_name or "").lower()
     )
 

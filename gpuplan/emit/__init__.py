@@ -10,17 +10,21 @@ from collections.abc import Callable, Iterable
 
 from gpuplan.components import REGISTRY
 from gpuplan.components.base import load
-from gpuplan.emit import argocd, nodeclass, priorities, tenants
+from gpuplan.emit import argocd, nodeclass, priorities, sriov, tenants
 from gpuplan.emit.meta import Manifest, finalize
 from gpuplan.fleet import ClusterPlan, Fleet
 
 ClusterEmitter = Callable[[ClusterPlan], list[Manifest]]
 FleetEmitter = Callable[[Fleet, str], list[Manifest]]
 
-# PriorityClasses and the tenants' namespaces, quotas and policies belong to no one component.
-EMITTERS: tuple[ClusterEmitter, ...] = (priorities.emit, tenants.emit, nodeclass.emit) + tuple(
-    load(c.emitter) for c in REGISTRY.values() if c.emitter and c.scope == "cluster"
-)
+# PriorityClasses and the tenants' namespaces, quotas and policies belong to no one component; the
+# SR-IOV device plugin comes with the networks (gpuplan/emit/sriov.py).
+EMITTERS: tuple[ClusterEmitter, ...] = (
+    priorities.emit,
+    tenants.emit,
+    nodeclass.emit,
+    sriov.emit,
+) + tuple(load(c.emitter) for c in REGISTRY.values() if c.emitter and c.scope == "cluster")
 FLEET_EMITTERS: tuple[FleetEmitter, ...] = tuple(
     load(c.emitter) for c in REGISTRY.values() if c.emitter and c.scope == "fleet"
 )

@@ -105,6 +105,7 @@ def settings(operator: GpuOperator, drivers: DriverLayout) -> policy.Settings:
         if monitor is None
         else {"interval": monitor.interval, "additionalLabels": monitor.additional_labels},
         node_status_exporter=operator.node_status_exporter,
+        validator_workload=operator.validator_workload,
         mirror=operator.registry.mirror,
         repositories={
             str(component): repo for component, repo in operator.registry.repositories.items()

@@ -73,6 +73,7 @@ class Settings:
     gds: bool = False
     service_monitor: Mapping[str, Any] | None = None  # {"interval": ..., "additionalLabels": {...}}
     node_status_exporter: bool = False
+    validator_workload: str | None = None  # "run" or "skip"; None: the release's chart default
     mirror: str | None = None  # replaces nvcr.io in every operand repository
     repositories: Mapping[str, str] = field(default_factory=dict)  # operand -> repository
     pull_secrets: tuple[str, ...] = ()
@@ -142,7 +143,7 @@ def cluster_policy(
             **image("toolkit"),
             "installDir": COS_INSTALL_DIR if settings.cos else TOOLKIT_INSTALL_DIR,
         },
-        "validator": _validator(facts, image("validator")),
+        "validator": _validator(facts, image("validator"), settings.validator_workload),
     }
     if settings.gds:
         spec["gds"] = {"enabled": True, **image("gds")}
@@ -236,11 +237,18 @@ def _cdi(facts: GpuOperatorRelease) -> dict:
     return cdi
 
 
-def _validator(facts: GpuOperatorRelease, image: dict) -> dict:
-    """Return the validator section, with the chart's WITH_WORKLOAD=false where its values set it."""
-    if facts.validator_workload:
+def _validator(facts: GpuOperatorRelease, image: dict, workload: str | None) -> dict:
+    """Return the validator section: WITH_WORKLOAD as the model says, else as the release's chart sets it.
+
+    The plugin validator's --with-workload defaults to true, read from WITH_WORKLOAD
+    (NVIDIA/gpu-operator cmd/nvidia-validator/main.go at every supported tag); the chart sets it
+    false on v25.3.1 and v25.3.2 (deployments/gpu-operator/values.yaml validator.plugin.env).
+    """
+    run = facts.validator_workload if workload is None else workload == "run"
+    if workload is None and run:
         return image
-    return {**image, "plugin": {"env": [{"name": "WITH_WORKLOAD", "value": "false"}]}}
+    value = "true" if run else "false"
+    return {**image, "plugin": {"env": [{"name": "WITH_WORKLOAD", "value": value}]}}
 
 
 def _operator(facts: GpuOperatorRelease) -> dict:

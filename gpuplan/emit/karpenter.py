@@ -151,6 +151,12 @@ def limits(pool: PoolPlan) -> dict[str, str]:
     return {NODES: str(most), GPU: str(most * pool.gpus_per_node)}
 
 
+def node_class_name(karpenter: Karpenter, pool: PoolPlan) -> str:
+    """Return the node class a pool's nodes launch from: its own, else the cluster's."""
+    own = pool.spec.karpenter.node_class if pool.spec.karpenter is not None else None
+    return own or karpenter.node_class.name
+
+
 def node_pool(api: str, karpenter: Karpenter, pool: PoolPlan) -> dict[str, Any]:
     """Return the NodePool of one pool: autoscaled up to its limits, or static with spec.replicas."""
     node_class = karpenter.node_class
@@ -158,7 +164,7 @@ def node_pool(api: str, karpenter: Karpenter, pool: PoolPlan) -> dict[str, Any]:
         "nodeClassRef": {
             "group": node_class.group,
             "kind": node_class.kind,
-            "name": node_class.name,
+            "name": node_class_name(karpenter, pool),
         },
         "requirements": requirements(pool),
         "taints": pool.taints,

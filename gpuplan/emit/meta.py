@@ -20,7 +20,8 @@ WAVES = {
     "LocalQueue": 0, "Application": 0,
 }  # fmt: skip
 CORE_GROUPS = (
-    "v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1", "resource.k8s.io/v1",
+    "v1", "apps/v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1",
+    "resource.k8s.io/v1",
 )  # fmt: skip
 
 

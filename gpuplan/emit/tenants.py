@@ -40,12 +40,28 @@ def resource_quota(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     that bypass Kueue (no queue name) cannot take GPUs the tenant was never granted.
     """
     hard = {_quota_key(r): quantity(r, v) for r, v in namespace_quotas(alloc)[name].items()}
+    hard |= {f"requests.{r}": "0" for r in unattached_devices(alloc)}
     return k8s("v1", "ResourceQuota", alloc.name, name, spec={"hard": hard})
 
 
 def _quota_key(resource: str) -> str:
     """Return the ResourceQuota key of a resource: requests.<name>, or a DRA class's devices key as it is."""
     return resource if is_dra_resource(resource) else f"requests.{resource}"
+
+
+def unattached_devices(alloc: AllocationPlan) -> list[str]:
+    """Return the network devices (EFA, SR-IOV VFs, RDMA shared devices) of networks the tenant does not attach.
+
+    Pods may ask for a device-plugin resource with no NetworkAttachmentDefinition (EFA has none at
+    all), so the tenant's `networks` is enforced by quota: a device of a network it does not list is
+    pinned to zero (extended resources are quota'd as requests.<name>, kubernetes.io resource-quotas
+    "Resource Quota For Extended Resources"). What it lists is not capped: devices follow the GPUs
+    its quota grants (a p5.48xlarge's 32 EFA devices go with its 8 GPUs).
+    """
+    networks = alloc.cluster.spec.networks
+    listed = set(alloc.spec.networks)
+    attached = {n.device_resource for n in networks if n.name in listed}
+    return sorted({n.device_resource for n in networks if n.device_resource} - attached)
 
 
 def max_gpus_per_pod(alloc: AllocationPlan) -> int | None:

@@ -20,6 +20,9 @@ from gpuplan.model.common import (
     Quantity,
     Version,
 )
+from gpuplan.model.common import (
+    matching as _matching,
+)
 from gpuplan.model.drivers import (
     Driver,
     DriverVersion,
@@ -31,21 +34,11 @@ from gpuplan.model.drivers import (
 from gpuplan.model.karpenter_azure import SelfHostedAzure
 from gpuplan.model.monitoring import Monitoring
 from gpuplan.model.nodeclass import AksNodeClassSettings, Ec2NodeClassSettings
+from gpuplan.model.sriov import SriovDevices
 from gpuplan.model.tenant import Subject
 
 Provider = Literal["aws", "azure", "gcp", "onprem"]
 KUBERNETES_VERSION = r"^1\.[0-9]{1,2}$"
-
-
-def _matching(pattern: re.Pattern[str], what: str) -> Any:
-    """Return a validator that refuses a string unless it is wholly `pattern` (strings reach YAML and JSON)."""
-
-    def check(value: Any) -> Any:
-        if isinstance(value, str) and not pattern.fullmatch(value):
-            raise ValueError(f"{value[:80]!r} is not {what}")
-        return value
-
-    return BeforeValidator(check)
 
 
 # Kubernetes object names (DNS-1123 subdomain, at most 253) and kinds (an upper-case identifier).
@@ -163,6 +156,10 @@ class GpuOperator(Model):
     """GPUDirect Storage: run the nvidia-fs driver (needs managed drivers with open kernel modules)."""
     node_status_exporter: bool = False
     """Run the node-status exporter (operand validation metrics per node)."""
+    validator_workload: Literal["run", "skip"] | None = None
+    """Whether the operator validator runs a CUDA workload on each GPU node before its GPUs are
+    advertised (run: catches broken GPUs, costs a pod start per node; skip). Default: the release's
+    chart, skip on v25.3.1 and v25.3.2, run from v25.3.3."""
     registry: Registry = Registry()
     """A private or air-gapped registry for every operand image, with pull secrets."""
     nfd: Literal["bundled", "standalone"] = "bundled"
@@ -513,6 +510,10 @@ class KarpenterPool(Model):
     """Zones nodes may come up in, such as [us-east-1a]; default: any zone."""
     architecture: Literal["amd64", "arm64"] = "amd64"
     """CPU architecture of the nodes: amd64 (default) or arm64."""
+    node_class: Subdomain | None = None
+    """Name of another node class of the cluster's kind for this pool, yours in extra/<cluster>/ (such
+    as one without the EFA interfaces, which Karpenter launches only on instance types that have them);
+    default components.karpenter.nodeClass.name."""
 
 
 class Taint(Model):
@@ -821,6 +822,7 @@ class Ipam(Model):
 # The resource the AWS EFA device plugin advertises (aws/karpenter-provider-aws pkg/apis/v1/labels.go,
 # ResourceEFA; ../shared/facts/upstream-components.md "Multus networks").
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
+SRIOV_RESOURCE = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 class Network(Model):
@@ -850,6 +852,9 @@ class Network(Model):
         | None
     ) = None
     """Parent interface for ipoib / macvlan, or the device for host-device."""
+    sriov: SriovDevices | None = None
+    """sriov and ib-sriov (required there): the VFs that back the network (of named PFs, or by PCI
+    ID), which gpuplan's SR-IOV network device plugin advertises as resourceName."""
     ipam: Ipam | None = None
     """How attachments get their addresses (required for every type but efa, which has none)."""
     pools: list[Name] = Field(min_length=1)
@@ -857,9 +862,11 @@ class Network(Model):
 
     @model_validator(mode="after")
     def _device_backed(self) -> Network:
-        if self.type in ("sriov", "ib-sriov") and not self.resource_name:
+        if self.type in ("sriov", "ib-sriov"):
+            self._sriov_backed()
+        elif self.sriov is not None:
             raise ValueError(
-                f"a {self.type} network needs resourceName (the SR-IOV device plugin's VF resource)"
+                f"sriov (PFs and VFs) belongs to sriov and ib-sriov networks; a {self.type} network has no VFs"
             )
         if self.type == "ipoib" and not self.resource_name:
             raise ValueError(
@@ -881,6 +888,40 @@ class Network(Model):
                 f"a {self.type} network needs ipam (how attachments get their addresses)"
             )
         return self
+
+    def _sriov_backed(self) -> None:
+        if not self.resource_name:
+            raise ValueError(
+                f"a {self.type} network needs resourceName (the SR-IOV device plugin's VF resource)"
+            )
+        # sriov-network-device-plugin v3.11.0 pkg/utils/utils.go ValidResourceName: ^[a-zA-Z0-9_-]+$.
+        name = self.resource_name.partition("/")[2]
+        if not SRIOV_RESOURCE.fullmatch(name):
+            raise ValueError(
+                f"the SR-IOV device plugin refuses resource name {name!r}: letters, digits, '_' and '-' only"
+            )
+        if self.sriov is None:
+            raise ValueError(
+                f"a {self.type} network needs sriov: the VFs that back it (pfNames and numVfs, or vendor and "
+                "devices), which the SR-IOV network device plugin advertises as its resourceName"
+            )
+        if self.type == "ib-sriov" and self.sriov.rdma is False:
+            raise ValueError(
+                "an ib-sriov network's VFs carry RDMA (ib-sriov-cni moves an InfiniBand VF, whose RDMA device "
+                "the plugin mounts): remove sriov.rdma: false, or use type sriov for Ethernet VFs"
+            )
+
+    @property
+    def rdma_vfs(self) -> bool:
+        """Tell whether the SR-IOV device plugin mounts the VFs' RDMA devices (isRdma)."""
+        if self.sriov is None:
+            return False
+        return self.type == "ib-sriov" if self.sriov.rdma is None else self.sriov.rdma
+
+    @property
+    def device_resource(self) -> str | None:
+        """Return the device-plugin resource pods attaching the network request (efa's is fixed)."""
+        return EFA_RESOURCE if self.type == "efa" else self.resource_name
 
     @property
     def attaches(self) -> bool:

@@ -23,6 +23,17 @@ from gpuplan.quantity import QuantityError, parse_quantity
 VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]+)?$")
 
 
+def matching(pattern: re.Pattern[str], what: str) -> Any:
+    """Return a validator that refuses a string unless it is wholly `pattern` (strings reach YAML and JSON)."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, str) and not pattern.fullmatch(value):
+            raise ValueError(f"{value[:80]!r} is not {what}")
+        return value
+
+    return BeforeValidator(check)
+
+
 class Model(BaseModel):
     """Base of every input model: camelCase keys, unknown keys rejected, strict types."""
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from gpuplan.fleet import ClusterPlan
 from gpuplan.gke import ACCELERATOR_LABEL, gcloud_accelerator, google_stack
 from gpuplan.pools import PoolPlan
+from gpuplan.requirements.hosts import sriov_hosts
 from gpuplan.requirements.karpenter_azure import self_hosted_karpenter
 from gpuplan.requirements.nodegroup import (
     aws_discovery_tags,
@@ -130,4 +131,4 @@ def cluster_requirements(cluster: ClusterPlan) -> list[str]:
             f"{cluster.name}: pool {pool.name}, node group {pool.spec.node_group} (Cluster Autoscaler)"
         )
         lines += _aws(cluster, pool) if provider == "aws" else _aks(cluster, pool)
-    return lines + self_hosted_karpenter(cluster)
+    return lines + self_hosted_karpenter(cluster) + sriov_hosts(cluster)

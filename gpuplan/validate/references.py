@@ -28,6 +28,7 @@ Decisions:
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -577,6 +578,61 @@ def check_application_paths(cluster: ClusterObjects) -> list[ReferenceProblem]:
     ]
 
 
+# --- Multus and the SR-IOV network device plugin ----------------------------------------------
+
+NAD_GROUP = "k8s.cni.cncf.io"
+NAD_RESOURCE = "k8s.v1.cni.cncf.io/resourceName"  # Multus injects this device-plugin resource
+SRIOV_CONFIG = "sriovdp-config"  # the plugin's ConfigMap (sriov-network-device-plugin deployments/)
+SRIOV_LINK_TYPES = {"sriov": "ether", "ib-sriov": "infiniband"}  # CNI type -> the VFs' link type
+
+
+def _vf_pools(config_map: dict) -> dict[str, set[str]] | None:
+    """Return <prefix>/<name> -> link types of the plugin's resource pools; None when unreadable."""
+    try:
+        config = json.loads(str(_get(config_map, "data", "config.json")))
+    except ValueError:
+        return None
+    pools: dict[str, set[str]] = {}
+    for entry in _list(_get(config, "resourceList")):
+        if not isinstance(entry, dict):
+            continue
+        # README "Configurations": resourcePrefix defaults to intel.com.
+        name = f"{entry.get('resourcePrefix') or 'intel.com'}/{entry.get('resourceName')}"
+        selectors = entry.get("selectors")
+        selectors = selectors if isinstance(selectors, list) else [selectors]
+        pools[name] = {
+            t for sel in selectors if isinstance(sel, dict) for t in _list(sel.get("linkTypes"))
+        }
+    return pools
+
+
+def check_vf_resources(cluster: ClusterObjects) -> list[ReferenceProblem]:
+    """An sriov / ib-sriov NetworkAttachmentDefinition's resource is a VF pool of the SR-IOV plugin, of its link type."""
+    maps = [m for m in cluster.of("", "ConfigMap") if _name(m) == SRIOV_CONFIG]
+    pools = _vf_pools(maps[0]) if len(maps) == 1 else None
+    problems = []
+    for nad in cluster.of(NAD_GROUP, "NetworkAttachmentDefinition"):
+        try:
+            cni = json.loads(str(_get(nad, "spec", "config")))
+        except ValueError:
+            continue  # the schema and the CNI config's own checks report it
+        link = SRIOV_LINK_TYPES.get(str(cni.get("type"))) if isinstance(cni, dict) else None
+        resource = _get(nad, "metadata", "annotations", NAD_RESOURCE)
+        if link is None or not isinstance(resource, str):
+            continue
+        path = f"metadata.annotations.{NAD_RESOURCE}"
+        if pools is None:
+            message = f"no SR-IOV network device plugin ConfigMap {SRIOV_CONFIG} advertises {resource}: pods attaching it never schedule"
+            problems.append(_problem(nad, path, message, external=True))
+        elif resource not in pools:
+            message = f"the SR-IOV network device plugin advertises {_names(pools) or 'nothing'}, not {resource}: pods attaching it never schedule"
+            problems.append(_problem(nad, path, message))
+        elif pools[resource] and link not in pools[resource]:
+            message = f"{resource} is a pool of {', '.join(sorted(pools[resource]))} VFs, and {cni.get('type')} needs {link} ones"
+            problems.append(_problem(nad, path, message))
+    return problems
+
+
 CHECKS: tuple[Check, ...] = (
     check_local_queues,
     check_flavor_references,
@@ -587,6 +643,7 @@ CHECKS: tuple[Check, ...] = (
     check_node_class_references,
     check_namespaces,
     check_application_paths,
+    check_vf_resources,
 )
 
 

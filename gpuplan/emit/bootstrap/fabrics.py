@@ -14,20 +14,23 @@
   the sample config with one resource per network (README "configList": resourceName, resourcePrefix
   default "rdma", rdmaHcaMax required, devices = interface names) and tolerates every taint, as a node
   agent must. Argo CD kustomize `images` and `patches` (argoproj/argo-cd v3.5.1 Application CRD).
-- sriov and ib-sriov: the SR-IOV network device plugin needs the PFs, vendors and VF ranges of the
-  hardware, which the model does not describe: gpuplan installs nothing for them.
+- sriov and ib-sriov: the SR-IOV network device plugin, which upstream ships as a plain manifest with
+  an unpinned image, so gpuplan writes its pinned DaemonSet into the cluster's folder
+  (gpuplan/emit/sriov.py) rather than an Application here.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 from gpuplan.check.networks import RDMA_SHARED_PREFIX, rdma_shared
 from gpuplan.components.base import Chart
 from gpuplan.emit.bootstrap.app import Operator
+from gpuplan.emit.sriov import CONFIG_DIGEST
 from gpuplan.fleet import ClusterPlan
-from gpuplan.model.cluster import EFA_RESOURCE, Network
+from gpuplan.model.cluster import Network
 
 NAMESPACE = (
     "kube-system"  # both plugins' own namespace (the manifest's; the chart's release namespace)
@@ -120,9 +123,13 @@ def rdma(cluster: ClusterPlan) -> list[Operator]:
         "metadata": {"name": RDMA_CONFIG_MAP, "namespace": NAMESPACE},
         "data": {"config.json": config},
     }
+    # Every taint tolerated; the config's digest on the pod template, as the plugin reads config.json
+    # only at start (cmd/k8s-rdma-shared-dp/main.go watches the kubelet socket and signals): a new
+    # config rolls the pods.
+    digest = {CONFIG_DIGEST: hashlib.sha256(config.encode()).hexdigest()}
     tolerate_all = {
         "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": RDMA_DAEMON_SET, "namespace": NAMESPACE},
-        "spec": {"template": {"spec": {"tolerations": [{"operator": "Exists"}]}}},
+        "spec": {"template": {"metadata": {"annotations": digest}, "spec": {"tolerations": [{"operator": "Exists"}]}}},
     }  # fmt: skip
     source = {
         "repoURL": RDMA_REPO,
@@ -161,8 +168,7 @@ def device_resources(cluster: ClusterPlan) -> list[str]:
     apis/config/<version>/configuration_types.go from v0.8.0 to v0.19.2; pkg/workload/workload.go
     drops them from a workload's requests): quotas are on GPUs, not on network devices.
     """
-    names = {EFA_RESOURCE if n.type == "efa" else n.resource_name for n in cluster.spec.networks}
-    return sorted(name for name in names if name)
+    return sorted({n.device_resource for n in cluster.spec.networks if n.device_resource})
 
 
 def operators(cluster: ClusterPlan) -> list[Operator]:
