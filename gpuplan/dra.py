@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpuplan.components.dra_driver import CONFIG_API_VERSION, DRIVER
+from gpuplan.components.dra_driver import CONFIG_API_VERSION, DRIVER, RESOURCE_API
 from gpuplan.drivers import COS_INSTALL_DIR, pool_drivers
 
 QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
@@ -130,6 +130,12 @@ def classes(cluster: Any) -> dict[str, DraClass]:
             if resource.device_class is not None:
                 out.setdefault(resource.device_class.name, resource.device_class)
     return dict(sorted(out.items()))
+
+
+def resource_api(spec: Any) -> str:
+    """Return the resource.k8s.io version a cluster's DRA objects are written in (its spec's components)."""
+    driver = spec.components.dra_driver
+    return str(driver.resource_api) if driver is not None and driver.resource_api else RESOURCE_API
 
 
 def dra_pools(cluster: Any) -> list[Any]:
