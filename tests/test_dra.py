@@ -271,6 +271,11 @@ def test_the_validator_runs_device_class_selectors() -> None:
     ]
     # Kubernetes 1.33 serves no resource.k8s.io/v1 (its bundled schemas)
     assert "is not served" in Validator(None, "1.33").validate(obj)[0].message
+    # The beta versions' selectors are compiled the same way
+    beta = {**obj, "apiVersion": "resource.k8s.io/v1beta1"}
+    assert [p.path for p in Validator(None, "1.32").validate(beta)] == [
+        "spec.selectors[0].cel.expression"
+    ]
 
 
 def test_the_previous_driver_release_installs_nvidias_chart_from_ngc(tmp_path: Path) -> None:
