@@ -6,7 +6,10 @@ profile: kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/dev
 with the pool's sharing as the class's opaque config. A tenant's quota on the pool counts devices of
 that class: the ResourceQuota key `<class>.deviceclass.resource.k8s.io/devices` (Kubernetes
 docs concepts/policy/resource-quotas, "Resource quota for extended resources / DRA"; since 1.31), which
-is also the name Kueue's deviceClassMappings give the class, so one number is both quotas.
+is also the name Kueue's deviceClassMappings give the class, so one number is both quotas. The key is
+the same whichever resource.k8s.io version the claims are written in: the quota evaluator counts the
+API server's internal ResourceClaim (kubernetes/kubernetes pkg/quota/v1/evaluator/core/resource_claims.go;
+KEP-4381 "<device-class-name>.deviceclass.resource.k8s.io/devices").
 
 Sharing under DRA is among the consumers of one ResourceClaim (../shared/facts/upstream-components.md,
 "NVIDIA DRA driver"): a claim gets a whole device, so quotas count devices, never shares. The config

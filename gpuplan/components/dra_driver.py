@@ -74,9 +74,9 @@ SHARING_GATES = {"TimeSlicing": "TimeSlicingSettings", "MPS": "MPSSupport"}
 # serve only beta versions, off by default behind the DynamicResourceAllocation gate, so a cluster there
 # states the one it turned on (components.draDriver.resourceApi). The group versions by release,
 # kubernetes/kubernetes staging/src/k8s.io/api/resource/<version>/types.go: release-1.32 has v1beta1
-# (structured parameters; 1.31 had only v1alpha3), release-1.33 adds v1beta2; each is also in the
-# kubernetes_validate schemas of that release (deviceclass-resource-v1beta1.json from v1.32.0,
-# -v1beta2.json from v1.33.0), which `validate` checks the emitted objects against.
+# (structured parameters; 1.31 had only v1alpha3), release-1.33 adds v1beta2; checked in the
+# kubernetes_validate schemas generated from each release's OpenAPI (deviceclass-resource-v1beta1.json
+# from v1.32.0, -v1beta2.json from v1.33.0, only v1alpha3 in v1.31.0), which `validate` checks against.
 RESOURCE_API = "resource.k8s.io/v1"
 RESOURCE_API_SINCE = (1, 34)
 BETA_APIS = {  # beta group version -> the Kubernetes minors gpuplan emits it for (before v1 is served)
