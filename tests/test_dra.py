@@ -371,3 +371,15 @@ def test_volcano_must_read_the_beta_version_the_cluster_serves(tmp_path: Path) -
         if refused:
             assert "through resource.k8s.io/v1 only" in found[0].message
             assert found[0].path == "components.volcano.version" and found[0].line > 0
+
+
+def test_kai_is_refused_on_a_beta_cluster(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(BETA, root)
+    for name in ("beta132", "beta133"):
+        cluster = root / "clusters" / f"{name}.yaml"
+        pinned = "components:\n  kai:\n    version: v0.17.0\n"
+        cluster.write_text(cluster.read_text().replace("components:\n", pinned, 1))
+    found = [d for d in compile_fleet(root).diagnostics if "KAI reads DRA objects" in d.message]
+    assert [d.file.rpartition("/")[2] for d in found] == ["beta132.yaml", "beta133.yaml"]
+    assert all(d.path == "components.kai" and d.line > 0 for d in found)

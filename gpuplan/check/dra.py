@@ -308,6 +308,13 @@ def check_dra_schedulers(fleet: Fleet) -> Iterator[Diagnostic]:
                 f"cluster {cluster.name} has DRA pools on {api}, but Volcano {volcano.version} reads DRA objects "
                 f"through {volcano.dra_api} only: upgrade the cluster to 1.34 or later, or pin a Volcano that reads {api}"
             ))  # fmt: skip
+        if cluster.release("kai-scheduler") is not None and api != RESOURCE_API:
+            # KAI's scheduler reads DRA objects through informerFactory.Resource().V1() (NVIDIA/KAI-Scheduler
+            # pkg/ from v0.12.17 to v0.20.1; v0.16.8 and v0.17.0 lie between, their tags were not stored).
+            yield source.diagnostic(("components", "kai"), (
+                f"cluster {cluster.name} has DRA pools on {api}, but KAI reads DRA objects through {RESOURCE_API} "
+                "only: upgrade the cluster to 1.34 or later, or leave KAI out"
+            ))  # fmt: skip
         if authority(cluster.spec.components) == "kai":
             for cls in classes(cluster).values():
                 if "gpu" not in cls.name:
