@@ -6,7 +6,10 @@ profile: kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/dev
 with the pool's sharing as the class's opaque config. A tenant's quota on the pool counts devices of
 that class: the ResourceQuota key `<class>.deviceclass.resource.k8s.io/devices` (Kubernetes
 docs concepts/policy/resource-quotas, "Resource quota for extended resources / DRA"; since 1.31), which
-is also the name Kueue's deviceClassMappings give the class, so one number is both quotas.
+is also the name Kueue's deviceClassMappings give the class, so one number is both quotas. The key is
+the same whichever resource.k8s.io version the claims are written in: the quota evaluator counts the
+API server's internal ResourceClaim (kubernetes/kubernetes pkg/quota/v1/evaluator/core/resource_claims.go;
+KEP-4381 "<device-class-name>.deviceclass.resource.k8s.io/devices").
 
 Sharing under DRA is among the consumers of one ResourceClaim (../shared/facts/upstream-components.md,
 "NVIDIA DRA driver"): a claim gets a whole device, so quotas count devices, never shares. The config
@@ -20,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpuplan.components.dra_driver import CONFIG_API_VERSION, DRIVER
+from gpuplan.components.dra_driver import CONFIG_API_VERSION, DRIVER, RESOURCE_API
 from gpuplan.drivers import COS_INSTALL_DIR, pool_drivers
 
 QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
@@ -130,6 +133,12 @@ def classes(cluster: Any) -> dict[str, DraClass]:
             if resource.device_class is not None:
                 out.setdefault(resource.device_class.name, resource.device_class)
     return dict(sorted(out.items()))
+
+
+def resource_api(spec: Any) -> str:
+    """Return the resource.k8s.io version a cluster's DRA objects are written in (its spec's components)."""
+    driver = spec.components.dra_driver
+    return str(driver.resource_api) if driver is not None and driver.resource_api else RESOURCE_API
 
 
 def dra_pools(cluster: Any) -> list[Any]:

@@ -156,9 +156,13 @@ class ClusterPlan:
         return release_of(REGISTRY[component], self.spec)
 
     def nfd_labelled(self, pool: PoolPlan) -> bool:
-        """Tell whether gpuplan labels a pool's nodes through NFD: a static pool with hostnames, labels wanted."""
+        """Tell whether gpuplan labels a pool's nodes through NFD: a static pool with hostnames, labels wanted.
+
+        A DRA pool always wants them: the DRA kubelet plugin runs only on nodes with its label (dra_labels).
+        """
         components = self.spec.components
         wanted = components.gpu_operator is not None or components.kueue is not None
+        wanted = wanted or pool.spec.dra is not None
         return wanted and not pool.karpenter_made and bool(pool.spec.hostnames)
 
     def per_unit(self, pool: PoolPlan, what: str, resource: str) -> Fraction:

@@ -10,6 +10,8 @@ import pytest
 
 from gpuplan.check import dra as check_dra
 from gpuplan.components import REGISTRY
+from gpuplan.dra import DraClass
+from gpuplan.emit.dra import claim_template, device_class
 from gpuplan.pipeline import compile_fleet
 from gpuplan.validate import Validator
 from gpuplan.validate.cel import K8S_FUNCTIONS, cel
@@ -269,6 +271,11 @@ def test_the_validator_runs_device_class_selectors() -> None:
     ]
     # Kubernetes 1.33 serves no resource.k8s.io/v1 (its bundled schemas)
     assert "is not served" in Validator(None, "1.33").validate(obj)[0].message
+    # The beta versions' selectors are compiled the same way
+    beta = {**obj, "apiVersion": "resource.k8s.io/v1beta1"}
+    assert [p.path for p in Validator(None, "1.32").validate(beta)] == [
+        "spec.selectors[0].cel.expression"
+    ]
 
 
 def test_the_previous_driver_release_installs_nvidias_chart_from_ngc(tmp_path: Path) -> None:
@@ -318,3 +325,61 @@ def test_the_older_plugin_needs_the_gpu_operators_node_label(
     if refused:
         assert found[0].file.endswith("clusters/dra.yaml") and found[0].line > 0
         assert found[0].path == "components.draDriver.version"
+
+
+BETA = Path(__file__).resolve().parent / "cases" / "dra-beta" / "input"
+
+
+@pytest.mark.parametrize(
+    ("api", "kubernetes"),
+    [
+        ("resource.k8s.io/v1beta1", "1.32"),
+        ("resource.k8s.io/v1beta2", "1.33"),
+        ("resource.k8s.io/v1", "1.34"),
+    ],
+)
+def test_claim_templates_take_the_shape_of_their_version(api: str, kubernetes: str) -> None:
+    cls = DraClass("h100.gpuplan.io", "H100-SXM5-80GB", ("NVIDIA-H100-80GB-HBM3",))
+    template = claim_template(cls, "team", api)
+    validator = Validator(None, kubernetes)
+    assert validator.validate(template) == []
+    assert validator.validate(device_class(cls, api)) == []
+    # The other shape is refused by the same release's schema: v1beta1's request has no `exactly`.
+    (request,) = template["spec"]["spec"]["devices"]["requests"]
+    flat = "exactly" not in request
+    assert flat is (api == "resource.k8s.io/v1beta1")
+    if flat:
+        request["exactly"] = {
+            k: request.pop(k) for k in ("deviceClassName", "allocationMode", "count")
+        }
+    else:
+        request.update(request.pop("exactly"))
+    assert validator.validate(template) != []
+
+
+def test_volcano_must_read_the_beta_version_the_cluster_serves(tmp_path: Path) -> None:
+    # v1.13.3's scheduler reads v1beta1, what beta132 serves; v1.15.1's reads v1 only.
+    root = tmp_path / "repo"
+    shutil.copytree(BETA, root)
+    cluster = root / "clusters" / "beta132.yaml"
+    text = cluster.read_text()
+    for volcano, refused in (("v1.13.3", False), ("v1.15.1", True)):
+        pinned = f"components:\n  volcano:\n    version: {volcano}\n"
+        cluster.write_text(text.replace("components:\n", pinned, 1))
+        found = [d for d in compile_fleet(root).diagnostics if "reads DRA objects" in d.message]
+        assert bool(found) is refused, volcano
+        if refused:
+            assert "through resource.k8s.io/v1 only" in found[0].message
+            assert found[0].path == "components.volcano.version" and found[0].line > 0
+
+
+def test_kai_is_refused_on_a_beta_cluster(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(BETA, root)
+    for name in ("beta132", "beta133"):
+        cluster = root / "clusters" / f"{name}.yaml"
+        pinned = "components:\n  kai:\n    version: v0.17.0\n"
+        cluster.write_text(cluster.read_text().replace("components:\n", pinned, 1))
+    found = [d for d in compile_fleet(root).diagnostics if "KAI reads DRA objects" in d.message]
+    assert [d.file.rpartition("/")[2] for d in found] == ["beta132.yaml", "beta133.yaml"]
+    assert all(d.path == "components.kai" and d.line > 0 for d in found)

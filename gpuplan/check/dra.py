@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from gpuplan.check import check
 from gpuplan.components.dra_driver import (
+    BETA_APIS,
     GPU_OPERATOR_SINCE,
     NFD_PCI_LABEL,
     RESOURCE_API,
@@ -25,7 +26,7 @@ from gpuplan.components.kai import authority
 from gpuplan.components.kueue import MAX_DEVICE_CLASS_MAPPINGS, KueueRelease
 from gpuplan.components.volcano import VolcanoRelease
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.dra import DraClass, classes, dra_pools, driver_roots, strategy_of
+from gpuplan.dra import DraClass, classes, dra_pools, driver_roots, resource_api, strategy_of
 from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.gke import google_stack
 
@@ -53,22 +54,57 @@ def _clusters(fleet: Fleet) -> Iterator[ClusterPlan]:
 
 @check
 def check_dra_kubernetes(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Error on DRA pools on a Kubernetes version that does not serve resource.k8s.io/v1 (before 1.34).
+    """Error on DRA pools where the cluster serves no resource.k8s.io version gpuplan can write in.
 
-    1.32 and 1.33 serve DRA only as beta APIs, off by default behind the DynamicResourceAllocation feature
-    gate; GPU allocation with the GPU Operator needs v1.34.2 or later (NVIDIA/cloud-native-docs
-    gpu-operator/dra-intro-install.rst "Prerequisites"). gpuplan emits resource.k8s.io/v1 only.
+    v1 is served, on by default, from 1.34. 1.32 and 1.33 serve DRA only as beta APIs, off by default behind
+    the DynamicResourceAllocation feature gate (gpuplan/components/dra_driver.py BETA_APIS), so there the
+    cluster states the one it turned on in components.draDriver.resourceApi; before 1.32 there is no
+    structured-parameters DRA beta at all (1.31 has v1alpha3 only). From 1.34 gpuplan writes v1.
     """
     for cluster in _clusters(fleet):
         version = _version(cluster.spec.kubernetes_version)
-        if version >= RESOURCE_API_SINCE:
-            continue
-        for pool in dra_pools(cluster):
-            yield cluster.located.source.diagnostic(("nodePools", pool.index, "dra"), (
-                f"pool {pool.name} uses DRA, but Kubernetes {cluster.spec.kubernetes_version} does not serve {RESOURCE_API} "
-                "(DRA is GA and on by default from 1.34; 1.32 and 1.33 serve only beta versions, off by default): "
-                "upgrade the cluster to 1.34 or later, or remove dra"
+        driver = cluster.spec.components.dra_driver
+        declared = driver.resource_api if driver is not None else None
+        if declared is None and version < RESOURCE_API_SINCE:
+            for pool in dra_pools(cluster):
+                yield cluster.located.source.diagnostic(("nodePools", pool.index, "dra"), (
+                    f"pool {pool.name} uses DRA, but Kubernetes {cluster.spec.kubernetes_version} does not serve {RESOURCE_API} "
+                    "(DRA is GA and on by default from 1.34; 1.32 and 1.33 serve only beta versions, off by default): "
+                    f"{_beta_hint(version)}, or remove dra"
+                ))  # fmt: skip
+        release = cluster.release("dra-driver")
+        api = resource_api(cluster.spec)
+        if isinstance(release, DraDriverRelease) and api not in release.resource_apis:
+            yield cluster.located.source.diagnostic(("components", "draDriver", "version"), (
+                f"the DRA driver {release.version}'s chart takes no resourceApiVersion {api}: pin a release that does"
             ))  # fmt: skip
+        if declared is not None and not _serves(version, declared):
+            kubernetes = cluster.spec.kubernetes_version
+            yield cluster.located.source.diagnostic(("components", "draDriver", "resourceApi"), (
+                f"on Kubernetes {kubernetes} gpuplan writes DRA objects in {RESOURCE_API} (served and on by default "
+                f"from 1.34), not {declared}: remove resourceApi"
+                if version >= RESOURCE_API_SINCE
+                else f"Kubernetes {kubernetes} does not serve {declared}: {_beta_hint(version)}"
+            ))  # fmt: skip
+
+
+def _serves(version: tuple[int, ...], api: str) -> bool:
+    """Tell whether gpuplan may write DRA objects in `api` for a cluster of this Kubernetes version."""
+    if api == RESOURCE_API:
+        return version >= RESOURCE_API_SINCE
+    low, high = BETA_APIS[api]
+    return low <= version[:2] <= high
+
+
+def _beta_hint(version: tuple[int, ...]) -> str:
+    """Return what a cluster before 1.34 can do to use DRA."""
+    served = [api for api in BETA_APIS if _serves(version, api)]
+    if not served:
+        return "upgrade the cluster to 1.34 or later (1.32 and 1.33 with a beta API turned on)"
+    return (
+        f"turn on {' or '.join(served)} in the cluster (the DynamicResourceAllocation feature gate) "
+        "and state it in components.draDriver.resourceApi, or upgrade the cluster to 1.34 or later"
+    )
 
 
 @check
@@ -86,6 +122,15 @@ def check_dra_driver(fleet: Fleet) -> Iterator[Diagnostic]:
                 yield source.diagnostic(where, (
                     f"pool {pool.name} uses DRA, but GKE's own GPU stack runs its device plugin on every GPU node and "
                     "the DRA driver may not share a node with it: run the GPU Operator on this cluster, or remove dra"
+                ))  # fmt: skip
+            elif (
+                operator is not None
+                and _version(cluster.spec.kubernetes_version) < RESOURCE_API_SINCE
+            ):
+                yield source.diagnostic(("components", "gpuOperator"), (
+                    f"pool {pool.name} uses DRA beside the GPU Operator, which NVIDIA supports on Kubernetes 1.34.2 "
+                    f"or later, not {cluster.spec.kubernetes_version}: use a driver on the host (no gpuOperator) "
+                    "or upgrade the cluster"
                 ))  # fmt: skip
             elif (
                 operator is not None
@@ -251,6 +296,25 @@ def check_dra_schedulers(fleet: Fleet) -> Iterator[Diagnostic]:
                 f"Volcano enforces the quotas of cluster {cluster.name}, which has DRA pools, but Volcano "
                 f"{volcano.version} counts no DRA devices in Queues: use Volcano v1.15 or later"
             ))  # fmt: skip
+        api = resource_api(cluster.spec)
+        if (
+            isinstance(volcano, VolcanoRelease)
+            and api != RESOURCE_API
+            and volcano.dra_api not in (None, api)
+        ):
+            # Volcano's scheduler cache watches ResourceClaims and DeviceClasses in one version only
+            # (gpuplan/components/volcano.py dra_api); on a beta cluster it must be the one turned on.
+            yield source.diagnostic(("components", "volcano", "version"), (
+                f"cluster {cluster.name} has DRA pools on {api}, but Volcano {volcano.version} reads DRA objects "
+                f"through {volcano.dra_api} only: upgrade the cluster to 1.34 or later, or pin a Volcano that reads {api}"
+            ))  # fmt: skip
+        if cluster.release("kai-scheduler") is not None and api != RESOURCE_API:
+            # KAI's scheduler reads DRA objects through informerFactory.Resource().V1() (NVIDIA/KAI-Scheduler
+            # pkg/ from v0.12.17 to v0.20.1; v0.16.8 and v0.17.0 lie between, their tags were not stored).
+            yield source.diagnostic(("components", "kai"), (
+                f"cluster {cluster.name} has DRA pools on {api}, but KAI reads DRA objects through {RESOURCE_API} "
+                "only: upgrade the cluster to 1.34 or later, or leave KAI out"
+            ))  # fmt: skip
         if authority(cluster.spec.components) == "kai":
             for cls in classes(cluster).values():
                 if "gpu" not in cls.name:
@@ -262,6 +326,16 @@ def check_dra_schedulers(fleet: Fleet) -> Iterator[Diagnostic]:
 
 def _kueue(cluster: ClusterPlan, release: KueueRelease) -> Iterator[Diagnostic]:
     source = cluster.located.source
+    api = resource_api(cluster.spec)
+    if release.dra == "beta" and api != RESOURCE_API:
+        # Kueue's DRA integration reads ResourceClaims, ResourceClaimTemplates and DeviceClasses through the
+        # resource.k8s.io/v1 client only (kubernetes-sigs/kueue v0.18.0 and v0.19.2 pkg/dra/claims.go,
+        # pkg/dra/mapper.go, pkg/controller/core/indexer/indexer.go import k8s.io/api/resource/v1).
+        yield source.diagnostic(("components", "kueue"), (
+            f"cluster {cluster.name} has DRA pools on {api}, but Kueue {release.version} counts DRA devices "
+            f"through {RESOURCE_API} only: upgrade the cluster to 1.34 or later, or let another scheduler "
+            "(or ResourceQuota alone) hold the DRA quotas"
+        ))  # fmt: skip
     if release.dra != "beta":
         state = (
             "DRA only as the alpha feature DynamicResourceAllocation, off by default"

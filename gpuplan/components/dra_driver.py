@@ -71,9 +71,22 @@ DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 SHARING_GATES = {"TimeSlicing": "TimeSlicingSettings", "MPS": "MPSSupport"}
 # Kubernetes serves resource.k8s.io/v1, on by default, from 1.34 (DRA GA: kubernetes CHANGELOG-1.34;
 # the bundled kubernetes_validate schemas of 1.34 are the first with resource.k8s.io/v1). 1.32 and 1.33
-# serve only beta versions, off by default behind the DynamicResourceAllocation gate.
+# serve only beta versions, off by default behind the DynamicResourceAllocation gate, so a cluster there
+# states the one it turned on (components.draDriver.resourceApi). The group versions by release,
+# kubernetes/kubernetes staging/src/k8s.io/api/resource/<version>/types.go: release-1.32 has v1beta1
+# (structured parameters; 1.31 had only v1alpha3), release-1.33 adds v1beta2; checked in the
+# kubernetes_validate schemas generated from each release's OpenAPI (deviceclass-resource-v1beta1.json
+# from v1.32.0, -v1beta2.json from v1.33.0, only v1alpha3 in v1.31.0), which `validate` checks against.
 RESOURCE_API = "resource.k8s.io/v1"
 RESOURCE_API_SINCE = (1, 34)
+BETA_APIS = {  # beta group version -> the Kubernetes minors gpuplan emits it for (before v1 is served)
+    "resource.k8s.io/v1beta1": ((1, 32), (1, 33)),
+    "resource.k8s.io/v1beta2": ((1, 33), (1, 33)),
+}
+# v1beta1's DeviceRequest holds deviceClassName, allocationMode and count itself; v1beta2 and v1 nest them
+# in `exactly` (ExactDeviceRequest): staging/src/k8s.io/api/resource/v1beta1/types.go @ release-1.32,
+# v1beta2/types.go @ release-1.33 (devicerequest-resource-v1beta1.json, exactdevicerequest-resource-v1beta2.json).
+FLAT_REQUEST_APIS = frozenset({"resource.k8s.io/v1beta1"})
 # GPU allocation with the GPU Operator needs Kubernetes v1.34.2+ and GPU Operator v25.10.0+ (CDI on by
 # default, driver 580+): NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst "Prerequisites".
 GPU_OPERATOR_SINCE = (25, 10, 0)
@@ -90,6 +103,9 @@ class DraDriverRelease(Release):
     feature_gates: frozenset[str]
     # Node labels the kubelet plugin's default affinity accepts (values.yaml kubeletPlugin.affinity).
     plugin_node_labels: frozenset[str]
+    # resource.k8s.io versions the chart's resourceApiVersion takes (templates/_helpers.tpl resourceApiVersion
+    # and templates/validation.yaml: v1, v1beta2 or v1beta1).
+    resource_apis: frozenset[str] = frozenset({RESOURCE_API, *BETA_APIS})
 
 
 # The gates of both releases that gpuplan sets (SHARING_GATES); each has more (DynamicMIG, ...).
@@ -111,6 +127,7 @@ RELEASES: tuple[DraDriverRelease, ...] = (  # oldest first: the last is the defa
             f"{NVIDIA_REPO}@v25.12.0:{NVIDIA_CHART_DIR}/values.yaml",
             f"{NVIDIA_REPO}@v25.12.0:{NVIDIA_CHART_DIR}/templates/validation.yaml",
             f"{NVIDIA_REPO}@v25.12.0:{NVIDIA_CHART_DIR}/templates/kubeletplugin.yaml",
+            f"{NVIDIA_REPO}@v25.12.0:{NVIDIA_CHART_DIR}/templates/_helpers.tpl",
             f"{NVIDIA_REPO}@v25.12.0:{NVIDIA_CHART_DIR}/templates/deviceclass-gpu.yaml",
             f"{NVIDIA_REPO}@v25.12.0:cmd/gpu-kubelet-plugin/deviceinfo.go",
             f"{NVIDIA_REPO}@v25.12.0:cmd/gpu-kubelet-plugin/partitions.go",
@@ -132,6 +149,7 @@ RELEASES: tuple[DraDriverRelease, ...] = (  # oldest first: the last is the defa
             f"{REPO}@v0.4.1:{CHART_DIR}/Chart.yaml",
             f"{REPO}@v0.4.1:{CHART_DIR}/values.yaml",
             f"{REPO}@v0.4.1:{CHART_DIR}/templates/validation.yaml",
+            f"{REPO}@v0.4.1:{CHART_DIR}/templates/_helpers.tpl",
             f"{REPO}@v0.4.1:{CHART_DIR}/templates/deviceclass-gpu.yaml",
             f"{REPO}@v0.4.1:cmd/gpu-kubelet-plugin/deviceinfo.go",
             f"{REPO}@v0.4.1:cmd/gpu-kubelet-plugin/mig.go",

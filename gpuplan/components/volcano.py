@@ -36,10 +36,18 @@ class VolcanoRelease(Release):
     # its argument capacity.DynamicResourceAllocationEnable: pkg/scheduler/plugins/capacity/capacity.go,
     # from v1.15 (absent at v1.14.4).
     dra_quota: bool = False
+    # The resource.k8s.io version its scheduler cache watches ResourceClaims and DeviceClasses in
+    # (pkg/scheduler/cache/cache.go informerFactory.Resource(): V1beta1 at v1.12.4 and v1.13.3, V1 from
+    # v1.14.4; none at v1.11.2), None where it watches none.
+    dra_api: str | None = None
 
 
 def _release(
-    tag: str, dequeue_strategy: bool, max_weight: int | None, dra_quota: bool = False
+    tag: str,
+    dequeue_strategy: bool,
+    max_weight: int | None,
+    dra_quota: bool = False,
+    dra_api: str | None = "resource.k8s.io/v1",
 ) -> VolcanoRelease:
     sources = (f"{REPO}@{tag}:{QUEUE_CRD}", f"{REPO}@{tag}:installer/helm/chart/volcano/Chart.yaml")
     chart = Chart(CHART_REPO, "volcano", tag.removeprefix("v"))
@@ -51,13 +59,15 @@ def _release(
         dequeue_strategy=dequeue_strategy,
         max_weight=max_weight,
         dra_quota=dra_quota,
+        dra_api=dra_api,
     )
 
 
+_BETA1 = "resource.k8s.io/v1beta1"
 RELEASES: tuple[VolcanoRelease, ...] = (
-    _release("v1.11.2", dequeue_strategy=False, max_weight=None),
-    _release("v1.12.4", dequeue_strategy=False, max_weight=65535),
-    _release("v1.13.3", dequeue_strategy=False, max_weight=65535),
+    _release("v1.11.2", dequeue_strategy=False, max_weight=None, dra_api=None),
+    _release("v1.12.4", dequeue_strategy=False, max_weight=65535, dra_api=_BETA1),
+    _release("v1.13.3", dequeue_strategy=False, max_weight=65535, dra_api=_BETA1),
     _release("v1.14.4", dequeue_strategy=True, max_weight=65535),
     _release("v1.15.1", dequeue_strategy=True, max_weight=65535, dra_quota=True),
 )

@@ -21,7 +21,7 @@ WAVES = {
 }  # fmt: skip
 CORE_GROUPS = (
     "v1", "apps/v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1",
-    "resource.k8s.io/v1",
+    "resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1",
 )  # fmt: skip
 
 

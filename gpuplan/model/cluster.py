@@ -256,6 +256,14 @@ class DraDriver(Model):
     """DRA driver release (kubernetes-sigs/dra-driver-nvidia-gpu), such as v0.4.1."""
     namespace: Name = "dra-driver-nvidia-gpu"
     """Namespace the driver runs in; default dra-driver-nvidia-gpu."""
+    resource_api: (
+        Literal["resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"] | None
+    ) = None
+    """The resource.k8s.io version gpuplan writes DeviceClasses and ResourceClaimTemplates in, and the
+    driver's chart uses. Default resource.k8s.io/v1, which Kubernetes serves from 1.34. Kubernetes 1.32
+    and 1.33 serve only beta versions, off by default: there state the one the cluster's administrator
+    turned on (the DynamicResourceAllocation feature gate and --runtime-config), resource.k8s.io/v1beta1
+    (1.32, 1.33) or resource.k8s.io/v1beta2 (1.33)."""
 
 
 class NodeClassRef(Model):

@@ -45,7 +45,7 @@ OWNED_VALUES: dict[str, dict[str, str]] = {
     "dra-driver": {
         "kubeletPlugin.nodeSelector": "gpuplan runs the DRA kubelet plugin on exactly the DRA pools' nodes, where it turns the device plugin off",
         "resources.gpus.enabled": "gpuplan's DeviceClasses, claim templates and quotas count the driver's GPU devices",
-        "resourceApiVersion": "gpuplan emits resource.k8s.io/v1 objects and proves the cluster serves that version",
+        "resourceApiVersion": "gpuplan writes its DRA objects in the resource.k8s.io version the cluster serves (v1, or components.draDriver.resourceApi) and pins the chart to it",
     },
 }
 

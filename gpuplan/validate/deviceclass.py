@@ -2,7 +2,8 @@
 
 The API server compiles a DeviceClass's `spec.selectors[].cel.expression` on create and rejects one that
 does not compile; a selector that fails at run time (a missing attribute, a wrong type) leaves the class
-matching nothing (Kubernetes resource.k8s.io/v1 DeviceClass, CELDeviceSelector). Each expression is
+matching nothing (Kubernetes resource.k8s.io DeviceClass, CELDeviceSelector: the same in v1, v1beta2 and
+v1beta1, so any version of the group is read). Each expression is
 therefore compiled and run here against one device of every kind the NVIDIA DRA driver publishes (a
 whole GPU and a MIG device, with the attributes of kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1
 cmd/gpu-kubelet-plugin/deviceinfo.go and mig.go), and must return a boolean on each. This module reads

@@ -5,7 +5,8 @@ templates/validation.yaml, templates/kubeletplugin.yaml; the same keys in NVIDIA
 deployments/helm/nvidia-dra-driver-gpu, the chart of the release before, gpuplan/components/dra_driver.py):
 - `gpuResourcesEnabledOverride: true`, without which the chart refuses to render GPU allocation; the
   override is safe here because the device plugin is disabled on every node the plugin runs on;
-- `resourceApiVersion` pinned to what the cluster serves, not Helm's auto-detection;
+- `resourceApiVersion` pinned to what the cluster serves (v1, or the beta version stated on 1.32 and
+  1.33; templates/_helpers.tpl takes any of v1, v1beta2, v1beta1), not Helm's auto-detection;
 - `resources.computeDomains.enabled: false`: gpuplan makes no ComputeDomains (multi-node NVLink);
 - `nvidiaDriverRoot`: /run/nvidia/driver where the GPU Operator installs the driver, / for a host
   driver, GKE COS's install folder there (NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst);
@@ -18,13 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuplan.components.dra_driver import (
-    KUBELET_PLUGIN_LABEL,
-    RESOURCE_API,
-    SHARING_GATES,
-    DraDriverRelease,
-)
-from gpuplan.dra import HOST_ROOT, dra_pools, driver_roots, strategy_of
+from gpuplan.components.dra_driver import KUBELET_PLUGIN_LABEL, SHARING_GATES, DraDriverRelease
+from gpuplan.dra import HOST_ROOT, dra_pools, driver_roots, resource_api, strategy_of
 from gpuplan.emit.bootstrap.app import Operator
 from gpuplan.emit.kueue import tolerations
 from gpuplan.fleet import ClusterPlan
@@ -56,7 +52,7 @@ def values(cluster: ClusterPlan) -> dict[str, Any]:
     """Return the chart values for the cluster's DRA pools."""
     roots = sorted(set(driver_roots(cluster).values()))  # one root: check/dra.py refuses several
     out: dict[str, Any] = {
-        "resourceApiVersion": RESOURCE_API,
+        "resourceApiVersion": resource_api(cluster.spec),
         "gpuResourcesEnabledOverride": True,
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         "nvidiaDriverRoot": roots[0] if roots else HOST_ROOT,
