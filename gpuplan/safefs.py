@@ -14,7 +14,7 @@ import os
 import shutil
 import signal
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -137,14 +137,19 @@ def read_all(dir_fd: int, name: str) -> bytes:
         return handle.read()
 
 
+def by_folder(paths: Iterable[str]) -> dict[str, list[str]]:
+    """Group relative paths by their folder ("a/b/c.yaml" -> "a/b": ["c.yaml"]), so each is opened once."""
+    groups: dict[str, list[str]] = {}
+    for relative in paths:
+        folder, _, name = relative.rpartition("/")
+        groups.setdefault(folder, []).append(name)
+    return groups
+
+
 def read_files(base_fd: int, relatives: list[str]) -> dict[str, bytes]:
     """Return the bytes of regular files below a folder, opening each folder once."""
     out: dict[str, bytes] = {}
-    by_folder: dict[str, list[str]] = {}
-    for relative in relatives:
-        folder, _, name = relative.rpartition("/")
-        by_folder.setdefault(folder, []).append(name)
-    for folder, names in sorted(by_folder.items()):
+    for folder, names in sorted(by_folder(relatives).items()):
         fd = open_dir(base_fd, folder)
         try:
             for name in names:

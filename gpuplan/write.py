@@ -270,14 +270,6 @@ def _exchange(parent_fd: int, a: str, b: str) -> bool:
     raise OSError(code, os.strerror(code), b)
 
 
-def _by_folder(paths: list[str]) -> dict[str, list[str]]:
-    groups: dict[str, list[str]] = {}
-    for relative in paths:
-        folder, _, name = relative.rpartition("/")
-        groups.setdefault(folder, []).append(name)
-    return groups
-
-
 def _stage(
     out_fd: int | None,
     staging_fd: int,
@@ -298,7 +290,7 @@ def _stage(
     keep = tree.foreign + [
         p for p in tree.owned if (not in_scope(p, scope) or p in same) and p not in files
     ]
-    for folder, names in sorted(_by_folder(keep).items()):
+    for folder, names in sorted(safefs.by_folder(keep).items()):
         assert out_fd is not None
         src, dst = safefs.open_dir(out_fd, folder), safefs.open_dir(staging_fd, folder, create=True)
         try:
@@ -307,7 +299,7 @@ def _stage(
         finally:
             os.close(src)
             os.close(dst)
-    for folder, names in sorted(_by_folder(sorted(files)).items()):
+    for folder, names in sorted(safefs.by_folder(sorted(files)).items()):
         dst = safefs.open_dir(staging_fd, folder, create=True)
         try:
             for name in names:

@@ -29,20 +29,12 @@ def signature(st: os.stat_result) -> Signature:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _by_folder(paths: Iterable[str]) -> dict[str, list[str]]:
-    groups: dict[str, list[str]] = {}
-    for relative in paths:
-        folder, _, name = relative.rpartition("/")
-        groups.setdefault(folder, []).append(name)
-    return groups
-
-
 def stat_files(out: Path, paths: Iterable[str]) -> dict[str, Signature]:
     """Return the signature of files below the output folder (never through a link)."""
     found: dict[str, Signature] = {}
     root = os.open(out, safefs.DIR_FLAGS)
     try:
-        for folder, names in sorted(_by_folder(paths).items()):
+        for folder, names in sorted(safefs.by_folder(paths).items()):
             fd = safefs.open_dir(root, folder)
             try:
                 for name in names:
@@ -79,7 +71,7 @@ def same_files(
         return same, seen
     root = os.open(out, safefs.DIR_FLAGS)
     try:
-        for folder, names in sorted(_by_folder(unsure).items()):
+        for folder, names in sorted(safefs.by_folder(unsure).items()):
             fd = safefs.open_dir(root, folder)
             try:
                 for name in names:
