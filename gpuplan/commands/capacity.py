@@ -5,28 +5,22 @@ from __future__ import annotations
 import sys
 
 from gpuplan.capacity import as_json, as_markdown, as_text, capacity_rows, kai_queues
-from gpuplan.commands.common import Options, print_findings
+from gpuplan.commands.common import Options, checked_fleet
 from gpuplan.exitcode import ExitCode
 from gpuplan.kai_quota import queue_tree
-from gpuplan.pipeline import compile_fleet
 
 
 def capacity(options: Options, cluster: str | None, fmt: str) -> int:
     """Print the capacity picture of the fleet (or one cluster); return the exit code."""
-    result = compile_fleet(
-        options.root, (cluster,) if cluster else (), options.crds, emit_output=False
-    )
-    if (
-        print_findings(result, Options(options.root, strict=False, fmt="text"))
-        or result.fleet is None
-    ):
+    fleet = checked_fleet(options, cluster)
+    if fleet is None:
         return ExitCode.FAILED
-    rows = capacity_rows(result.fleet, cluster)
-    queues = kai_queues(result.fleet, cluster)
+    rows = capacity_rows(fleet, cluster)
+    queues = kai_queues(fleet, cluster)
     if fmt == "text":  # the KAI Queue trees after the pools
         trees = [
             queue_tree(c)
-            for n, c in sorted(result.fleet.clusters.items())
+            for n, c in sorted(fleet.clusters.items())
             if cluster in (None, n) and c.release("kai-scheduler")
         ]
         sys.stdout.write(as_text(rows) + "".join("\n" + "\n".join(tree) + "\n" for tree in trees))

@@ -5,9 +5,12 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gpuplan.diagnostics import Diagnostic, has_errors, ordered, render
+
+if TYPE_CHECKING:
+    from gpuplan.fleet import Fleet
 
 
 class Findings(Protocol):
@@ -46,3 +49,21 @@ def print_findings(result: Findings, options: Options) -> bool:
         for note in result.notes:
             sys.stderr.write(f"note: {note}\n")
     return has_errors(found, options.strict)
+
+
+def checked_fleet(options: Options, cluster: str | None) -> Fleet | None:
+    """Compile the fleet (or one cluster) without output and print its findings as text.
+
+    Returns the fleet, or None when it has errors: what `capacity` and `requirements` report on.
+    """
+    from gpuplan.pipeline import compile_fleet  # not at import: `validate` loads this module
+
+    result = compile_fleet(
+        options.root, (cluster,) if cluster else (), options.crds, emit_output=False
+    )
+    if (
+        print_findings(result, Options(options.root, strict=False, fmt="text"))
+        or result.fleet is None
+    ):
+        return None
+    return result.fleet
