@@ -57,6 +57,16 @@ def writable(st: os.stat_result) -> bool:
 
 # Given a regular file's relative path and lstat, whether its first bytes are already known.
 Known = Callable[[str, os.stat_result], bool]
+Signature = tuple[int, int, int, int]
+
+
+def signature(st: os.stat_result) -> Signature:
+    """Return what identifies an unchanged file without reading it: (inode, size, mtime, ctime).
+
+    ctime cannot be set back by any tool short of changing the clock, so a file whose lstat
+    gives the same four numbers holds the bytes it held when they were taken.
+    """
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def scan(dir_fd: int, head: int = 0, known: Known | None = None) -> Listing:
@@ -119,6 +129,48 @@ def open_dir(base_fd: int, relative: str, create: bool = False) -> int:
         os.close(fd)
         raise
     return fd
+
+
+class Walk:
+    """Open folders below a base fd, visited in sorted order: each component is opened (and with
+    `create` made) once while the walk stays below it, never through a link.
+
+    The fd open returns belongs to the walk: it stays open until the walk leaves that folder.
+    """
+
+    def __init__(self, base_fd: int, create: bool = False) -> None:
+        self.base_fd, self.create = base_fd, create
+        self._open: list[tuple[str, int]] = []  # the folders from the base down to the last one
+
+    def open(self, relative: str) -> int:
+        """Return an fd of a folder below the base (the base itself for "")."""
+        while self._open and not _below(relative, self._open[-1][0]):
+            os.close(self._open.pop()[1])
+        done, fd = self._open[-1] if self._open else ("", self.base_fd)
+        rest = relative[len(done) + 1 :] if done else relative
+        for part in rest.split("/") if rest else []:
+            if self.create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=fd)
+            fd = os.open(part, DIR_FLAGS, dir_fd=fd)
+            done = f"{done}/{part}" if done else part
+            self._open.append((done, fd))
+        return fd
+
+    def close(self) -> None:
+        """Close every folder the walk holds open."""
+        while self._open:
+            os.close(self._open.pop()[1])
+
+    def __enter__(self) -> Walk:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def _below(relative: str, folder: str) -> bool:
+    return relative == folder or relative.startswith(f"{folder}/")
 
 
 def read_head(dir_fd: int, name: str, size: int) -> bytes:

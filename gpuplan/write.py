@@ -147,9 +147,12 @@ def read_tree(out: Path, known: safefs.Known | None = None) -> OutputTree:
         os.close(fd)
 
 
-def existing_files(out: Path) -> tuple[dict[str, Path], list[str]]:
-    """Return (gpuplan's files by relative path, every other entry) without following links."""
-    tree = read_tree(out)
+def existing_files(out: Path, tree: OutputTree | None = None) -> tuple[dict[str, Path], list[str]]:
+    """Return (gpuplan's files by relative path, every other entry) without following links.
+
+    `tree` is the output as this run already scanned it (read_tree), else it is scanned here.
+    """
+    tree = tree if tree is not None else read_tree(out)
     return {p: out / p for p in tree.owned}, tree.foreign
 
 
@@ -228,14 +231,19 @@ def _read_owned(out: Path, relatives: list[str]) -> dict[str, bytes]:
 
 
 def compare(
-    out: Path, files: dict[str, bytes], scope: tuple[str, ...] = (), same: Collection[str] = ()
+    out: Path,
+    files: dict[str, bytes],
+    scope: tuple[str, ...] = (),
+    same: Collection[str] = (),
+    tree: OutputTree | None = None,
 ) -> Changes:
     """Compare the rendered files with gpuplan's files on disk; refuse an output gpuplan must not write.
 
-    `same` names files known to be on disk as they would be rendered (gpuplan.cache).
+    `same` names files known to be on disk as they would be rendered (gpuplan.cache); `tree` is
+    the output as this run already scanned it (read_tree), else it is scanned here.
     """
     try:
-        tree = read_tree(out)
+        tree = tree if tree is not None else read_tree(out)
         refuse_unsafe(out, tree, {**files, **dict.fromkeys(same, b"")})
         owned = {p for p in tree.owned if in_scope(p, scope)}
         added = sorted(p for p in files if p not in owned)
@@ -278,34 +286,33 @@ def _stage(
     scope: tuple[str, ...],
     same: Collection[str] = (),
 ) -> None:
-    """Fill the staging folder: the new files, plus every entry of the old output that stays."""
+    """Fill the staging folder: the new files, plus every entry of the old output that stays.
+
+    Folders are visited in sorted order, so each is made and opened once on either side.
+    """
     holding = {
         p.rpartition("/")[0]
         for part in (tree.listing.files, tree.listing.links, tree.listing.other, tree.listing.dirs)
         for p in part
     }
-    for folder in tree.listing.dirs:  # folders with content are made on the way to it
-        if folder not in holding:  # an empty folder of the user's: kept
-            os.close(safefs.open_dir(staging_fd, folder, create=True))
-    keep = tree.foreign + [
-        p for p in tree.owned if (not in_scope(p, scope) or p in same) and p not in files
-    ]
-    for folder, names in sorted(safefs.by_folder(keep).items()):
-        assert out_fd is not None
-        src, dst = safefs.open_dir(out_fd, folder), safefs.open_dir(staging_fd, folder, create=True)
-        try:
-            for name in names:
-                safefs.carry_over(src, dst, name)
-        finally:
-            os.close(src)
-            os.close(dst)
-    for folder, names in sorted(safefs.by_folder(sorted(files)).items()):
-        dst = safefs.open_dir(staging_fd, folder, create=True)
-        try:
-            for name in names:
+    keep = safefs.by_folder(
+        tree.foreign
+        + [p for p in tree.owned if (not in_scope(p, scope) or p in same) and p not in files]
+    )
+    new = safefs.by_folder(files)
+    empty = [f for f in tree.listing.dirs if f not in holding]  # a user's empty folder: kept
+    with contextlib.ExitStack() as held:
+        made = held.enter_context(safefs.Walk(staging_fd, create=True))
+        old = held.enter_context(safefs.Walk(out_fd)) if out_fd is not None else None
+        for folder in sorted({*keep, *new, *empty}):
+            dst = made.open(folder)
+            if folder in keep:
+                assert old is not None  # what is kept comes from the old output
+                src = old.open(folder)
+                for name in keep[folder]:
+                    safefs.carry_over(src, dst, name)
+            for name in new.get(folder, ()):
                 _write_new(dst, name, files[f"{folder}/{name}" if folder else name])
-        finally:
-            os.close(dst)
     _sync_filesystem(staging_fd)
 
 
@@ -384,12 +391,19 @@ def refuse_holding(out: Path, root: Path) -> None:
 
 
 def write_tree(
-    out: Path, files: dict[str, bytes], scope: tuple[str, ...] = (), same: Collection[str] = ()
+    out: Path,
+    files: dict[str, bytes],
+    scope: tuple[str, ...] = (),
+    same: Collection[str] = (),
+    seen: OutputTree | None = None,
 ) -> None:
     """Replace gpuplan's files in `out` with `files`, all at once; leave other files alone.
 
     Files named in `same` are gpuplan's files already on disk as they would be rendered: they are
-    carried over (hard-linked) instead of written again.
+    carried over (hard-linked) instead of written again. `seen` is the output as this run scanned
+    it before (read_tree with `known`, so with each file's lstat): the output is scanned again
+    here, just before the swap, but the first bytes of gpuplan's files whose lstat has not
+    changed since are not read again.
     """
     out = Path(os.path.normpath(out.absolute()))
     if not out.name:
@@ -404,9 +418,26 @@ def write_tree(
             f"cannot write {out}: {exc.strerror or exc}; the old output is unchanged"
         ) from None
     try:
-        _write_at(parent_fd, out, st, files, scope, frozenset(same))
+        _write_at(parent_fd, out, st, files, scope, frozenset(same), _unchanged_since(seen))
     finally:
         os.close(parent_fd)
+
+
+def _unchanged_since(seen: OutputTree | None) -> safefs.Known | None:
+    """Vouch for gpuplan's files of an earlier scan whose lstat has not changed since."""
+    if seen is None or not seen.listing.stats:
+        return None
+    owned, stats = frozenset(seen.owned), seen.listing.stats
+
+    def known(relative: str, st: os.stat_result) -> bool:
+        before = stats.get(relative)
+        return (
+            before is not None
+            and relative in owned
+            and safefs.signature(before) == safefs.signature(st)
+        )
+
+    return known
 
 
 def _write_at(
@@ -416,6 +447,7 @@ def _write_at(
     files: dict[str, bytes],
     scope: tuple[str, ...],
     same: Collection[str] = (),
+    known: safefs.Known | None = None,
 ) -> None:
     name, staging = out.name, f".{out.name}{STAGING}{os.getpid()}"
     out_fd = None
@@ -423,7 +455,7 @@ def _write_at(
         clean_stale_at(parent_fd, name)
         if st is not None:
             out_fd = os.open(name, safefs.DIR_FLAGS, dir_fd=parent_fd)
-        tree = _tree_at(out_fd) if out_fd is not None else OutputTree(safefs.Listing(), ())
+        tree = _tree_at(out_fd, known) if out_fd is not None else OutputTree(safefs.Listing(), ())
         refuse_unsafe(out, tree, {**files, **dict.fromkeys(same, b"")})
         _refuse_read_only(out, st, tree)
         owned = set(tree.owned)

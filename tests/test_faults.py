@@ -83,21 +83,26 @@ def staging_of(root: Path, pid: int) -> Path:
 class Timed:
     total: float  # start to exit
     write_start: float  # start to the staging folder's appearance
+    write_end: float  # start to its removal (the old output, renamed to it, removed)
 
 
 def timed_render(root: Path) -> Timed:
-    """Render to completion, noting when the write phase starts (the staging folder appears)."""
+    """Render to completion, noting when the write phase starts (the staging folder appears) and
+    ends (it is gone: the process may still take a while to exit)."""
     started = time.perf_counter()
     proc = start_render(root)
-    staging, seen = staging_of(root, proc.pid), None
+    staging, seen, gone = staging_of(root, proc.pid), None, None
     while proc.poll() is None:
+        now = time.perf_counter() - started
         if seen is None and staging.exists():
-            seen = time.perf_counter() - started
+            seen = now
+        elif seen is not None and gone is None and not staging.exists():
+            gone = now
         time.sleep(0.0005)
     total = time.perf_counter() - started
     _, err = proc.communicate()
     assert proc.returncode == 0, err.decode()
-    return Timed(total, seen if seen is not None else total)
+    return Timed(total, seen if seen is not None else total, gone if gone is not None else total)
 
 
 def set_inputs(root: Path, target: str) -> None:
@@ -153,7 +158,9 @@ def test_a_render_killed_at_any_moment_leaves_the_old_or_the_new_output(
     assert set(trees["A"]) - set(trees["B"]), "B must also remove files, so pruning is exercised"
     assert trees["A"]["NOTES.md"] == trees["B"]["NOTES.md"]
     duration = (first.total + second.total) / 2
-    window = max(0.05, min(first.total - first.write_start, second.total - second.write_start))
+    window = max(
+        0.05, min(first.write_end - first.write_start, second.write_end - second.write_start)
+    )
 
     def spread(count: int, span: float) -> list[float]:  # one random delay in each of count slices
         return [(i + rng.random()) / count * span for i in range(count)]

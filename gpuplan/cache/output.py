@@ -14,19 +14,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gpuplan import safefs
+from gpuplan.safefs import Signature as Signature  # re-exported: the record uses output.*
+from gpuplan.safefs import signature
 from gpuplan.write import Changes, OutputTree, in_scope, read_tree, refuse_unsafe
-
-Signature = tuple[int, int, int, int]
 
 
 def digest(data: bytes) -> str:
     """Return the content hash a record keeps for a file."""
     return hashlib.sha256(data).hexdigest()[:32]
-
-
-def signature(st: os.stat_result) -> Signature:
-    """Return what identifies an unchanged file without reading it."""
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def stat_files(out: Path, paths: Iterable[str]) -> dict[str, Signature]:

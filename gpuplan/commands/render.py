@@ -7,19 +7,23 @@ validated, serialized and written.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpuplan import safefs
 from gpuplan.cache import store
 from gpuplan.commands.common import Options, print_findings
 from gpuplan.diagnostics import Diagnostic, has_errors
 from gpuplan.exitcode import ExitCode
 from gpuplan.write import (
     Changes,
+    OutputTree,
     WriteError,
     clean_stale,
     compare,
+    read_tree,
     refuse_holding,
     render_files,
     write_tree,
@@ -65,10 +69,30 @@ def render_fleet(options: Options, check_only: bool = False, use_cache: bool = T
         return _render(options, check_only, cache)
 
 
-def _unmanaged(options: Options, clusters: list[str], fail: bool) -> list[Diagnostic]:
+def _unmanaged(
+    options: Options, clusters: list[str], fail: bool, tree: OutputTree | None
+) -> list[Diagnostic]:
     from gpuplan.overlay.unmanaged import unmanaged_files  # files nobody renders
 
-    return unmanaged_files(options.output, clusters, _scope(options), fail)
+    return unmanaged_files(options.output, clusters, _scope(options), fail, tree)
+
+
+def _scan(options: Options, cache: RenderCache | None) -> OutputTree | None:
+    """Scan the output once for the whole run, each file's lstat kept.
+
+    The first bytes of a file whose lstat is the one the cache recorded (a file gpuplan wrote)
+    are not read. None when the output cannot be scanned: each step then reports it its own way.
+    """
+    files = cache.files if cache is not None else {}
+
+    def as_recorded(relative: str, st: os.stat_result) -> bool:
+        entry = files.get(relative)
+        return entry is not None and safefs.signature(st) == entry.signature
+
+    try:
+        return read_tree(options.output, known=as_recorded)
+    except (WriteError, OSError):
+        return None
 
 
 def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int | None:
@@ -84,7 +108,9 @@ def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int 
     if changes.any and not check_only:
         return None  # the bytes to write are not in the cache
     if tree.foreign:
-        diagnostics = diagnostics + _unmanaged(options, clusters, check_only and options.strict)
+        diagnostics = diagnostics + _unmanaged(
+            options, clusters, check_only and options.strict, tree
+        )
     if print_findings(Recorded(diagnostics, notes), options):
         return ExitCode.FAILED
     if seen:
@@ -119,21 +145,22 @@ def _render(options: Options, check_only: bool, cache: RenderCache | None) -> in
         options.root, options.clusters, options.crds, out=options.out, proven=cache
     )
     compiled = list(result.diagnostics)
+    tree = _scan(options, cache)
     if result.fleet is not None:  # files nobody renders: Argo CD never applies them
         result.diagnostics += _unmanaged(
-            options, list(result.fleet.clusters), check_only and options.strict
+            options, list(result.fleet.clusters), check_only and options.strict, tree
         )
     if print_findings(result, options):
         return ExitCode.FAILED
     try:
         refuse_holding(options.output, options.root)
-        same = _same_on_disk(options, cache, result) if cache is not None else set()
+        same = _same_on_disk(options, cache, result, tree) if cache is not None else set()
         files = render_files(result.manifests, reuse=same)
-        changes = compare(options.output, files, _scope(options), same)
+        changes = compare(options.output, files, _scope(options), same, tree)
         if check_only:
             code = _report_check(options, changes, len(result.manifests))
         elif changes.any:
-            write_tree(options.output, files, _scope(options), same)
+            write_tree(options.output, files, _scope(options), same, seen=tree)
         else:
             clean_stale(
                 options.output.absolute()
@@ -149,12 +176,15 @@ def _render(options: Options, check_only: bool, cache: RenderCache | None) -> in
     return ExitCode.OK
 
 
-def _same_on_disk(options: Options, cache: RenderCache, result: Compiled) -> set[str]:
+def _same_on_disk(
+    options: Options, cache: RenderCache, result: Compiled, tree: OutputTree | None
+) -> set[str]:
     """Return the files whose object is unchanged since the last render and still on disk as written."""
     from gpuplan.cache.output import same_files
 
+    stats = tree.listing.stats if tree is not None else None
     try:
-        return same_files(options.output, cache.unchanged(result.manifests))[0]
+        return same_files(options.output, cache.unchanged(result.manifests), stats)[0]
     except OSError:
         return set()  # the full comparison reads and reports it
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.overlay.extras import FOLDER as EXTRA_FOLDER
-from gpuplan.write import WriteError, existing_files, in_scope
+from gpuplan.write import OutputTree, WriteError, existing_files, in_scope
 
 CODE = "unmanaged-file"
 
@@ -22,11 +22,18 @@ def where_it_belongs(relative: str, clusters: Collection[str]) -> str:
 
 
 def unmanaged_files(
-    out: Path, clusters: Collection[str], scope: tuple[str, ...] = (), fail: bool = False
+    out: Path,
+    clusters: Collection[str],
+    scope: tuple[str, ...] = (),
+    fail: bool = False,
+    tree: OutputTree | None = None,
 ) -> list[Diagnostic]:
-    """Return a finding for each file under `out` that gpuplan did not write (an error with `fail`)."""
+    """Return a finding for each file under `out` that gpuplan did not write (an error with `fail`).
+
+    `tree` is the output as this run already scanned it, else it is scanned here.
+    """
     try:
-        _, foreign = existing_files(out)
+        _, foreign = existing_files(out, tree)
     except (WriteError, OSError):
         return []  # an unreadable output is the writer's to report
     severity = Severity.ERROR if fail else Severity.WARNING
