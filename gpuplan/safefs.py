@@ -77,14 +77,14 @@ def scan(dir_fd: int, head: int = 0, known: Known | None = None) -> Listing:
     """
     listing = Listing()
     _scan(dir_fd, "", listing, head, known)
-    for entries in (listing.files, listing.dirs, listing.links, listing.other):
+    for entries in (listing.files, listing.dirs, listing.links, listing.other, listing.read_only):
         entries.sort()
     return listing
 
 
 def _scan(dir_fd: int, prefix: str, listing: Listing, head: int, known: Known | None) -> None:
     with os.scandir(dir_fd) as entries:
-        found = sorted(entries, key=lambda e: e.name)
+        found = list(entries)  # in the folder's order: scan sorts every list at the end
     for entry in found:
         relative = prefix + entry.name
         if entry.is_symlink():

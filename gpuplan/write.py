@@ -17,6 +17,7 @@ import contextlib
 import ctypes
 import errno
 import os
+import re
 import stat
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -86,6 +87,27 @@ def safe_relative(path: str) -> str:
     if bad or not path or "\x00" in path or "//" in path or path.endswith("/"):
         raise WriteError(f"refusing to write outside the output folder: {path!r}")
     return path
+
+
+_DOT_PART = re.compile(r"[\x00/]\.\.?(?=[\x00/])")
+
+
+def all_safe_relative(paths: list[str]) -> None:
+    """Raise WriteError unless every path passes safe_relative (one pass over all of them: a
+    render record names every file of the output)."""
+    joined = "\x00" + "\x00".join(paths) + "\x00"
+    bad = (
+        joined.count("\x00") != len(paths) + 1  # a NUL inside a path
+        or "\x00\x00" in joined  # an empty path
+        or "\x00/" in joined
+        or "/\x00" in joined
+        or "//" in joined
+        or "\\" in joined
+        or _DOT_PART.search(joined)
+    )
+    if paths and bad:
+        for path in paths:
+            safe_relative(path)  # names the first bad one
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -220,6 +221,13 @@ def _record(home: Path) -> Path:
     return slot / store.RECORD
 
 
+def _files(data: bytes, change: Callable[[dict[str, list[Any]]], object]) -> bytes:
+    """Return a record with its file list changed in place by `change`."""
+    record = json.loads(data)
+    change(record["files"])
+    return json.dumps(record).encode()
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -231,9 +239,12 @@ def _record(home: Path) -> Path:
         lambda data: json.dumps({**json.loads(data), "format": 0}).encode(),
         lambda data: json.dumps({**json.loads(data), "files": []}).encode(),
         lambda data: json.dumps({**json.loads(data), "notes": "text"}).encode(),
-        lambda data: json.dumps(
-            {**json.loads(data), "files": {"../escape.yaml": ["k", "c", [1, 2, 3, 4]]}}
-        ).encode(),
+        lambda data: _files(data, lambda f: f["paths"].__setitem__(0, "../escape.yaml")),
+        lambda data: _files(data, lambda f: f["paths"].__setitem__(0, "a/\x00/b.yaml")),
+        lambda data: _files(data, lambda f: f["keys"].pop()),  # lists of different lengths
+        lambda data: _files(data, lambda f: f["signatures"].__setitem__(0, "1")),
+        lambda data: _files(data, lambda f: f["signatures"].pop()),
+        lambda data: _files(data, lambda f: f["contents"].__setitem__(0, None)),
     ],
 )
 def test_a_damaged_record_is_ignored(tmp_path: Path, cache_home: Path, damage) -> None:  # type: ignore[no-untyped-def]

@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gpuplan.cache import store
 from gpuplan.cache.key import Uncacheable, environment_key, input_key
 from gpuplan.cache.output import Signature, digest
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.write import WriteError, header, output_path, safe_relative
+from gpuplan.write import WriteError, all_safe_relative, header, output_path
 
 if TYPE_CHECKING:
     from gpuplan.emit.meta import Manifest
@@ -19,8 +19,7 @@ if TYPE_CHECKING:
 NO_SIGNATURE: Signature = (0, 0, 0, 0)  # never matches a file: its content is compared
 
 
-@dataclass
-class Entry:
+class Entry(NamedTuple):
     """What the record keeps of one written file."""
 
     key: str  # the object's key: gpuplan's identity, the file header and the object
@@ -68,22 +67,37 @@ class RenderCache:
         return cache
 
     def _entries(self) -> dict[str, Entry]:
-        """Return the recorded files; a record with any damaged entry is no record."""
-        files = self.previous.get("files") if self.previous else None
-        entries: dict[str, Entry] = {}
+        """Return the recorded files; a record with any damaged entry is no record.
+
+        The record keeps them as parallel lists (see save): path, object key, content hash, and
+        the four numbers of each stat signature in one flat list.
+        """
+        if self.previous is None:
+            return {}
+        files = self.previous.get("files")
         try:
-            if self.previous is not None and not isinstance(files, dict):
+            if not isinstance(files, dict):
                 raise ValueError("no file list")
-            for path, (key, content, signature) in (files or {}).items():
-                safe_relative(path)
-                numbers = tuple(int(n) for n in signature)
-                if len(numbers) != 4:
-                    raise ValueError("a stat signature has four numbers")
-                entries[path] = Entry(str(key), str(content), numbers)
-        except (TypeError, ValueError, WriteError):
+            paths, keys, contents, numbers = (
+                files[part] for part in ("paths", "keys", "contents", "signatures")
+            )
+            if not (
+                all(type(v) is list for v in (paths, keys, contents, numbers))
+                and len(paths) == len(keys) == len(contents) == len(numbers) // 4
+                and len(numbers) % 4 == 0
+                and all(type(t) is str for t in (*paths, *keys, *contents))
+                and all(type(n) is int for n in numbers)
+            ):
+                raise ValueError("a damaged file list")
+            all_safe_relative(paths)
+            signatures = zip(*(iter(numbers),) * 4)
+            return {
+                path: Entry(key, content, signature)
+                for path, key, content, signature in zip(paths, keys, contents, signatures)
+            }
+        except (TypeError, ValueError, KeyError, WriteError):
             self.previous = None
             return {}
-        return entries
 
     @property
     def hit(self) -> bool:
@@ -163,20 +177,26 @@ class RenderCache:
             data = files.get(item.path)
             content = digest(data) if data is not None else self.files[item.path].content
             signature = signatures.get(item.path, NO_SIGNATURE)
-            entries[item.path] = [self.object_key(item), content, list(signature)]
+            entries[item.path] = Entry(self.object_key(item), content, signature)
         self.store(entries, found, sorted(self._valid & self._used))
 
     def store(
         self,
-        entries: dict[str, Any],
+        entries: dict[str, Entry],
         found: tuple[list[Diagnostic], list[str], list[str]],
         valid: list[str],
     ) -> None:
         """Write the record (best effort)."""
         diagnostics, notes, clusters = found
+        files = {
+            "paths": list(entries),
+            "keys": [e.key for e in entries.values()],
+            "contents": [e.content for e in entries.values()],
+            "signatures": [n for e in entries.values() for n in e.signature],
+        }
         record = {
             "key": self.key,
-            "files": entries,
+            "files": files,
             "valid": valid,
             "diagnostics": [_row(d) for d in diagnostics],
             "notes": notes,
@@ -188,8 +208,7 @@ class RenderCache:
         """Write the record again with files' new signatures (seen with the recorded content)."""
         assert self.previous is not None
         entries = {
-            p: [e.key, e.content, list(signatures.get(p, e.signature))]
-            for p, e in self.files.items()
+            p: e._replace(signature=signatures.get(p, e.signature)) for p, e in self.files.items()
         }
         self.store(entries, self.findings(), sorted(self._valid))
 
