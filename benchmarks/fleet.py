@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -45,6 +45,7 @@ class Figure:
     peak_mib: float
     objects: int = 0
     cpu: float = 0.0  # user + system seconds of the child: what it costs on an idle core
+    stages: dict[str, float] = field(default_factory=dict)  # GPUPLAN_TIMINGS: stage -> CPU s
 
     @property
     def rate(self) -> float:
@@ -57,9 +58,13 @@ def measure(
     objects: int = 0,
     cwd: Path | None = None,
     ok: tuple[int, ...] = (0,),
+    timings: bool = False,
 ) -> Figure:
-    """Run one command as a child process; return its wall time and peak RSS."""
+    """Run one command as a child process; return its wall time and peak RSS (with `timings`,
+    also the CPU seconds of each stage gpuplan reports with GPUPLAN_TIMINGS=1)."""
     env = dict(os.environ, GPUPLAN_CRDS=CRDS)
+    if timings:
+        env["GPUPLAN_TIMINGS"] = "1"
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # installed, gpuplan runs from cached bytecode
     start = time.perf_counter()
     child = subprocess.Popen(
@@ -72,7 +77,12 @@ def measure(
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode not in ok:
         sys.exit(f"{name} failed ({child.returncode}):\n{err.decode()[-3000:]}")
-    return Figure(name, seconds, usage.ru_maxrss / 1024, objects, usage.ru_utime + usage.ru_stime)
+    figure = Figure(name, seconds, usage.ru_maxrss / 1024, objects, usage.ru_utime + usage.ru_stime)
+    for line in err.decode().splitlines() if timings else []:
+        if line.startswith("timing: ") and "s CPU" in line:
+            stage, _, figures = line.removeprefix("timing: ").rpartition(": ")
+            figure.stages[stage] = float(figures.split()[-3])
+    return figure
 
 
 def count_objects(out: Path) -> tuple[int, list[Path]]:
@@ -221,7 +231,9 @@ def run(clusters: int, pools: int, tenants: int, sample: int, throughput_size: i
     fresh_cache(work)
     root = write_fleet(work / "fleet", clusters, pools, tenants)
     render = measure(
-        "render (cold: --no-cache)", [*GPUPLAN, "render", "--root", str(root), "--no-cache"]
+        "render (cold: --no-cache)",
+        [*GPUPLAN, "render", "--root", str(root), "--no-cache"],
+        timings=True,
     )
     objects, files = count_objects(root / "output")
     render.objects = objects
@@ -237,7 +249,12 @@ def run(clusters: int, pools: int, tenants: int, sample: int, throughput_size: i
     other = work / "other"
     shutil.copytree(root / "output", other)
     figures.append(  # before diff --base, which would parse the changed file into the cache
-        measure("render (one tenant changed)", [*GPUPLAN, "render", "--root", str(root)], objects)
+        measure(
+            "render (one tenant changed)",
+            [*GPUPLAN, "render", "--root", str(root)],
+            objects,
+            timings=True,
+        )
     )
     figures.append(
         measure(
@@ -372,7 +389,30 @@ def targets(
         f"(in-process validate, CPU time: gpuplan {ours:.0f} objects/s first sight, {again:.0f} objects/s "
         f"re-validating unchanged objects; jsonschema-rs is_valid {floor:.0f} objects/s)"
     )
-    return lines + [floor_note(render, fastest)] + cache_notes(figures, render)
+    return (
+        lines
+        + [floor_note(render, fastest)]
+        + cache_notes(figures, render)
+        + stage_table(render, changed)
+    )
+
+
+def stage_table(render: Figure, changed: Figure) -> list[str]:
+    """Where the CPU of the cold render and of the one-tenant change goes, stage by stage."""
+    names = list(dict.fromkeys([*render.stages, *changed.stages]))
+    last = [n for n in names if n.startswith(("start-up", "process"))]  # the totals go last
+    names = [n for n in names if n not in last] + last
+    lines = [
+        "",
+        "where the CPU goes (GPUPLAN_TIMINGS=1), seconds:",
+        f"| {'stage':44} | {'cold render':>11} | {'one tenant':>10} |",
+        f"|{'-' * 46}|{'-' * 12}:|{'-' * 11}:|",
+    ]
+    for name in names:
+        cells = [f.stages.get(name) for f in (render, changed)]
+        shown = [f"{c:.2f}" if c is not None else "-" for c in cells]
+        lines.append(f"| {name:44} | {shown[0]:>11} | {shown[1]:>10} |")
+    return lines
 
 
 def floor_note(render: Figure, fastest: Figure) -> str:

@@ -20,6 +20,7 @@ from gpuplan.overlay import Overlay, apply_overlay
 from gpuplan.overlay.extras import read_extras
 from gpuplan.resolve import build_fleet
 from gpuplan.sources import read_inputs
+from gpuplan.timings import stage
 from gpuplan.validate import CrdIndex, CrdLoadError
 from gpuplan.verify import Proven, verify
 from gpuplan.write import output_path as output_path  # re-exported: commands use pipeline.*
@@ -85,7 +86,8 @@ def compile_fleet(
     changed (raises gitbase.UsageError when it names no commit). proven (gpuplan.cache) names
     objects already proven valid, whose schema validation is skipped.
     """
-    inputs, found = read_inputs(root)
+    with stage("read inputs"):
+        inputs, found = read_inputs(root)
     found = with_code(found, "input")
     at_base, owners = None, None
     if base is not None:
@@ -93,11 +95,13 @@ def compile_fleet(
 
         at_base = gitbase.base_fleet(root, base)
         owners = gitbase.namespace_owners(at_base)  # a namespace clash is blamed on the newer file
-    fleet, more = build_fleet(inputs, owners)
+    with stage("build the model"):
+        fleet, more = build_fleet(inputs, owners)
     if base is not None:
         fleet.base = gitbase.base_quotas(at_base)
     found += with_code(more, "resolve")
-    found += run_checks(fleet)
+    with stage("checks"):
+        found += run_checks(fleet)
     entries = ignore_rules(fleet)
     found = accept(found, entries) + unknown_codes(entries, known_codes())
     result = Compiled(fleet, diagnostics=found)
@@ -111,20 +115,20 @@ def compile_fleet(
     if has_errors(result.diagnostics):
         return result
     where = output_path(root, out)
-    result.manifests = emit(fleet, clusters, where)
-    result.manifests, result.overlay, more = apply_overlay(root, fleet, result.manifests, where)
-    result.manifests = complete_projects(
-        fleet, result.manifests, _cluster_objects(root, fleet, where) if clusters else None
-    )
+    with stage("emit"):
+        result.manifests = emit(fleet, clusters, where)
+    with stage("own manifests and patches"):
+        result.manifests, result.overlay, more = apply_overlay(root, fleet, result.manifests, where)
+        result.manifests = complete_projects(
+            fleet, result.manifests, _cluster_objects(root, fleet, where) if clusters else None
+        )
     result.diagnostics += with_code(more, "input")
     if has_errors(more):
         return result
     if verify_output:
-        result.diagnostics = accept(
-            result.diagnostics
-            + with_code(validate_manifests(result, folder, where, proven), "output"),
-            entries,
-        )
+        with stage("validate"):
+            proofs = validate_manifests(result, folder, where, proven)
+        result.diagnostics = accept(result.diagnostics + with_code(proofs, "output"), entries)
     if (
         verify_output and not clusters and not has_errors(result.diagnostics)
     ):  # stale only once everything ran

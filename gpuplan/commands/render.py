@@ -17,6 +17,7 @@ from gpuplan.cache import store
 from gpuplan.commands.common import Options, print_findings
 from gpuplan.diagnostics import Diagnostic, has_errors
 from gpuplan.exitcode import ExitCode
+from gpuplan.timings import stage
 from gpuplan.write import (
     Changes,
     OutputTree,
@@ -61,7 +62,8 @@ def _open_cache(options: Options) -> RenderCache | None:
 def render_fleet(options: Options, check_only: bool = False, use_cache: bool = True) -> int:
     """Compile and write the fleet, or with check_only report what would change."""
     with store.disabled(not use_cache):
-        cache = _open_cache(options)
+        with stage("render cache: input key and record"):
+            cache = _open_cache(options)
         if cache is not None and cache.hit:
             code = _from_record(options, cache, check_only)
             if code is not None:
@@ -102,7 +104,8 @@ def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int 
     diagnostics, notes, clusters = cache.findings()
     try:
         refuse_holding(options.output, options.root)
-        changes, seen, tree = recorded_changes(options.output, cache.recorded())
+        with stage("compare the output with the record"):
+            changes, seen, tree = recorded_changes(options.output, cache.recorded())
     except (WriteError, OSError):
         return None  # the full render reports it in its own words
     if changes.any and not check_only:
@@ -145,7 +148,8 @@ def _render(options: Options, check_only: bool, cache: RenderCache | None) -> in
         options.root, options.clusters, options.crds, out=options.out, proven=cache
     )
     compiled = list(result.diagnostics)
-    tree = _scan(options, cache)
+    with stage("scan the output"):
+        tree = _scan(options, cache)
     if result.fleet is not None:  # files nobody renders: Argo CD never applies them
         result.diagnostics += _unmanaged(
             options, list(result.fleet.clusters), check_only and options.strict, tree
@@ -154,13 +158,16 @@ def _render(options: Options, check_only: bool, cache: RenderCache | None) -> in
         return ExitCode.FAILED
     try:
         refuse_holding(options.output, options.root)
-        same = _same_on_disk(options, cache, result, tree) if cache is not None else set()
-        files = render_files(result.manifests, reuse=same)
-        changes = compare(options.output, files, _scope(options), same, tree)
+        with stage("serialize"):
+            same = _same_on_disk(options, cache, result, tree) if cache is not None else set()
+            files = render_files(result.manifests, reuse=same)
+        with stage("compare with the output"):
+            changes = compare(options.output, files, _scope(options), same, tree)
         if check_only:
             code = _report_check(options, changes, len(result.manifests))
         elif changes.any:
-            write_tree(options.output, files, _scope(options), same, seen=tree)
+            with stage("write (staged tree, swapped in)"):
+                write_tree(options.output, files, _scope(options), same, seen=tree)
         else:
             clean_stale(
                 options.output.absolute()
@@ -169,7 +176,8 @@ def _render(options: Options, check_only: bool, cache: RenderCache | None) -> in
         sys.stderr.write(f"error: {exc}\n")
         return ExitCode.FAILED
     if cache is not None and not has_errors(compiled):
-        _record(options, cache, result, files, compiled, changes if check_only else None)
+        with stage("render cache: save the record"):
+            _record(options, cache, result, files, compiled, changes if check_only else None)
     if check_only:
         return code
     _report_render(options, changes, len(result.manifests))

@@ -1,0 +1,50 @@
+"""Where a command's time goes, stage by stage: with GPUPLAN_TIMINGS=1 each stage's wall and CPU
+seconds are printed to stderr when the process exits, with the process's whole CPU time.
+
+The rest of that CPU time (interpreter start-up, imports, exit) is printed as its own line.
+benchmarks/fleet.py reads these lines to show what limits a render; nothing else depends on them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+ENV = "GPUPLAN_TIMINGS"
+PREFIX = "timing: "
+
+_stages: list[tuple[str, float, float]] = []
+
+
+def enabled() -> bool:
+    """Tell whether stage timings are asked for (GPUPLAN_TIMINGS=1)."""
+    return os.environ.get(ENV) == "1"
+
+
+@contextmanager
+def stage(name: str) -> Iterator[None]:
+    """Time the block as one stage (nothing is measured unless timings are enabled)."""
+    if not enabled():
+        yield
+        return
+    if not _stages:
+        atexit.register(_report)
+    wall, cpu = time.perf_counter(), time.process_time()
+    try:
+        yield
+    finally:
+        _stages.append((name, time.perf_counter() - wall, time.process_time() - cpu))
+
+
+def _report() -> None:
+    times = os.times()
+    total = times.user + times.system
+    staged = sum(cpu for _, _, cpu in _stages)
+    lines = [f"{PREFIX}{name}: {wall:.3f} s wall, {cpu:.3f} s CPU" for name, wall, cpu in _stages]
+    lines.append(f"{PREFIX}start-up, imports and the rest: {total - staged:.3f} s CPU")
+    lines.append(f"{PREFIX}process: {total:.3f} s CPU")
+    sys.stderr.write("".join(f"{line}\n" for line in lines))
