@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -166,7 +167,7 @@ def test_github_format_annotations(example_repo: Path) -> None:
     assert "::warning file=" in result.stderr
 
 
-def test_exit_codes_of_main(monkeypatch, capsys, example_repo: Path) -> None:  # type: ignore[no-untyped-def]
+def test_exit_codes_of_the_cli(monkeypatch, capsys, example_repo: Path) -> None:  # type: ignore[no-untyped-def]
     import pytest
 
     from gpuplan import cli
@@ -183,10 +184,27 @@ def test_exit_codes_of_main(monkeypatch, capsys, example_repo: Path) -> None:  #
             monkeypatch.setattr(render_command, "render_fleet", boom)
         monkeypatch.setattr("sys.argv", argv)
         with pytest.raises(SystemExit) as exited:
-            cli.main()
+            cli.run_cli()
         assert exited.value.code == code
     err = capsys.readouterr().err
     assert (
         "internal error: gpuplan has a bug; details were written to" in err
         and "Traceback" not in err
     )
+
+
+def test_the_process_leaves_with_the_code_and_every_byte_written(tmp_path: Path) -> None:
+    """main() skips the interpreter's teardown (os._exit): the exit code and what was printed,
+    to a pipe or a file, must be exactly what a normal exit gives."""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    bogus = subprocess.run(
+        [sys.executable, "-m", "gpuplan", "render", "--bogus"],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert bogus.returncode == 2 and "No such option '--bogus'" in bogus.stderr
+    with open(tmp_path / "schema.json", "w") as out:  # a file: block-buffered, flushed on leaving
+        done = subprocess.run(
+            [sys.executable, "-m", "gpuplan", "schema", "tenant"], stdout=out, env=env
+        )
+    assert done.returncode == 0
+    assert json.loads((tmp_path / "schema.json").read_text())["title"]
