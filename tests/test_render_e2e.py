@@ -167,7 +167,9 @@ def test_github_format_annotations(example_repo: Path) -> None:
     assert "::warning file=" in result.stderr
 
 
-def test_exit_codes_of_the_cli(monkeypatch, capsys, example_repo: Path) -> None:  # type: ignore[no-untyped-def]
+def test_exit_codes_of_the_cli(monkeypatch, capsys, example_repo: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import tempfile
+
     import pytest
 
     from gpuplan import cli
@@ -176,6 +178,7 @@ def test_exit_codes_of_the_cli(monkeypatch, capsys, example_repo: Path) -> None:
     def boom(*args: object, **kwargs: object) -> int:
         raise RuntimeError("a bug")
 
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the crash report goes
     for argv, code in (
         (["gpuplan", "render", "--bogus"], 2),
         (["gpuplan", "render", "--root", str(example_repo)], 3),
@@ -191,6 +194,8 @@ def test_exit_codes_of_the_cli(monkeypatch, capsys, example_repo: Path) -> None:
         "internal error: gpuplan has a bug; details were written to" in err
         and "Traceback" not in err
     )
+    (report,) = tmp_path.glob("gpuplan-crash-*.txt")
+    assert "RuntimeError: a bug" in report.read_text()
 
 
 def test_the_process_leaves_with_the_code_and_every_byte_written(tmp_path: Path) -> None:
