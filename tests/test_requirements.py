@@ -17,7 +17,12 @@ from tests.conftest import run
 
 CASES = Path(__file__).resolve().parent / "cases"
 GOLDEN = {"text": "text.txt", "terraform": "terraform.tf"}
-CASE_NAMES = ("cluster-autoscaler-eks", "cluster-autoscaler-aks", "gke-stack")
+CASE_NAMES = (
+    "cluster-autoscaler-eks",
+    "cluster-autoscaler-aks",
+    "gke-stack",
+    "bootstrap-older-releases",  # Karpenter self-hosted on AKS: its identity's credential and roles
+)
 
 
 @pytest.mark.parametrize("fmt", sorted(GOLDEN))
@@ -147,3 +152,40 @@ def test_terraform_output_parses_and_is_already_formatted(case: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == text
+
+
+def test_self_hosted_aks_karpenter_gets_its_credential_and_node_roles_and_a_subnet_role_elsewhere(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(CASES / "bootstrap-older-releases" / "input", root)
+    cluster = root / "clusters" / "aks-self.yaml"
+    own = "resourceGroups/MC_ml-platform_aks-self_westeurope/providers/Microsoft.Network"
+    cluster.write_text(
+        cluster.read_text().replace(own, "resourceGroups/net-shared/providers/Microsoft.Network")
+    )
+    result = run(
+        "requirements", "--root", str(root), "--cluster", "aks-self", "--format", "terraform"
+    )
+    assert result.code == 0, result.stderr
+    blocks = _blocks(result.stdout)
+    credential = blocks["azurerm_federated_identity_credential.aks_self_karpenter"]
+    assert 'subject                   = "system:serviceaccount:kube-system:karpenter"' in credential
+    assert 'audience                  = ["api://AzureADTokenExchange"]' in credential
+    assert (
+        "issuer                    = azurerm_kubernetes_cluster.aks_self.oidc_issuer_url"
+        in credential
+    )
+    roles = {
+        name: body for name, body in blocks.items() if name.startswith("azurerm_role_assignment.")
+    }
+    scopes = sorted(
+        re.search(r'scope += "([^"]+)"', b).group(1).rsplit("/", 1)[1] for b in roles.values()
+    )  # type: ignore[union-attr]
+    assert scopes == ["MC_ml-platform_aks-self_westeurope"] * 3 + ["net-shared"]
+    subnet = roles["azurerm_role_assignment.aks_self_karpenter_subnet_network_contributor"]
+    assert 'role_definition_name = "Network Contributor"' in subnet
+    assert (
+        "principal_id         = azurerm_user_assigned_identity.aks_self_karpenter.principal_id"
+        in subnet
+    )

@@ -35,6 +35,7 @@ from gpuplan.gke import (
 )
 from gpuplan.pools import PoolPlan
 from gpuplan.requirements.hcl import Block, Expr, identifier, render
+from gpuplan.requirements.karpenter_azure import terraform_blocks
 from gpuplan.requirements.nodegroup import (
     aws_node_labels,
     aws_template_tags,
@@ -162,6 +163,10 @@ def cluster_requirements(cluster: ClusterPlan) -> list[str]:
         elif pool.spec.nodes.by_cluster_autoscaler:
             emit = _aws if provider == "aws" else _aks
             blocks.append((title + " (Cluster Autoscaler)", emit(cluster, pool)))
+    karpenter = terraform_blocks(cluster)
+    if karpenter:
+        title = f"{cluster.name}: self-hosted Karpenter's identity (federated credential, roles)"
+        blocks.append((title, karpenter))
     lines = []
     for title, group in blocks:
         lines.append(f"# {title}")
