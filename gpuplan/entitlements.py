@@ -37,13 +37,23 @@ class Amount:
     lending: int | None = None
 
 
+NONE = Amount(0)  # no quota of a resource in a flavor (Amount is immutable: one is shared)
+
+
 def _floor(resource: str, value: Fraction) -> int:
-    """Round an exact amount (cores, bytes, units) down to what the manifests can state: millicores, whole MiB, whole units."""
+    """Round an exact amount (cores, bytes, units) to what the manifests can state: millicores, whole MiB, whole units.
+
+    Towards zero, as int() does, in integer arithmetic: it runs for every pool of every allocation.
+    """
+    numerator, denominator = value.numerator, value.denominator
     if resource == CPU:
-        return int(value * MILLI)
-    if resource == MEMORY:
-        return int(value / MIB) * MIB
-    return int(value)
+        numerator *= MILLI
+    elif resource == MEMORY:
+        denominator *= MIB
+    whole = abs(numerator) // denominator
+    if numerator < 0:
+        whole = -whole
+    return whole * MIB if resource == MEMORY else whole
 
 
 def per_unit(resource: str) -> int:
@@ -77,14 +87,43 @@ def _limit(values: list[int | None]) -> int | None:
     return sum(v for v in values if v is not None)
 
 
-def _derived(
-    alloc: AllocationPlan, what: str, pool: str, kind: str, grants: list[Grant]
-) -> int | None:
-    """Return a pool's cpu or memory borrowing or lending limit; None when a grant there has none."""
-    if _limit([getattr(g, kind) for g in grants]) is None:
-        return None
-    table = alloc.cpu(kind) if what == CPU else alloc.memory(kind)
-    return _floor(what, table.get(pool, Fraction(0)))
+def _granted(grants: list[Grant]) -> dict[str, dict[str, Amount]]:
+    """Return pool -> GPU resource -> what its grants add up to (a limit is None when any grant has none)."""
+    out: dict[str, dict[str, Amount]] = {}
+    for grant in grants:
+        amounts = out.setdefault(grant.pool.name, {})
+        found = amounts.get(grant.resource)
+        amounts[grant.resource] = (
+            Amount(grant.nominal, grant.borrowing, grant.lending)
+            if found is None
+            else Amount(
+                found.nominal + grant.nominal,
+                _limit([found.borrowing, grant.borrowing]),
+                _limit([found.lending, grant.lending]),
+            )
+        )
+    return out
+
+
+def _derived_limits(
+    alloc: AllocationPlan, kind: str, granted: dict[str, dict[str, Amount]]
+) -> dict[str, dict[str, int]]:
+    """Return cpu and memory -> pool -> borrowing or lending limit, for the pools where every grant sets one.
+
+    A pool left out has no such limit (None): one of its grants is unlimited.
+    """
+    limited = [
+        name
+        for name, amounts in granted.items()
+        if all(getattr(a, kind) is not None for a in amounts.values())
+    ]
+    if not limited:
+        return {CPU: {}, MEMORY: {}}
+    tables = {CPU: alloc.cpu(kind), MEMORY: alloc.memory(kind)}
+    return {
+        what: {name: _floor(what, table.get(name, Fraction(0))) for name in limited}
+        for what, table in tables.items()
+    }
 
 
 def flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
@@ -108,40 +147,29 @@ def cpu_flavors(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
                 CPU: Amount(_floor(CPU, quota.cpu)),
                 MEMORY: Amount(_floor(MEMORY, quota.memory)),
             }
-            out[quota.pool] = amounts | {r: Amount(0) for r in alloc.resources()}
+            out[quota.pool] = amounts | dict.fromkeys(alloc.resources(), NONE)
     return out
 
 
 def _flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
-    cpu, memory = alloc.cpu(), alloc.memory()
-    by_pool: dict[str, dict[str, list[Grant]]] = {}
-    for grant in alloc.grants:
-        by_pool.setdefault(grant.pool.name, {}).setdefault(grant.resource, []).append(grant)
+    granted = _granted(alloc.grants)
+    nominal = {CPU: alloc.cpu(), MEMORY: alloc.memory()}
+    borrowing = _derived_limits(alloc, "borrowing", granted)
+    lending = _derived_limits(alloc, "lending", granted)
+    resources = alloc.resources()
     out: dict[str, dict[str, Amount]] = cpu_flavors(alloc)
     for pool in alloc.pools():
         name = pool.name
-        by_resource = by_pool[name]
-        grants = [g for found in by_resource.values() for g in found]
         amounts = {
             what: Amount(
-                _floor(what, table[name]),
-                _derived(alloc, what, name, "borrowing", grants),
-                _derived(alloc, what, name, "lending", grants),
+                _floor(what, nominal[what][name]),
+                borrowing[what].get(name),
+                lending[what].get(name),
             )
-            for what, table in ((CPU, cpu), (MEMORY, memory))
+            for what in (CPU, MEMORY)
         }
-        for resource in alloc.resources():
-            found = by_resource.get(resource)
-            amounts[resource] = (
-                Amount(
-                    sum(g.nominal for g in found),
-                    _limit([g.borrowing for g in found]),
-                    _limit([g.lending for g in found]),
-                )
-                if found
-                else Amount(0)
-            )
-        out[name] = amounts
+        found = granted[name]
+        out[name] = amounts | {resource: found.get(resource, NONE) for resource in resources}
     return out
 
 

@@ -70,23 +70,43 @@ def _key(key: Any) -> str:
     return _text(key) if type(key) is str else _scalar(str(key))
 
 
+# memo of _ordered_keys for text keys: each kind's keys recur in every object of it
+_ORDERS: dict[tuple[str, ...], list[str]] = {}
+_ORDERS_MAX = 100_000
+
+
 def _ordered_keys(mapping: dict[Any, Any], top: bool) -> list[Any]:
     if top:
         first = [k for k in TOP_ORDER if k in mapping]
         return first + sorted((k for k in mapping if k not in TOP_ORDER), key=str)
-    if all(type(k) is str for k in mapping):  # unique text: sorted, `name` first
-        keys = sorted(mapping)
+    keys = tuple(mapping)
+    order = _ORDERS.get(keys)  # only text keys are kept: a hit is the same texts in the same order
+    if order is not None:
+        return order
+    if all(type(k) is str for k in keys):  # unique text: sorted, `name` first
+        order = sorted(keys)
         if "name" in mapping:
-            keys.remove("name")
-            keys.insert(0, "name")
-        return keys
+            order.remove("name")
+            order.insert(0, "name")
+        if len(_ORDERS) < _ORDERS_MAX:
+            _ORDERS[keys] = order
+        return order
     # sorted by text, `name` first: list items read by their name (stable for equal texts)
     return sorted(mapping, key=lambda k: (k != "name", str(k)))
 
 
 def _mapping(out: list[str], mapping: dict[Any, Any], indent: str, top: bool = False) -> None:
     for key in _ordered_keys(mapping, top):
-        _entry(out, f"{indent}{_key(key)}:", mapping[key], indent)
+        value = mapping[key]
+        text = _TEXTS.get(key) if type(key) is str else None
+        prefix = f"{indent}{_key(key) if text is None else text}:"
+        if type(value) is str and "\n" not in value:  # most lines: `key: text`, written here
+            text = _TEXTS.get(value)
+            out.append(f"{prefix} {_text(value) if text is None else text}")
+        elif type(value) is int:
+            out.append(f"{prefix} {value}")
+        else:
+            _entry(out, prefix, value, indent)
 
 
 def _entry(out: list[str], prefix: str, value: Any, indent: str) -> None:

@@ -176,6 +176,18 @@ def test_cpu_above_the_pools_fails_exactly_at_passes(tmp_path: Path) -> None:
     assert code == 1 and "allocations[0].cpu: cpu" in err
 
 
+def test_tenants_cpu_on_one_pool_above_its_nodes_fails_exactly_at_passes(tmp_path: Path) -> None:
+    derived = quota(8)  # 8 x 24 cores of a 192-core, 8-GPU node: 192
+    ok = {"a": quota(8) + "    cpu: 576\n", "b": derived}  # 576 + 192 = 4 nodes x 192
+    assert check(tmp_path / "ok", ok)[0] == 0
+    code, err = check(tmp_path / "bad", {"a": quota(8) + "    cpu: 576001m\n", "b": derived})
+    assert code == 1
+    assert (
+        "tenants/b.yaml:5:7: error: allocations[0].quotas: tenants' cpu quotas on pool train add up to 768001m, "
+        "more than its nodes have (768 = 4 x 192)" in err
+    ), err
+
+
 def test_memory_above_the_pools_fails(tmp_path: Path) -> None:
     assert check(tmp_path / "ok", {"a": quota(8) + "    memory: 7600Gi\n"})[0] == 0
     code, err = check(tmp_path / "bad", {"a": quota(8) + "    memory: 7601Gi\n"})

@@ -69,7 +69,13 @@ def test_multiline_text_is_a_literal_block() -> None:
 
 
 # The writer was made faster (memoised scalars, one list of lines): it must keep every byte.
-odd_keys = keys | st.sampled_from(["name", "apiVersion", "kind", "metadata", "", " a", "1", "~"])
+odd_keys = (
+    keys
+    | st.sampled_from(["name", "apiVersion", "kind", "metadata", "", " a", "1", "~"])
+    | st.integers(-2, 2)  # not text: written as their text, ordered by it (1 and "1" alike)
+    | st.booleans()
+    | st.none()
+)
 odd_scalars = (
     scalars
     | st.floats(allow_nan=False)

@@ -161,24 +161,34 @@ def check_borrowing_within_cohort(fleet: Fleet) -> Iterator[Diagnostic]:
                 )
 
 
+def _per_pool(alloc: AllocationPlan, what: str) -> dict[str, Fraction]:
+    return alloc.cpu() if what == "cpu" else alloc.memory()
+
+
 @check
 def check_pool_cpu_memory(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error when the tenants' cpu or memory quotas on one pool add up to more than its nodes have."""
     for name in sorted(fleet.clusters):
         cluster = fleet.clusters[name]
         for what in ("cpu", "memory"):
+            # Only pools some tenant states its own total on: where every quota is derived from
+            # the GPUs, an excess is the GPU capacity error already.
+            explicit = {
+                pool_name
+                for alloc in cluster.allocations
+                if getattr(alloc.spec, what) is not None
+                for pool_name in _per_pool(alloc, what)
+            }
+            if not explicit:
+                continue
             totals: dict[str, Fraction] = {}
             last: dict[str, AllocationPlan] = {}
-            explicit: set[str] = set()
             for alloc in cluster.allocations:
-                for name, amount in (alloc.cpu() if what == "cpu" else alloc.memory()).items():
-                    totals[name] = totals.get(name, Fraction(0)) + amount
-                    last[name] = alloc
-                    if getattr(alloc.spec, what) is not None:
-                        explicit.add(name)
+                for pool_name, amount in _per_pool(alloc, what).items():
+                    if pool_name in explicit:
+                        totals[pool_name] = totals.get(pool_name, Fraction(0)) + amount
+                        last[pool_name] = alloc
             for pool_name, total in sorted(totals.items()):
-                if pool_name not in explicit:
-                    continue  # derived from the GPUs: an excess is the GPU capacity error already
                 pool = cluster.pools[pool_name]
                 per_node = getattr(pool.spec, what)
                 available = per_node * pool.nodes_most

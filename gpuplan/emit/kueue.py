@@ -18,6 +18,7 @@ from gpuplan.pools import PoolPlan
 from gpuplan.topology import labels_of
 
 NAMESPACE_NAME = "kubernetes.io/metadata.name"
+GATES = "kueue-gates"  # ClusterPlan.cache: the feature gates of the objects emit() made last
 
 
 def tolerations(pool: PoolPlan) -> list[dict[str, str]]:
@@ -219,4 +220,21 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
         for namespace in alloc.namespaces:
             for queue in local_queues(release, alloc, namespace):
                 out.append(manifest(cluster.name, f"namespaces/{namespace}", queue, *sources))
+    # Kueue's Configuration turns these gates on (emit/bootstrap/kueue.py): found here, before anything
+    # can change the objects, so the bootstrap need not make them all again.
+    cluster.cache[GATES] = frozenset(feature_gates(out))
     return out
+
+
+def feature_gates(manifests: list[Manifest]) -> set[str]:
+    """Return the feature gates these Kueue objects rely on."""
+    gates = set()
+    for item in manifests:
+        spec = item.obj.get("spec") or {}
+        if item.kind == "Cohort" and (spec.get("parent") or spec.get("parentName")):
+            gates.add("HierarchicalCohorts")
+        if item.kind == "ClusterQueue" and spec.get("admissionScope"):
+            gates.add("AdmissionFairSharing")
+        if item.kind == "ResourceFlavor" and spec.get("topologyName"):
+            gates.add("TopologyAwareScheduling")
+    return gates

@@ -49,17 +49,11 @@ def _selected(namespaces: list[str]) -> dict[str, Any]:
 
 
 def needed_gates(cluster: ClusterPlan) -> set[str]:
-    """Return the feature gates the emitted Kueue objects rely on."""
-    gates = set()
-    for item in kueue_emitter.emit(cluster):
-        spec = item.obj.get("spec") or {}
-        if item.kind == "Cohort" and (spec.get("parent") or spec.get("parentName")):
-            gates.add("HierarchicalCohorts")
-        if item.kind == "ClusterQueue" and spec.get("admissionScope"):
-            gates.add("AdmissionFairSharing")
-        if item.kind == "ResourceFlavor" and spec.get("topologyName"):
-            gates.add("TopologyAwareScheduling")
-    return gates
+    """Return the feature gates the emitted Kueue objects rely on (as the emitter found them, if it ran)."""
+    found = cluster.cache.get(kueue_emitter.GATES)
+    if found is None:
+        found = kueue_emitter.feature_gates(kueue_emitter.emit(cluster))
+    return set(found)  # type: ignore[call-overload]
 
 
 def device_class_mappings(cluster: ClusterPlan, release: KueueRelease) -> list[dict[str, Any]]:
