@@ -137,6 +137,7 @@ def _decode(path: str, raw: bytes) -> tuple[str | None, Diagnostic | None]:
 
 
 _HUGE_NUMBER = re.compile(r"(?<![\w.])[-+]?\d{100,}")
+_HUNDRED_DIGITS = re.compile(r"\d{100}")  # what _HUGE_NUMBER needs, found in half the time
 
 
 def _second_document(text: str) -> int:
@@ -156,6 +157,8 @@ def _second_document(text: str) -> int:
 
 def _huge_number(path: str, text: str) -> Diagnostic | None:
     """Refuse absurd numbers before the parser spends time (or a traceback) on them."""
+    if _HUNDRED_DIGITS.search(text) is None:
+        return None
     match = _HUGE_NUMBER.search(text)
     if match is None:
         return None
