@@ -26,6 +26,7 @@ from gpuplan.quantity import format_bytes, format_count, format_cpu
 from gpuplan.resolve import build_fleet
 from gpuplan.sources import read_inputs
 from tests.conftest import EXAMPLE, write_repo
+from tests.fleet17 import CLUSTER, COMPONENTS, _tenant
 
 CASES = Path(__file__).parent / "cases"
 # Fleets with MIG instances (24/7 cores each), time-slicing shares and cohorts that lend.
@@ -76,40 +77,12 @@ def test_amounts_are_the_exact_shares_rounded_down(root: Path) -> None:
             assert all(type(v) is int for v in kai.values())
 
 
-CLUSTER = """\
-name: c1
-kubernetesVersion: "1.33"
-provider: onprem
-gitops: {repoURL: https://git.example.com/fleet.git}
-components:
-  gpuOperator: {version: v26.7.0, driverVersion: "580.82.07", migStrategy: mixed}
-  kueue: {version: v0.19.2}
-cohorts: [{name: shared}]
-nodePools:
-  - name: train
-    gpu: H100-SXM5-80GB
-    gpusPerNode: 8
-    cpu: 192
-    memory: 1900Gi
-    nodes: {count: 4}
-    hostnames: ["train-[0-9]+"]
-  - name: slices
-    gpu: H100-SXM5-80GB
-    gpusPerNode: 8
-    cpu: 192
-    memory: 1900Gi
-    nodes: {count: 4}
-    hostnames: ["slices-[0-9]+"]
-    sharing: {mig: {layout: {3g.40gb: 1, 2g.20gb: 2}}}
-"""
-TENANT = """\
-name: a
-allocations:
-  - cluster: c1
+# Whole GPUs with both limits; two MIG profiles of one pool, one of them lending without a limit.
+MIXED_LIMITS = """\
     cohort: shared
     quotas:
       - {pool: train, gpus: 5, borrowingLimit: 3, lendingLimit: 0}
-      - pool: slices
+      - pool: infer
         mig: {3g.40gb: 8, 2g.20gb: 16}
         borrowingLimit: {3g.40gb: 2, 2g.20gb: 4}
         lendingLimit: {3g.40gb: 1}
@@ -117,22 +90,25 @@ allocations:
 
 
 def test_cpu_and_memory_limits_only_where_every_grant_of_the_pool_has_one(tmp_path: Path) -> None:
-    files = {"clusters/c1.yaml": CLUSTER, "tenants/a.yaml": TENANT}
+    cluster = CLUSTER.format(
+        components=COMPONENTS, sharing="{mig: {layout: {3g.40gb: 1, 2g.20gb: 2}}}"
+    )
+    files = {"clusters/c1.yaml": cluster, "tenants/a.yaml": _tenant("a", MIXED_LIMITS)}
     alloc = _fleet(write_repo(tmp_path, files)).clusters["c1"].allocations[0]
     amounts = flavor_amounts(alloc)
     # A whole GPU of a 192-core, 1900Gi, 8-GPU node: 24 cores and 243200Mi.
     assert amounts["train"]["nvidia.com/gpu"] == Amount(5, 3, 0)
     assert amounts["train"][CPU] == Amount(120_000, 72_000, 0)
     assert amounts["train"][MEMORY] == Amount(5 * 243200 * MIB, 3 * 243200 * MIB, 0)
-    slices = amounts["slices"]
-    assert slices["nvidia.com/mig-3g.40gb"] == Amount(8, 2, 1)
-    assert slices["nvidia.com/mig-2g.20gb"] == Amount(16, 4, None)
-    assert slices["nvidia.com/gpu"] == Amount(0)  # covered, none granted here
+    infer = amounts["infer"]
+    assert infer["nvidia.com/mig-3g.40gb"] == Amount(8, 2, 1)
+    assert infer["nvidia.com/mig-2g.20gb"] == Amount(16, 4, None)
+    assert infer["nvidia.com/gpu"] == Amount(0)  # covered, none granted here
     # Both profiles limit borrowing, so the pool's cpu and memory do; one lends without a limit.
     borrow_cpu, borrow_memory = (
-        alloc.cpu("borrowing")["slices"],
-        alloc.memory("borrowing")["slices"],
+        alloc.cpu("borrowing")["infer"],
+        alloc.memory("borrowing")["infer"],
     )
-    assert slices[CPU] == Amount(int(alloc.cpu()["slices"] * 1000), int(borrow_cpu * 1000), None)
-    assert slices[MEMORY].borrowing == int(borrow_memory / MIB) * MIB
-    assert slices[MEMORY].lending is None
+    assert infer[CPU] == Amount(int(alloc.cpu()["infer"] * 1000), int(borrow_cpu * 1000), None)
+    assert infer[MEMORY].borrowing == int(borrow_memory / MIB) * MIB
+    assert infer[MEMORY].lending is None
