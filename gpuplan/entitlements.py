@@ -37,7 +37,7 @@ class Amount:
     lending: int | None = None
 
 
-NONE = Amount(0)  # no quota of a resource in a flavor (Amount is immutable: one is shared)
+ZERO = Amount(0)  # no quota of a resource in a flavor (Amount is immutable: one is shared)
 
 
 def _floor(resource: str, value: Fraction) -> int:
@@ -147,7 +147,7 @@ def cpu_flavors(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
                 CPU: Amount(_floor(CPU, quota.cpu)),
                 MEMORY: Amount(_floor(MEMORY, quota.memory)),
             }
-            out[quota.pool] = amounts | dict.fromkeys(alloc.resources(), NONE)
+            out[quota.pool] = amounts | dict.fromkeys(alloc.resources(), ZERO)
     return out
 
 
@@ -169,7 +169,7 @@ def _flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
             for what in (CPU, MEMORY)
         }
         found = granted[name]
-        out[name] = amounts | {resource: found.get(resource, NONE) for resource in resources}
+        out[name] = amounts | {resource: found.get(resource, ZERO) for resource in resources}
     return out
 
 

@@ -98,11 +98,12 @@ def _ordered_keys(mapping: dict[Any, Any], top: bool) -> list[Any]:
 def _mapping(out: list[str], mapping: dict[Any, Any], indent: str, top: bool = False) -> None:
     for key in _ordered_keys(mapping, top):
         value = mapping[key]
-        text = _TEXTS.get(key) if type(key) is str else None
-        prefix = f"{indent}{_key(key) if text is None else text}:"
-        if type(value) is str and "\n" not in value:  # most lines: `key: text`, written here
-            text = _TEXTS.get(value)
-            out.append(f"{prefix} {_text(value) if text is None else text}")
+        # _key and _text, their memo read here: this loop writes nearly every line of a fleet
+        known = _TEXTS.get(key) if type(key) is str else None
+        prefix = f"{indent}{_key(key) if known is None else known}:"
+        if type(value) is str and "\n" not in value:  # most lines: `key: text`
+            known = _TEXTS.get(value)
+            out.append(f"{prefix} {_text(value) if known is None else known}")
         elif type(value) is int:
             out.append(f"{prefix} {value}")
         else:
