@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import signal
 import sys
@@ -341,8 +342,16 @@ def _stopping(code: ExitCode, word: str) -> None:
     sys.exit(code)
 
 
+# Python's default collector thresholds (700, 10, 10) make a fleet-scale render, which keeps
+# about half a million containers alive and frees few cycles, walk all of them in about eight
+# full collections: ~0.8 s of CPU at 18k objects for next to no garbage. Collecting the
+# youngest generation every 100,000 allocations keeps gpuplan's own cycles in check.
+GC_THRESHOLDS = (100_000, 50, 1000)
+
+
 def main() -> None:
     """Run the CLI (run_cli), then leave without tearing the interpreter down (see _leave)."""
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         run_cli()
         code = 0
