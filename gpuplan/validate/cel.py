@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuplan.validate.celfast import Proof, compile_rule
 from gpuplan.validate.crds import CelRule, CrdVersion
 from gpuplan.validate.engine import Problem
 
@@ -187,6 +188,8 @@ class _Rule:
     message_program: Any = None
     # The only fields of ``self`` the rule reads (None: it reads ``self`` as a whole).
     fields: tuple[str, ...] | None = None
+    # The rule in plain Python, proving passes only (gpuplan.validate.celfast); None outside its subset.
+    proof: Proof | None = None
 
     def key(self, value: Any) -> bytes | str:
         """What the rule's verdict on ``value`` depends on, as bytes (or text).
@@ -252,6 +255,7 @@ class CelRules:
         self.skipped: list[SkippedRule] = []  # found when compiling
         self.transition: list[CelRule] = []  # oldSelf rules: update only, not evaluated
         self.count = 0  # rules evaluated on create
+        self.proven_only = True  # every rule has a proof in Python: no value needs converting
         self.root = self._build(crd_version.schema, "", under_rule=False)
         # Every rule at once, as if one rule: it reads the fields the rule tree reaches (all of
         # the object when a rule sits at its root).
@@ -267,6 +271,8 @@ class CelRules:
         """
         if self.root is None or not isinstance(obj, dict):
             return [], []
+        if self.proven_only:  # proving costs less than a key
+            passes = None
         if passes is not None:  # first the whole object: one key instead of one per node
             seen, key = passes.key(self.whole, obj)
             if key in seen:
@@ -331,7 +337,9 @@ class CelRules:
                 message_program = cel.compile(rule.message_expression)
             except (ValueError, RuntimeError):
                 message_program = None  # the API server falls back to message as well
-        node.rules.append(_Rule(rule, program, message_program, _self_fields(rule.rule)))
+        proof = compile_rule(rule.rule)
+        self.proven_only = self.proven_only and proof is not None
+        node.rules.append(_Rule(rule, program, message_program, _self_fields(rule.rule), proof))
         self.count += 1
 
     def _skip(self, rule: CelRule, reason: str) -> SkippedRule:
@@ -366,6 +374,8 @@ class CelRules:
         problems, skipped, passes = out
         context = None
         for rule in rules:
+            if rule.proof is not None and self._proven(rule, value):
+                continue
             if passes is not None:
                 seen, key = passes.key(rule, value)
                 if key in seen:
@@ -374,6 +384,15 @@ class CelRules:
                 context = cel.Context(variables={"self": value}, functions=K8S_FUNCTIONS)
             if self._evaluate(rule, context, path, problems, skipped) and passes is not None:
                 passes.remember(seen, key)
+
+    @staticmethod
+    def _proven(rule: _Rule, value: Any) -> bool:
+        """Whether the rule's Python form proves it passes on ``value`` (else the interpreter decides)."""
+        assert rule.proof is not None
+        try:
+            return rule.proof(value) is True
+        except Exception:  # noqa: BLE001 - Unsure, or any surprise: no verdict, only no proof
+            return False
 
     def _evaluate(
         self,

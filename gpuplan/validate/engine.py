@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema_rs
 
-from gpuplan.validate.core import CoreSchemas, core_schemas, split_api_version, without_nulls
+from gpuplan.validate.core import CoreSchemas, core_schemas, split_api_version
 from gpuplan.validate.crds import LIST_MAP_KEYS, CrdIndex, CrdVersion
 from gpuplan.validate.messages import Problem, problems_of, show, type_name
 from gpuplan.validate.nulls import drop_nulls, prune_nulls
@@ -22,10 +23,16 @@ class _ListMapKeys:
 
     def __init__(self, parent_schema: dict, value: list[str], schema_path: Any):
         self.keys = value
+        self._getter = operator.itemgetter(*value) if value else None
+        self._single = len(value) == 1
 
     def validate(self, instance: Any) -> None:
         """Raise on the first entry repeating the key tuple of an earlier entry."""
-        if not isinstance(instance, list):
+        if (
+            not isinstance(instance, list)
+            or len(instance) < 2
+            or _distinct(self._getter, self._single, instance)
+        ):
             return
         seen: dict[tuple[Any, ...], int] = {}
         for i, item in enumerate(instance):
@@ -37,6 +44,26 @@ class _ListMapKeys:
                 # "<index>|" lets _translate point the Problem at the entry itself.
                 raise ValueError(f"{i}|duplicate entry with {shown} (first at [{seen[key]}])")
             seen[key] = i
+
+
+def _distinct(getter: Callable[[Any], Any] | None, single: bool, items: list) -> bool:
+    """Whether every entry carries all the keys, as strings, and no two entries have the same ones.
+
+    The common case, decided in C. Anything else (a non-mapping entry, a missing key, a number,
+    which Python's equality may merge with a bool or a float, a repeated key) is left to the
+    careful walk: False is never an error by itself.
+    """
+    if getter is None:
+        return False
+    try:
+        keys = list(map(getter, items))
+        if len(set(keys)) != len(keys):
+            return False
+    except (KeyError, TypeError, IndexError):  # not a mapping, a missing key, unhashable
+        return False
+    if single:
+        return all(type(k) is str for k in keys)
+    return all(type(p) is str for k in keys for p in k)
 
 
 @dataclass(frozen=True)
@@ -257,8 +284,13 @@ class Validator:
         return (first or []) + _scope_problems(obj, candidates[0])
 
     def _fast_compiler(self, crd_version: CrdVersion) -> Callable[[], Any]:
-        """Compile one CRD version's schema that also refuses nulls, when called."""
-        return lambda: self._crd_validator(without_nulls(crd_version.json_schema))
+        """Compile one CRD version's schema that also refuses nulls, when called.
+
+        Only mappings reach a plan, so the root is typed as one: untyped, it would be searched
+        for nulls a second time, all the way down.
+        """
+        schema = {**crd_version.json_schema, "type": "object"}
+        return lambda: self._crd_validator(self.core.without_nulls(schema))
 
     def _crd_validator(self, schema: dict[str, Any]) -> Any:
         """Compile a custom resource's JSON Schema (ObjectMeta from the core registry)."""

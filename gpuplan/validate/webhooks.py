@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
@@ -282,18 +283,69 @@ def validate_cluster_queue(obj: dict) -> list[Problem]:
         return []
     cohort = spec.get("cohortName") or spec.get("cohort")
     groups = spec.get("resourceGroups")
-    problems = resource_group_problems(
-        groups,
-        "spec.resourceGroups",
-        has_parent=bool(cohort),
-        parent_word="cohort",
-        lending_within_nominal=True,
-    )
+    if _plain_groups(groups):
+        problems = []
+    else:
+        problems = resource_group_problems(
+            groups,
+            "spec.resourceGroups",
+            has_parent=bool(cohort),
+            parent_word="cohort",
+            lending_within_nominal=True,
+        )
+        problems += _size_problems(groups)
     problems += fair_sharing_problems(spec, "spec")
-    problems += _size_problems(groups)
     problems += label_selector_problems(spec.get("namespaceSelector"), "spec.namespaceSelector")
     problems += _on_flavor_problems(spec, groups)
     return sorted(set(problems))
+
+
+_NAME = operator.itemgetter("name")
+_QUOTA = operator.itemgetter("nominalQuota")
+_FLAVORS = operator.itemgetter("flavors")
+_COVERED = operator.itemgetter("coveredResources")
+_RESOURCES = operator.itemgetter("resources")
+
+
+def _plain_groups(groups: Any) -> bool:
+    """Whether ClusterQueue resource groups are of the usual shape, where no group rule can fail.
+
+    The usual shape: every flavor lists exactly its group's coveredResources, in order, each with
+    a nominalQuota text without a sign and nothing else; resource and flavor names are distinct
+    strings, resource names qualified names; the totals within Kueue's limits. Decided with a
+    few passes in C over all the resources at once (a ClusterQueue has hundreds), where walking
+    them in Python costs more than the schema validation. False is no verdict: the full rules run.
+    """
+    if not isinstance(groups, list):
+        return groups is None
+    try:
+        covered = list(map(_COVERED, groups))
+        flavors = list(map(_FLAVORS, groups))
+        names = [name for group in covered for name in group]
+        all_flavors = [flavor for group in flavors for flavor in group]
+        # Each flavor's resources, as the covered resources of its group repeated.
+        expected = [
+            name for group, listed in zip(covered, flavors) for _ in listed for name in group
+        ]
+        resources = [r for flavor in map(_RESOURCES, all_flavors) for r in flavor]
+        if list(map(_NAME, resources)) != expected or set(map(len, resources)) - {2}:
+            return False  # another order or set, or a limit beside the quota: the full rules
+        quotas = "".join(map(_QUOTA, resources))  # TypeError unless every quota is a text
+        flavor_names = list(map(_NAME, all_flavors))
+    except (KeyError, TypeError):
+        return False
+    return (
+        "-" not in quotas
+        and len(set(names)) == len(names)
+        and len(set(flavor_names)) == len(flavor_names)
+        and all(type(n) is str and _qualified_name_error(n) is None for n in names)
+        and len(all_flavors) <= MAX_FLAVORS
+        and len(names) <= MAX_COVERED_RESOURCES
+        and all(
+            len(group) * len(listed) <= MAX_FLAVOR_RESOURCES
+            for group, listed in zip(covered, flavors)
+        )
+    )
 
 
 def _size_problems(groups: Any) -> list[Problem]:
