@@ -498,7 +498,7 @@ def _defaulted(node: _Node, value: Any) -> Any:
         for name, default in node.defaults.items():
             if out.get(name) is None:
                 out = dict(out) if out is value else out
-                out[name] = copy.deepcopy(default)
+                out[name] = copy.deepcopy(default) if isinstance(default, (dict, list)) else default
         for name, child in node.props.items():
             if out.get(name) is not None:
                 new = _defaulted(child, out[name])

@@ -56,16 +56,14 @@ Proof = Callable[[Any], bool]
 def compile_rule(source: str) -> Proof | None:
     """A function proving ``source`` holds for a value of ``self``; None outside the subset."""
     try:
-        tokens = _tokens(source)
-        parser = _Parser(tokens)
+        parser = _Parser(_tokens(source))
         code = parser.expression()
         parser.end()
     except Unsupported:
         return None
     namespace: dict[str, Any] = dict(_HELPERS)
-    exec(
-        f"def rule(v_self):\n    return {code}\n", namespace
-    )  # the code is built above, from tokens
+    # The code is built by _Parser from the rule's tokens: names it made, literals via repr.
+    exec(f"def rule(v_self):\n    return {code.text}\n", namespace)
     compiled: Proof = namespace["rule"]
     return compiled
 
@@ -83,6 +81,18 @@ def _tokens(source: str) -> list[tuple[str, str]]:
         out.append((kind, found.group(kind)))
         position = found.end()
     return out
+
+
+class _Code:
+    """A Python expression and what it is known to evaluate to: "bool", "int", "str" or "any"."""
+
+    def __init__(self, text: str, kind: str = "any"):
+        self.text = text
+        self.kind = kind
+
+    def boolean(self) -> str:
+        """The expression, checked to be a bool unless it is known to be one."""
+        return self.text if self.kind == "bool" else f"_bool({self.text})"
 
 
 class _Parser:
@@ -112,7 +122,7 @@ class _Parser:
         if self.at != len(self.tokens):
             raise Unsupported(f"unexpected {self.peek()}")
 
-    def expression(self) -> str:
+    def expression(self) -> _Code:
         condition = self.disjunction()
         if self.peek() != "?":
             return condition
@@ -120,23 +130,24 @@ class _Parser:
         then = self.expression()
         self.take(":")
         other = self.expression()
-        return f"({then} if _bool({condition}) else {other})"
+        kind = then.kind if then.kind == other.kind else "any"
+        return _Code(f"({then.text} if {condition.boolean()} else {other.text})", kind)
 
-    def disjunction(self) -> str:
+    def disjunction(self) -> _Code:
         left = self.conjunction()
         while self.peek() == "||":
             self.take()
-            left = f"(_bool({left}) or _bool({self.conjunction()}))"
+            left = _Code(f"({left.boolean()} or {self.conjunction().boolean()})", "bool")
         return left
 
-    def conjunction(self) -> str:
+    def conjunction(self) -> _Code:
         left = self.relation()
         while self.peek() == "&&":
             self.take()
-            left = f"(_bool({left}) and _bool({self.relation()}))"
+            left = _Code(f"({left.boolean()} and {self.relation().boolean()})", "bool")
         return left
 
-    def relation(self) -> str:
+    def relation(self) -> _Code:
         left = self.unary()
         operator = self.peek()
         if operator not in _RELATIONS or self.kind() not in ("op", "ident"):
@@ -145,110 +156,119 @@ class _Parser:
         right = self.unary()
         if self.peek() in _RELATIONS:
             raise Unsupported("chained relation")
-        if operator == "==":
-            return f"_eq({left}, {right})"
-        if operator == "!=":
-            return f"(not _eq({left}, {right}))"
+        if operator in ("==", "!="):
+            # Two ints or two strings known as such compare the Python way; else _eq checks.
+            same = left.kind == right.kind and left.kind in ("int", "str")
+            equal = f"({left.text} == {right.text})" if same else f"_eq({left.text}, {right.text})"
+            return _Code(equal if operator == "==" else f"(not {equal})", "bool")
         if operator == "in":
-            return f"_in({left}, {right})"
-        return f"_order({left}, {right}, {operator!r})"
+            return _Code(f"_in({left.text}, {right.text})", "bool")
+        return _Code(f"_order({left.text}, {right.text}, {operator!r})", "bool")
 
-    def unary(self) -> str:
+    def unary(self) -> _Code:
         if self.peek() == "!":
             self.take()
-            return f"(not _bool({self.unary()}))"
+            return _Code(f"(not {self.unary().boolean()})", "bool")
         return self.member(self.primary())
 
-    def member(self, code: str) -> str:
+    def member(self, code: _Code) -> _Code:
         while self.peek() in (".", "["):
             if self.take() == "[":
                 index = self.expression()
                 self.take("]")
-                code = f"_index({code}, {index})"
+                code = _Code(f"_index({code.text}, {index.text})")
                 continue
             if self.kind() != "ident":
                 raise Unsupported("field name expected")
             name = self.take()
             if self.peek() != "(":
-                code = f"_field({code}, {name!r})"
+                code = _Code(f"_field({code.text}, {name!r})")
             elif name in _MACROS:
                 code = self.macro(name, code)
             elif name == "size":
                 self.take("(")
                 self.take(")")
-                code = f"_size({code})"
+                code = _Code(f"_size({code.text})", "int")
             elif name in _STRING_METHODS:
                 self.take("(")
                 argument = self.expression()
                 self.take(")")
-                code = f"_text({code}, {name!r}, {argument})"
+                code = _Code(f"_text({code.text}, {name!r}, {argument.text})", "bool")
             else:
                 raise Unsupported(f"method {name}")
         return code
 
-    def macro(self, name: str, target: str) -> str:
+    def macro(self, name: str, target: _Code) -> _Code:
+        """all/exists/filter, as a generator over the elements (no call per element)."""
         self.take("(")
         if self.kind() != "ident":
             raise Unsupported("macro variable expected")
         variable = self.take()
         self.take(",")
         self.scope.append(variable)
-        body = self.expression()
+        body = self.expression().boolean()
         self.scope.pop()
         self.take(")")
-        return f"_{name}({target}, lambda v_{variable}: {body})"
+        elements = f"v_{variable} in _elements({target.text})"
+        if name == "all":
+            return _Code(f"all({body} for {elements})", "bool")
+        if name == "exists":
+            return _Code(f"any({body} for {elements})", "bool")
+        return _Code(f"[v_{variable} for {elements} if {body}]")
 
-    def primary(self) -> str:
+    def primary(self) -> _Code:
         kind, text = self.kind(), self.peek()
         if kind == "int":
             self.take()
             if int(text) > INT64[1]:
                 raise Unsupported("int out of range")
-            return str(int(text))
+            return _Code(str(int(text)), "int")
         if kind == "str":
             self.take()
-            return repr(text[1:-1])
+            return _Code(repr(text[1:-1]), "str")
         if kind == "ident":
             return self.identifier()
         if text == "(":
             self.take()
             inner = self.expression()
             self.take(")")
-            return inner
+            return _Code(f"({inner.text})", inner.kind)
         if text == "[":
             return self.list_literal()
         raise Unsupported(text or "end")
 
-    def identifier(self) -> str:
+    def identifier(self) -> _Code:
         name = self.take()
-        if name in ("true", "false", "null"):
-            return {"true": "True", "false": "False", "null": "None"}[name]
+        if name in ("true", "false"):
+            return _Code(name.capitalize(), "bool")
+        if name == "null":
+            return _Code("None")
         if self.peek() != "(":
             if name not in self.scope:
                 raise Unsupported(f"variable {name}")
-            return f"v_{name}"
+            return _Code(f"v_{name}")
         self.take("(")
         if name == "has":
-            argument = self.member(self.primary())
+            argument = self.member(self.primary()).text
             self.take(")")
             if not argument.startswith("_field("):
                 raise Unsupported("has() of a non-field")
-            return "_has(" + argument.removeprefix("_field(")
+            return _Code("_has(" + argument.removeprefix("_field("), "bool")
         if name == "size":
             argument = self.expression()
             self.take(")")
-            return f"_size({argument})"
+            return _Code(f"_size({argument.text})", "int")
         raise Unsupported(f"function {name}")
 
-    def list_literal(self) -> str:
+    def list_literal(self) -> _Code:
         self.take("[")
         items = []
         while self.peek() != "]":
-            items.append(self.expression())
+            items.append(self.expression().text)
             if self.peek() != "]":
                 self.take(",")
         self.take("]")
-        return f"[{', '.join(items)}]"
+        return _Code(f"[{', '.join(items)}]")
 
 
 # --- what the compiled code calls: CEL semantics, or Unsure ---------------------------------
@@ -338,18 +358,6 @@ def _elements(value: Any) -> Any:
     raise Unsure("macro over a non-collection")
 
 
-def _all(value: Any, predicate: Callable[[Any], Any]) -> bool:
-    return all(_bool(predicate(element)) for element in _elements(value))
-
-
-def _exists(value: Any, predicate: Callable[[Any], Any]) -> bool:
-    return any(_bool(predicate(element)) for element in _elements(value))
-
-
-def _filter(value: Any, predicate: Callable[[Any], Any]) -> list:
-    return [element for element in _elements(value) if _bool(predicate(element))]
-
-
 _HELPERS: dict[str, Any] = {
     "_bool": _bool,
     "_eq": _eq,
@@ -360,7 +368,5 @@ _HELPERS: dict[str, Any] = {
     "_index": _index,
     "_size": _size,
     "_text": _text,
-    "_all": _all,
-    "_exists": _exists,
-    "_filter": _filter,
+    "_elements": _elements,
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import operator
 from collections.abc import Callable
@@ -46,6 +47,9 @@ class _ListMapKeys:
             seen[key] = i
 
 
+_STRINGS = {str}
+
+
 def _distinct(getter: Callable[[Any], Any] | None, single: bool, items: list) -> bool:
     """Whether every entry carries all the keys, as strings, and no two entries have the same ones.
 
@@ -61,9 +65,8 @@ def _distinct(getter: Callable[[Any], Any] | None, single: bool, items: list) ->
             return False
     except (KeyError, TypeError, IndexError):  # not a mapping, a missing key, unhashable
         return False
-    if single:
-        return all(type(k) is str for k in keys)
-    return all(type(p) is str for k in keys for p in k)
+    kinds = set(map(type, keys if single else itertools.chain.from_iterable(keys)))
+    return kinds == _STRINGS
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import operator
 from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 from gpuplan.names import DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
@@ -74,6 +75,12 @@ def label_value_error(value: Any) -> str | None:
     """Why ``value`` is not a label value, or None when it is ("" is one)."""
     if not isinstance(value, str):
         return f"must be a string (got {_show(value)})"
+    return _label_value_error(value)
+
+
+@lru_cache(maxsize=4096)
+def _label_value_error(value: str) -> str | None:
+    """label_value_error of a string, once per string: selectors repeat the same values."""
     if len(value) > 63 or not LABEL_VALUE.fullmatch(value):
         return (
             "must be a label value: at most 63 letters, digits, '-', '_' or '.', starting "
@@ -256,21 +263,30 @@ def fair_sharing_problems(spec: dict, path: str) -> list[Problem]:
     fair = spec.get("fairSharing")
     if not isinstance(fair, dict) or fair.get("weight") is None:
         return []
-    weight = signed_quantity(fair["weight"])
-    where = f"{path}.fairSharing.weight"
+    weight = fair["weight"]
+    error = _weight_error(weight) if type(weight) is str else _weight_error_of(weight)
+    return [Problem(f"{path}.fairSharing.weight", error)] if error else []
+
+
+@lru_cache(maxsize=1024)
+def _weight_error(text: str) -> str | None:
+    """_weight_error_of a text, once per text: every queue of a fleet has one of a few weights."""
+    return _weight_error_of(text)
+
+
+def _weight_error_of(value: Any) -> str | None:
+    """Why a fair-sharing weight is refused, or None."""
+    weight = signed_quantity(value)
     if weight is None:
-        return []
+        return None
     if weight < 0:
-        return [Problem(where, f"must not be negative (got {_show(fair['weight'])})")]
+        return f"must not be negative (got {_show(value)})"
     if 0 < weight <= WEIGHT_THRESHOLD:
-        return [
-            Problem(
-                where,
-                "must be 0 or greater than 1n: a smaller weight collapses to "
-                f"zero in fair sharing (got {_show(fair['weight'])})",
-            )
-        ]
-    return []
+        return (
+            "must be 0 or greater than 1n: a smaller weight collapses to "
+            f"zero in fair sharing (got {_show(value)})"
+        )
+    return None
 
 
 # --- ClusterQueue ---------------------------------------------------------------------
@@ -305,6 +321,8 @@ _QUOTA = operator.itemgetter("nominalQuota")
 _FLAVORS = operator.itemgetter("flavors")
 _COVERED = operator.itemgetter("coveredResources")
 _RESOURCES = operator.itemgetter("resources")
+_QUOTA_ONLY = {2}  # the length of {name, nominalQuota}
+_LIST = {list}
 
 
 def _plain_groups(groups: Any) -> bool:
@@ -321,24 +339,24 @@ def _plain_groups(groups: Any) -> bool:
     try:
         covered = list(map(_COVERED, groups))
         flavors = list(map(_FLAVORS, groups))
-        names = [name for group in covered for name in group]
-        all_flavors = [flavor for group in flavors for flavor in group]
+        if set(map(type, covered)) - _LIST or set(map(type, flavors)) - _LIST:
+            return False
+        names = list(chain.from_iterable(covered))
+        all_flavors = list(chain.from_iterable(flavors))
         # Each flavor's resources, as the covered resources of its group repeated.
-        expected = [
-            name for group, listed in zip(covered, flavors) for _ in listed for name in group
-        ]
-        resources = [r for flavor in map(_RESOURCES, all_flavors) for r in flavor]
-        if list(map(_NAME, resources)) != expected or set(map(len, resources)) - {2}:
+        expected = list(chain.from_iterable(map(operator.mul, covered, map(len, flavors))))
+        resources = list(chain.from_iterable(map(_RESOURCES, all_flavors)))
+        if list(map(_NAME, resources)) != expected or set(map(len, resources)) != _QUOTA_ONLY:
             return False  # another order or set, or a limit beside the quota: the full rules
         quotas = "".join(map(_QUOTA, resources))  # TypeError unless every quota is a text
-        flavor_names = list(map(_NAME, all_flavors))
+        flavor_names = set(map(_NAME, all_flavors))
     except (KeyError, TypeError):
         return False
     return (
         "-" not in quotas
-        and len(set(names)) == len(names)
-        and len(set(flavor_names)) == len(flavor_names)
         and all(type(n) is str and _qualified_name_error(n) is None for n in names)
+        and len(set(names)) == len(names)
+        and len(flavor_names) == len(all_flavors)
         and len(all_flavors) <= MAX_FLAVORS
         and len(names) <= MAX_COVERED_RESOURCES
         and all(
