@@ -249,11 +249,11 @@ class _Parser:
             return _Code(f"v_{name}")
         self.take("(")
         if name == "has":
-            argument = self.member(self.primary()).text
+            field = self.member(self.primary()).text
             self.take(")")
-            if not argument.startswith("_field("):
+            if not field.startswith("_field("):
                 raise Unsupported("has() of a non-field")
-            return _Code("_has(" + argument.removeprefix("_field("), "bool")
+            return _Code("_has(" + field.removeprefix("_field("), "bool")
         if name == "size":
             argument = self.expression()
             self.take(")")
