@@ -257,6 +257,9 @@ class CelRules:
         self.count = 0  # rules evaluated on create
         self.proven_only = True  # every rule has a proof in Python: no value needs converting
         self.root = self._build(crd_version.schema, "", under_rule=False)
+        # Structural schemas never give a node both properties and additionalProperties; where
+        # one does, defaults are applied to the whole object before any rule runs.
+        self.fused = self.root is not None and not _props_and_values(self.root)
         # Every rule at once, as if one rule: it reads the fields the rule tree reaches (all of
         # the object when a rule sits at its root).
         top = None if self.root is None or self.root.rules else tuple(self.root.props)
@@ -279,7 +282,10 @@ class CelRules:
                 return [], []
         problems: list[Problem] = []
         skipped: list[SkippedRule] = []
-        self._walk(self.root, _defaulted(self.root, obj), "", (problems, skipped, passes))
+        if self.fused:
+            self._defaulted_walk(self.root, obj, "", (problems, skipped, passes))
+        else:
+            self._walk(self.root, _defaulted(self.root, obj), "", (problems, skipped, passes))
         if passes is not None and not problems and not skipped:
             passes.remember(seen, key)
         return problems, skipped
@@ -368,6 +374,48 @@ class CelRules:
             for index, item in enumerate(value):
                 if item is not None:
                     self._walk(node.items, item, f"{path}[{index}]", out)
+
+    def _defaulted_walk(self, node: _Node, value: Any, path: str, out: _Out) -> Any:
+        """_walk of ``_defaulted(node, value)`` in one pass; returns that defaulted value.
+
+        Children first: a node's rules then see its value with every default below applied,
+        as when the whole object is defaulted before any rule runs.
+        """
+        if isinstance(value, dict):
+            done = value
+            for name, default in node.defaults.items():
+                if done.get(name) is None:
+                    done = dict(done) if done is value else done
+                    done[name] = (
+                        copy.deepcopy(default) if isinstance(default, (dict, list)) else default
+                    )
+            for name, child in node.props.items():
+                item = done.get(name)
+                if item is not None:
+                    new = self._defaulted_walk(child, item, _join_path(path, name), out)
+                    if new is not item:
+                        done = dict(done) if done is value else done
+                        done[name] = new
+            if node.values is not None:
+                for key, item in list(done.items()):
+                    if item is not None:
+                        new = self._defaulted_walk(node.values, item, f"{path}[{key}]", out)
+                        if new is not item:
+                            done = dict(done) if done is value else done
+                            done[key] = new
+            value = done
+        elif isinstance(value, list) and node.items is not None:
+            items = [
+                item
+                if item is None
+                else self._defaulted_walk(node.items, item, f"{path}[{i}]", out)
+                for i, item in enumerate(value)
+            ]
+            if any(a is not b for a, b in zip(items, value)):
+                value = items
+        if node.rules:
+            self._run_rules(node.rules, value, path, out)
+        return value
 
     def _run_rules(self, rules: list[_Rule], value: Any, path: str, out: _Out) -> None:
         """Evaluate one node's rules on ``value``; the activation is built once, when needed."""
@@ -489,6 +537,14 @@ def _first_line(exc: BaseException) -> str:
     """The first line of an error message, shortened."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _props_and_values(node: _Node) -> bool:
+    """Whether a node of the rule tree has both properties and additionalProperties."""
+    children = [*node.props.values(), node.items, node.values]
+    if node.props and node.values is not None:
+        return True
+    return any(_props_and_values(child) for child in children if child is not None)
 
 
 def _defaulted(node: _Node, value: Any) -> Any:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import json
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,60 +10,14 @@ import jsonschema_rs
 
 from gpuplan.validate.core import CoreSchemas, core_schemas, split_api_version
 from gpuplan.validate.crds import LIST_MAP_KEYS, CrdIndex, CrdVersion
+from gpuplan.validate.listmaps import ListMapKeys, Trie, list_map_paths, unique_lists, without
 from gpuplan.validate.messages import Problem, problems_of, show, type_name
 from gpuplan.validate.nulls import drop_nulls, prune_nulls
 
 MISSING_CRD = "missing-crd"
 
 
-class _ListMapKeys:
-    """jsonschema_rs keyword: x-kubernetes-list-type=map entries must have unique keys."""
-
-    def __init__(self, parent_schema: dict, value: list[str], schema_path: Any):
-        self.keys = value
-        self._getter = operator.itemgetter(*value) if value else None
-        self._single = len(value) == 1
-
-    def validate(self, instance: Any) -> None:
-        """Raise on the first entry repeating the key tuple of an earlier entry."""
-        if (
-            not isinstance(instance, list)
-            or len(instance) < 2
-            or _distinct(self._getter, self._single, instance)
-        ):
-            return
-        seen: dict[tuple[Any, ...], int] = {}
-        for i, item in enumerate(instance):
-            if not isinstance(item, dict):
-                continue
-            key = tuple(_key_part(item.get(k)) for k in self.keys)
-            if key in seen:
-                shown = ", ".join(f"{k}={show(item.get(k))}" for k in self.keys)
-                # "<index>|" lets _translate point the Problem at the entry itself.
-                raise ValueError(f"{i}|duplicate entry with {shown} (first at [{seen[key]}])")
-            seen[key] = i
-
-
-_STRINGS = {str}
-
-
-def _distinct(getter: Callable[[Any], Any] | None, single: bool, items: list) -> bool:
-    """Whether every entry carries all the keys, as strings, and no two entries have the same ones.
-
-    The common case, decided in C. Anything else (a non-mapping entry, a missing key, a number,
-    which Python's equality may merge with a bool or a float, a repeated key) is left to the
-    careful walk: False is never an error by itself.
-    """
-    if getter is None:
-        return False
-    try:
-        keys = list(map(getter, items))
-        if len(set(keys)) != len(keys):
-            return False
-    except (KeyError, TypeError, IndexError):  # not a mapping, a missing key, unhashable
-        return False
-    kinds = set(map(type, keys if single else itertools.chain.from_iterable(keys)))
-    return kinds == _STRINGS
+_ListMapKeys = ListMapKeys  # the name the tests know it by
 
 
 @dataclass(frozen=True)
@@ -77,14 +28,11 @@ class _Plan:
     crd_version: CrdVersion | None  # the first candidate CRD version; None for a core kind
     cel: bool  # whether that CRD version has CEL rules to run
     webhook: Callable[[dict], list[Problem]] | None
-
-
-def _key_part(value: Any) -> Any:
-    """One list-map key value, equal to another exactly when their JSON texts are equal."""
-    kind = type(value)
-    if kind is str or kind is int:  # JSON text of a str or int is one to one with the value
-        return (kind, value)
-    return json.dumps(value, sort_keys=True)
+    # Where the list-map lists are, when the fast schema leaves their keyword to the fast path.
+    list_maps: Trie | None = None
+    # A quick test that the webhook finds nothing, and the list-map lists left to check then.
+    plain: Callable[[dict], bool] | None = None
+    plain_list_maps: Trie | None = None
 
 
 class Validator:
@@ -152,6 +100,10 @@ class Validator:
         try:
             if not plan.fast.is_valid(obj):
                 return None
+            plain = plan.plain is not None and plan.plain(obj)
+            lists = plan.plain_list_maps if plain else plan.list_maps
+            if lists is not None and not unique_lists(obj, lists):
+                return None
             # No null, so the object is its own pruned form.
             if plan.cel and self._cel.validate(obj, plan.crd_version):
                 return None
@@ -160,7 +112,7 @@ class Validator:
         problems = _metadata_problems(obj)
         if plan.crd_version is not None:
             problems += _scope_problems(obj, plan.crd_version)
-        if plan.webhook is not None:
+        if plan.webhook is not None and not plain:
             problems += plan.webhook(obj)
         return sorted(set(problems)) if problems else problems
 
@@ -168,12 +120,12 @@ class Validator:
         self,
         api_version: str,
         kind: str,
-        compile_fast: Callable[[], Any],
+        compile_fast: Callable[[], tuple[Any, Trie | None]],
         crd_version: CrdVersion | None = None,
     ) -> None:
         """Remember how to validate this kind's objects fast (no plan when that cannot compile)."""
         try:
-            fast = compile_fast()
+            fast, list_maps = compile_fast()
         except (ValueError, jsonschema_rs.ReferencingError):
             return
         cel = False
@@ -181,12 +133,19 @@ class Validator:
             from gpuplan.validate.cel import compiled_rules
 
             cel = compiled_rules(crd_version).root is not None
-        webhook = None
+        webhook = plain = None
+        plain_list_maps = list_maps
         if self.webhooks:
-            from gpuplan.validate.webhooks import webhook_for
+            from gpuplan.validate.webhooks import plain_for, webhook_for
 
             webhook = webhook_for(api_version, kind)
-        self._plans[(api_version, kind)] = _Plan(fast, crd_version, cel, webhook)
+            found = plain_for(api_version, kind)
+            if found is not None:
+                plain, vouched = found
+                plain_list_maps = without(list_maps, vouched)
+        self._plans[(api_version, kind)] = _Plan(
+            fast, crd_version, cel, webhook, list_maps, plain, plain_list_maps
+        )
 
     def _validate(self, obj: Any) -> list[Problem]:
         """All problems of one object, the full way."""
@@ -254,7 +213,9 @@ class Validator:
             ]
         if (obj["apiVersion"], kind) not in self._plans:
             self._plan(
-                obj["apiVersion"], kind, lambda: self.core.fast_validator(group, version, kind)
+                obj["apiVersion"],
+                kind,
+                lambda: (self.core.fast_validator(group, version, kind), None),
             )
         return problems_of(compiled, obj)
 
@@ -286,23 +247,31 @@ class Validator:
             first = problems if first is None else first
         return (first or []) + _scope_problems(obj, candidates[0])
 
-    def _fast_compiler(self, crd_version: CrdVersion) -> Callable[[], Any]:
+    def _fast_compiler(self, crd_version: CrdVersion) -> Callable[[], tuple[Any, Trie | None]]:
         """Compile one CRD version's schema that also refuses nulls, when called.
 
         Only mappings reach a plan, so the root is typed as one: untyped, it would be searched
-        for nulls a second time, all the way down.
+        for nulls a second time, all the way down. Where the list-map lists have plain paths,
+        the fast path checks them itself (returned beside the validator) and the schema leaves
+        out their keyword: jsonschema_rs would convert each list back to Python to call it.
         """
         schema = {**crd_version.json_schema, "type": "object"}
-        return lambda: self._crd_validator(self.core.without_nulls(schema))
 
-    def _crd_validator(self, schema: dict[str, Any]) -> Any:
+        def compile_fast() -> tuple[Any, Trie | None]:
+            list_maps = list_map_paths(schema)
+            fast = self._crd_validator(self.core.without_nulls(schema), list_maps is None)
+            return fast, list_maps if list_maps != ([], {}) else None
+
+        return compile_fast
+
+    def _crd_validator(self, schema: dict[str, Any], list_maps: bool = True) -> Any:
         """Compile a custom resource's JSON Schema (ObjectMeta from the core registry)."""
         return jsonschema_rs.Draft202012Validator(
             schema,
             registry=self.core.registry,
             validate_formats=True,
             ignore_unknown_formats=True,
-            keywords={LIST_MAP_KEYS: _ListMapKeys},
+            keywords={LIST_MAP_KEYS: ListMapKeys} if list_maps else {},
         )
 
     def _compile(self, crd_version: CrdVersion) -> Any:

@@ -32,6 +32,7 @@ from typing import Any
 from gpuplan.names import DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
 from gpuplan.quantity import QuantityError, parse_quantity
 from gpuplan.validate.engine import Problem
+from gpuplan.validate.listmaps import ITEMS
 
 GROUP = "kueue.x-k8s.io"
 MAX_FLAVORS = 256  # flavors across all resource groups of a ClusterQueue
@@ -316,6 +317,31 @@ def validate_cluster_queue(obj: dict) -> list[Problem]:
     return sorted(set(problems))
 
 
+def plain_cluster_queue(obj: dict) -> bool:
+    """Whether validate_cluster_queue(obj) is [] for a ClusterQueue of the usual shape.
+
+    True also says that the flavors of every resource group, and the resources of every flavor,
+    have distinct string names: the keys of both list-map lists (CLUSTER_QUEUE_LISTS).
+    """
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return False
+    groups = spec.get("resourceGroups")
+    return (
+        _plain_groups(groups)
+        and not fair_sharing_problems(spec, "spec")
+        and not label_selector_problems(spec.get("namespaceSelector"), "spec.namespaceSelector")
+        and not _on_flavor_problems(spec, groups)
+    )
+
+
+# The list-map lists (path -> keys) whose names plain_cluster_queue finds distinct.
+CLUSTER_QUEUE_LISTS: dict[tuple[str | int, ...], tuple[str, ...]] = {
+    ("spec", "resourceGroups", ITEMS, "flavors"): ("name",),
+    ("spec", "resourceGroups", ITEMS, "flavors", ITEMS, "resources"): ("name",),
+}
+
+
 _NAME = operator.itemgetter("name")
 _QUOTA = operator.itemgetter("nominalQuota")
 _FLAVORS = operator.itemgetter("flavors")
@@ -323,6 +349,7 @@ _COVERED = operator.itemgetter("coveredResources")
 _RESOURCES = operator.itemgetter("resources")
 _QUOTA_ONLY = {2}  # the length of {name, nominalQuota}
 _LIST = {list}
+_TEXT = {str}
 
 
 def _plain_groups(groups: Any) -> bool:
@@ -354,6 +381,7 @@ def _plain_groups(groups: Any) -> bool:
         return False
     return (
         "-" not in quotas
+        and set(map(type, flavor_names)) <= _TEXT
         and all(type(n) is str and _qualified_name_error(n) is None for n in names)
         and len(set(names)) == len(names)
         and len(flavor_names) == len(all_flavors)
@@ -564,6 +592,15 @@ def webhook_problems(obj: Any) -> list[Problem]:
 def webhook_for(api_version: str, kind: Any) -> Callable[[dict], list[Problem]] | None:
     """The webhook check of one apiVersion and kind; None for kinds without a Kueue webhook."""
     return WEBHOOKS.get(kind) if api_version.rpartition("/")[0] == GROUP else None
+
+
+def plain_for(
+    api_version: str, kind: Any
+) -> tuple[Callable[[dict], bool], dict[tuple[str | int, ...], tuple[str, ...]]] | None:
+    """A quick "no webhook problem" test for the kind, and the list-map lists it vouches for."""
+    if kind == "ClusterQueue" and api_version.rpartition("/")[0] == GROUP:
+        return plain_cluster_queue, CLUSTER_QUEUE_LISTS
+    return None
 
 
 def _list(value: Any) -> list:
