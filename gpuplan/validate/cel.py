@@ -646,6 +646,13 @@ class CelEvaluator:
             self._skipped.setdefault((item.source, item.api_version, item.path, item.rule), item)
         return sorted(set(problems))
 
+    def passes(self, rules: CelRules, obj: Any) -> bool:
+        """Whether ``obj`` fails none of ``rules`` (those of a version validate() has seen)."""
+        problems, skipped = rules.check(obj, self._passes)
+        for item in skipped:
+            self._skipped.setdefault((item.source, item.api_version, item.path, item.rule), item)
+        return not problems
+
     @property
     def skipped(self) -> list[SkippedRule]:
         """Every rule that could not be evaluated so far, once each, sorted."""

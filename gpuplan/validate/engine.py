@@ -26,13 +26,14 @@ class _Plan:
 
     fast: Any  # the kind's compiled schema that also refuses nulls: one pass in Rust
     crd_version: CrdVersion | None  # the first candidate CRD version; None for a core kind
-    cel: bool  # whether that CRD version has CEL rules to run
+    cel: Any  # the CelRules of that CRD version, when it has rules to run (else None)
     webhook: Callable[[dict], list[Problem]] | None
     # Where the list-map lists are, when the fast schema leaves their keyword to the fast path.
     list_maps: Trie | None = None
     # A quick test that the webhook finds nothing, and the list-map lists left to check then.
     plain: Callable[[dict], bool] | None = None
     plain_list_maps: Trie | None = None
+    cluster: bool = False  # a cluster-scoped custom resource
 
 
 class Validator:
@@ -88,7 +89,10 @@ class Validator:
         null for the API server to drop) and no CEL rule fails, only the cheap checks remain.
         Anything else takes the full path, which alone words the problems.
         """
-        plan = self._plans.get(_kind_key(obj)) if self._plans else None
+        try:  # a mapping with both keys (a plan's key is two strings)
+            plan = self._plans.get((obj["apiVersion"], obj["kind"]))
+        except (TypeError, KeyError, IndexError):
+            plan = None
         if plan is not None:
             found = self._planned(plan, obj)
             if found is not None:
@@ -102,16 +106,25 @@ class Validator:
                 return None
             plain = plan.plain is not None and plan.plain(obj)
             lists = plan.plain_list_maps if plain else plan.list_maps
-            if lists is not None and not unique_lists(obj, lists):
+            # (The lists are under a few top-level fields: often none of them is there.)
+            if (
+                lists is not None
+                and not lists[1].keys().isdisjoint(obj)
+                and not unique_lists(obj, lists)
+            ):
                 return None
             # No null, so the object is its own pruned form.
-            if plan.cel and self._cel.validate(obj, plan.crd_version):
+            if plan.cel is not None and not self._cel.passes(plan.cel, obj):
                 return None
         except (ValueError, TypeError):  # not representable as JSON: the full path says so
             return None
-        problems = _metadata_problems(obj)
-        if plan.crd_version is not None:
-            problems += _scope_problems(obj, plan.crd_version)
+        meta = obj.get("metadata")
+        if type(meta) is dict and meta.get("name") and not (plan.cluster and meta.get("namespace")):
+            problems = []  # the usual metadata: named, and namespaced only where it may be
+        else:
+            problems = _metadata_problems(obj)
+            if plan.crd_version is not None:
+                problems += _scope_problems(obj, plan.crd_version)
         if plan.webhook is not None and not plain:
             problems += plan.webhook(obj)
         return sorted(set(problems)) if problems else problems
@@ -128,11 +141,12 @@ class Validator:
             fast, list_maps = compile_fast()
         except (ValueError, jsonschema_rs.ReferencingError):
             return
-        cel = False
+        cel = None
         if crd_version is not None and self._cel_evaluator() is not None:
             from gpuplan.validate.cel import compiled_rules
 
-            cel = compiled_rules(crd_version).root is not None
+            cel = compiled_rules(crd_version)
+            cel = cel if cel.root is not None else None
         webhook = plain = None
         plain_list_maps = list_maps
         if self.webhooks:
@@ -144,7 +158,14 @@ class Validator:
                 plain, vouched = found
                 plain_list_maps = without(list_maps, vouched)
         self._plans[(api_version, kind)] = _Plan(
-            fast, crd_version, cel, webhook, list_maps, plain, plain_list_maps
+            fast,
+            crd_version,
+            cel,
+            webhook,
+            list_maps,
+            plain,
+            plain_list_maps,
+            crd_version is not None and crd_version.crd.scope == "Cluster",
         )
 
     def _validate(self, obj: Any) -> list[Problem]:
@@ -288,15 +309,6 @@ class Validator:
                 )
             self._crd_compiled[crd_version] = compiled
         return compiled
-
-
-def _kind_key(obj: Any) -> tuple[str, str] | None:
-    """(apiVersion, kind) of an object that has both as strings, else None."""
-    if isinstance(obj, dict):
-        api_version, kind = obj.get("apiVersion"), obj.get("kind")
-        if isinstance(api_version, str) and isinstance(kind, str):
-            return api_version, kind
-    return None
 
 
 def _head_problems(obj: dict) -> list[Problem]:
