@@ -603,6 +603,12 @@ def plain_for(
     return None
 
 
+def forget_texts() -> None:
+    """Drop the verdicts kept per text (names, label values, quantities, weights)."""
+    for cached in (_qualified_name_error, _label_value_error, _signed_text, _weight_error):
+        cached.cache_clear()
+
+
 def _list(value: Any) -> list:
     """``value`` when it is a list, else []."""
     return value if isinstance(value, list) else []
