@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuplan.validate.celfast import Proof, compile_rule
+from gpuplan.validate.celfast import Proof, Unsure, compile_rule
 from gpuplan.validate.crds import CelRule, CrdVersion
 from gpuplan.validate.engine import Problem
 
@@ -238,6 +238,7 @@ class _Node:
     props: dict[str, _Node] = field(default_factory=dict)
     items: _Node | None = None
     values: _Node | None = None  # additionalProperties
+    proofs: list[Proof] = field(default_factory=list)  # the rules' Python forms, when all have one
 
 
 # What a walk collects: problems, rules skipped on this object, and the evaluator's passes.
@@ -246,6 +247,10 @@ _Out = tuple[list[Problem], list[SkippedRule], "Passes | None"]
 
 class CelRules:
     """The compiled CEL rules of one CRD version."""
+
+    # When every rule has a proof, first try proving them all in one walk (no path, no
+    # per-rule bookkeeping); the full walk runs when one is not proven.
+    prove_first = True
 
     def __init__(self, crd_version: CrdVersion):
         crd = crd_version.crd
@@ -280,6 +285,12 @@ class CelRules:
             seen, key = passes.key(self.whole, obj)
             if key in seen:
                 return [], []
+        if self.proven_only and self.fused and self.prove_first:
+            try:
+                self._defaulted_walk(self.root, obj, "", None)
+                return [], []
+            except Exception:  # noqa: BLE001 - Unsure, or any surprise: no proof, the walk decides
+                pass
         problems: list[Problem] = []
         skipped: list[SkippedRule] = []
         if self.fused:
@@ -346,6 +357,8 @@ class CelRules:
         proof = compile_rule(rule.rule)
         self.proven_only = self.proven_only and proof is not None
         node.rules.append(_Rule(rule, program, message_program, _self_fields(rule.rule), proof))
+        if proof is not None:
+            node.proofs.append(proof)
         self.count += 1
 
     def _skip(self, rule: CelRule, reason: str) -> SkippedRule:
@@ -375,11 +388,12 @@ class CelRules:
                 if item is not None:
                     self._walk(node.items, item, f"{path}[{index}]", out)
 
-    def _defaulted_walk(self, node: _Node, value: Any, path: str, out: _Out) -> Any:
+    def _defaulted_walk(self, node: _Node, value: Any, path: str, out: _Out | None) -> Any:
         """_walk of ``_defaulted(node, value)`` in one pass; returns that defaulted value.
 
         Children first: a node's rules then see its value with every default below applied,
-        as when the whole object is defaulted before any rule runs.
+        as when the whole object is defaulted before any rule runs. Without ``out`` only the
+        rules' proofs run (every rule has one), and a rule not proven raises.
         """
         if isinstance(value, dict):
             done = value
@@ -392,14 +406,16 @@ class CelRules:
             for name, child in node.props.items():
                 item = done.get(name)
                 if item is not None:
-                    new = self._defaulted_walk(child, item, _join_path(path, name), out)
+                    where = _join_path(path, name) if out else path
+                    new = self._defaulted_walk(child, item, where, out)
                     if new is not item:
                         done = dict(done) if done is value else done
                         done[name] = new
             if node.values is not None:
                 for key, item in list(done.items()):
                     if item is not None:
-                        new = self._defaulted_walk(node.values, item, f"{path}[{key}]", out)
+                        where = f"{path}[{key}]" if out else path
+                        new = self._defaulted_walk(node.values, item, where, out)
                         if new is not item:
                             done = dict(done) if done is value else done
                             done[key] = new
@@ -408,12 +424,16 @@ class CelRules:
             items = [
                 item
                 if item is None
-                else self._defaulted_walk(node.items, item, f"{path}[{i}]", out)
+                else self._defaulted_walk(node.items, item, f"{path}[{i}]" if out else path, out)
                 for i, item in enumerate(value)
             ]
             if any(a is not b for a, b in zip(items, value)):
                 value = items
-        if node.rules:
+        if out is None:
+            for proof in node.proofs:
+                if proof(value) is not True:
+                    raise Unsure("not proven")
+        elif node.rules:
             self._run_rules(node.rules, value, path, out)
         return value
 
