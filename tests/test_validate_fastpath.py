@@ -107,6 +107,8 @@ BAD_QUEUES = {
     ),
     "resource missing": _set(QUEUE, f"{FLAVOR}.resources.2", delete=True),
     "negative quota": _set(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", "-1"),
+    "negative integer quota": _set(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", -1),
+    "negative borrowing": _set(QUEUE, f"{FLAVOR}.resources.0.borrowingLimit", "-1"),
     "borrowing without cohort": _set(
         _set(QUEUE, "spec.cohortName", delete=True),
         f"{FLAVOR}.resources.0.borrowingLimit",
@@ -142,6 +144,34 @@ BAD_QUEUES = {
 }
 
 
+# Valid queues the gated fast schema refuses (or lets through) for the webhook's full rules.
+GOOD_QUEUES = {
+    "lending within nominal": _set(QUEUE, f"{FLAVOR}.resources.0.lendingLimit", "12"),
+    "borrowing with a cohort": _set(QUEUE, f"{FLAVOR}.resources.0.borrowingLimit", "4"),
+    "integer quota": _set(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", 24),
+    "signed quota": _set(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", "+24"),
+    "no cohort": _set(QUEUE, "spec.cohortName", delete=True),
+    "v1beta1": _set(
+        _set(QUEUE, "apiVersion", "kueue.x-k8s.io/v1beta1"),
+        "spec",
+        {k if k != "cohortName" else "cohort": v for k, v in QUEUE["spec"].items()},
+    ),
+}
+BAD_QUEUES["v1beta1 borrowing without cohort"] = _set(
+    _set(GOOD_QUEUES["v1beta1"], "spec.cohort", delete=True),
+    f"{FLAVOR}.resources.0.borrowingLimit",
+    "1",
+)
+
+
+@pytest.mark.parametrize("name", sorted(GOOD_QUEUES))
+def test_good_queues_off_the_plain_shape(crds: CrdIndex, name: str) -> None:
+    good = GOOD_QUEUES[name]
+    warm = Validator(crds, K8S, cel=True, webhooks=True)
+    assert warm.validate(good) == []  # the full path
+    assert warm.validate(good) == []  # the planned one
+
+
 def test_a_plain_queue_is_plain(crds: CrdIndex) -> None:
     assert plain_cluster_queue(QUEUE)
     assert validate_cluster_queue(QUEUE) == []
@@ -152,7 +182,9 @@ def test_a_plain_queue_is_plain(crds: CrdIndex) -> None:
 def test_bad_queues_get_the_full_paths_problems(crds: CrdIndex, name: str) -> None:
     bad = BAD_QUEUES[name]
     warm = Validator(crds, K8S, cel=True, webhooks=True)
-    assert warm.validate(QUEUE) == []  # the kind now has a plan
+    plain = GOOD_QUEUES["v1beta1"] if bad["apiVersion"].endswith("v1beta1") else QUEUE
+    assert warm.validate(plain) == []  # the kind now has a plan
+    assert warm._plans[(bad["apiVersion"], "ClusterQueue")].gated is not None
     expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(bad)
     assert expected, name  # each one is wrong somewhere
     assert warm.validate(bad) == expected

@@ -31,8 +31,10 @@ class _Plan:
     # Where the list-map lists are, when the fast schema leaves their keyword to the fast path.
     list_maps: Trie | None = None
     # A quick test that the webhook finds nothing, and the list-map lists left to check then.
-    plain: Callable[[dict], bool] | None = None
+    plain: Callable[[dict, bool], bool] | None = None
     plain_list_maps: Trie | None = None
+    # The fast schema also refusing what the quick test then need not look at (see webhooks.Plain).
+    gated: Any = None
     cluster: bool = False  # a cluster-scoped custom resource
 
 
@@ -102,9 +104,12 @@ class Validator:
     def _planned(self, plan: _Plan, obj: dict) -> list[Problem] | None:
         """The problems of an object its fast schema accepts; None when the full path must decide."""
         try:
-            if not plan.fast.is_valid(obj):
+            if plan.gated is not None and plan.gated.is_valid(obj):
+                plain = plan.plain is not None and plan.plain(obj, True)
+            elif plan.fast.is_valid(obj):  # (refused by the gate: the webhook looks at it)
+                plain = plan.gated is None and plan.plain is not None and plan.plain(obj, False)
+            else:
                 return None
-            plain = plan.plain is not None and plan.plain(obj)
             lists = plan.plain_list_maps if plain else plan.list_maps
             # (The lists are under a few top-level fields: often none of them is there.)
             if (
@@ -147,7 +152,7 @@ class Validator:
 
             cel = compiled_rules(crd_version)
             cel = cel if cel.root is not None else None
-        webhook = plain = None
+        webhook = plain = gated = None
         plain_list_maps = list_maps
         if self.webhooks:
             from gpuplan.validate.webhooks import plain_for, webhook_for
@@ -155,8 +160,12 @@ class Validator:
             webhook = webhook_for(api_version, kind)
             found = plain_for(api_version, kind)
             if found is not None:
-                plain, vouched = found
-                plain_list_maps = without(list_maps, vouched)
+                plain = found.check
+                plain_list_maps = without(list_maps, found.lists)
+                schema = found.gate(crd_version.json_schema) if crd_version is not None else None
+                if schema is not None:
+                    schema = self.core.without_nulls({**schema, "type": "object"})
+                    gated = self._crd_validator(schema, list_maps is None)
         self._plans[(api_version, kind)] = _Plan(
             fast,
             crd_version,
@@ -165,6 +174,7 @@ class Validator:
             list_maps,
             plain,
             plain_list_maps,
+            gated,
             crd_version is not None and crd_version.crd.scope == "Cluster",
         )
 

@@ -20,6 +20,7 @@ an object belongs) are left to the schema layer and skipped here.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import operator
@@ -27,7 +28,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpuplan.names import DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
 from gpuplan.quantity import QuantityError, parse_quantity
@@ -317,18 +318,19 @@ def validate_cluster_queue(obj: dict) -> list[Problem]:
     return sorted(set(problems))
 
 
-def plain_cluster_queue(obj: dict) -> bool:
+def plain_cluster_queue(obj: dict, gated: bool = False) -> bool:
     """Whether validate_cluster_queue(obj) is [] for a ClusterQueue of the usual shape.
 
     True also says that the flavors of every resource group, and the resources of every flavor,
     have distinct string names: the keys of both list-map lists (CLUSTER_QUEUE_LISTS).
+    ``gated``: the object passed cluster_queue_gate's schema, so its quotas need no look.
     """
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return False
     groups = spec.get("resourceGroups")
     return (
-        _plain_groups(groups)
+        _plain_groups(groups, gated)
         and not fair_sharing_problems(spec, "spec")
         and not label_selector_problems(spec.get("namespaceSelector"), "spec.namespaceSelector")
         and not _on_flavor_problems(spec, groups)
@@ -352,7 +354,48 @@ _LIST = {list}
 _TEXT = {str}
 
 
-def _plain_groups(groups: Any) -> bool:
+def cluster_queue_gate(schema: dict) -> dict | None:
+    """A ClusterQueue schema also refusing what plain_cluster_queue would look at resource by resource.
+
+    That is a lendingLimit, a borrowingLimit without a cohort, or a quota that may be negative:
+    the quantity pattern loses its leading "-" and integers get a minimum of 0, so the schema
+    decides them in Rust, in the pass it makes anyway, at no extra cost. None when the schema
+    has not the shape of Kueue's (then plain_cluster_queue looks at every resource).
+    """
+    gated = copy.deepcopy(schema)
+    try:
+        spec = gated["properties"]["spec"]
+        groups = spec["properties"]["resourceGroups"]["items"]["properties"]
+        resources = groups["flavors"]["items"]["properties"]["resources"]["items"]["properties"]
+        for field in ("nominalQuota", "borrowingLimit"):
+            quota = resources[field]
+            if not quota["pattern"].startswith(_SIGNED_PREFIX):
+                return None
+            quota["pattern"] = _UNSIGNED_PREFIX + quota["pattern"].removeprefix(_SIGNED_PREFIX)
+            quota["minimum"] = 0  # (for integers; a text is held to the pattern)
+    except (KeyError, TypeError, AttributeError):
+        return None
+    resources["lendingLimit"] = False
+    no_borrowing: dict[str, Any] = {"not": {"required": ["borrowingLimit"]}}
+    for key in ("resources", "flavors", "resourceGroups"):
+        no_borrowing = {"properties": {key: {"items": no_borrowing}}}
+    # v1beta2 names the cohort cohortName, v1beta1 cohort (one of them is in the schema).
+    cohort = next((name for name in ("cohortName", "cohort") if name in spec["properties"]), None)
+    if cohort is None or any(key in spec for key in ("if", "then", "else")):
+        return None
+    # if/else on spec itself: anyOf walks every resource even when the queue has a cohort, and
+    # any allOf there costs jsonschema_rs a second look at the whole spec.
+    spec["if"] = {"required": [cohort], "properties": {cohort: {"minLength": 1}}}
+    spec["else"] = no_borrowing
+    return gated
+
+
+# Kueue's quantity pattern starts with an optional sign (kueue.x-k8s.io_clusterqueues.yaml).
+_SIGNED_PREFIX = "^(\\+|-)?"
+_UNSIGNED_PREFIX = "^(\\+)?"
+
+
+def _plain_groups(groups: Any, gated: bool = False) -> bool:
     """Whether ClusterQueue resource groups are of the usual shape, where no group rule can fail.
 
     The usual shape: every flavor lists exactly its group's coveredResources, in order, each with
@@ -373,15 +416,18 @@ def _plain_groups(groups: Any) -> bool:
         # Each flavor's resources, as the covered resources of its group repeated.
         expected = list(chain.from_iterable(map(operator.mul, covered, map(len, flavors))))
         resources = list(chain.from_iterable(map(_RESOURCES, all_flavors)))
-        if list(map(_NAME, resources)) != expected or set(map(len, resources)) != _QUOTA_ONLY:
-            return False  # another order or set, or a limit beside the quota: the full rules
-        quotas = "".join(map(_QUOTA, resources))  # TypeError unless every quota is a text
+        if list(map(_NAME, resources)) != expected:
+            return False  # another order or set: the full rules
+        # Ungated: no limit beside the quota, and every quota a text without a sign.
+        if not gated and (
+            set(map(len, resources)) != _QUOTA_ONLY or "-" in "".join(map(_QUOTA, resources))
+        ):
+            return False
         flavor_names = set(map(_NAME, all_flavors))
-    except (KeyError, TypeError):
+    except (KeyError, TypeError):  # TypeError: a quota that is no text, among others
         return False
     return (
-        "-" not in quotas
-        and set(map(type, flavor_names)) <= _TEXT
+        set(map(type, flavor_names)) <= _TEXT
         and all(type(n) is str and _qualified_name_error(n) is None for n in names)
         and len(set(names)) == len(names)
         and len(flavor_names) == len(all_flavors)
@@ -594,12 +640,18 @@ def webhook_for(api_version: str, kind: Any) -> Callable[[dict], list[Problem]] 
     return WEBHOOKS.get(kind) if api_version.rpartition("/")[0] == GROUP else None
 
 
-def plain_for(
-    api_version: str, kind: Any
-) -> tuple[Callable[[dict], bool], dict[tuple[str | int, ...], tuple[str, ...]]] | None:
-    """A quick "no webhook problem" test for the kind, and the list-map lists it vouches for."""
+class Plain(NamedTuple):
+    """A quick "no webhook problem" test of a kind (see plain_cluster_queue)."""
+
+    check: Callable[[dict, bool], bool]  # (object, passed the gate's schema?) -> nothing to find
+    lists: dict[tuple[str | int, ...], tuple[str, ...]]  # list-map lists it finds distinct
+    gate: Callable[[dict], dict | None]  # the kind's schema refusing what check then skips
+
+
+def plain_for(api_version: str, kind: Any) -> Plain | None:
+    """The quick test of one apiVersion and kind; None for kinds without one."""
     if kind == "ClusterQueue" and api_version.rpartition("/")[0] == GROUP:
-        return plain_cluster_queue, CLUSTER_QUEUE_LISTS
+        return Plain(plain_cluster_queue, CLUSTER_QUEUE_LISTS, cluster_queue_gate)
     return None
 
 
