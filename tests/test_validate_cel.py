@@ -1027,7 +1027,7 @@ def interpreter_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
     from gpuplan.validate import cel as cel_module
 
-    monkeypatch.setattr(cel_module, "compile_rule", lambda source: None)
+    monkeypatch.setattr(cel_module, "compile_rule", lambda source, functions=None: None)
     monkeypatch.setattr(cel_module, "_COMPILED", weakref.WeakKeyDictionary())
 
 

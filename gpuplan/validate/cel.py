@@ -354,7 +354,7 @@ class CelRules:
                 message_program = cel.compile(rule.message_expression)
             except (ValueError, RuntimeError):
                 message_program = None  # the API server falls back to message as well
-        proof = compile_rule(rule.rule)
+        proof = compile_rule(rule.rule, K8S_FUNCTIONS)
         self.proven_only = self.proven_only and proof is not None
         node.rules.append(_Rule(rule, program, message_program, _self_fields(rule.rule), proof))
         if proof is not None:

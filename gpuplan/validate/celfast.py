@@ -39,6 +39,9 @@ _TOKEN = re.compile(
 )
 _RELATIONS = ("==", "!=", "<", "<=", ">", ">=", "in")
 _STRING_METHODS = ("startsWith", "endsWith", "contains")
+# Library functions taking and giving strings (lists of them): called with strings only, they
+# give here what the interpreter gets from the same Python function.
+TEXT_FUNCTIONS = frozenset({"find", "findAll", "split", "lowerAscii", "upperAscii", "trim"})
 _MACROS = ("all", "exists", "filter")
 
 
@@ -53,15 +56,23 @@ class Unsupported(ValueError):
 Proof = Callable[[Any], bool]
 
 
-def compile_rule(source: str) -> Proof | None:
-    """A function proving ``source`` holds for a value of ``self``; None outside the subset."""
+def compile_rule(
+    source: str, functions: dict[str, Callable[..., Any]] | None = None
+) -> Proof | None:
+    """A function proving ``source`` holds for a value of ``self``; None outside the subset.
+
+    ``functions`` are the Python functions the interpreter is given (gpuplan.validate.cel's
+    Kubernetes library): those of TEXT_FUNCTIONS are called the same way here, on strings only.
+    """
+    known = {name: f for name, f in (functions or {}).items() if name in TEXT_FUNCTIONS}
     try:
-        parser = _Parser(_tokens(source))
+        parser = _Parser(_tokens(source), known)
         code = parser.expression()
         parser.end()
     except Unsupported:
         return None
     namespace: dict[str, Any] = dict(_HELPERS)
+    namespace.update({f"_fn_{name}": function for name, function in known.items()})
     # The code is built by _Parser from the rule's tokens: names it made, literals via repr.
     exec(f"def rule(v_self):\n    return {code.text}\n", namespace)
     compiled: Proof = namespace["rule"]
@@ -98,8 +109,9 @@ class _Code:
 class _Parser:
     """Recursive descent over the subset, emitting one Python expression per CEL expression."""
 
-    def __init__(self, tokens: list[tuple[str, str]]):
+    def __init__(self, tokens: list[tuple[str, str]], functions: dict[str, Any]):
         self.tokens = tokens
+        self.functions = functions
         self.at = 0
         self.scope: list[str] = ["self"]
 
@@ -194,6 +206,15 @@ class _Parser:
                 argument = self.expression()
                 self.take(")")
                 code = _Code(f"_text({code.text}, {name!r}, {argument.text})", "bool")
+            elif name in self.functions:
+                self.take("(")
+                arguments = [code.text]
+                while self.peek() != ")":
+                    arguments.append(self.expression().text)
+                    if self.peek() != ")":
+                        self.take(",")
+                self.take(")")
+                code = _Code(f"_call(_fn_{name}, {', '.join(arguments)})")
             else:
                 raise Unsupported(f"method {name}")
         return code
@@ -351,6 +372,12 @@ def _text(value: Any, method: str, argument: Any) -> bool:
     return argument in value
 
 
+def _call(function: Callable[..., Any], *arguments: Any) -> Any:
+    if any(type(argument) is not str for argument in arguments):
+        raise Unsure("library function outside the subset")
+    return function(*arguments)
+
+
 def _elements(value: Any) -> Any:
     """What a macro ranges over: a list's items, a map's keys."""
     if type(value) is list or type(value) is dict:
@@ -369,4 +396,5 @@ _HELPERS: dict[str, Any] = {
     "_size": _size,
     "_text": _text,
     "_elements": _elements,
+    "_call": _call,
 }
