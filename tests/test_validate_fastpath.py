@@ -168,7 +168,8 @@ BAD_QUEUES["v1beta1 borrowing without cohort"] = _set(
 def test_good_queues_off_the_plain_shape(crds: CrdIndex, name: str) -> None:
     good = GOOD_QUEUES[name]
     warm = Validator(crds, K8S, cel=True, webhooks=True)
-    assert warm.validate(good) == []  # the full path
+    assert warm.validate(good) == warm.validate(good) == []  # the full path, twice
+    assert warm._plans
     assert warm.validate(good) == []  # the planned one
 
 
@@ -183,7 +184,7 @@ def test_bad_queues_get_the_full_paths_problems(crds: CrdIndex, name: str) -> No
     bad = BAD_QUEUES[name]
     warm = Validator(crds, K8S, cel=True, webhooks=True)
     plain = GOOD_QUEUES["v1beta1"] if bad["apiVersion"].endswith("v1beta1") else QUEUE
-    assert warm.validate(plain) == []  # the kind now has a plan
+    assert warm.validate(plain) == warm.validate(plain) == []  # seen twice: the kind has a plan
     assert warm._plans[(bad["apiVersion"], "ClusterQueue")].gated is not None
     expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(bad)
     assert expected, name  # each one is wrong somewhere
@@ -384,3 +385,12 @@ def test_proofs(source: str, value: object, proven: bool) -> None:
     if proven:
         context = cel.Context(variables={"self": value}, functions=K8S_FUNCTIONS)
         assert cel.compile(source).execute(context) is True
+
+
+def test_a_kind_is_planned_when_seen_again(crds: CrdIndex) -> None:
+    # One object of a kind is not worth compiling its fast schemas (`gpuplan validate FILE`).
+    validator = Validator(crds, K8S, cel=True, webhooks=True)
+    assert validator.validate(QUEUE) == []
+    assert not validator._plans
+    assert validator.validate(QUEUE) == []
+    assert list(validator._plans) == [("kueue.x-k8s.io/v1beta2", "ClusterQueue")]

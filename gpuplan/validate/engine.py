@@ -71,6 +71,7 @@ class Validator:
         self._want_cel = cel  # the CEL package is imported on the first custom resource
         self.webhooks = webhooks
         self._plans: dict[tuple[str, str] | None, _Plan] = {}
+        self._seen: set[tuple[str, str]] = set()  # kinds seen once: planned when seen again
 
     def _cel_evaluator(self) -> Any:
         if self._cel is None and self._want_cel:
@@ -178,6 +179,16 @@ class Validator:
             crd_version is not None and crd_version.crd.scope == "Cluster",
         )
 
+    def _second_sight(self, api_version: str, kind: str) -> bool:
+        """Whether a kind without a plan is seen the second time (one object is not worth one)."""
+        key = (api_version, kind)
+        if key in self._plans:
+            return False
+        if key in self._seen:
+            return True
+        self._seen.add(key)
+        return False
+
     def _validate(self, obj: Any) -> list[Problem]:
         """All problems of one object, the full way."""
         if not isinstance(obj, dict):
@@ -242,7 +253,7 @@ class Validator:
                     f"(served: {served})",
                 )
             ]
-        if (obj["apiVersion"], kind) not in self._plans:
+        if self._second_sight(obj["apiVersion"], kind):
             self._plan(
                 obj["apiVersion"],
                 kind,
@@ -263,7 +274,7 @@ class Validator:
                     f"{kind} CRD (served: {served})",
                 )
             ]
-        if (obj["apiVersion"], kind) not in self._plans and not isinstance(
+        if self._second_sight(obj["apiVersion"], kind) and not isinstance(
             self._compile(candidates[0]), Problem
         ):
             self._plan(obj["apiVersion"], kind, self._fast_compiler(candidates[0]), candidates[0])
