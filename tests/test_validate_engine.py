@@ -737,9 +737,9 @@ def test_planned_path_equals_full_path(crds: CrdIndex, obj: dict) -> None:
 
 
 def test_list_map_keys_compare_like_json(crds: CrdIndex) -> None:
-    from gpuplan.validate.engine import _ListMapKeys
+    from gpuplan.validate.listmaps import ListMapKeys
 
-    keys = _ListMapKeys({}, ["name", "port"], None)
+    keys = ListMapKeys({}, ["name", "port"], None)
     keys.validate([{"name": "a", "port": 1}, {"name": "a", "port": 1.0}])  # 1 and 1.0 differ
     keys.validate([{"name": "a", "port": 1}, {"name": "a", "port": True}])
     keys.validate([{"name": "a", "port": 1}, {"name": "a", "port": "1"}])

@@ -96,8 +96,10 @@ def _collect(node: Any, trie: Trie) -> bool:
     """Add the list-map checks under one schema node; False when one has no plain path."""
     if not isinstance(node, dict):
         return True
-    keys = node.get(LIST_MAP_KEYS)
-    if keys:
+    if LIST_MAP_KEYS in node:
+        keys = node[LIST_MAP_KEYS]
+        if not keys or not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            return False  # not a plain list of keys: ListMapKeys decides
         trie[0].append((tuple(keys), operator.itemgetter(*keys), len(keys) == 1))
     steps: list[tuple[Step, Any]] = list((node.get("properties") or {}).items())
     if isinstance(node.get("items"), dict):
