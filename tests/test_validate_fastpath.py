@@ -361,6 +361,7 @@ def test_rules_outside_the_subset_are_not_compiled(source: str) -> None:
         ("self.a == 1", {"a": True}, False),  # bool is no int for CEL
         ("self.a == 1", {"a": 1.0}, False),  # the interpreter's numeric equality decides
         ("self.a == 1", {}, False),  # no such key: a data error the interpreter words
+        ("self.a > 1", {"a": 2**64}, False),  # beyond int64: the interpreter's own types
         ("!has(self.a) || self.a.size() > 1", {}, True),
         ("size(self.s) == 1", {"s": "é"}, False),  # the binding counts UTF-8 bytes
         ("self.all(x, x != '')", {"k": 1}, True),  # a map's keys

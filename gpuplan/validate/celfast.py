@@ -316,6 +316,8 @@ def _order(left: Any, right: Any, operator: str) -> bool:
     kind = type(left)
     if kind is not type(right) or kind not in (str, int):
         raise Unsure("ordering outside the subset")
+    if kind is int and not (INT64[0] <= left <= INT64[1] and INT64[0] <= right <= INT64[1]):
+        raise Unsure("int out of range")  # the interpreter holds it as a uint or a double
     if operator == "<":
         return bool(left < right)
     if operator == "<=":
