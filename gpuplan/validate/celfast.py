@@ -12,17 +12,19 @@ caller then asks the real interpreter, which alone words failures and data error
 messages are the interpreter's in every case but a proven pass.
 
 The subset (anything else is not compiled, and the rule always goes to the interpreter):
-literals (int64, strings without escapes, true/false/null, lists), ``self`` and macro variables,
-``a.f``, ``a[i]``, ``has(a.f)``, ``!``, ``&&``, ``||``, ``?:``, ``==``/``!=`` on two strings, ints,
-bools or nulls of the same type, ``<``/``<=``/``>``/``>=`` on two ints or two strings, ``in`` a list
-or map, ``size``, ``startsWith``/``endsWith``/``contains`` on strings, and the macros ``all``,
-``exists`` and ``filter``. Where CEL absorbs an error (``false && <error>``, ``exists`` finding a
-true element), Python's short-circuit gives the same result; where it does not, Python raises
-and the interpreter decides.
+literals (int64, strings without escapes, true/false/null, lists), ``self`` and macro
+variables, ``a.f``, ``a[i]``, ``has(a.f)``, ``!``, ``&&``, ``||``, ``?:``, ``==``/``!=`` on
+two strings, ints, bools or nulls of the same type, ``<``/``<=``/``>``/``>=`` on two ints or
+two strings, ``in`` a list or map, ``size``, ``int()`` of an int or a decimal text,
+``startsWith``/``endsWith``/``contains`` on strings, the string functions of the Kubernetes
+library (TEXT_FUNCTIONS) and the macros ``all``, ``exists`` and ``filter``. Where CEL absorbs
+an error (``false && <error>``, ``exists`` finding a true element), Python's short-circuit gives
+the same result; where it does not, Python raises and the interpreter decides.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 from typing import Any
@@ -73,6 +75,7 @@ def compile_rule(
         return None
     namespace: dict[str, Any] = dict(_HELPERS)
     namespace.update({f"_fn_{name}": function for name, function in known.items()})
+    namespace.update(parser.constants)
     # The code is built by _Parser from the rule's tokens: names it made, literals via repr.
     exec(f"def rule(v_self):\n    return {code.text}\n", namespace)
     compiled: Proof = namespace["rule"]
@@ -100,6 +103,7 @@ class _Code:
     def __init__(self, text: str, kind: str = "any"):
         self.text = text
         self.kind = kind
+        self.texts: str | None = None  # a list literal of strings: the name of their set
 
     def boolean(self) -> str:
         """The expression, checked to be a bool unless it is known to be one."""
@@ -112,6 +116,7 @@ class _Parser:
     def __init__(self, tokens: list[tuple[str, str]], functions: dict[str, Any]):
         self.tokens = tokens
         self.functions = functions
+        self.constants: dict[str, frozenset[str]] = {}
         self.at = 0
         self.scope: list[str] = ["self"]
 
@@ -173,6 +178,8 @@ class _Parser:
             same = left.kind == right.kind and left.kind in ("int", "str")
             equal = f"({left.text} == {right.text})" if same else f"_eq({left.text}, {right.text})"
             return _Code(equal if operator == "==" else f"(not {equal})", "bool")
+        if operator == "in" and right.texts is not None:
+            return _Code(f"_in_texts({left.text}, {right.texts})", "bool")
         if operator == "in":
             return _Code(f"_in({left.text}, {right.text})", "bool")
         return _Code(f"_order({left.text}, {right.text}, {operator!r})", "bool")
@@ -275,21 +282,30 @@ class _Parser:
             if not field.startswith("_field("):
                 raise Unsupported("has() of a non-field")
             return _Code("_has(" + field.removeprefix("_field("), "bool")
-        if name == "size":
+        if name in ("size", "int"):
             argument = self.expression()
             self.take(")")
-            return _Code(f"_size({argument.text})", "int")
+            return _Code(f"_{name}({argument.text})", "int")
         raise Unsupported(f"function {name}")
 
     def list_literal(self) -> _Code:
         self.take("[")
         items = []
         while self.peek() != "]":
-            items.append(self.expression().text)
+            items.append(self.expression())
             if self.peek() != "]":
                 self.take(",")
         self.take("]")
-        return _Code(f"[{', '.join(items)}]")
+        code = _Code(f"[{', '.join(item.text for item in items)}]")
+        if items and all(item.kind == "str" for item in items):
+            # A list of string literals: `x in [...]` looks the string up in a set made once.
+            try:
+                texts = frozenset(ast.literal_eval(item.text) for item in items)
+            except (ValueError, SyntaxError):  # a string made at run time (a ?: of literals)
+                return code
+            code.texts = f"_texts{len(self.constants)}"
+            self.constants[code.texts] = texts
+        return code
 
 
 # --- what the compiled code calls: CEL semantics, or Unsure ---------------------------------
@@ -337,6 +353,12 @@ def _in(item: Any, collection: Any) -> bool:
     return any(_eq(item, element) for element in collection)
 
 
+def _in_texts(item: Any, texts: frozenset[str]) -> bool:
+    if type(item) is not str:
+        raise Unsure("in outside the subset")
+    return item in texts
+
+
 def _field(value: Any, name: str) -> Any:
     if type(value) is not dict or name not in value:
         raise Unsure("no such field")
@@ -362,6 +384,18 @@ def _size(value: Any) -> int:
     if kind is list or kind is dict or (kind is str and value.isascii()):
         return len(value)
     raise Unsure("size() outside the subset")  # the cel binding counts a string's UTF-8 bytes
+
+
+_DECIMAL = re.compile(r"-?[0-9]+")
+
+
+def _int(value: Any) -> int:
+    """int() of an int, or of a plain decimal text, within int64."""
+    if type(value) is str and _DECIMAL.fullmatch(value):
+        value = int(value)
+    if type(value) is not int or not INT64[0] <= value <= INT64[1]:
+        raise Unsure("int() outside the subset")
+    return value
 
 
 def _text(value: Any, method: str, argument: Any) -> bool:
@@ -392,10 +426,12 @@ _HELPERS: dict[str, Any] = {
     "_eq": _eq,
     "_order": _order,
     "_in": _in,
+    "_in_texts": _in_texts,
     "_field": _field,
     "_has": _has,
     "_index": _index,
     "_size": _size,
+    "_int": _int,
     "_text": _text,
     "_elements": _elements,
     "_call": _call,
