@@ -400,3 +400,39 @@ def test_a_kind_is_planned_when_seen_again(crds: CrdIndex) -> None:
     assert not validator._plans
     assert validator.validate(QUEUE) == []
     assert list(validator._plans) == [("kueue.x-k8s.io/v1beta2", "ClusterQueue")]
+
+
+LOCAL_QUEUE = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "LocalQueue",
+    "metadata": {"name": "q", "namespace": "t1"},
+    "spec": {"clusterQueue": "t1"},
+}
+CONDITION = {
+    "type": "Active",
+    "status": "True",
+    "reason": "Ready",
+    "message": "",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+
+
+@pytest.mark.parametrize(
+    ("obj", "wrong"),
+    [
+        (_set(LOCAL_QUEUE, "status", {"conditions": [CONDITION, CONDITION]}), True),
+        (_set(LOCAL_QUEUE, "metadata.name", ""), True),
+        (_set(LOCAL_QUEUE, "spec.clusterQueue", None), False),  # the API server drops the null
+        (_set(LOCAL_QUEUE, "status", {"conditions": [CONDITION]}), False),
+    ],
+    ids=["duplicate condition", "unnamed", "null", "one condition"],
+)
+def test_a_schema_only_kind_words_objects_like_the_full_path(
+    crds: CrdIndex, obj: dict, wrong: bool
+) -> None:
+    warm = Validator(crds, K8S, cel=True, webhooks=True)
+    assert warm.validate(LOCAL_QUEUE) == warm.validate(LOCAL_QUEUE) == []
+    assert warm._plans[("kueue.x-k8s.io/v1beta2", "LocalQueue")].schema_only
+    expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(obj)
+    assert bool(expected) is wrong
+    assert warm.validate(obj) == expected

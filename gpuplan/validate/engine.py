@@ -17,7 +17,7 @@ from gpuplan.validate.nulls import drop_nulls, prune_nulls
 MISSING_CRD = "missing-crd"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Plan:
     """How objects of one apiVersion and kind are validated when nothing is wrong with them."""
 
@@ -33,6 +33,8 @@ class _Plan:
     # The fast schema also refusing what the quick test then need not look at (see webhooks.Plain).
     gated: Any = None
     cluster: bool = False  # a cluster-scoped custom resource
+    # Nothing but the fast schema and metadata to check (when no list-map list is there).
+    schema_only: bool = False
 
 
 class Validator:
@@ -93,11 +95,22 @@ class Validator:
             plan = self._plans.get((obj["apiVersion"], obj["kind"]))
         except (TypeError, KeyError, IndexError):
             plan = None
-        if plan is not None:
+        if plan is None:
+            return self._validate(obj)
+        lists = plan.list_maps
+        if not plan.schema_only or (lists is not None and not lists[1].keys().isdisjoint(obj)):
             found = self._planned(plan, obj)
-            if found is not None:
-                return found
-        return self._validate(obj)
+            return self._validate(obj) if found is None else found
+        try:  # most kinds: the fast schema decides, then the metadata (inline: the hot path)
+            valid = plan.fast.is_valid(obj)
+        except (ValueError, TypeError):  # not representable as JSON: the full path says so
+            valid = False
+        if not valid:
+            return self._validate(obj)
+        meta = obj.get("metadata")
+        if type(meta) is dict and meta.get("name") and not (plan.cluster and meta.get("namespace")):
+            return []
+        return self._meta_problems(plan, obj)
 
     def _planned(self, plan: _Plan, obj: dict) -> list[Problem] | None:
         """The problems of an object its fast schema accepts; None when the full path must decide."""
@@ -125,11 +138,17 @@ class Validator:
         if type(meta) is dict and meta.get("name") and not (plan.cluster and meta.get("namespace")):
             problems = []  # the usual metadata: named, and namespaced only where it may be
         else:
-            problems = _metadata_problems(obj)
-            if plan.crd_version is not None:
-                problems += _scope_problems(obj, plan.crd_version)
+            problems = self._meta_problems(plan, obj)
         if plan.webhook is not None and not plain:
             problems += plan.webhook(obj)
+        return sorted(set(problems)) if problems else problems
+
+    @staticmethod
+    def _meta_problems(plan: _Plan, obj: dict) -> list[Problem]:
+        """The metadata problems of an object its plan accepts (unnamed, or namespaced wrongly)."""
+        problems = _metadata_problems(obj)
+        if plan.crd_version is not None:
+            problems += _scope_problems(obj, plan.crd_version)
         return sorted(set(problems)) if problems else problems
 
     def _plan(
@@ -177,6 +196,7 @@ class Validator:
             plain_list_maps,
             gated,
             crd_version is not None and crd_version.crd.scope == "Cluster",
+            cel is None and webhook is None and plain is None,
         )
 
     def _second_sight(self, api_version: str, kind: str) -> bool:
