@@ -173,8 +173,8 @@ class CoreSchemas:
         defs: dict[str, Any] = {_NO_NULLS: NO_NULLS}
         while names:
             name = names.pop()
-            if name in defs:
-                continue
+            if name in defs or name not in self.definitions["$defs"]:
+                continue  # (an unknown name stays unresolved: compiling it fails, no plan)
             found = self._null_free_defs.get(name)
             if found is None:
                 found = self._null_free_defs[name] = _null_free(self.definitions["$defs"][name])
