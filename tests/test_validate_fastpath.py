@@ -9,8 +9,6 @@ full path would.
 
 from __future__ import annotations
 
-import copy
-import os
 import random
 import re
 from pathlib import Path
@@ -28,17 +26,16 @@ from gpuplan.validate.core import core_schemas
 from gpuplan.validate.listmaps import list_map_paths, unique_lists
 from gpuplan.validate.strict import LIST_MAP_KEYS
 from gpuplan.validate.webhooks import plain_cluster_queue, validate_cluster_queue
+from tests.test_validate_engine import changed
+from tests.test_validate_nulls import _holds_null
 
 K8S = "1.33"
 
 
 @pytest.fixture(scope="module")
-def crds() -> CrdIndex:
-    """The upstream CRDs from $GPUPLAN_CRDS (skips when unset)."""
-    folder = os.environ.get("GPUPLAN_CRDS")
-    if not folder:
-        pytest.skip("GPUPLAN_CRDS is not set: upstream CRDs needed")
-    return CrdIndex.load(Path(folder))
+def crds(crds_dir: Path) -> CrdIndex:
+    """The upstream CRDs (GPUPLAN_CRDS, else the newest shipped sets)."""
+    return CrdIndex.load(crds_dir)
 
 
 # A ClusterQueue as gpuplan renders them: quotas as texts, no limits (plain_cluster_queue's shape).
@@ -81,43 +78,29 @@ QUEUE = {
 }
 
 
-def _set(obj: dict, path: str, value: object = ..., delete: bool = False) -> dict:
-    """A deep copy of ``obj`` with one dotted path (ints index lists) set or deleted."""
-    out = copy.deepcopy(obj)
-    *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
-    node = out
-    for part in parents:
-        node = node[part]
-    if delete:
-        del node[last]
-    else:
-        node[last] = value
-    return out
-
-
 GROUP = "spec.resourceGroups.0"
 FLAVOR = f"{GROUP}.flavors.0"
 BAD_QUEUES = {
-    "duplicate flavor": _set(QUEUE, f"{GROUP}.flavors.1.name", "pool-0"),
-    "duplicate resource": _set(QUEUE, f"{FLAVOR}.resources.1.name", "cpu"),
-    "resources out of order": _set(
+    "duplicate flavor": changed(QUEUE, f"{GROUP}.flavors.1.name", "pool-0"),
+    "duplicate resource": changed(QUEUE, f"{FLAVOR}.resources.1.name", "cpu"),
+    "resources out of order": changed(
         QUEUE,
         f"{FLAVOR}.resources",
         list(reversed(QUEUE["spec"]["resourceGroups"][0]["flavors"][0]["resources"])),
     ),
-    "resource missing": _set(QUEUE, f"{FLAVOR}.resources.2", delete=True),
-    "negative quota": _set(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", "-1"),
-    "negative integer quota": _set(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", -1),
-    "negative borrowing": _set(QUEUE, f"{FLAVOR}.resources.0.borrowingLimit", "-1"),
-    "borrowing without cohort": _set(
-        _set(QUEUE, "spec.cohortName", delete=True),
+    "resource missing": changed(QUEUE, f"{FLAVOR}.resources.2", delete=True),
+    "negative quota": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", "-1"),
+    "negative integer quota": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", -1),
+    "negative borrowing": changed(QUEUE, f"{FLAVOR}.resources.0.borrowingLimit", "-1"),
+    "borrowing without cohort": changed(
+        changed(QUEUE, "spec.cohortName", delete=True),
         f"{FLAVOR}.resources.0.borrowingLimit",
         "1",
     ),
-    "lending above nominal": _set(QUEUE, f"{FLAVOR}.resources.0.lendingLimit", "25"),
-    "bad resource name": _set(QUEUE, f"{GROUP}.coveredResources.0", "CPU!"),
-    "duplicate covered": _set(QUEUE, f"{GROUP}.coveredResources.1", "cpu"),
-    "covered across groups": _set(
+    "lending above nominal": changed(QUEUE, f"{FLAVOR}.resources.0.lendingLimit", "25"),
+    "bad resource name": changed(QUEUE, f"{GROUP}.coveredResources.0", "CPU!"),
+    "duplicate covered": changed(QUEUE, f"{GROUP}.coveredResources.1", "cpu"),
+    "covered across groups": changed(
         QUEUE,
         "spec.resourceGroups",
         [
@@ -128,37 +111,43 @@ BAD_QUEUES = {
             },
         ],
     ),
-    "negative weight": _set(QUEUE, "spec.fairSharing.weight", "-1"),
-    "tiny weight": _set(QUEUE, "spec.fairSharing.weight", "1n"),
-    "selector without values": _set(QUEUE, "spec.namespaceSelector.matchExpressions.0.values", []),
-    "selector bad value": _set(QUEUE, "spec.namespaceSelector.matchExpressions.0.values.0", "a b"),
-    "preference rule": _set(QUEUE, "spec.flavorFungibility.preference", "BorrowingOverPreemption"),
-    "reclaim rule": _set(
-        _set(QUEUE, "spec.preemption.reclaimWithinCohort", "Never"),
+    "negative weight": changed(QUEUE, "spec.fairSharing.weight", "-1"),
+    "tiny weight": changed(QUEUE, "spec.fairSharing.weight", "1n"),
+    "selector without values": changed(
+        QUEUE, "spec.namespaceSelector.matchExpressions.0.values", []
+    ),
+    "selector bad value": changed(
+        QUEUE, "spec.namespaceSelector.matchExpressions.0.values.0", "a b"
+    ),
+    "preference rule": changed(
+        QUEUE, "spec.flavorFungibility.preference", "BorrowingOverPreemption"
+    ),
+    "reclaim rule": changed(
+        changed(QUEUE, "spec.preemption.reclaimWithinCohort", "Never"),
         "spec.preemption.borrowWithinCohort.policy",
         "LowerPriority",
     ),
-    "a null": _set(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", None),
-    "unknown field": _set(QUEUE, f"{FLAVOR}.resources.0.extra", "x"),
-    "unnamed": _set(QUEUE, "metadata.name", delete=True),
+    "a null": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", None),
+    "unknown field": changed(QUEUE, f"{FLAVOR}.resources.0.extra", "x"),
+    "unnamed": changed(QUEUE, "metadata.name", delete=True),
 }
 
 
 # Valid queues the gated fast schema refuses (or lets through) for the webhook's full rules.
 GOOD_QUEUES = {
-    "lending within nominal": _set(QUEUE, f"{FLAVOR}.resources.0.lendingLimit", "12"),
-    "borrowing with a cohort": _set(QUEUE, f"{FLAVOR}.resources.0.borrowingLimit", "4"),
-    "integer quota": _set(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", 24),
-    "signed quota": _set(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", "+24"),
-    "no cohort": _set(QUEUE, "spec.cohortName", delete=True),
-    "v1beta1": _set(
-        _set(QUEUE, "apiVersion", "kueue.x-k8s.io/v1beta1"),
+    "lending within nominal": changed(QUEUE, f"{FLAVOR}.resources.0.lendingLimit", "12"),
+    "borrowing with a cohort": changed(QUEUE, f"{FLAVOR}.resources.0.borrowingLimit", "4"),
+    "integer quota": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", 24),
+    "signed quota": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", "+24"),
+    "no cohort": changed(QUEUE, "spec.cohortName", delete=True),
+    "v1beta1": changed(
+        changed(QUEUE, "apiVersion", "kueue.x-k8s.io/v1beta1"),
         "spec",
         {k if k != "cohortName" else "cohort": v for k, v in QUEUE["spec"].items()},
     ),
 }
-BAD_QUEUES["v1beta1 borrowing without cohort"] = _set(
-    _set(GOOD_QUEUES["v1beta1"], "spec.cohort", delete=True),
+BAD_QUEUES["v1beta1 borrowing without cohort"] = changed(
+    changed(GOOD_QUEUES["v1beta1"], "spec.cohort", delete=True),
     f"{FLAVOR}.resources.0.borrowingLimit",
     "1",
 )
@@ -254,12 +243,11 @@ NULLABLE_SCHEMAS = [
     },
     {"type": "object", "properties": {"a": {"not": {"type": "string"}}}},
 ]
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.text(max_size=3)
-    | st.sampled_from(["x", "name"]),
+
+
+# JSON values whose mapping keys are the schemas' own field names (else they rarely meet).
+schema_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.sampled_from(["", "x", "name"]),
     lambda inner: (
         st.lists(inner, max_size=3)
         | st.dictionaries(st.sampled_from(["a", "name", "labels", "b"]), inner, max_size=3)
@@ -268,16 +256,8 @@ json_values = st.recursive(
 )
 
 
-def _holds_null(value: object) -> bool:
-    if isinstance(value, dict):
-        return any(_holds_null(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_holds_null(v) for v in value)
-    return value is None
-
-
 @pytest.mark.parametrize("schema", NULLABLE_SCHEMAS, ids=range(len(NULLABLE_SCHEMAS)))
-@given(value=json_values)
+@given(value=schema_values)
 def test_without_nulls_accepts_exactly_the_null_free_values(schema: dict, value: object) -> None:
     core = core_schemas(K8S)
     plain = jsonschema_rs.Draft202012Validator(schema, registry=core.registry)
@@ -420,10 +400,10 @@ CONDITION = {
 @pytest.mark.parametrize(
     ("obj", "wrong"),
     [
-        (_set(LOCAL_QUEUE, "status", {"conditions": [CONDITION, CONDITION]}), True),
-        (_set(LOCAL_QUEUE, "metadata.name", ""), True),
-        (_set(LOCAL_QUEUE, "spec.clusterQueue", None), False),  # the API server drops the null
-        (_set(LOCAL_QUEUE, "status", {"conditions": [CONDITION]}), False),
+        (changed(LOCAL_QUEUE, "status", {"conditions": [CONDITION, CONDITION]}), True),
+        (changed(LOCAL_QUEUE, "metadata.name", ""), True),
+        (changed(LOCAL_QUEUE, "spec.clusterQueue", None), False),  # the API server drops the null
+        (changed(LOCAL_QUEUE, "status", {"conditions": [CONDITION]}), False),
     ],
     ids=["duplicate condition", "unnamed", "null", "one condition"],
 )
