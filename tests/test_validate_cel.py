@@ -962,13 +962,21 @@ def test_samples_exercise_every_rule(crds: CrdIndex, monkeypatch: pytest.MonkeyP
     from gpuplan.validate.cel import CelRules
 
     ran: set[tuple[str, str, str]] = set()
-    evaluate = CelRules._evaluate
+    evaluate, proven = CelRules._evaluate, CelRules._proven
 
     def spy(self, rule, context, path, problems, skipped):  # type: ignore[no-untyped-def]
         ran.add((self.source, rule.rule.path_pattern, rule.rule.rule))
         return evaluate(self, rule, context, path, problems, skipped)
 
+    def proof_spy(self, rule, value):  # type: ignore[no-untyped-def]
+        if proven(rule, value):  # proven in Python: the interpreter agrees (test_validate_celfast)
+            ran.add((self.source, rule.rule.path_pattern, rule.rule.rule))
+            return True
+        return False
+
     monkeypatch.setattr(CelRules, "_evaluate", spy)
+    monkeypatch.setattr(CelRules, "_proven", proof_spy)
+    monkeypatch.setattr(CelRules, "prove_first", False)  # every rule through the spies
     for obj in SAMPLES:
         group, _, version = obj["apiVersion"].rpartition("/")
         for crd_version in crds.versions(group, version, obj["kind"]):
@@ -1012,9 +1020,23 @@ def test_fields_a_rule_reads(rule: str, fields: tuple[str, ...] | None) -> None:
     assert _self_fields(rule) == fields
 
 
+@pytest.fixture
+def interpreter_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CEL rules compiled afresh without their Python proofs: every rule goes to the interpreter."""
+    import weakref
+
+    from gpuplan.validate import cel as cel_module
+
+    monkeypatch.setattr(cel_module, "compile_rule", lambda source, functions=None: None)
+    monkeypatch.setattr(cel_module, "_COMPILED", weakref.WeakKeyDictionary())
+
+
+@pytest.mark.usefixtures("interpreter_only")
 def test_a_rule_runs_once_per_distinct_value(
     validator: Validator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Rules the interpreter evaluates (those outside gpuplan.validate.celfast's subset) keep
+    # their verdicts per value.
     from gpuplan.validate.cel import CelRules
 
     ran: list[str] = []

@@ -62,7 +62,7 @@ def _holds_null(value: object) -> bool:
 def test_the_no_null_schema_refuses_exactly_the_values_holding_a_null(value: object) -> None:
     import jsonschema_rs
 
-    from gpuplan.validate.core import without_nulls
+    from gpuplan.validate.core import core_schemas
 
-    no_nulls = jsonschema_rs.Draft202012Validator(without_nulls({}))
+    no_nulls = jsonschema_rs.Draft202012Validator(core_schemas("1.33").without_nulls({}))
     assert no_nulls.is_valid(value) is not _holds_null(value)

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuplan.validate.celfast import Proof, Unsure, compile_rule
 from gpuplan.validate.crds import CelRule, CrdVersion
 from gpuplan.validate.engine import Problem
 
@@ -187,6 +188,8 @@ class _Rule:
     message_program: Any = None
     # The only fields of ``self`` the rule reads (None: it reads ``self`` as a whole).
     fields: tuple[str, ...] | None = None
+    # The rule in plain Python, proving passes only (gpuplan.validate.celfast); None outside its subset.
+    proof: Proof | None = None
 
     def key(self, value: Any) -> bytes | str:
         """What the rule's verdict on ``value`` depends on, as bytes (or text).
@@ -235,6 +238,7 @@ class _Node:
     props: dict[str, _Node] = field(default_factory=dict)
     items: _Node | None = None
     values: _Node | None = None  # additionalProperties
+    proofs: list[Proof] = field(default_factory=list)  # the rules' Python forms, when all have one
 
 
 # What a walk collects: problems, rules skipped on this object, and the evaluator's passes.
@@ -244,6 +248,10 @@ _Out = tuple[list[Problem], list[SkippedRule], "Passes | None"]
 class CelRules:
     """The compiled CEL rules of one CRD version."""
 
+    # When every rule has a proof, first try proving them all in one walk (no path, no
+    # per-rule bookkeeping); the full walk runs when one is not proven.
+    prove_first = True
+
     def __init__(self, crd_version: CrdVersion):
         crd = crd_version.crd
         self.source = str(crd.source)
@@ -252,7 +260,11 @@ class CelRules:
         self.skipped: list[SkippedRule] = []  # found when compiling
         self.transition: list[CelRule] = []  # oldSelf rules: update only, not evaluated
         self.count = 0  # rules evaluated on create
+        self.proven_only = True  # every rule has a proof in Python: no value needs converting
         self.root = self._build(crd_version.schema, "", under_rule=False)
+        # Structural schemas never give a node both properties and additionalProperties; where
+        # one does, defaults are applied to the whole object before any rule runs.
+        self.fused = self.root is not None and not _props_and_values(self.root)
         # Every rule at once, as if one rule: it reads the fields the rule tree reaches (all of
         # the object when a rule sits at its root).
         top = None if self.root is None or self.root.rules else tuple(self.root.props)
@@ -267,13 +279,24 @@ class CelRules:
         """
         if self.root is None or not isinstance(obj, dict):
             return [], []
+        if self.proven_only:  # proving costs less than a key
+            passes = None
         if passes is not None:  # first the whole object: one key instead of one per node
             seen, key = passes.key(self.whole, obj)
             if key in seen:
                 return [], []
+        if self.proven_only and self.fused and self.prove_first:
+            try:
+                self._defaulted_walk(self.root, obj, "", None)
+                return [], []
+            except Exception:  # noqa: BLE001 - Unsure, or any surprise: no proof, the walk decides
+                pass
         problems: list[Problem] = []
         skipped: list[SkippedRule] = []
-        self._walk(self.root, _defaulted(self.root, obj), "", (problems, skipped, passes))
+        if self.fused:
+            self._defaulted_walk(self.root, obj, "", (problems, skipped, passes))
+        else:
+            self._walk(self.root, _defaulted(self.root, obj), "", (problems, skipped, passes))
         if passes is not None and not problems and not skipped:
             passes.remember(seen, key)
         return problems, skipped
@@ -331,7 +354,11 @@ class CelRules:
                 message_program = cel.compile(rule.message_expression)
             except (ValueError, RuntimeError):
                 message_program = None  # the API server falls back to message as well
-        node.rules.append(_Rule(rule, program, message_program, _self_fields(rule.rule)))
+        proof = compile_rule(rule.rule, K8S_FUNCTIONS)
+        self.proven_only = self.proven_only and proof is not None
+        node.rules.append(_Rule(rule, program, message_program, _self_fields(rule.rule), proof))
+        if proof is not None:
+            node.proofs.append(proof)
         self.count += 1
 
     def _skip(self, rule: CelRule, reason: str) -> SkippedRule:
@@ -361,11 +388,62 @@ class CelRules:
                 if item is not None:
                     self._walk(node.items, item, f"{path}[{index}]", out)
 
+    def _defaulted_walk(self, node: _Node, value: Any, path: str, out: _Out | None) -> Any:
+        """_walk of ``_defaulted(node, value)`` in one pass; returns that defaulted value.
+
+        Children first: a node's rules then see its value with every default below applied,
+        as when the whole object is defaulted before any rule runs. Without ``out`` only the
+        rules' proofs run (every rule has one), and a rule not proven raises.
+        """
+        if isinstance(value, dict):
+            done = value
+            for name, default in node.defaults.items():
+                if done.get(name) is None:
+                    done = dict(done) if done is value else done
+                    done[name] = (
+                        copy.deepcopy(default) if isinstance(default, (dict, list)) else default
+                    )
+            for name, child in node.props.items():
+                item = done.get(name)
+                if item is not None:
+                    where = _join_path(path, name) if out else path
+                    new = self._defaulted_walk(child, item, where, out)
+                    if new is not item:
+                        done = dict(done) if done is value else done
+                        done[name] = new
+            if node.values is not None:
+                for key, item in list(done.items()):
+                    if item is not None:
+                        where = f"{path}[{key}]" if out else path
+                        new = self._defaulted_walk(node.values, item, where, out)
+                        if new is not item:
+                            done = dict(done) if done is value else done
+                            done[key] = new
+            value = done
+        elif isinstance(value, list) and node.items is not None:
+            items = [
+                item
+                if item is None
+                else self._defaulted_walk(node.items, item, f"{path}[{i}]" if out else path, out)
+                for i, item in enumerate(value)
+            ]
+            if any(a is not b for a, b in zip(items, value)):
+                value = items
+        if out is None:
+            for proof in node.proofs:
+                if proof(value) is not True:
+                    raise Unsure("not proven")
+        elif node.rules:
+            self._run_rules(node.rules, value, path, out)
+        return value
+
     def _run_rules(self, rules: list[_Rule], value: Any, path: str, out: _Out) -> None:
         """Evaluate one node's rules on ``value``; the activation is built once, when needed."""
         problems, skipped, passes = out
         context = None
         for rule in rules:
+            if rule.proof is not None and self._proven(rule, value):
+                continue
             if passes is not None:
                 seen, key = passes.key(rule, value)
                 if key in seen:
@@ -374,6 +452,15 @@ class CelRules:
                 context = cel.Context(variables={"self": value}, functions=K8S_FUNCTIONS)
             if self._evaluate(rule, context, path, problems, skipped) and passes is not None:
                 passes.remember(seen, key)
+
+    @staticmethod
+    def _proven(rule: _Rule, value: Any) -> bool:
+        """Whether the rule's Python form proves it passes on ``value`` (else the interpreter decides)."""
+        assert rule.proof is not None
+        try:
+            return rule.proof(value) is True
+        except Exception:  # noqa: BLE001 - Unsure, or any surprise: no verdict, only no proof
+            return False
 
     def _evaluate(
         self,
@@ -472,6 +559,14 @@ def _first_line(exc: BaseException) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
+def _props_and_values(node: _Node) -> bool:
+    """Whether a node of the rule tree has both properties and additionalProperties."""
+    children = [*node.props.values(), node.items, node.values]
+    if node.props and node.values is not None:
+        return True
+    return any(_props_and_values(child) for child in children if child is not None)
+
+
 def _defaulted(node: _Node, value: Any) -> Any:
     """``value`` with the schema defaults under ``node`` applied (copied where changed)."""
     if isinstance(value, dict):
@@ -479,7 +574,7 @@ def _defaulted(node: _Node, value: Any) -> Any:
         for name, default in node.defaults.items():
             if out.get(name) is None:
                 out = dict(out) if out is value else out
-                out[name] = copy.deepcopy(default)
+                out[name] = copy.deepcopy(default) if isinstance(default, (dict, list)) else default
         for name, child in node.props.items():
             if out.get(name) is not None:
                 new = _defaulted(child, out[name])
@@ -570,6 +665,13 @@ class CelEvaluator:
         for item in [*rules.skipped, *skipped]:
             self._skipped.setdefault((item.source, item.api_version, item.path, item.rule), item)
         return sorted(set(problems))
+
+    def passes(self, rules: CelRules, obj: Any) -> bool:
+        """Whether ``obj`` fails none of ``rules`` (those of a version validate() has seen)."""
+        problems, skipped = rules.check(obj, self._passes)
+        for item in skipped:
+            self._skipped.setdefault((item.source, item.api_version, item.path, item.rule), item)
+        return not problems
 
     @property
     def skipped(self) -> list[SkippedRule]:

@@ -2,59 +2,39 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema_rs
 
-from gpuplan.validate.core import CoreSchemas, core_schemas, split_api_version, without_nulls
+from gpuplan.validate.core import CoreSchemas, core_schemas, split_api_version
 from gpuplan.validate.crds import LIST_MAP_KEYS, CrdIndex, CrdVersion
+from gpuplan.validate.listmaps import ListMapKeys, Trie, list_map_paths, unique_lists, without
 from gpuplan.validate.messages import Problem, problems_of, show, type_name
 from gpuplan.validate.nulls import drop_nulls, prune_nulls
 
 MISSING_CRD = "missing-crd"
 
 
-class _ListMapKeys:
-    """jsonschema_rs keyword: x-kubernetes-list-type=map entries must have unique keys."""
-
-    def __init__(self, parent_schema: dict, value: list[str], schema_path: Any):
-        self.keys = value
-
-    def validate(self, instance: Any) -> None:
-        """Raise on the first entry repeating the key tuple of an earlier entry."""
-        if not isinstance(instance, list):
-            return
-        seen: dict[tuple[Any, ...], int] = {}
-        for i, item in enumerate(instance):
-            if not isinstance(item, dict):
-                continue
-            key = tuple(_key_part(item.get(k)) for k in self.keys)
-            if key in seen:
-                shown = ", ".join(f"{k}={show(item.get(k))}" for k in self.keys)
-                # "<index>|" lets _translate point the Problem at the entry itself.
-                raise ValueError(f"{i}|duplicate entry with {shown} (first at [{seen[key]}])")
-            seen[key] = i
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Plan:
     """How objects of one apiVersion and kind are validated when nothing is wrong with them."""
 
     fast: Any  # the kind's compiled schema that also refuses nulls: one pass in Rust
     crd_version: CrdVersion | None  # the first candidate CRD version; None for a core kind
-    cel: bool  # whether that CRD version has CEL rules to run
+    cel: Any  # the CelRules of that CRD version, when it has rules to run (else None)
     webhook: Callable[[dict], list[Problem]] | None
-
-
-def _key_part(value: Any) -> Any:
-    """One list-map key value, equal to another exactly when their JSON texts are equal."""
-    kind = type(value)
-    if kind is str or kind is int:  # JSON text of a str or int is one to one with the value
-        return (kind, value)
-    return json.dumps(value, sort_keys=True)
+    # Where the list-map lists are, when the fast schema leaves their keyword to the fast path.
+    list_maps: Trie | None = None
+    # A quick test that the webhook finds nothing, and the list-map lists left to check then.
+    plain: Callable[[dict, bool], bool] | None = None
+    plain_list_maps: Trie | None = None
+    # The fast schema also refusing what the quick test then need not look at (see webhooks.Plain).
+    gated: Any = None
+    cluster: bool = False  # a cluster-scoped custom resource
+    # Nothing but the fast schema and metadata to check (when no list-map list is there).
+    schema_only: bool = False
 
 
 class Validator:
@@ -90,6 +70,7 @@ class Validator:
         self._want_cel = cel  # the CEL package is imported on the first custom resource
         self.webhooks = webhooks
         self._plans: dict[tuple[str, str] | None, _Plan] = {}
+        self._seen: set[tuple[str, str]] = set()  # kinds seen once: planned when seen again
 
     def _cel_evaluator(self) -> Any:
         if self._cel is None and self._want_cel:
@@ -110,53 +91,123 @@ class Validator:
         null for the API server to drop) and no CEL rule fails, only the cheap checks remain.
         Anything else takes the full path, which alone words the problems.
         """
-        plan = self._plans.get(_kind_key(obj)) if self._plans else None
-        if plan is not None:
+        try:  # a mapping with both keys (a plan's key is two strings)
+            plan = self._plans.get((obj["apiVersion"], obj["kind"]))
+        except (TypeError, KeyError, IndexError):
+            plan = None
+        if plan is None:
+            return self._validate(obj)
+        lists = plan.list_maps
+        if not plan.schema_only or (lists is not None and not lists[1].keys().isdisjoint(obj)):
             found = self._planned(plan, obj)
-            if found is not None:
-                return found
-        return self._validate(obj)
+            return self._validate(obj) if found is None else found
+        try:  # most kinds: the fast schema decides, then the metadata (inline: the hot path)
+            valid = plan.fast.is_valid(obj)
+        except (ValueError, TypeError):  # not representable as JSON: the full path says so
+            valid = False
+        if not valid:
+            return self._validate(obj)
+        meta = obj.get("metadata")
+        if type(meta) is dict and meta.get("name") and not (plan.cluster and meta.get("namespace")):
+            return []
+        return self._meta_problems(plan, obj)
 
     def _planned(self, plan: _Plan, obj: dict) -> list[Problem] | None:
         """The problems of an object its fast schema accepts; None when the full path must decide."""
         try:
-            if not plan.fast.is_valid(obj):
+            if plan.gated is not None and plan.gated.is_valid(obj):
+                plain = plan.plain is not None and plan.plain(obj, True)
+            elif plan.fast.is_valid(obj):  # (refused by the gate: the webhook looks at it)
+                plain = plan.gated is None and plan.plain is not None and plan.plain(obj, False)
+            else:
+                return None
+            lists = plan.plain_list_maps if plain else plan.list_maps
+            # (The lists are under a few top-level fields: often none of them is there.)
+            if (
+                lists is not None
+                and not lists[1].keys().isdisjoint(obj)
+                and not unique_lists(obj, lists)
+            ):
                 return None
             # No null, so the object is its own pruned form.
-            if plan.cel and self._cel.validate(obj, plan.crd_version):
+            if plan.cel is not None and not self._cel.passes(plan.cel, obj):
                 return None
         except (ValueError, TypeError):  # not representable as JSON: the full path says so
             return None
+        meta = obj.get("metadata")
+        if type(meta) is dict and meta.get("name") and not (plan.cluster and meta.get("namespace")):
+            problems = []  # the usual metadata: named, and namespaced only where it may be
+        else:
+            problems = self._meta_problems(plan, obj)
+        if plan.webhook is not None and not plain:
+            problems += plan.webhook(obj)
+        return sorted(set(problems)) if problems else problems
+
+    @staticmethod
+    def _meta_problems(plan: _Plan, obj: dict) -> list[Problem]:
+        """The metadata problems of an object its plan accepts (unnamed, or namespaced wrongly)."""
         problems = _metadata_problems(obj)
         if plan.crd_version is not None:
             problems += _scope_problems(obj, plan.crd_version)
-        if plan.webhook is not None:
-            problems += plan.webhook(obj)
         return sorted(set(problems)) if problems else problems
 
     def _plan(
         self,
         api_version: str,
         kind: str,
-        compile_fast: Callable[[], Any],
+        compile_fast: Callable[[], tuple[Any, Trie | None]],
         crd_version: CrdVersion | None = None,
     ) -> None:
         """Remember how to validate this kind's objects fast (no plan when that cannot compile)."""
         try:
-            fast = compile_fast()
+            fast, list_maps = compile_fast()
         except (ValueError, jsonschema_rs.ReferencingError):
             return
-        cel = False
+        cel = None
         if crd_version is not None and self._cel_evaluator() is not None:
             from gpuplan.validate.cel import compiled_rules
 
-            cel = compiled_rules(crd_version).root is not None
-        webhook = None
+            cel = compiled_rules(crd_version)
+            cel = cel if cel.root is not None else None
+        webhook = plain = gated = None
+        plain_list_maps = list_maps
         if self.webhooks:
-            from gpuplan.validate.webhooks import webhook_for
+            from gpuplan.validate.webhooks import plain_for, webhook_for
 
             webhook = webhook_for(api_version, kind)
-        self._plans[(api_version, kind)] = _Plan(fast, crd_version, cel, webhook)
+            found = plain_for(api_version, kind)
+            if found is not None:
+                plain = found.check
+                plain_list_maps = without(list_maps, found.lists)
+                schema = found.gate(crd_version.json_schema) if crd_version is not None else None
+                if schema is not None:
+                    schema = self.core.without_nulls({**schema, "type": "object"})
+                    try:
+                        gated = self._crd_validator(schema, list_maps is None)
+                    except (ValueError, jsonschema_rs.ReferencingError):
+                        gated = None  # the ungated test looks at every resource itself
+        self._plans[(api_version, kind)] = _Plan(
+            fast,
+            crd_version,
+            cel,
+            webhook,
+            list_maps,
+            plain,
+            plain_list_maps,
+            gated,
+            crd_version is not None and crd_version.crd.scope == "Cluster",
+            cel is None and webhook is None and plain is None,
+        )
+
+    def _second_sight(self, api_version: str, kind: str) -> bool:
+        """Whether a kind without a plan is seen the second time (one object is not worth one)."""
+        key = (api_version, kind)
+        if key in self._plans:
+            return False
+        if key in self._seen:
+            return True
+        self._seen.add(key)
+        return False
 
     def _validate(self, obj: Any) -> list[Problem]:
         """All problems of one object, the full way."""
@@ -222,9 +273,11 @@ class Validator:
                     f"(served: {served})",
                 )
             ]
-        if (obj["apiVersion"], kind) not in self._plans:
+        if self._second_sight(obj["apiVersion"], kind):
             self._plan(
-                obj["apiVersion"], kind, lambda: self.core.fast_validator(group, version, kind)
+                obj["apiVersion"],
+                kind,
+                lambda: (self.core.fast_validator(group, version, kind), None),
             )
         return problems_of(compiled, obj)
 
@@ -241,7 +294,7 @@ class Validator:
                     f"{kind} CRD (served: {served})",
                 )
             ]
-        if (obj["apiVersion"], kind) not in self._plans and not isinstance(
+        if self._second_sight(obj["apiVersion"], kind) and not isinstance(
             self._compile(candidates[0]), Problem
         ):
             self._plan(obj["apiVersion"], kind, self._fast_compiler(candidates[0]), candidates[0])
@@ -256,18 +309,31 @@ class Validator:
             first = problems if first is None else first
         return (first or []) + _scope_problems(obj, candidates[0])
 
-    def _fast_compiler(self, crd_version: CrdVersion) -> Callable[[], Any]:
-        """Compile one CRD version's schema that also refuses nulls, when called."""
-        return lambda: self._crd_validator(without_nulls(crd_version.json_schema))
+    def _fast_compiler(self, crd_version: CrdVersion) -> Callable[[], tuple[Any, Trie | None]]:
+        """Compile one CRD version's schema that also refuses nulls, when called.
 
-    def _crd_validator(self, schema: dict[str, Any]) -> Any:
+        Only mappings reach a plan, so the root is typed as one: untyped, it would be searched
+        for nulls a second time, all the way down. Where the list-map lists have plain paths,
+        the fast path checks them itself (returned beside the validator) and the schema leaves
+        out their keyword: jsonschema_rs would convert each list back to Python to call it.
+        """
+        schema = {**crd_version.json_schema, "type": "object"}
+
+        def compile_fast() -> tuple[Any, Trie | None]:
+            list_maps = list_map_paths(schema)
+            fast = self._crd_validator(self.core.without_nulls(schema), list_maps is None)
+            return fast, list_maps if list_maps != ([], {}) else None
+
+        return compile_fast
+
+    def _crd_validator(self, schema: dict[str, Any], list_maps: bool = True) -> Any:
         """Compile a custom resource's JSON Schema (ObjectMeta from the core registry)."""
         return jsonschema_rs.Draft202012Validator(
             schema,
             registry=self.core.registry,
             validate_formats=True,
             ignore_unknown_formats=True,
-            keywords={LIST_MAP_KEYS: _ListMapKeys},
+            keywords={LIST_MAP_KEYS: ListMapKeys} if list_maps else {},
         )
 
     def _compile(self, crd_version: CrdVersion) -> Any:
@@ -284,15 +350,6 @@ class Validator:
                 )
             self._crd_compiled[crd_version] = compiled
         return compiled
-
-
-def _kind_key(obj: Any) -> tuple[str, str] | None:
-    """(apiVersion, kind) of an object that has both as strings, else None."""
-    if isinstance(obj, dict):
-        api_version, kind = obj.get("apiVersion"), obj.get("kind")
-        if isinstance(api_version, str) and isinstance(kind, str):
-            return api_version, kind
-    return None
 
 
 def _head_problems(obj: dict) -> list[Problem]:

@@ -1,0 +1,418 @@
+"""The fast path of a kind seen before gives the same problems as the full path, on bad objects too.
+
+It differs from the full path in how it decides "nothing wrong": a schema refusing nulls in one pass
+(gpuplan.validate.core), list-map keys checked in Python (gpuplan.validate.listmaps), simple CEL
+rules proven in Python (gpuplan.validate.celfast) and a quick ClusterQueue webhook test
+(gpuplan.validate.webhooks.plain_cluster_queue). Each of those may only ever say "fine" when the
+full path would.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import cel
+import jsonschema_rs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuplan.validate import CrdIndex, Validator
+from gpuplan.validate.cel import K8S_FUNCTIONS
+from gpuplan.validate.celfast import compile_rule
+from gpuplan.validate.core import core_schemas
+from gpuplan.validate.listmaps import list_map_paths, unique_lists
+from gpuplan.validate.strict import LIST_MAP_KEYS
+from gpuplan.validate.webhooks import plain_cluster_queue, validate_cluster_queue
+from tests.test_validate_engine import changed
+from tests.test_validate_nulls import _holds_null
+
+K8S = "1.33"
+
+
+@pytest.fixture(scope="module")
+def crds(crds_dir: Path) -> CrdIndex:
+    """The upstream CRDs (GPUPLAN_CRDS, else the newest shipped sets)."""
+    return CrdIndex.load(crds_dir)
+
+
+# A ClusterQueue as gpuplan renders them: quotas as texts, no limits (plain_cluster_queue's shape).
+QUEUE = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "ClusterQueue",
+    "metadata": {"name": "t1", "labels": {"app.kubernetes.io/managed-by": "gpuplan"}},
+    "spec": {
+        "cohortName": "all",
+        "fairSharing": {"weight": "1"},
+        "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
+        "namespaceSelector": {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["t1"]}
+            ]
+        },
+        "preemption": {
+            "borrowWithinCohort": {"policy": "Never"},
+            "reclaimWithinCohort": "Any",
+            "withinClusterQueue": "LowerPriority",
+        },
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                "flavors": [
+                    {
+                        "name": f"pool-{i}",
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": "24"},
+                            {"name": "memory", "nominalQuota": "243200Mi"},
+                            {"name": "nvidia.com/gpu", "nominalQuota": str(i)},
+                        ],
+                    }
+                    for i in range(3)
+                ],
+            }
+        ],
+    },
+}
+
+
+GROUP = "spec.resourceGroups.0"
+FLAVOR = f"{GROUP}.flavors.0"
+BAD_QUEUES = {
+    "duplicate flavor": changed(QUEUE, f"{GROUP}.flavors.1.name", "pool-0"),
+    "duplicate resource": changed(QUEUE, f"{FLAVOR}.resources.1.name", "cpu"),
+    "resources out of order": changed(
+        QUEUE,
+        f"{FLAVOR}.resources",
+        list(reversed(QUEUE["spec"]["resourceGroups"][0]["flavors"][0]["resources"])),
+    ),
+    "resource missing": changed(QUEUE, f"{FLAVOR}.resources.2", delete=True),
+    "negative quota": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", "-1"),
+    "negative integer quota": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", -1),
+    "negative borrowing": changed(QUEUE, f"{FLAVOR}.resources.0.borrowingLimit", "-1"),
+    "borrowing without cohort": changed(
+        changed(QUEUE, "spec.cohortName", delete=True),
+        f"{FLAVOR}.resources.0.borrowingLimit",
+        "1",
+    ),
+    "lending above nominal": changed(QUEUE, f"{FLAVOR}.resources.0.lendingLimit", "25"),
+    "bad resource name": changed(QUEUE, f"{GROUP}.coveredResources.0", "CPU!"),
+    "duplicate covered": changed(QUEUE, f"{GROUP}.coveredResources.1", "cpu"),
+    "covered across groups": changed(
+        QUEUE,
+        "spec.resourceGroups",
+        [
+            *QUEUE["spec"]["resourceGroups"],
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": "other", "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
+            },
+        ],
+    ),
+    "negative weight": changed(QUEUE, "spec.fairSharing.weight", "-1"),
+    "tiny weight": changed(QUEUE, "spec.fairSharing.weight", "1n"),
+    "selector without values": changed(
+        QUEUE, "spec.namespaceSelector.matchExpressions.0.values", []
+    ),
+    "selector bad value": changed(
+        QUEUE, "spec.namespaceSelector.matchExpressions.0.values.0", "a b"
+    ),
+    "preference rule": changed(
+        QUEUE, "spec.flavorFungibility.preference", "BorrowingOverPreemption"
+    ),
+    "reclaim rule": changed(
+        changed(QUEUE, "spec.preemption.reclaimWithinCohort", "Never"),
+        "spec.preemption.borrowWithinCohort.policy",
+        "LowerPriority",
+    ),
+    "a null": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", None),
+    "unknown field": changed(QUEUE, f"{FLAVOR}.resources.0.extra", "x"),
+    "unnamed": changed(QUEUE, "metadata.name", delete=True),
+}
+
+
+# Valid queues the gated fast schema refuses (or lets through) for the webhook's full rules.
+GOOD_QUEUES = {
+    "lending within nominal": changed(QUEUE, f"{FLAVOR}.resources.0.lendingLimit", "12"),
+    "borrowing with a cohort": changed(QUEUE, f"{FLAVOR}.resources.0.borrowingLimit", "4"),
+    "integer quota": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", 24),
+    "signed quota": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", "+24"),
+    "no cohort": changed(QUEUE, "spec.cohortName", delete=True),
+    "v1beta1": changed(
+        changed(QUEUE, "apiVersion", "kueue.x-k8s.io/v1beta1"),
+        "spec",
+        {k if k != "cohortName" else "cohort": v for k, v in QUEUE["spec"].items()},
+    ),
+}
+BAD_QUEUES["v1beta1 borrowing without cohort"] = changed(
+    changed(GOOD_QUEUES["v1beta1"], "spec.cohort", delete=True),
+    f"{FLAVOR}.resources.0.borrowingLimit",
+    "1",
+)
+
+
+@pytest.mark.parametrize("name", sorted(GOOD_QUEUES))
+def test_good_queues_off_the_plain_shape(crds: CrdIndex, name: str) -> None:
+    good = GOOD_QUEUES[name]
+    warm = Validator(crds, K8S, cel=True, webhooks=True)
+    assert warm.validate(good) == warm.validate(good) == []  # the full path, twice
+    assert warm._plans
+    assert warm.validate(good) == []  # the planned one
+
+
+def test_a_plain_queue_is_plain(crds: CrdIndex) -> None:
+    assert plain_cluster_queue(QUEUE)
+    assert validate_cluster_queue(QUEUE) == []
+    assert Validator(crds, K8S, cel=True, webhooks=True).validate(QUEUE) == []
+
+
+@pytest.mark.parametrize("name", sorted(BAD_QUEUES))
+def test_bad_queues_get_the_full_paths_problems(crds: CrdIndex, name: str) -> None:
+    bad = BAD_QUEUES[name]
+    warm = Validator(crds, K8S, cel=True, webhooks=True)
+    plain = GOOD_QUEUES["v1beta1"] if bad["apiVersion"].endswith("v1beta1") else QUEUE
+    assert warm.validate(plain) == warm.validate(plain) == []  # seen twice: the kind has a plan
+    assert warm._plans[(bad["apiVersion"], "ClusterQueue")].gated is not None
+    expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(bad)
+    assert expected, name  # each one is wrong somewhere
+    assert warm.validate(bad) == expected
+    if validate_cluster_queue(bad):
+        assert not plain_cluster_queue(bad)
+
+
+# --- list-map keys -----------------------------------------------------------------------------
+
+SCHEMA_WITH_LISTS = {
+    "type": "object",
+    "properties": {
+        "a": {"type": "array", LIST_MAP_KEYS: ["name"], "items": {"type": "object"}},
+        "m": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "array",
+                LIST_MAP_KEYS: ["k", "v"],
+                "items": {"type": "object"},
+            },
+        },
+    },
+}
+
+
+def test_list_maps_found_by_their_paths() -> None:
+    trie = list_map_paths(SCHEMA_WITH_LISTS)
+    assert trie is not None
+    assert unique_lists(
+        {"a": [{"name": "x"}, {"name": "y"}], "m": {"q": [{"k": "1", "v": "2"}]}}, trie
+    )
+    assert not unique_lists({"a": [{"name": "x"}, {"name": "x"}]}, trie)
+    assert not unique_lists({"m": {"q": [{"k": "1", "v": "2"}, {"k": "1", "v": "2"}]}}, trie)
+    # Not strings: no verdict here (the keyword's careful walk decides).
+    assert not unique_lists({"a": [{"name": 1}, {"name": 2}]}, trie)
+
+
+def test_list_maps_elsewhere_keep_the_keyword() -> None:
+    nested = {
+        "type": "object",
+        "anyOf": [{"properties": {"a": SCHEMA_WITH_LISTS["properties"]["a"]}}],
+    }
+    assert list_map_paths(nested) is None
+    beside = {
+        "type": "object",
+        "properties": {"n": {"type": "string"}},
+        "additionalProperties": SCHEMA_WITH_LISTS["properties"]["a"],
+    }
+    assert list_map_paths(beside) is None
+
+
+# --- schemas that refuse nulls ------------------------------------------------------------------
+
+NULLABLE_SCHEMAS = [
+    {
+        "type": "object",
+        "properties": {"a": {"type": ["string", "null"]}},
+        "additionalProperties": False,
+    },
+    {"type": "object"},  # free-form: nulls anywhere below
+    {"properties": {"a": {"enum": ["x", None]}}},  # untyped root
+    {"oneOf": [{"type": ["string", "null"]}, {"type": ["number", "null"]}]},  # Quantity's shape
+    {"type": "array", "items": {"anyOf": [{"type": "null"}, {"type": "object"}]}},
+    {
+        "$ref": "https://kubernetes.io/api/_definitions.json#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    },
+    {"type": "object", "properties": {"a": {"not": {"type": "string"}}}},
+]
+
+
+# JSON values whose mapping keys are the schemas' own field names (else they rarely meet).
+schema_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.sampled_from(["", "x", "name"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "name", "labels", "b"]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@pytest.mark.parametrize("schema", NULLABLE_SCHEMAS, ids=range(len(NULLABLE_SCHEMAS)))
+@given(value=schema_values)
+def test_without_nulls_accepts_exactly_the_null_free_values(schema: dict, value: object) -> None:
+    core = core_schemas(K8S)
+    plain = jsonschema_rs.Draft202012Validator(schema, registry=core.registry)
+    fast = jsonschema_rs.Draft202012Validator(core.without_nulls(schema), registry=core.registry)
+    assert fast.is_valid(value) == (plain.is_valid(value) and not _holds_null(value))
+
+
+# --- CEL rules proven in Python -------------------------------------------------------------------
+
+
+def _shipped_rules(crds: CrdIndex) -> list[str]:
+    return sorted(
+        {
+            rule.rule
+            for group, kind in crds.kinds()
+            for crd in crds.lookup(group, kind)
+            for version in crd.versions.values()
+            for rule in version.cel_rules
+        }
+    )
+
+
+def _value(rng: random.Random, names: list[str], literals: list[object], depth: int) -> object:
+    """A random value shaped like what a rule reads: its field names, its literals, odd types."""
+    roll = rng.random()
+    if depth <= 0 or roll < 0.35:
+        return rng.choice([*literals, 0, 1, -1, 2, True, False, None, "", "x", "é", 1.0, 2**63])
+    if roll < 0.6:
+        return [_value(rng, names, literals, depth - 1) for _ in range(rng.randint(0, 3))]
+    chosen = rng.sample(names, rng.randint(0, len(names)))
+    return {name: _value(rng, names, literals, depth - 1) for name in chosen}
+
+
+def test_proofs_never_pass_what_the_interpreter_fails(crds: CrdIndex) -> None:
+    rng = random.Random(20261124)
+    proven = 0
+    for source in _shipped_rules(crds):
+        proof = compile_rule(source, K8S_FUNCTIONS)
+        if proof is None:
+            continue
+        program = cel.compile(source)
+        names = sorted(set(re.findall(r"\.\s*([A-Za-z_]\w*)", source))) or ["a"]
+        literals: list[object] = [s[1:-1] for s in re.findall(r"'[^'\\]*'|\"[^\"\\]*\"", source)]
+        literals += [int(n) for n in re.findall(r"\b\d+\b", source)]
+        for _ in range(150):
+            value = _value(rng, names, literals, 4)
+            if rng.random() < 0.6:
+                value = {name: _value(rng, names, literals, 3) for name in names}
+            try:
+                mine = proof(value) is True
+            except Exception:  # noqa: BLE001 - no proof, whatever the reason
+                mine = False
+            if not mine:
+                continue
+            proven += 1
+            context = cel.Context(variables={"self": value}, functions=K8S_FUNCTIONS)
+            assert program.execute(context) is True, (source, value)
+    assert proven > 1000  # the proofs are exercised, not only compiled
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "self.x.matches('^a$')",  # regex dialects differ: the interpreter decides
+        "double(self.x) > 0.0",
+        "self.a + 1 == 2",
+        "self == oldSelf",
+        "1.5 < self.x",
+        "'a\\'b' == self.x",
+        "self.x // comment",
+    ],
+)
+def test_rules_outside_the_subset_are_not_compiled(source: str) -> None:
+    assert compile_rule(source) is None
+
+
+@pytest.mark.parametrize(
+    ("source", "value", "proven"),
+    [
+        ("self.a == 1", {"a": 1}, True),
+        ("self.a == 1", {"a": True}, False),  # bool is no int for CEL
+        ("self.a == 1", {"a": 1.0}, False),  # the interpreter's numeric equality decides
+        ("self.a == 1", {}, False),  # no such key: a data error the interpreter words
+        ("self.a > 1", {"a": 2**64}, False),  # beyond int64: the interpreter's own types
+        ("!has(self.a) || self.a.size() > 1", {}, True),
+        ("size(self.s) == 1", {"s": "é"}, False),  # the binding counts UTF-8 bytes
+        ("self.all(x, x != '')", {"k": 1}, True),  # a map's keys
+        ("self.exists(x, x == 'b')", ["a", "b"], True),
+        ("self.filter(x, x.startsWith('a')).size() <= 1", ["ab", "b"], True),
+        ("self.a[1] == 'y'", {"a": ["x", "y"]}, True),
+        ("self.a[2] == 'y'", {"a": ["x", "y"]}, False),
+        ("self.x in ['a', 'b'] ? self.y > 0 : true", {"x": "a", "y": 2}, True),
+        ("self.x in ['a', 'b']", {"x": 1}, False),
+        ("int(self.v[0]) >= 0", {"v": ["12"]}, True),
+        ("int(self.v[0]) >= 0", {"v": [" 12"]}, False),  # Python's int() is laxer than CEL's
+        ("int(self.v[0]) >= 0", {"v": ["1_2"]}, False),
+        ("self.x in [self.y ? 'a' : 'b']", {"x": "a", "y": True}, True),
+        ("!self.find('^([^/]+)').endsWith('karpenter.sh')", "example.com/x", True),
+        ("self.split('@')[0] in ['al2023']", "al2023@latest", True),
+        ("self.split('@')[0] in ['al2023']", 7, False),  # the library takes strings here
+    ],
+)
+def test_proofs(source: str, value: object, proven: bool) -> None:
+    proof = compile_rule(source, K8S_FUNCTIONS)
+    assert proof is not None
+    try:
+        result = proof(value) is True
+    except Exception:  # noqa: BLE001 - no proof
+        result = False
+    assert result is proven
+    if proven:
+        context = cel.Context(variables={"self": value}, functions=K8S_FUNCTIONS)
+        assert cel.compile(source).execute(context) is True
+
+
+def test_a_kind_is_planned_when_seen_again(crds: CrdIndex) -> None:
+    # One object of a kind is not worth compiling its fast schemas (`gpuplan validate FILE`).
+    validator = Validator(crds, K8S, cel=True, webhooks=True)
+    assert validator.validate(QUEUE) == []
+    assert not validator._plans
+    assert validator.validate(QUEUE) == []
+    assert list(validator._plans) == [("kueue.x-k8s.io/v1beta2", "ClusterQueue")]
+
+
+LOCAL_QUEUE = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "LocalQueue",
+    "metadata": {"name": "q", "namespace": "t1"},
+    "spec": {"clusterQueue": "t1"},
+}
+CONDITION = {
+    "type": "Active",
+    "status": "True",
+    "reason": "Ready",
+    "message": "",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+
+
+@pytest.mark.parametrize(
+    ("obj", "wrong"),
+    [
+        (changed(LOCAL_QUEUE, "status", {"conditions": [CONDITION, CONDITION]}), True),
+        (changed(LOCAL_QUEUE, "metadata.name", ""), True),
+        (changed(LOCAL_QUEUE, "spec.clusterQueue", None), False),  # the API server drops the null
+        (changed(LOCAL_QUEUE, "status", {"conditions": [CONDITION]}), False),
+    ],
+    ids=["duplicate condition", "unnamed", "null", "one condition"],
+)
+def test_a_schema_only_kind_words_objects_like_the_full_path(
+    crds: CrdIndex, obj: dict, wrong: bool
+) -> None:
+    warm = Validator(crds, K8S, cel=True, webhooks=True)
+    assert warm.validate(LOCAL_QUEUE) == warm.validate(LOCAL_QUEUE) == []
+    assert warm._plans[("kueue.x-k8s.io/v1beta2", "LocalQueue")].schema_only
+    expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(obj)
+    assert bool(expected) is wrong
+    assert warm.validate(obj) == expected
