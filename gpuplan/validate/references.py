@@ -106,7 +106,17 @@ class ClusterObjects:
 
     def of(self, group: str, kind: str) -> list[dict]:
         """The objects of one group and kind (any version), in input order."""
-        return [o for o in self.objects if o.get("kind") == kind and _group(o) == group]
+        return [o for o in self._by_kind.get(kind, ()) if _group(o) == group]
+
+    @cached_property
+    def _by_kind(self) -> dict[str, list[dict]]:
+        """The objects by kind, in input order (each check asks for a few kinds of thousands)."""
+        found: dict[str, list[dict]] = {}
+        for obj in self.objects:
+            kind = obj.get("kind")
+            if isinstance(kind, str):  # any other kind is no kind a check asks for
+                found.setdefault(kind, []).append(obj)
+        return found
 
     def names(self, group: str, kind: str) -> set[str]:
         """The names of the objects of one group and kind."""
