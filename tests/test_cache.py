@@ -426,3 +426,45 @@ def test_a_cache_folder_others_may_write_is_not_used(
     finally:
         for folder in ("render", "parsed"):
             (cache_home / folder).chmod(0o700)
+
+
+def test_the_quick_comparison_is_true_only_for_exactly_the_recorded_files(
+    tmp_path: Path, cache_home: Path
+) -> None:
+    """cache.output.as_recorded, the one-pass answer of an unchanged `render --check`: anything
+    but the recorded files with their recorded lstat sends the check to the full comparison."""
+    from gpuplan.cache.output import as_recorded
+    from gpuplan.cache.record import RenderCache
+
+    root = tmp_path / "repo"
+    Fleet().write(root)
+    _render(root)
+    out = root / "output"
+    cache = RenderCache.open(root, None, None)
+    assert cache is not None and cache.hit
+    recorded = cache.signatures()
+    assert recorded and as_recorded(out, recorded)
+    (out / "c00" / "empty").mkdir()  # a folder is not compared (the full path ignores it too)
+    assert as_recorded(out, recorded)
+    target = out / "c00/kueue/clusterqueue-t0.yaml"
+    data = target.read_bytes()
+    for change in (
+        lambda: (out / "c00" / "notes.txt").write_text("mine\n"),  # a file nobody recorded
+        lambda: target.unlink(),  # a recorded file gone
+        lambda: target.write_bytes(data + b"\n"),  # an edit
+        lambda: (target.unlink(), target.symlink_to(out / "c00/kustomization.yaml")),  # a link
+    ):
+        change()
+        assert not as_recorded(out, recorded)
+        shutil.rmtree(out)
+        _render(root)  # back as recorded, with new signatures
+        cache = RenderCache.open(root, None, None)
+        assert cache is not None
+        recorded = cache.signatures()
+        assert as_recorded(out, recorded)
+    assert not as_recorded(tmp_path / "missing", recorded)
+    stale = run("render", "--root", str(root), "--check")
+    assert stale.code == 0 and "up to date" in stale.stderr
+    (out / "c00" / "notes.txt").write_text("mine\n")  # the full comparison words it
+    found = run("render", "--root", str(root), "--check")
+    assert found.code == 0 and "notes.txt: warning: not written by gpuplan" in found.stderr

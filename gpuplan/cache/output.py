@@ -90,6 +90,55 @@ def _holds(fd: int, name: str, content: str) -> bool:
     return digest(safefs.read_all(fd, name)) == content
 
 
+class _Differs(Exception):
+    """The output is not exactly as recorded."""
+
+
+def as_recorded(out: Path, recorded: dict[str, Signature]) -> bool:
+    """Tell whether the output holds exactly the recorded files, each with its recorded lstat,
+    and no other file, link or special entry (folders, empty or not, are not compared).
+
+    The quick answer of the common case, one pass and nothing read: when it is False, the full
+    comparison (`changes`) finds and words what differs. The output itself is opened with
+    O_NOFOLLOW, and every folder below it relative to its parent, as everywhere in the writer.
+    """
+    try:
+        fd = os.open(out, safefs.DIR_FLAGS)
+    except OSError:
+        return False
+    try:
+        return _matched(fd, "", recorded) == len(recorded)
+    except (_Differs, OSError):
+        return False
+    finally:
+        os.close(fd)
+
+
+def _matched(dir_fd: int, prefix: str, recorded: dict[str, Signature]) -> int:
+    """Count the recorded files below a folder found as recorded; raise _Differs on anything else."""
+    count = 0
+    with os.scandir(dir_fd) as listing:
+        entries = list(listing)
+    get = recorded.get
+    for entry in entries:
+        name = entry.name
+        if entry.is_dir(follow_symlinks=False):
+            child = os.open(name, safefs.DIR_FLAGS, dir_fd=dir_fd)
+            try:
+                count += _matched(child, f"{prefix}{name}/", recorded)
+            finally:
+                os.close(child)
+            continue
+        before = get(prefix + name)
+        if before is None or not entry.is_file(follow_symlinks=False):
+            raise _Differs(prefix + name)
+        st = entry.stat(follow_symlinks=False)  # safefs.signature, inline: once per file
+        if (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != before:
+            raise _Differs(prefix + name)
+        count += 1
+    return count
+
+
 def changes(
     out: Path, recorded: dict[str, tuple[str, Signature]], scope: tuple[str, ...] = ()
 ) -> tuple[Changes, dict[str, Signature], OutputTree]:

@@ -37,7 +37,8 @@ class RenderCache:
     environment: str
     key: str
     previous: dict[str, Any] | None
-    files: dict[str, Entry] = field(default_factory=dict)
+    _table: tuple[list[str], list[str], list[str], list[int]] | None = None  # checked lists
+    _files: dict[str, Entry] | None = None
     _valid: set[str] = field(default_factory=set)
     _used: set[str] = field(default_factory=set)  # proofs this render relied on or made
     _keys: dict[int, str] = field(default_factory=dict)
@@ -57,24 +58,24 @@ class RenderCache:
             return None
         name = store.slot(root, output)
         cache = cls(home, name, environment, key, store.load(home, name))
-        cache.files = cache._entries()
+        cache._table = cache._checked_table()
         try:
             valid = cache.previous.get("valid") if cache.previous else None
             cache._valid = {k for k in valid if isinstance(k, str)} if valid else set()
             if cache.previous is not None:
                 cache.findings()
         except (KeyError, TypeError, ValueError):  # a damaged record is no record
-            cache.previous, cache.files, cache._valid = None, {}, set()
+            cache.previous, cache._table, cache._valid = None, None, set()
         return cache
 
-    def _entries(self) -> dict[str, Entry]:
-        """Return the recorded files; a record with any damaged entry is no record.
+    def _checked_table(self) -> tuple[list[str], list[str], list[str], list[int]] | None:
+        """Return the recorded files' lists, checked; a record with any damaged entry is no record.
 
         The record keeps them as parallel lists (see save): path, object key, content hash, and
         the four numbers of each stat signature in one flat list.
         """
         if self.previous is None:
-            return {}
+            return None
         files = self.previous.get("files")
         try:
             if not isinstance(files, dict):
@@ -86,19 +87,36 @@ class RenderCache:
                 all(type(v) is list for v in (paths, keys, contents, numbers))
                 and len(paths) == len(keys) == len(contents) == len(numbers) // 4
                 and len(numbers) % 4 == 0
-                and all(type(t) is str for t in (*paths, *keys, *contents))
-                and all(type(n) is int for n in numbers)
+                and {*map(type, paths), *map(type, keys), *map(type, contents)} <= {str}
+                and set(map(type, numbers)) <= {int}
             ):
                 raise ValueError("a damaged file list")
             all_safe_relative(paths)
-            signatures = zip(*(iter(numbers),) * 4)
-            return {
-                path: Entry(key, content, signature)
-                for path, key, content, signature in zip(paths, keys, contents, signatures)
-            }
         except (TypeError, ValueError, KeyError, WriteError):
             self.previous = None
+            return None
+        return paths, keys, contents, numbers
+
+    @property
+    def files(self) -> dict[str, Entry]:
+        """Return path -> what the record keeps of every file the recorded render wrote."""
+        if self._files is None:
+            self._files = {}
+            if self._table is not None:
+                paths, keys, contents, numbers = self._table
+                signatures = zip(*(iter(numbers),) * 4)
+                self._files = {
+                    path: Entry(key, content, signature)
+                    for path, key, content, signature in zip(paths, keys, contents, signatures)
+                }
+        return self._files
+
+    def signatures(self) -> dict[str, Signature]:
+        """Return path -> recorded stat signature of every file (quicker than `files`)."""
+        if self._table is None:
             return {}
+        paths, numbers = self._table[0], self._table[3]
+        return dict(zip(paths, zip(*(iter(numbers),) * 4)))
 
     @property
     def hit(self) -> bool:

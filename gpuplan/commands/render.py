@@ -33,6 +33,7 @@ from gpuplan.write import (
 if TYPE_CHECKING:
     from gpuplan.cache.record import RenderCache
     from gpuplan.pipeline import Compiled
+    from gpuplan.safefs import Signature
 
 
 @dataclass
@@ -99,18 +100,25 @@ def _scan(options: Options, cache: RenderCache | None) -> OutputTree | None:
 
 def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int | None:
     """Answer from the last render of the same inputs; None when a render must run after all."""
+    from gpuplan.cache.output import as_recorded
     from gpuplan.cache.output import changes as recorded_changes
 
     diagnostics, notes, clusters = cache.findings()
+    signatures = cache.signatures()
+    seen: dict[str, Signature]
+    tree: OutputTree | None
     try:
         refuse_holding(options.output, options.root)
         with stage("compare the output with the record"):
-            changes, seen, tree = recorded_changes(options.output, cache.recorded())
+            if as_recorded(options.output, signatures):  # the common case, in one pass
+                changes, seen, tree = Changes([], [], []), {}, None
+            else:
+                changes, seen, tree = recorded_changes(options.output, cache.recorded())
     except (WriteError, OSError):
         return None  # the full render reports it in its own words
     if changes.any and not check_only:
         return None  # the bytes to write are not in the cache
-    if tree.foreign:
+    if tree is not None and tree.foreign:
         diagnostics = diagnostics + _unmanaged(
             options, clusters, check_only and options.strict, tree
         )
@@ -119,9 +127,9 @@ def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int 
     if seen:
         cache.refresh(seen)
     if check_only:
-        return _report_check(options, changes, len(cache.files))
+        return _report_check(options, changes, len(signatures))
     clean_stale(options.output.absolute())
-    _report_render(options, changes, len(cache.files))
+    _report_render(options, changes, len(signatures))
     return ExitCode.OK
 
 
