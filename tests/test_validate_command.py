@@ -167,7 +167,7 @@ def test_fast_reader_agrees_with_pyyaml_on_everything_rendered() -> None:
     """yaml-rs reads manifests for speed; it must read them exactly as PyYAML does."""
     import yaml
 
-    from gpuplan.validate.command import _fast_documents
+    from gpuplan.validate.command import fast_documents
 
     files = sorted((PROJECT / "output").rglob("*.yaml")) + sorted(
         (PROJECT / "tests" / "cases").rglob("*.yaml")
@@ -176,7 +176,7 @@ def test_fast_reader_agrees_with_pyyaml_on_everything_rendered() -> None:
     fast = 0
     for path in files:
         text = path.read_text()
-        docs = _fast_documents(text)
+        docs = fast_documents(text)
         if docs is not None:
             fast += 1
             assert docs == [d for d in yaml.safe_load_all(text) if d is not None], path
@@ -184,9 +184,32 @@ def test_fast_reader_agrees_with_pyyaml_on_everything_rendered() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["enabled: yes\n", "mode: 0755\n", "a: [on, off]\n", "a: 1\na: 2\n", "- a\n- b\n"]
+    "text",
+    [
+        "enabled: yes\n",
+        "mode: 0755\n",
+        "a: [on, off]\n",
+        "a: 1\na: 2\n",
+        "- a\n- b\n",
+        "a: {b: on}\n",
+        "- No\n",
+        "at:\t10:30\n",
+        "a:\n  - 0644 # mode\n",
+    ],
 )
 def test_fast_reader_leaves_yaml_1_1_scalars_and_oddities_to_pyyaml(text: str) -> None:
-    from gpuplan.validate.command import _fast_documents
+    from gpuplan.validate.command import fast_documents
 
-    assert _fast_documents(text) in (None, [["a", "b"]])
+    assert fast_documents(text) in (None, [["a", "b"]])
+
+
+@pytest.mark.parametrize(
+    "text", ["name: pool-04\n", "image: repo:0755\n", "a: [x-07, z]\n", "a: yes-no\n"]
+)
+def test_fast_reader_reads_words_that_only_contain_such_scalars(text: str) -> None:
+    """A "-" or ":" inside a word is no indicator: both readers read the same string."""
+    import yaml
+
+    from gpuplan.validate.command import fast_documents
+
+    assert fast_documents(text) == list(yaml.safe_load_all(text))

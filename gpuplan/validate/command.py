@@ -46,14 +46,19 @@ def manifest_files(paths: list[Path]) -> Iterator[Path]:
 
 # Plain scalars that YAML 1.1 (PyYAML, and Kubernetes' go-yaml) reads differently from YAML 1.2
 # (yaml-rs): booleans such as yes/on, leading-zero octals, sexagesimal numbers.
+# A plain scalar YAML 1.1 reads otherwise than YAML 1.2 (booleans, octals, sexagesimals), as a
+# value: after ": ", a block sequence's "- ", or "[" / "," in a flow. A "-" or ":" inside a word
+# ("pool-04", "repo:0755") is not one: there the scalar is the whole word, read alike by both.
 _YAML11_ONLY = re.compile(
-    r"[:\-\[,]\s*(?:[yY](?:es)?|[nN]o?|YES|NO|[oO]n|ON|[oO]ff|OFF|0[0-7]+|\d+(?::[0-5]?\d)+)\s*(?:$|[,\]#])",
+    r"[:\-\[,](?:(?<=:)\s+|(?<=-)(?<!\S-)\s+|(?<=[\[,])\s*)"  # one character class first: quick
+    r"(?:[yY](?:es)?|[nN]o?|YES|NO|[oO]n|ON|[oO]ff|OFF|0[0-7]+|\d+(?::[0-5]?\d)+)"
+    r"\s*(?:$|[,\]}#])",
     re.M,
 )
 _SEPARATOR = re.compile(r"^---", re.M)
 
 
-def _fast_documents(text: str) -> list[Any] | None:
+def fast_documents(text: str) -> list[Any] | None:
     """Parse with the Rust yaml-rs (7x libyaml through PyYAML); None when PyYAML must decide."""
     if yaml_rs is None or _YAML11_ONLY.search(text):
         return None
@@ -85,7 +90,7 @@ def read_documents(path: Path, shown: str) -> tuple[list[Document], list[Diagnos
     """Read every document of a file (a `kind: List` counts as its items)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
-        docs = _fast_documents(text)
+        docs = fast_documents(text)
         if docs is None:
             docs = _pyyaml_documents(text)
     except (_yaml_error(), UnicodeDecodeError, OSError) as exc:
