@@ -450,6 +450,8 @@ def test_the_quick_comparison_is_true_only_for_exactly_the_recorded_files(
     data = target.read_bytes()
     for change in (
         lambda: (out / "c00" / "notes.txt").write_text("mine\n"),  # a file nobody recorded
+        lambda: (out / "notes.txt").write_text("mine\n"),  # in the top folder (not the worker's)
+        lambda: (out / "argocd" / "notes.txt").write_text("mine\n"),  # another core's folder
         lambda: target.unlink(),  # a recorded file gone
         lambda: target.write_bytes(data + b"\n"),  # an edit
         lambda: (target.unlink(), target.symlink_to(out / "c00/kustomization.yaml")),  # a link
