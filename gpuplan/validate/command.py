@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -192,10 +193,11 @@ class Run:
     _units: dict[str, str] = field(default_factory=dict)
 
     def unit(self, file: str) -> str:
-        """Return the folder a file is checked with (its cluster folder)."""
-        found = self._units.get(file)
+        """Return the folder a file is checked with (its cluster folder): one lookup per folder."""
+        folder = os.path.dirname(file)
+        found = self._units.get(folder)
         if found is None:
-            found = self._units[file] = _unit(Path(file).absolute(), self.roots, self._kustomized)
+            found = self._units[folder] = _unit(Path(file).absolute(), self.roots, self._kustomized)
         return found
 
     def validator(self, file: str) -> Validator:
