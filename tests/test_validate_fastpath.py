@@ -9,9 +9,11 @@ full path would.
 
 from __future__ import annotations
 
+import copy
 import random
 import re
 from pathlib import Path
+from typing import Any
 
 import cel
 import jsonschema_rs
@@ -89,6 +91,20 @@ BAD_QUEUES = {
         list(reversed(QUEUE["spec"]["resourceGroups"][0]["flavors"][0]["resources"])),
     ),
     "resource missing": changed(QUEUE, f"{FLAVOR}.resources.2", delete=True),
+    # All resources in the covered order end to end, but one flavor has one too many: only
+    # the count per flavor tells (and then the duplicate's list-map key and the webhook).
+    "resources shifted between flavors": changed(
+        changed(
+            QUEUE,
+            f"{FLAVOR}.resources",
+            [
+                *QUEUE["spec"]["resourceGroups"][0]["flavors"][0]["resources"],
+                {"name": "cpu", "nominalQuota": "1"},
+            ],
+        ),
+        f"{GROUP}.flavors.1.resources.0",
+        delete=True,
+    ),
     "negative quota": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", "-1"),
     "negative integer quota": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", -1),
     "negative borrowing": changed(QUEUE, f"{FLAVOR}.resources.0.borrowingLimit", "-1"),
@@ -180,6 +196,10 @@ def test_bad_queues_get_the_full_paths_problems(crds: CrdIndex, name: str) -> No
     assert warm.validate(bad) == expected
     if validate_cluster_queue(bad):
         assert not plain_cluster_queue(bad)
+    # Without CEL the quick test alone stands for the flavors' resources (no count rule after it).
+    warm = Validator(crds, K8S, webhooks=True)
+    assert warm.validate(plain) == warm.validate(plain) == []
+    assert warm.validate(bad) == Validator(crds, K8S, webhooks=True)._validate(bad)
 
 
 # --- list-map keys -----------------------------------------------------------------------------
@@ -416,3 +436,116 @@ def test_a_schema_only_kind_words_objects_like_the_full_path(
     expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(obj)
     assert bool(expected) is wrong
     assert warm.validate(obj) == expected
+
+
+# --- the proofs-only walk written out per CRD version (gpuplan.validate.celwalk) ----------------
+
+
+def _mutated(rng: random.Random, obj: object, depth: int = 0) -> object:
+    """A copy of ``obj`` with a few random changes: fields dropped, nulled, retyped, duplicated."""
+    if isinstance(obj, dict):
+        out = {}
+        for key, value in obj.items():
+            roll = rng.random()
+            if roll < 0.04:
+                continue  # dropped (a default to apply, or a rule's has() turning false)
+            out[key] = rng.choice([None, "", "x", 0, -1, True, [], {}]) if roll < 0.08 else value
+            out[key] = _mutated(rng, out[key], depth + 1)
+        return out
+    if isinstance(obj, list):
+        items = [_mutated(rng, item, depth + 1) for item in obj]
+        if items and rng.random() < 0.1:
+            items.append(items[0])
+        if items and rng.random() < 0.05:
+            items.pop(rng.randrange(len(items)))
+        return items
+    return obj
+
+
+def test_written_walks_prove_only_what_the_interpreter_passes(crds: CrdIndex) -> None:
+    from gpuplan.validate.cel import compiled_rules
+    from tests.test_validate_cel import SAMPLES
+
+    rng = random.Random(20261124)
+    proven = written = 0
+    for sample in [*SAMPLES, QUEUE, *GOOD_QUEUES.values()]:
+        group, _, version = sample["apiVersion"].rpartition("/")
+        for crd_version in crds.versions(group, version, sample["kind"]):
+            rules = compiled_rules(crd_version)
+            if rules.prove is None:
+                continue
+            written += 1
+            for _ in range(60):
+                obj = _mutated(rng, sample)
+                try:
+                    rules.prove(obj)
+                except Exception:  # noqa: BLE001 - not proven here: the generic walks decide
+                    continue
+                proven += 1
+                rules._defaulted_walk(rules.root, obj, "", None)  # the generic proofs agree
+                rules.prove_first = False  # (on the instance: the interpreter alone)
+                try:
+                    assert rules.check(obj) == ([], []), (crd_version.crd.source, obj)
+                finally:
+                    del rules.prove_first
+    assert written >= 5 and proven > 200  # exercised, not only compiled
+
+
+def _reshuffled(rng: random.Random, queue: Any) -> Any:
+    """A copy of a queue with resources moved, repeated or dropped between its flavors."""
+    queue = copy.deepcopy(queue)
+    lists = [
+        flavor["resources"]
+        for group in _list(_list(queue.get("spec", {}), "resourceGroups"), None)
+        for flavor in _list(group, "flavors")
+        if isinstance(flavor, dict) and isinstance(flavor.get("resources"), list)
+    ]
+    at = rng.randrange(len(lists)) if lists else 0
+    if at + 1 < len(lists) and lists[at] and rng.random() < 0.4:
+        lists[at + 1].insert(0, lists[at].pop())  # all names still in order end to end
+        return queue
+    for _ in range(rng.randint(0, 2)):
+        if not lists:
+            break
+        source, target = rng.choice(lists), rng.choice(lists)
+        if source:
+            moved = source.pop(rng.randrange(len(source))) if rng.random() < 0.5 else source[0]
+            target.insert(rng.randint(0, len(target)), moved)
+    return queue
+
+
+def _list(parent: Any, key: str | None) -> list:
+    """parent[key] (or parent itself when key is None) when a list of mappings, else []."""
+    found = parent.get(key) if key is not None and isinstance(parent, dict) else parent
+    return [x for x in found if isinstance(x, dict)] if isinstance(found, list) else []
+
+
+def test_the_quick_test_proves_the_rules_it_stands_for(crds: CrdIndex) -> None:
+    from gpuplan.validate.webhooks import CLUSTER_QUEUE_RULES
+
+    rng = random.Random(20261125)
+    kept = 0
+    for sample in [QUEUE, *GOOD_QUEUES.values(), *BAD_QUEUES.values()]:
+        for _ in range(80):
+            obj = _reshuffled(rng, _mutated(rng, sample) if rng.random() < 0.3 else sample)
+            if not isinstance(obj.get("spec"), dict) or not plain_cluster_queue(obj):  # type: ignore[union-attr]
+                continue
+            groups = obj["spec"].get("resourceGroups") or []  # type: ignore[index]
+            for group in groups:  # what the quick test stands for: each flavor lists them all
+                for flavor in group["flavors"]:
+                    names = [resource["name"] for resource in flavor["resources"]]
+                    assert names == group["coveredResources"], obj
+            for path, rule in CLUSTER_QUEUE_RULES:
+                assert path == "spec.resourceGroups[*]"
+                for item in groups:
+                    context = cel.Context(variables={"self": item}, functions=K8S_FUNCTIONS)
+                    assert cel.compile(rule).execute(context) is True, obj
+                    kept += 1
+    assert kept > 100
+    group, version = "kueue.x-k8s.io", "v1beta2"
+    found = {
+        (rule.path_pattern, rule.rule)
+        for crd_version in crds.versions(group, version, "ClusterQueue")
+        for rule in crd_version.cel_rules
+    }
+    assert found >= CLUSTER_QUEUE_RULES  # the rules are the CRD's, to the character

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.validate.celfast import Proof, Unsure, compile_rule
+from gpuplan.validate.celwalk import MissingDefault, compile_walk
 from gpuplan.validate.crds import CelRule, CrdVersion
 from gpuplan.validate.engine import Problem
 
@@ -269,13 +270,29 @@ class CelRules:
         # the object when a rule sits at its root).
         top = None if self.root is None or self.root.rules else tuple(self.root.props)
         self.whole = _Rule(CelRule("", "<every rule>"), None, fields=top)
+        # The proofs-only walk written out for this tree (gpuplan.validate.celwalk).
+        self.prove = self.walk_assuming(frozenset())
+
+    def walk_assuming(self, assumed: frozenset[tuple[str, str]]) -> Callable[[Any], None] | None:
+        """The proofs-only walk (gpuplan.validate.celwalk) leaving out ``assumed`` rules' proofs.
+
+        None when the rules cannot all be proven in one walk. Only for objects the ``assumed``
+        rules (path pattern, rule text) are known to pass on: check(obj, prove=...) trusts it.
+        """
+        if self.root is None or not self.proven_only or not self.fused:
+            return None
+        return compile_walk(self.root, assumed)
 
     def check(
-        self, obj: Any, passes: Passes | None = None
+        self,
+        obj: Any,
+        passes: Passes | None = None,
+        prove: Callable[[Any], None] | None = None,
     ) -> tuple[list[Problem], list[SkippedRule]]:
         """Problems of ``obj`` and the rules that could not be evaluated on it.
 
         With ``passes``, a rule is not run on a value equal to one it passed on before.
+        ``prove``: a walk_assuming() walk to prove the rules with, instead of self.prove.
         """
         if self.root is None or not isinstance(obj, dict):
             return [], []
@@ -287,7 +304,13 @@ class CelRules:
                 return [], []
         if self.proven_only and self.fused and self.prove_first:
             try:
-                self._defaulted_walk(self.root, obj, "", None)
+                try:
+                    walk = prove or self.prove
+                    if walk is None:
+                        raise MissingDefault
+                    walk(obj)  # the objects needing no default
+                except MissingDefault:
+                    self._defaulted_walk(self.root, obj, "", None)
                 return [], []
             except Exception:  # noqa: BLE001 - Unsure, or any surprise: no proof, the walk decides
                 pass
@@ -666,9 +689,12 @@ class CelEvaluator:
             self._skipped.setdefault((item.source, item.api_version, item.path, item.rule), item)
         return sorted(set(problems))
 
-    def passes(self, rules: CelRules, obj: Any) -> bool:
-        """Whether ``obj`` fails none of ``rules`` (those of a version validate() has seen)."""
-        problems, skipped = rules.check(obj, self._passes)
+    def passes(self, rules: CelRules, obj: Any, prove: Callable[[Any], None] | None = None) -> bool:
+        """Whether ``obj`` fails none of ``rules`` (those of a version validate() has seen).
+
+        ``prove``: a rules.walk_assuming() walk, for an object its assumed rules pass on.
+        """
+        problems, skipped = rules.check(obj, self._passes, prove)
         for item in skipped:
             self._skipped.setdefault((item.source, item.api_version, item.path, item.rule), item)
         return not problems

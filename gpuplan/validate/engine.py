@@ -35,6 +35,8 @@ class _Plan:
     cluster: bool = False  # a cluster-scoped custom resource
     # Nothing but the fast schema and metadata to check (when no list-map list is there).
     schema_only: bool = False
+    # The CEL proofs-only walk for objects the quick test passes: the rules it proves left out.
+    cel_plain: Any = None
 
 
 class Validator:
@@ -130,7 +132,9 @@ class Validator:
             ):
                 return None
             # No null, so the object is its own pruned form.
-            if plan.cel is not None and not self._cel.passes(plan.cel, obj):
+            if plan.cel is not None and not self._cel.passes(
+                plan.cel, obj, plan.cel_plain if plain else None
+            ):
                 return None
         except (ValueError, TypeError):  # not representable as JSON: the full path says so
             return None
@@ -169,7 +173,7 @@ class Validator:
 
             cel = compiled_rules(crd_version)
             cel = cel if cel.root is not None else None
-        webhook = plain = gated = None
+        webhook = plain = gated = cel_plain = None
         plain_list_maps = list_maps
         if self.webhooks:
             from gpuplan.validate.webhooks import plain_for, webhook_for
@@ -179,6 +183,8 @@ class Validator:
             if found is not None:
                 plain = found.check
                 plain_list_maps = without(list_maps, found.lists)
+                if cel is not None and found.rules:
+                    cel_plain = cel.walk_assuming(found.rules)
                 schema = found.gate(crd_version.json_schema) if crd_version is not None else None
                 if schema is not None:
                     schema = self.core.without_nulls({**schema, "type": "object"})
@@ -197,6 +203,7 @@ class Validator:
             gated,
             crd_version is not None and crd_version.crd.scope == "Cluster",
             cel is None and webhook is None and plain is None,
+            cel_plain,
         )
 
     def _second_sight(self, api_version: str, kind: str) -> bool:

@@ -349,6 +349,20 @@ CLUSTER_QUEUE_LISTS: dict[tuple[str | int, ...], tuple[str, ...]] = {
 }
 
 
+# The CEL rules of Kueue's ClusterQueue CRD (path, rule) that plain_cluster_queue's True proves:
+# each flavor lists its group's coveredResources, so as many of them
+# (kubernetes-sigs/kueue config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml @ v0.19.2,
+# both served versions). A CRD whose rule differs in any character is not assumed.
+CLUSTER_QUEUE_RULES = frozenset(
+    {
+        (
+            "spec.resourceGroups[*]",
+            "self.flavors.all(x, size(x.resources) == size(self.coveredResources))",
+        )
+    }
+)
+
+
 _NAME = operator.itemgetter("name")
 _QUOTA = operator.itemgetter("nominalQuota")
 _FLAVORS = operator.itemgetter("flavors")
@@ -420,8 +434,17 @@ def _plain_groups(groups: Any, gated: bool = False) -> bool:
         all_flavors = list(chain.from_iterable(flavors))
         # Each flavor's resources, as the covered resources of its group repeated.
         expected = list(chain.from_iterable(map(operator.mul, covered, map(len, flavors))))
-        resources = list(chain.from_iterable(map(_RESOURCES, all_flavors)))
-        if list(map(_NAME, resources)) != expected:
+        listed = list(map(_RESOURCES, all_flavors))
+        resources = list(chain.from_iterable(listed))
+        # Per flavor as many resources as its group covers: with the names equal all along,
+        # each flavor lists exactly its group's coveredResources (CLUSTER_QUEUE_RULES).
+        if (
+            list(map(len, listed))
+            != list(
+                chain.from_iterable(map(operator.mul, map(_one_len, covered), map(len, flavors)))
+            )
+            or list(map(_NAME, resources)) != expected
+        ):
             return False  # another order or set: the full rules
         # Ungated: no limit beside the quota, and every quota a text without a sign.
         if not gated and (
@@ -443,6 +466,11 @@ def _plain_groups(groups: Any, gated: bool = False) -> bool:
             for group, listed in zip(covered, flavors)
         )
     )
+
+
+def _one_len(items: list) -> list[int]:
+    """[len(items)]: one flavor's expected number of resources, to repeat per flavor."""
+    return [len(items)]
 
 
 def _size_problems(groups: Any) -> list[Problem]:
@@ -651,12 +679,15 @@ class Plain(NamedTuple):
     check: Callable[[dict, bool], bool]  # (object, passed the gate's schema?) -> nothing to find
     lists: dict[tuple[str | int, ...], tuple[str, ...]]  # list-map lists it finds distinct
     gate: Callable[[dict], dict | None]  # the kind's schema refusing what check then skips
+    rules: frozenset[tuple[str, str]]  # CEL rules (path, rule) its True proves to pass
 
 
 def plain_for(api_version: str, kind: Any) -> Plain | None:
     """The quick test of one apiVersion and kind; None for kinds without one."""
     if kind == "ClusterQueue" and api_version.rpartition("/")[0] == GROUP:
-        return Plain(plain_cluster_queue, CLUSTER_QUEUE_LISTS, cluster_queue_gate)
+        return Plain(
+            plain_cluster_queue, CLUSTER_QUEUE_LISTS, cluster_queue_gate, CLUSTER_QUEUE_RULES
+        )
     return None
 
 

@@ -1,0 +1,115 @@
+"""One Python function per CRD version proving all its CEL rules pass, for the usual object.
+
+``CelRules._defaulted_walk`` without an output (proofs only) is a generic recursive walk: per
+node it loops over the node's defaults, properties and children and checks each value's type,
+whether the object needs it or not. For an object that already carries every default the
+walk reached, it copies nothing, and what it does is fixed by the rule tree alone. This module
+writes that walk out once per rule tree, as plain Python with the field names and proofs as
+constants: one small function per node, calling its children's.
+
+The function returns None when every rule is proven on the object as it is. It raises
+``MissingDefault`` where a default the walk would apply is missing (then the generic walk,
+which applies it, decides) and ``Unsure`` (or any other exception) where a proof does not hold
+(then the full walk with the interpreter decides). So it proves exactly what the generic walk
+proves on objects needing no default, and nothing on any other object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from gpuplan.validate.celfast import Unsure
+
+if TYPE_CHECKING:
+    from gpuplan.validate.cel import _Node
+
+
+class MissingDefault(Exception):
+    """The walk would apply a schema default here: the generic walk decides."""
+
+
+def _missing() -> None:
+    raise MissingDefault
+
+
+def _unproven() -> None:
+    raise Unsure("not proven")
+
+
+def compile_walk(
+    root: _Node, assumed: frozenset[tuple[str, str]] = frozenset()
+) -> Callable[[Any], None] | None:
+    """The proof walk of a rule tree as one generated function; None when it cannot be built.
+
+    Every rule of the tree must have a proof. ``assumed``: rules (path pattern, rule text)
+    whose proofs are left out, for objects a caller has proven them on by other means.
+    """
+    writer = _Writer(assumed)
+    try:
+        name = writer.node(root)
+        namespace: dict[str, Any] = {
+            "_missing": _missing,
+            "_unproven": _unproven,
+            **writer.constants,
+        }
+        # The code is written by _Writer: names it made, field names and defaults as constants.
+        exec("\n".join(writer.lines), namespace)
+    except (RecursionError, SyntaxError, MemoryError, _NoProof):
+        return None
+    walk: Callable[[Any], None] = namespace[name]
+    return walk
+
+
+class _NoProof(Exception):
+    """A rule of the tree has no proof: no walk of proofs alone."""
+
+
+class _Writer:
+    """Writes one function per node of the rule tree; node functions call their children's."""
+
+    def __init__(self, assumed: frozenset[tuple[str, str]]) -> None:
+        self.assumed = assumed
+        self.lines: list[str] = []
+        self.constants: dict[str, Any] = {}
+        self.functions = 0
+
+    def constant(self, value: Any) -> str:
+        name = f"_c{len(self.constants)}"
+        self.constants[name] = value
+        return name
+
+    def node(self, node: _Node) -> str:
+        """Write the function of ``node`` (and of its children first); return its name."""
+        props = [(self.constant(name), self.node(child)) for name, child in node.props.items()]
+        values = self.node(node.values) if node.values is not None else None
+        items = self.node(node.items) if node.items is not None else None
+        name = f"_n{self.functions}"
+        self.functions += 1
+        body: list[str] = []
+        if node.defaults or props or values:
+            body.append("if isinstance(v, dict):")
+            for default in node.defaults:
+                body.append(f"    if v.get({self.constant(default)}) is None: _missing()")
+            for key, child in props:
+                body.append(f"    x = v.get({key})")
+                body.append(f"    if x is not None: {child}(x)")
+            if values is not None:
+                body.append("    for x in v.values():")
+                body.append(f"        if x is not None: {values}(x)")
+            if items is not None:
+                body.append("elif isinstance(v, list):")
+        elif items is not None:
+            body.append("if isinstance(v, list):")
+        if items is not None:
+            body.append("    for x in v:")
+            body.append(f"        if x is not None: {items}(x)")
+        for rule in node.rules:
+            if (rule.rule.path_pattern, rule.rule.rule) in self.assumed:
+                continue
+            if rule.proof is None:
+                raise _NoProof
+            body.append(f"if {self.constant(rule.proof)}(v) is not True: _unproven()")
+        self.lines.append(f"def {name}(v):")
+        self.lines += [f"    {line}" for line in body] or ["    pass"]
+        return name
