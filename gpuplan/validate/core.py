@@ -217,7 +217,12 @@ def _null_free(node: Any) -> Any:
             out[key] = [_null_free(sub) for sub in out[key]]
     # "not", "if", "contains" and the like keep their meaning: the keywords above decide nulls.
     if "type" not in out:
-        if "enum" not in out and "const" not in out and "$ref" not in out:
+        # Each subschema above now accepts only values without a null, so a value one of them
+        # must accept has none either: the int-or-string quantities (anyOf integer, string).
+        decided = ("enum", "const", "$ref")
+        if not any(key in out for key in decided) and not any(
+            isinstance(out.get(key), list) and out[key] for key in ("anyOf", "oneOf", "allOf")
+        ):
             out["allOf"] = [*out.get("allOf", []), _NO_NULLS_REF]
         return out
     kinds: list[Any] = (

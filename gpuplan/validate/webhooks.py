@@ -31,8 +31,8 @@ import math
 import operator
 from collections.abc import Callable
 from fractions import Fraction
-from functools import lru_cache
-from itertools import chain
+from functools import lru_cache, partial
+from itertools import chain, repeat
 from typing import Any, NamedTuple
 
 from gpuplan.names import DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
@@ -364,6 +364,7 @@ CLUSTER_QUEUE_RULES = frozenset(
 
 
 _NAME = operator.itemgetter("name")
+_NAMES = partial(map, _NAME)  # the names of a list's items, lazily
 _QUOTA = operator.itemgetter("nominalQuota")
 _FLAVORS = operator.itemgetter("flavors")
 _COVERED = operator.itemgetter("coveredResources")
@@ -432,25 +433,17 @@ def _plain_groups(groups: Any, gated: bool = False) -> bool:
             return False
         names = list(chain.from_iterable(covered))
         all_flavors = list(chain.from_iterable(flavors))
-        # Each flavor's resources, as the covered resources of its group repeated.
-        expected = list(chain.from_iterable(map(operator.mul, covered, map(len, flavors))))
         listed = list(map(_RESOURCES, all_flavors))
-        resources = list(chain.from_iterable(listed))
-        # Per flavor as many resources as its group covers: with the names equal all along,
-        # each flavor lists exactly its group's coveredResources (CLUSTER_QUEUE_RULES).
-        if (
-            list(map(len, listed))
-            != list(
-                chain.from_iterable(map(operator.mul, map(_one_len, covered), map(len, flavors)))
-            )
-            or list(map(_NAME, resources)) != expected
-        ):
+        # Each flavor's resource names are its group's coveredResources, in order: that also
+        # makes them as many (CLUSTER_QUEUE_RULES) and distinct (CLUSTER_QUEUE_LISTS).
+        expected = list(chain.from_iterable(map(repeat, covered, map(len, flavors))))
+        if list(map(list, map(_NAMES, listed))) != expected:
             return False  # another order or set: the full rules
         # Ungated: no limit beside the quota, and every quota a text without a sign.
-        if not gated and (
-            set(map(len, resources)) != _QUOTA_ONLY or "-" in "".join(map(_QUOTA, resources))
-        ):
-            return False
+        if not gated:
+            resources = list(chain.from_iterable(listed))
+            if set(map(len, resources)) != _QUOTA_ONLY or "-" in "".join(map(_QUOTA, resources)):
+                return False
         flavor_names = set(map(_NAME, all_flavors))
     except (KeyError, TypeError):  # TypeError: a quota that is no text, among others
         return False
@@ -466,11 +459,6 @@ def _plain_groups(groups: Any, gated: bool = False) -> bool:
             for group, listed in zip(covered, flavors)
         )
     )
-
-
-def _one_len(items: list) -> list[int]:
-    """[len(items)]: one flavor's expected number of resources, to repeat per flavor."""
-    return [len(items)]
 
 
 def _size_problems(groups: Any) -> list[Problem]:
