@@ -132,10 +132,15 @@ class Validator:
             ):
                 return None
             # No null, so the object is its own pruned form.
-            if plan.cel is not None and not self._cel.passes(
-                plan.cel, obj, plan.cel_plain if plain else None
-            ):
-                return None
+            if plan.cel is not None:
+                walk = plan.cel_plain if plain else plan.cel.prove
+                try:  # the rules' proofs alone, when the object needs no default (celwalk)
+                    if walk is None or not plan.cel.prove_first:
+                        raise LookupError
+                    walk(obj)
+                except Exception:  # noqa: BLE001 - not proven so: the evaluator decides
+                    if not self._cel.passes(plan.cel, obj, plan.cel_plain if plain else None):
+                        return None
         except (ValueError, TypeError):  # not representable as JSON: the full path says so
             return None
         meta = obj.get("metadata")

@@ -31,7 +31,7 @@ import math
 import operator
 from collections.abc import Callable
 from fractions import Fraction
-from functools import lru_cache, partial
+from functools import lru_cache
 from itertools import chain, repeat
 from typing import Any, NamedTuple
 
@@ -364,7 +364,6 @@ CLUSTER_QUEUE_RULES = frozenset(
 
 
 _NAME = operator.itemgetter("name")
-_NAMES = partial(map, _NAME)  # the names of a list's items, lazily
 _QUOTA = operator.itemgetter("nominalQuota")
 _FLAVORS = operator.itemgetter("flavors")
 _COVERED = operator.itemgetter("coveredResources")
@@ -434,10 +433,14 @@ def _plain_groups(groups: Any, gated: bool = False) -> bool:
         names = list(chain.from_iterable(covered))
         all_flavors = list(chain.from_iterable(flavors))
         listed = list(map(_RESOURCES, all_flavors))
-        # Each flavor's resource names are its group's coveredResources, in order: that also
-        # makes them as many (CLUSTER_QUEUE_RULES) and distinct (CLUSTER_QUEUE_LISTS).
-        expected = list(chain.from_iterable(map(repeat, covered, map(len, flavors))))
-        if list(map(list, map(_NAMES, listed))) != expected:
+        # Each flavor lists as many resources as its group covers (CLUSTER_QUEUE_RULES), and
+        # all names end to end are the groups' coveredResources, repeated per flavor: so each
+        # flavor lists exactly its group's, in order, distinct (CLUSTER_QUEUE_LISTS).
+        counts = chain.from_iterable(map(repeat, map(len, covered), map(len, flavors)))
+        expected = chain.from_iterable(map(operator.mul, covered, map(len, flavors)))
+        if list(map(len, listed)) != list(counts) or list(
+            map(_NAME, chain.from_iterable(listed))
+        ) != list(expected):
             return False  # another order or set: the full rules
         # Ungated: no limit beside the quota, and every quota a text without a sign.
         if not gated:
@@ -449,15 +452,14 @@ def _plain_groups(groups: Any, gated: bool = False) -> bool:
         return False
     return (
         set(map(type, flavor_names)) <= _TEXT
-        and all(type(n) is str and _qualified_name_error(n) is None for n in names)
+        and set(map(type, names)) <= _TEXT
+        and not any(map(_qualified_name_error, names))  # (None, or why not)
         and len(set(names)) == len(names)
         and len(flavor_names) == len(all_flavors)
         and len(all_flavors) <= MAX_FLAVORS
         and len(names) <= MAX_COVERED_RESOURCES
-        and all(
-            len(group) * len(listed) <= MAX_FLAVOR_RESOURCES
-            for group, listed in zip(covered, flavors)
-        )
+        and max([0, *map(operator.mul, map(len, covered), map(len, flavors))])
+        <= MAX_FLAVOR_RESOURCES
     )
 
 
