@@ -115,6 +115,9 @@ BAD_QUEUES = {
     ),
     "lending above nominal": changed(QUEUE, f"{FLAVOR}.resources.0.lendingLimit", "25"),
     "bad resource name": changed(QUEUE, f"{GROUP}.coveredResources.0", "CPU!"),
+    "covered resource not a text": changed(QUEUE, f"{GROUP}.coveredResources.0", 7),
+    "flavor name not a text": changed(QUEUE, f"{FLAVOR}.name", 7),
+    "resource name not a text": changed(QUEUE, f"{FLAVOR}.resources.0.name", 7),
     "duplicate covered": changed(QUEUE, f"{GROUP}.coveredResources.1", "cpu"),
     "covered across groups": changed(
         QUEUE,
@@ -549,3 +552,40 @@ def test_the_quick_test_proves_the_rules_it_stands_for(crds: CrdIndex) -> None:
         for rule in crd_version.cel_rules
     }
     assert found >= CLUSTER_QUEUE_RULES  # the rules are the CRD's, to the character
+
+
+@given(
+    st.one_of(
+        st.none(),
+        st.dictionaries(
+            st.sampled_from(["matchLabels", "matchExpressions"]),
+            st.one_of(
+                st.none(),
+                st.dictionaries(st.sampled_from(["a", "b/c", "B!"]), st.sampled_from(["x", ""])),
+                st.lists(
+                    st.one_of(
+                        st.none(),
+                        st.fixed_dictionaries(
+                            {},
+                            optional={
+                                "key": st.sampled_from(["a", "x.io/b", "-bad", "", 7]),
+                                "operator": st.sampled_from(["In", "NotIn", "Exists", "Gt", None]),
+                                "values": st.one_of(
+                                    st.none(),
+                                    st.lists(
+                                        st.sampled_from(["v", "", "a b", "-v", 3]), max_size=3
+                                    ),
+                                ),
+                            },
+                        ),
+                    ),
+                    max_size=3,
+                ),
+            ),
+        ),
+    )
+)
+def test_the_quick_selector_test_passes_only_good_selectors(selector: object) -> None:
+    from gpuplan.validate.webhooks import _plain_selector, label_selector_problems
+
+    assert _plain_selector(selector) == (label_selector_problems(selector, "") == [])

@@ -337,8 +337,34 @@ def plain_cluster_queue(obj: dict, gated: bool = False) -> bool:
     return (
         _plain_groups(groups, gated)
         and not fair_sharing_problems(spec, "spec")
-        and not label_selector_problems(spec.get("namespaceSelector"), "spec.namespaceSelector")
+        and _plain_selector(spec.get("namespaceSelector"))
         and not _on_flavor_problems(spec, groups)
+    )
+
+
+def _plain_selector(selector: Any) -> bool:
+    """Whether label_selector_problems(selector) is []: quickly for the usual expressions."""
+    if type(selector) is dict and not selector.get("matchLabels"):
+        expressions = selector.get("matchExpressions")
+        if expressions is None or (
+            type(expressions) is list and all(map(_plain_expression, expressions))
+        ):
+            return True
+    return not label_selector_problems(selector, "")
+
+
+def _plain_expression(expression: Any) -> bool:
+    """Whether a matchExpressions entry is `key In/NotIn [values]` with a good key and values."""
+    if type(expression) is not dict or expression.get("operator") not in _SET_OPERATORS:
+        return False
+    key, values = expression.get("key"), expression.get("values")
+    return (
+        type(key) is str
+        and type(values) is list
+        and bool(values)
+        and _qualified_name_error(key) is None
+        and set(map(type, values)) <= _TEXT
+        and not any(map(_label_value_error, values))  # (None, or why not)
     )
 
 
@@ -392,6 +418,25 @@ def cluster_queue_gate(schema: dict) -> dict | None:
                 return None
             quota["pattern"] = _UNSIGNED_PREFIX + quota["pattern"].removeprefix(_SIGNED_PREFIX)
             quota["minimum"] = 0  # (for integers; a text is held to the pattern)
+        # The types the quick test then takes for granted (Kueue's CRD declares them too).
+        listed = spec["properties"]["resourceGroups"]
+        flavors = groups["flavors"]
+        for node, kind in [
+            (listed, "array"),
+            (listed["items"], "object"),
+            (groups["coveredResources"], "array"),
+            (flavors, "array"),
+            (flavors["items"], "object"),
+            (flavors["items"]["properties"]["resources"], "array"),
+            (flavors["items"]["properties"]["resources"]["items"], "object"),
+        ]:
+            node["type"] = kind
+        groups["coveredResources"]["items"] = {
+            **groups["coveredResources"]["items"],
+            "type": "string",
+        }
+        flavors["items"]["properties"]["name"]["type"] = "string"
+        resources["name"]["type"] = "string"
     except (KeyError, TypeError, AttributeError):
         return None
     resources["lendingLimit"] = False
@@ -428,7 +473,8 @@ def _plain_groups(groups: Any, gated: bool = False) -> bool:
     try:
         covered = list(map(_COVERED, groups))
         flavors = list(map(_FLAVORS, groups))
-        if set(map(type, covered)) - _LIST or set(map(type, flavors)) - _LIST:
+        # (Gated: the schema typed them, and the names below, as its gate requires.)
+        if not gated and (set(map(type, covered)) - _LIST or set(map(type, flavors)) - _LIST):
             return False
         names = list(chain.from_iterable(covered))
         all_flavors = list(chain.from_iterable(flavors))
@@ -451,8 +497,7 @@ def _plain_groups(groups: Any, gated: bool = False) -> bool:
     except (KeyError, TypeError):  # TypeError: a quota that is no text, among others
         return False
     return (
-        set(map(type, flavor_names)) <= _TEXT
-        and set(map(type, names)) <= _TEXT
+        (gated or (set(map(type, flavor_names)) <= _TEXT and set(map(type, names)) <= _TEXT))
         and not any(map(_qualified_name_error, names))  # (None, or why not)
         and len(set(names)) == len(names)
         and len(flavor_names) == len(all_flavors)
