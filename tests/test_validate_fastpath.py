@@ -411,6 +411,13 @@ LOCAL_QUEUE = {
     "metadata": {"name": "q", "namespace": "t1"},
     "spec": {"clusterQueue": "t1"},
 }
+WORKLOAD_PRIORITY = {  # cluster-scoped
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "WorkloadPriorityClass",
+    "metadata": {"name": "high"},
+    "value": 1000,
+}
+NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t1"}}
 CONDITION = {
     "type": "Active",
     "status": "True",
@@ -427,15 +434,52 @@ CONDITION = {
         (changed(LOCAL_QUEUE, "metadata.name", ""), True),
         (changed(LOCAL_QUEUE, "spec.clusterQueue", None), False),  # the API server drops the null
         (changed(LOCAL_QUEUE, "status", {"conditions": [CONDITION]}), False),
+        (changed(LOCAL_QUEUE, "metadata.name", delete=True), True),
+        (
+            changed(
+                changed(LOCAL_QUEUE, "metadata.name", delete=True), "metadata.generateName", "q-"
+            ),
+            False,
+        ),
+        (changed(LOCAL_QUEUE, "metadata", delete=True), True),
+        (changed(LOCAL_QUEUE, "metadata.name", 7), True),
+        (WORKLOAD_PRIORITY, False),
+        (changed(WORKLOAD_PRIORITY, "metadata.namespace", "t1"), True),
+        (changed(WORKLOAD_PRIORITY, "metadata.namespace", ""), False),
+        (NAMESPACE, False),
+        (changed(NAMESPACE, "metadata.name", ""), True),
+        (
+            changed(
+                changed(NAMESPACE, "metadata.name", delete=True), "metadata.generateName", "t-"
+            ),
+            False,
+        ),
     ],
-    ids=["duplicate condition", "unnamed", "null", "one condition"],
+    ids=[
+        "duplicate condition",
+        "unnamed",
+        "null",
+        "one condition",
+        "no name",
+        "generateName",
+        "no metadata",
+        "name not a text",
+        "cluster-scoped",
+        "cluster-scoped with a namespace",
+        "cluster-scoped with an empty namespace",
+        "core kind",
+        "core kind unnamed",
+        "core kind generateName",
+    ],
 )
 def test_a_schema_only_kind_words_objects_like_the_full_path(
     crds: CrdIndex, obj: dict, wrong: bool
 ) -> None:
     warm = Validator(crds, K8S, cel=True, webhooks=True)
-    assert warm.validate(LOCAL_QUEUE) == warm.validate(LOCAL_QUEUE) == []
-    assert warm._plans[("kueue.x-k8s.io/v1beta2", "LocalQueue")].schema_only
+    like = {LOCAL_QUEUE["kind"]: LOCAL_QUEUE, WORKLOAD_PRIORITY["kind"]: WORKLOAD_PRIORITY}
+    good = like.get(obj["kind"], NAMESPACE)
+    assert warm.validate(good) == warm.validate(good) == []
+    assert warm._plans[(good["apiVersion"], good["kind"])].schema_only
     expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(obj)
     assert bool(expected) is wrong
     assert warm.validate(obj) == expected

@@ -148,13 +148,13 @@ class CoreSchemas:
         return compiled
 
     def fast_validator(self, group: str, version: str, kind: str) -> Any | None:
-        """The validator of group/version/kind that also refuses nulls (compiled once)."""
+        """The validator of group/version/kind that also refuses nulls and unnamed objects (compiled once)."""
         key = ("no-nulls", group, version, kind)
         compiled = self._compiled.get(key)
         schema = self.schema(group, version, kind) if compiled is None else None
         if schema is not None:
             compiled = jsonschema_rs.Draft202012Validator(
-                self.without_nulls(schema), registry=self.registry, validate_formats=False
+                named(self.without_nulls(schema)), registry=self.registry, validate_formats=False
             )
             self._compiled[key] = compiled
         return compiled
@@ -181,6 +181,25 @@ class CoreSchemas:
             defs[name] = found
             names |= _local_refs(found)
         return {**out, "$defs": {**out.get("$defs", {}), **defs}}
+
+
+def named(schema: dict[str, Any], cluster: bool = False) -> dict[str, Any]:
+    """``schema`` also requiring a non-empty metadata.name (and no namespace when ``cluster``).
+
+    What the API server asks of every object's metadata beside its schema, for a fast schema to
+    decide alone; an object it refuses for that (one with generateName) takes the full path.
+    """
+    meta: dict[str, Any] = {
+        "required": ["name"],
+        "properties": {"name": {"type": "string", "minLength": 1}},
+    }
+    if cluster:  # metadata.namespace would be dropped silently: absent or ""
+        meta["not"] = {
+            "required": ["namespace"],
+            "properties": {"namespace": {"type": "string", "minLength": 1}},
+        }
+    rule = {"type": "object", "required": ["metadata"], "properties": {"metadata": meta}}
+    return {**schema, "allOf": [*schema.get("allOf", []), rule]}
 
 
 _NO_NULLS_REF = {"$ref": f"#/$defs/{_NO_NULLS}"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from gpuplan.validate.core import CoreSchemas, core_schemas, split_api_version
+from gpuplan.validate.core import CoreSchemas, core_schemas, named, split_api_version
 from gpuplan.validate.crds import LIST_MAP_KEYS, CrdIndex, CrdVersion
 from gpuplan.validate.listmaps import ListMapKeys, Trie, list_map_paths, unique_lists, without
 from gpuplan.validate.messages import Problem, problems_of, show, type_name
@@ -21,7 +21,7 @@ MISSING_CRD = "missing-crd"
 class _Plan:
     """How objects of one apiVersion and kind are validated when nothing is wrong with them."""
 
-    fast: Any  # the kind's compiled schema that also refuses nulls: one pass in Rust
+    fast: Any  # the kind's compiled schema also refusing nulls and unnamed objects (core.named)
     crd_version: CrdVersion | None  # the first candidate CRD version; None for a core kind
     cel: Any  # the CelRules of that CRD version, when it has rules to run (else None)
     webhook: Callable[[dict], list[Problem]] | None
@@ -107,12 +107,8 @@ class Validator:
             valid = plan.fast.is_valid(obj)
         except (ValueError, TypeError):  # not representable as JSON: the full path says so
             valid = False
-        if not valid:
-            return self._validate(obj)
-        meta = obj.get("metadata")
-        if type(meta) is dict and meta.get("name") and not (plan.cluster and meta.get("namespace")):
-            return []
-        return self._meta_problems(plan, obj)
+        # (The fast schema also requires a name, and no namespace of a cluster-scoped kind.)
+        return [] if valid else self._validate(obj)
 
     def _planned(self, plan: _Plan, obj: dict) -> list[Problem] | None:
         """The problems of an object its fast schema accepts; None when the full path must decide."""
@@ -322,7 +318,7 @@ class Validator:
         return (first or []) + _scope_problems(obj, candidates[0])
 
     def _fast_compiler(self, crd_version: CrdVersion) -> Callable[[], tuple[Any, Trie | None]]:
-        """Compile one CRD version's schema that also refuses nulls, when called.
+        """Compile one CRD version's schema that also refuses nulls and unnamed objects, when called.
 
         Only mappings reach a plan, so the root is typed as one: untyped, it would be searched
         for nulls a second time, all the way down. Where the list-map lists have plain paths,
@@ -331,9 +327,13 @@ class Validator:
         """
         schema = {**crd_version.json_schema, "type": "object"}
 
+        cluster = crd_version.crd.scope == "Cluster"  # (a namespace is refused too)
+
         def compile_fast() -> tuple[Any, Trie | None]:
             list_maps = list_map_paths(schema)
-            fast = self._crd_validator(self.core.without_nulls(schema), list_maps is None)
+            fast = self._crd_validator(
+                named(self.core.without_nulls(schema), cluster), list_maps is None
+            )
             return fast, list_maps if list_maps != ([], {}) else None
 
         return compile_fast
