@@ -135,7 +135,7 @@ class ClusterPlan:
     """One cluster, its pools and the tenant allocations on it."""
 
     located: Located[Cluster]
-    pools: dict[str, PoolPlan] = field(default_factory=dict)
+    pools: dict[str, PoolPlan] = field(default_factory=dict)  # in the file's order (nodePools)
     allocations: list[AllocationPlan] = field(default_factory=list)
     cache: dict[str, object] = field(
         default_factory=dict, repr=False

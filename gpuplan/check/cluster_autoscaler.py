@@ -29,7 +29,7 @@ def check_aks_spot_taint(fleet: Fleet) -> Iterator[Diagnostic]:
         cluster = fleet.clusters[name]
         if cluster.spec.provider != "azure":
             continue
-        for pool in sorted(cluster.pools.values(), key=lambda p: p.index):
+        for pool in cluster.pools.values():
             nodes = pool.spec.nodes
             if not nodes.by_cluster_autoscaler or nodes.capacity_type != "spot":
                 continue

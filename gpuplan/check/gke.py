@@ -20,7 +20,7 @@ def _gke_pools(fleet: Fleet) -> Iterator[tuple[ClusterPlan, PoolPlan]]:
     for name in sorted(fleet.clusters):
         cluster = fleet.clusters[name]
         if google_stack(cluster.spec):
-            for pool in sorted(cluster.pools.values(), key=lambda p: p.index):
+            for pool in cluster.pools.values():
                 yield cluster, pool
 
 
@@ -111,7 +111,7 @@ def check_gke_expander_priority(fleet: Fleet) -> Iterator[Diagnostic]:
         cluster = fleet.clusters[name]
         if cluster.spec.provider != "gcp":
             continue
-        for pool in sorted(cluster.pools.values(), key=lambda p: p.index):
+        for pool in cluster.pools.values():
             if pool.spec.nodes.priority is None:
                 continue
             message = (

@@ -150,7 +150,7 @@ def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[Block]:
 def cluster_requirements(cluster: ClusterPlan) -> list[str]:
     """Return the Terraform blocks (as lines) of what one cluster's node groups need set."""
     provider = cluster.spec.provider
-    pools = sorted(cluster.pools.values(), key=lambda p: p.index)
+    pools = list(cluster.pools.values())
     blocks: list[tuple[str, list[Block]]] = []
     if provider == "azure" and any(p.spec.nodes.by_cluster_autoscaler for p in pools):
         blocks.append(

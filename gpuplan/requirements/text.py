@@ -121,7 +121,7 @@ def cluster_requirements(cluster: ClusterPlan) -> list[str]:
     scaled = [p for p in cluster.pools.values() if p.spec.nodes.by_cluster_autoscaler]
     if provider == "azure" and scaled:
         lines += _aks_profile(cluster)
-    for pool in sorted(cluster.pools.values(), key=lambda p: p.index):
+    for pool in cluster.pools.values():
         if provider == "gcp" and pool.spec.node_group is not None:
             lines += _gke(cluster, pool)
             continue
