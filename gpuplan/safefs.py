@@ -198,17 +198,19 @@ def by_folder(paths: Iterable[str]) -> dict[str, list[str]]:
     return groups
 
 
+def each_file(base_fd: int, relatives: Iterable[str]) -> Iterator[tuple[int, str, str]]:
+    """Yield (folder fd, name, relative path) for files below a folder, opening each folder once
+    (never through a link); the fd is valid until the next item."""
+    with Walk(base_fd) as walk:
+        for folder, names in sorted(by_folder(relatives).items()):
+            fd = walk.open(folder)
+            for name in names:
+                yield fd, name, f"{folder}/{name}" if folder else name
+
+
 def read_files(base_fd: int, relatives: list[str]) -> dict[str, bytes]:
     """Return the bytes of regular files below a folder, opening each folder once."""
-    out: dict[str, bytes] = {}
-    for folder, names in sorted(by_folder(relatives).items()):
-        fd = open_dir(base_fd, folder)
-        try:
-            for name in names:
-                out[f"{folder}/{name}" if folder else name] = read_all(fd, name)
-        finally:
-            os.close(fd)
-    return out
+    return {relative: read_all(fd, name) for fd, name, relative in each_file(base_fd, relatives)}
 
 
 def carry_over(src_fd: int, dst_fd: int, name: str) -> None:

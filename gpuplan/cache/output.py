@@ -26,20 +26,14 @@ def digest(data: bytes) -> str:
 
 def stat_files(out: Path, paths: Iterable[str]) -> dict[str, Signature]:
     """Return the signature of files below the output folder (never through a link)."""
-    found: dict[str, Signature] = {}
     root = os.open(out, safefs.DIR_FLAGS)
     try:
-        for folder, names in sorted(safefs.by_folder(paths).items()):
-            fd = safefs.open_dir(root, folder)
-            try:
-                for name in names:
-                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                    found[f"{folder}/{name}" if folder else name] = signature(st)
-            finally:
-                os.close(fd)
+        return {
+            relative: signature(os.stat(name, dir_fd=fd, follow_symlinks=False))
+            for fd, name, relative in safefs.each_file(root, paths)
+        }
     finally:
         os.close(root)
-    return found
 
 
 def same_files(
@@ -66,20 +60,14 @@ def same_files(
         return same, seen
     root = os.open(out, safefs.DIR_FLAGS)
     try:
-        for folder, names in sorted(safefs.by_folder(unsure).items()):
-            fd = safefs.open_dir(root, folder)
-            try:
-                for name in names:
-                    relative = f"{folder}/{name}" if folder else name
-                    content, before = unsure[relative]
-                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                    if signature(st) == tuple(before):
-                        same.add(relative)
-                    elif stat.S_ISREG(st.st_mode) and _holds(fd, name, content):
-                        same.add(relative)
-                        seen[relative] = signature(st)
-            finally:
-                os.close(fd)
+        for fd, name, relative in safefs.each_file(root, unsure):
+            content, before = unsure[relative]
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if signature(st) == tuple(before):
+                same.add(relative)
+            elif stat.S_ISREG(st.st_mode) and _holds(fd, name, content):
+                same.add(relative)
+                seen[relative] = signature(st)
     finally:
         os.close(root)
     return same, seen
