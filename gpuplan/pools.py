@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -11,7 +12,7 @@ from gpuplan.components.dra_driver import DEVICE_PLUGIN_DEPLOY_LABEL, KUBELET_PL
 from gpuplan.dra import DraClass, class_of
 from gpuplan.gke import google_stack
 from gpuplan.gke import node_labels as gke_node_labels
-from gpuplan.gpus.catalog import GpuModel
+from gpuplan.gpus.catalog import GpuModel, MigGeometry
 from gpuplan.gpus.mig import config_name
 from gpuplan.model.cluster import Cluster, NodePool
 
@@ -175,6 +176,20 @@ def _layouts(pool: NodePool, gpus: int) -> tuple[tuple[tuple[int, ...], dict[str
     )
 
 
+def _mig_instances(plan: PoolPlan, geometry: MigGeometry) -> Iterator[tuple[str, Fraction, int]]:
+    """Yield (profile, its share of a GPU's compute, instances per node) for each layout entry.
+
+    Unknown profiles are left out (the checks report them), and so are '+' profiles: no valid
+    resource name.
+    """
+    for gpus, layout in plan.mig_layouts:
+        for profile, count in layout.items():
+            spec = geometry.profile(profile)
+            if spec is not None and "+" not in profile:
+                share = Fraction(spec.compute_slices, geometry.compute_slices)
+                yield profile, share, len(gpus) * count
+
+
 def _mig_resources(plan: PoolPlan, strategy: str) -> dict[str, Resource]:
     sharing = plan.spec.sharing
     geometry = plan.model.mig
@@ -183,17 +198,11 @@ def _mig_resources(plan: PoolPlan, strategy: str) -> dict[str, Resource]:
     per_node: dict[str, int] = {}
     fraction: dict[str, Fraction] = {}
     profile_of: dict[str, str] = {}
-    for gpus, layout in plan.mig_layouts:
-        for profile, count in layout.items():
-            spec = geometry.profile(profile)
-            if spec is None or "+" in profile:
-                continue  # unknown profiles are reported by the checks; '+' is no valid resource name
-            name = _shared(mig_resource(profile, strategy), sharing.renamed)
-            per_node[name] = per_node.get(name, 0) + len(gpus) * count * sharing.replicas
-            fraction[name] = (
-                Fraction(spec.compute_slices, geometry.compute_slices) / sharing.replicas
-            )
-            profile_of[name] = profile
+    for profile, share, instances in _mig_instances(plan, geometry):
+        name = _shared(mig_resource(profile, strategy), sharing.renamed)
+        per_node[name] = per_node.get(name, 0) + instances * sharing.replicas
+        fraction[name] = share / sharing.replicas
+        profile_of[name] = profile
     return {
         name: Resource(name, per_node[name], fraction[name], profile_of[name])
         for name in sorted(per_node)
@@ -255,15 +264,10 @@ def _dra_pool(plan: PoolPlan) -> PoolPlan:
         return plan  # reported by the fleet's MIG checks
     per_node: dict[str, int] = {}
     made: dict[str, Resource] = {}
-    for gpus, layout in plan.mig_layouts:
-        for profile, count in layout.items():
-            spec = geometry.profile(profile)
-            if spec is None or "+" in profile:
-                continue  # as for the device plugin: reported by the checks
-            cls = class_of(pool, model, profile)
-            per_node[cls.resource] = per_node.get(cls.resource, 0) + len(gpus) * count
-            share = Fraction(spec.compute_slices, geometry.compute_slices)
-            made[cls.resource] = Resource(cls.resource, 0, share, profile, cls)
+    for profile, share, instances in _mig_instances(plan, geometry):
+        cls = class_of(pool, model, profile)
+        per_node[cls.resource] = per_node.get(cls.resource, 0) + instances
+        made[cls.resource] = Resource(cls.resource, 0, share, profile, cls)
     plan.resources = {
         name: Resource(name, per_node[name], r.gpu_fraction, r.profile, r.device_class)
         for name, r in sorted(made.items())
