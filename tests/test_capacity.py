@@ -40,13 +40,7 @@ def _expected_capacity() -> dict[tuple[str, str, str], int]:
                 continue
             shared = replicas > 1 and sharer.get("renameByDefault", True)
             if "mig" in sharing:
-                mig = sharing["mig"]
-                blocks = (
-                    [(len(d["gpus"]), d["layout"]) for d in mig["devices"]]
-                    if "devices" in mig
-                    else [(gpus, mig["layout"])]
-                )
-                for count, layout in blocks:
+                for count, layout in _mig_blocks(sharing["mig"], gpus):
                     for profile, per_gpu in layout.items():
                         key = (cluster["name"], pool["name"], _mig_name(profile, strategy, shared))
                         out[key] += nodes * count * per_gpu * replicas
@@ -54,6 +48,13 @@ def _expected_capacity() -> dict[tuple[str, str, str], int]:
                 resource = "nvidia.com/gpu.shared" if shared else "nvidia.com/gpu"
                 out[(cluster["name"], pool["name"], resource)] += nodes * gpus * replicas
     return dict(out)
+
+
+def _mig_blocks(mig: dict, gpus: int) -> list[tuple[int, dict]]:
+    """Return (GPUs, layout) of each block of a pool's MIG section: per device group, or all GPUs."""
+    if "devices" in mig:
+        return [(len(d["gpus"]), d["layout"]) for d in mig["devices"]]
+    return [(gpus, mig["layout"])]
 
 
 def _dra_capacity(
@@ -67,13 +68,7 @@ def _dra_capacity(
     if "mig" not in sharing:
         out[(cluster, pool["name"], (base if stated else prefix + base) + suffix)] += nodes * gpus
         return
-    mig = sharing["mig"]
-    blocks = (
-        [(len(d["gpus"]), d["layout"]) for d in mig["devices"]]
-        if "devices" in mig
-        else [(gpus, mig["layout"])]
-    )
-    for count, layout in blocks:
+    for count, layout in _mig_blocks(sharing["mig"], gpus):
         for profile, per_gpu in layout.items():
             name = f"{profile}.{base}" if stated else f"{prefix}{profile}.{base}"
             out[(cluster, pool["name"], name + suffix)] += nodes * count * per_gpu

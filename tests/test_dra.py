@@ -132,14 +132,20 @@ def test_cluster_queues_cover_the_kueue_mapping_names(tmp_path: Path) -> None:
             assert f"  - {resource.removesuffix(QUOTA)}\n" in text
 
 
-def test_driver_application_targets_the_dra_pools(tmp_path: Path) -> None:
-    compiled = _compile(tmp_path)
+def _driver_source(compiled: Any) -> dict[str, Any]:
+    """Return the Helm source of the DRA driver's Application (there is exactly one)."""
     (app,) = [
         m.obj
         for m in compiled.manifests
         if m.obj.get("metadata", {}).get("name") == "dra-dra-driver"
     ]
-    source = app["spec"]["source"]
+    source: dict[str, Any] = app["spec"]["source"]
+    return source
+
+
+def test_driver_application_targets_the_dra_pools(tmp_path: Path) -> None:
+    compiled = _compile(tmp_path)
+    source = _driver_source(compiled)
     assert (source["repoURL"], source["chart"], source["targetRevision"]) == (
         "registry.k8s.io/dra-driver-nvidia/charts", "dra-driver-nvidia-gpu", "0.4.1",
     )  # fmt: skip
@@ -163,12 +169,7 @@ def test_driver_application_targets_the_dra_pools(tmp_path: Path) -> None:
 def test_mps_pool_turns_on_the_mps_gate(tmp_path: Path) -> None:
     compiled = _compile(tmp_path, ("      timeSlicing: {interval: Short}", "      mps: {}"))
     assert _errors(compiled) == []
-    (app,) = [
-        m.obj
-        for m in compiled.manifests
-        if m.obj.get("metadata", {}).get("name") == "dra-dra-driver"
-    ]
-    assert app["spec"]["source"]["helm"]["valuesObject"]["featureGates"] == {"MPSSupport": True}
+    assert _driver_source(compiled)["helm"]["valuesObject"]["featureGates"] == {"MPSSupport": True}
     assert (None, "mps.l40s.gpuplan.io") in _objects(compiled, "DeviceClass")
 
 
@@ -281,12 +282,7 @@ def test_the_validator_runs_device_class_selectors() -> None:
 def test_the_previous_driver_release_installs_nvidias_chart_from_ngc(tmp_path: Path) -> None:
     compiled = _compile(tmp_path, ("    version: v0.4.1", "    version: v25.12.0"))
     assert _errors(compiled) == []
-    (app,) = [
-        m.obj
-        for m in compiled.manifests
-        if m.obj.get("metadata", {}).get("name") == "dra-dra-driver"
-    ]
-    source = app["spec"]["source"]
+    source = _driver_source(compiled)
     assert (source["repoURL"], source["chart"], source["targetRevision"]) == (
         "https://helm.ngc.nvidia.com/nvidia", "nvidia-dra-driver-gpu", "25.12.0",
     )  # fmt: skip

@@ -181,7 +181,7 @@ def test_exit_codes_come_from_the_enum() -> None:
 # No machine's paths
 
 
-# /home/kubernetes/... is a real node path (GKE keeps the NVIDIA driver there), not a person's home.
+# GKE's node folder for the NVIDIA driver (gpuplan.drivers.COS_INSTALL_DIR) is a node path, not a person's home.
 MACHINE_PATH = re.compile(
     r"(?<![\w.~-])/(?:" + "|".join(("work", "root", "home(?!/kubernetes/)")) + r")/"
 )
