@@ -9,14 +9,17 @@ import signal
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from gpuplan.exitcode import ExitCode
 
 # Each command imports its module when it runs, so `gpuplan --help` stays quick.
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _find_root(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path:
@@ -65,6 +68,34 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
         ctx.exit()
 
 
+def _watch(what: str) -> Callable[[F], F]:
+    """The --watch, --interval and --max-cycles options of a command that can keep running."""
+
+    def decorate(function: F) -> F:
+        for option in reversed(
+            (
+                click.option("--watch", is_flag=True, help=f"Keep running: {what}."),
+                click.option(
+                    "--interval",
+                    type=click.FloatRange(min=0.05),
+                    default=1.0,
+                    show_default=True,
+                    help="With --watch: seconds between looks for changed files.",
+                ),
+                click.option(
+                    "--max-cycles",
+                    type=click.IntRange(min=1),
+                    default=None,
+                    help="With --watch: stop after this many looks; exit with the last run's code.",
+                ),
+            )
+        ):
+            function = option(function)
+        return function
+
+    return decorate
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--version",
@@ -102,6 +133,9 @@ def cli() -> None:
     is_flag=True,
     help="Neither read nor write the render cache ($GPUPLAN_CACHE_DIR/render, default ~/.cache/gpuplan/render).",
 )
+@_watch(
+    "render again whenever an input file changes (clusters/, tenants/, extra/, patches/, values/, the CRD folder), keeping the unchanged inputs read and the validators compiled (an editor on save)"
+)
 def render(
     root: Path,
     out: Path | None,
@@ -111,12 +145,20 @@ def render(
     fmt: str,
     crds: Path | None,
     no_cache: bool,
+    watch: bool,
+    interval: float,
+    max_cycles: int | None,
 ) -> None:
     """Load, check, compile, validate and write the fleet."""
     from gpuplan.commands import render as command
     from gpuplan.commands.common import Options
+    from gpuplan.commands.watch import Watch
 
     options = Options(root, out, clusters, strict, fmt, crds)
+    if watch and check_only:
+        raise click.UsageError("--watch writes the output: use it without --check")
+    if watch:
+        sys.exit(command.render_watch(options, Watch(interval, max_cycles), not no_cache))
     sys.exit(command.render_fleet(options, check_only, use_cache=not no_cache))
 
 
@@ -202,23 +244,8 @@ def requirements(root: Path, cluster: str | None, fmt: str) -> None:
 @_strict
 @_format
 @_crds
-@click.option(
-    "--watch",
-    is_flag=True,
-    help="Keep running: validate again whenever a file changes, with the validators kept compiled (an editor on save, a pre-commit daemon).",
-)
-@click.option(
-    "--interval",
-    type=click.FloatRange(min=0.05),
-    default=1.0,
-    show_default=True,
-    help="With --watch: seconds between looks for changed files.",
-)
-@click.option(
-    "--max-cycles",
-    type=click.IntRange(min=1),
-    default=None,
-    help="With --watch: stop after this many looks; exit with the last run's code.",
+@_watch(
+    "validate again whenever a file changes, with the validators kept compiled (an editor on save, a pre-commit daemon)"
 )
 def validate(
     paths: tuple[Path, ...],
@@ -232,8 +259,8 @@ def validate(
     max_cycles: int | None,
 ) -> None:
     """Validate any manifest files or folders: strict schemas, CEL, webhook rules, references."""
-    from gpuplan.commands.validate import Watch
     from gpuplan.commands.validate import validate as run
+    from gpuplan.commands.watch import Watch
 
     sys.exit(
         run(

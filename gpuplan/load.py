@@ -17,7 +17,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from gpuplan import twocores, yamlevents
+from gpuplan import twocores, warm, yamlevents
 from gpuplan.diagnostics import Diagnostic, Key, Position, SourceFile, error
 from gpuplan.diagnostics import format_path as format_path  # its old import path
 from gpuplan.yamlevents import SourceFloat as SourceFloat  # its old import path
@@ -363,20 +363,26 @@ def screen(items: list[tuple[str, bytes]]) -> Screened:
     """
     out = Screened()
     for shown, raw in items:
-        text, problems = _bounds(shown, raw)
-        if text is None:
-            out.stop += problems
-            continue
-        built = yamlevents.build(text, MAX_NODES, MAX_DEPTH)
-        if built is not None:
-            out.built[shown] = SourceFile(shown, *built)
-            continue
-        problem, suspect = _shape(shown, text)
-        if problem is not None:
-            out.stop.append(problem)
-        elif suspect:
-            out.stop += _parse_slow(shown, text)[1]
+        # a long-running render reads an unchanged file once (the result depends on these two only)
+        source, stop = warm.remember("screen", (shown, raw), _screen_one, shown, raw)
+        if source is not None:
+            out.built[shown] = source
+        out.stop += stop
     return out
+
+
+def _screen_one(shown: str, raw: bytes) -> tuple[SourceFile | None, list[Diagnostic]]:
+    """Return one file as libyaml's events read it, or None and what stops the run (if anything)."""
+    text, problems = _bounds(shown, raw)
+    if text is None:
+        return None, problems
+    built = yamlevents.build(text, MAX_NODES, MAX_DEPTH)
+    if built is not None:
+        return SourceFile(shown, *built), []
+    problem, suspect = _shape(shown, text)
+    if problem is not None:
+        return None, [problem]
+    return None, _parse_slow(shown, text)[1] if suspect else []
 
 
 def _parse_all(items: list[tuple[str, bytes]]) -> list[tuple[SourceFile | None, list[Diagnostic]]]:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from gpuplan import warm
 from gpuplan.diagnostics import Diagnostic, Key, Located, SourceFile
 from gpuplan.load import gather, parse_items, screen
 from gpuplan.model import Cluster, Tenant
@@ -162,16 +163,19 @@ def read_inputs(root: Path) -> tuple[Inputs, list[Diagnostic]]:
         files.extend(d.file for d in found)
         if folder == "clusters":
             broken |= {PurePosixPath(d.file).stem for d in found}
+        raw = dict(items)
         for source in sources:
             files.append(source.path)
-            parsed, found = validate_file(source, model)
+            # a long-running render validates an unchanged file once (models are frozen)
+            key = (source.path, raw[source.path], model)
+            parsed, found = warm.remember("model", key, validate_file, source, model)
             problems.extend(found)
             if parsed is None and folder == "clusters":
                 broken.add(PurePosixPath(source.path).stem)
             if parsed is not None:
                 located = Located(parsed, source)
                 problems.extend(_stem_check(located))
-                out.append(located)  # type: ignore[arg-type]
+                out.append(located)
     problems.extend(_unique(clusters, "cluster"))
     problems.extend(_unique(tenants, "tenant"))
     if not (root / "clusters").is_dir():

@@ -40,10 +40,26 @@ def stage(name: str) -> Iterator[None]:
         _stages.append((name, time.perf_counter() - wall, time.process_time() - cpu))
 
 
+def report_run() -> None:
+    """Print the stages timed so far and forget them (render --watch: one block per run)."""
+    if not _stages:
+        return
+    wall = sum(w for _, w, _ in _stages)
+    cpu = sum(c for _, _, c in _stages)
+    lines = [f"{PREFIX}{name}: {w:.3f} s wall, {c:.3f} s CPU" for name, w, c in _stages]
+    lines.append(f"{PREFIX}this run's stages: {wall:.3f} s wall, {cpu:.3f} s CPU")
+    sys.stderr.write("".join(f"{line}\n" for line in lines))
+    _stages.clear()
+    _reported.append(cpu)
+
+
+_reported: list[float] = []  # CPU of the stages report_run printed already
+
+
 def _report() -> None:
     times = os.times()
     total = times.user + times.system
-    staged = sum(cpu for _, _, cpu in _stages)
+    staged = sum(cpu for _, _, cpu in _stages) + sum(_reported)
     lines = [f"{PREFIX}{name}: {wall:.3f} s wall, {cpu:.3f} s CPU" for name, wall, cpu in _stages]
     lines.append(f"{PREFIX}start-up, imports and the rest: {total - staged:.3f} s CPU")
     lines.append(f"{PREFIX}process: {total:.3f} s CPU")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import os
 import re
 import stat
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuplan import safefs
+from gpuplan import safefs, warm
 from gpuplan.staging import RETIRED as RETIRED  # re-exported: tests and commands use write.*
 from gpuplan.staging import STAGING as STAGING
 from gpuplan.staging import clean_stale as clean_stale
@@ -396,6 +397,16 @@ def _refuse_read_only(out: Path, st: os.stat_result | None, tree: OutputTree) ->
         )
 
 
+def _remove_at(parent: Path, name: str) -> None:
+    """Remove a folder of ours beside the output (best effort: the next run's clean-up retries)."""
+    with contextlib.suppress(OSError):
+        parent_fd = os.open(parent, safefs.DIR_FLAGS & ~os.O_NOFOLLOW)
+        try:
+            safefs.remove_tree(parent_fd, name)
+        finally:
+            os.close(parent_fd)
+
+
 def _open_parent(out: Path) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     # The parent may be reached through links the user made (a repository on a symlinked disk);
@@ -491,7 +502,10 @@ def _write_at(
         finally:
             os.close(staging_fd)
         _swap(parent_fd, staging, name, st is not None)
-        safefs.remove_tree(parent_fd, staging)  # the old output, now under the staging name
+        # the old output, now under the staging name (render --watch removes it once it has
+        # printed the result; a kill before that leaves it to the next run's clean-up)
+        if not warm.later(functools.partial(_remove_at, out.parent, staging)):
+            safefs.remove_tree(parent_fd, staging)
         # The swap is done: a failed flush changes nothing on disk.
         with contextlib.suppress(OSError):
             os.fsync(parent_fd)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.commands import validate as command
+from gpuplan.commands import watch
 from gpuplan.validate import choose
 from tests.conftest import run
 
@@ -37,7 +37,7 @@ def _edits(monkeypatch: pytest.MonkeyPatch, manifest: Path, texts: list[str | No
         if text is not None:
             manifest.write_text(text, encoding="utf-8")
 
-    monkeypatch.setattr(command.time, "sleep", sleep)
+    monkeypatch.setattr(watch.time, "sleep", sleep)
 
 
 def test_watch_revalidates_each_change_only(

@@ -7,12 +7,13 @@ validated, serialized and written.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpuplan import safefs
+from gpuplan import safefs, timings, warm
 from gpuplan.cache import store
 from gpuplan.commands.common import Options, print_findings
 from gpuplan.diagnostics import Diagnostic, has_errors
@@ -32,6 +33,7 @@ from gpuplan.write import (
 
 if TYPE_CHECKING:
     from gpuplan.cache.record import RenderCache
+    from gpuplan.commands.watch import Watch
     from gpuplan.pipeline import Compiled
     from gpuplan.safefs import Signature
 
@@ -70,6 +72,34 @@ def render_fleet(options: Options, check_only: bool = False, use_cache: bool = T
             if code is not None:
                 return code
         return _render(options, check_only, cache)
+
+
+def render_watch(options: Options, watch: Watch, use_cache: bool = True) -> int:
+    """Render now and after every change of an input file, in one process; return the last code.
+
+    The process keeps what does not change between runs (gpuplan.warm): its imports and compiled
+    validators, and each unchanged input file as read and validated. Each run is a whole render
+    (the checks see the whole fleet; only changed objects are validated and written, as with the
+    cache); removing the old tree and recording the render wait until the result is printed.
+    """
+    from gpuplan.cache.key import INPUT_FOLDERS, crds_folder
+    from gpuplan.commands.watch import loop, stamps
+
+    paths = [options.root / folder for folder in INPUT_FOLDERS]
+    crds = crds_folder(options.crds)
+    paths += [crds] if crds is not None else []
+
+    def once() -> int:
+        code = render_fleet(options, use_cache=use_cache)
+        timings.report_run()
+        return code
+
+    def idle() -> None:
+        warm.settle()
+        timings.report_run()
+
+    with warm.kept():
+        return loop(lambda: stamps(paths), once, watch, options.fmt == "text", idle)
 
 
 def _unmanaged(
@@ -184,8 +214,12 @@ def _render(options: Options, check_only: bool, cache: RenderCache | None) -> in
         sys.stderr.write(f"error: {exc}\n")
         return ExitCode.FAILED
     if cache is not None and not has_errors(compiled):
-        with stage("render cache: save the record"):
-            _record(options, cache, result, files, compiled, changes if check_only else None)
+        record = functools.partial(
+            _record, options, cache, result, files, compiled, changes if check_only else None
+        )
+        # render --watch records once the old tree is gone (its removal changes the files' ctime)
+        if check_only or not warm.later(record):
+            record()
     if check_only:
         return code
     _report_render(options, changes, len(result.manifests))
@@ -221,10 +255,14 @@ def _record(
     if stale is not None:
         differ = set(stale.added) | set(stale.changed)
         paths = [p for p in paths if p not in differ]
-    try:
-        signatures = stat_files(options.output, paths)
-    except OSError:
-        return
-    cache.save(
-        result.manifests, files, signatures, (compiled, result.notes, sorted(result.fleet.clusters))
-    )
+    with stage("render cache: save the record"):
+        try:
+            signatures = stat_files(options.output, paths)
+        except OSError:
+            return
+        cache.save(
+            result.manifests,
+            files,
+            signatures,
+            (compiled, result.notes, sorted(result.fleet.clusters)),
+        )

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from gpuplan.commands.watch import Watch, loop
 from gpuplan.diagnostics import has_errors, render, with_code
 from gpuplan.exitcode import ExitCode
 from gpuplan.validate.choose import UsageError, Validators, chosen_sets
@@ -51,45 +50,26 @@ def validate(
     return _once(paths, validators, fmt, strict)
 
 
-@dataclass(frozen=True)
-class Watch:
-    """`validate --watch`: how often to look for changes, and (for tests and scripts) when to stop."""
-
-    interval: float = 1.0
-    max_cycles: int | None = None
-
-
-def _snapshot(paths: list[Path]) -> dict[Path, tuple[int, int]]:
+def _snapshot(paths: list[Path]) -> frozenset[tuple[Path, int, int]]:
     """Return each manifest file's modification time and size."""
-    found = {}
+    found = set()
     for path in manifest_files(paths):
         try:
             stat = path.stat()
         except OSError:  # removed between listing and stat: the next look sees it gone
             continue
-        found[path] = (stat.st_mtime_ns, stat.st_size)
-    return found
+        found.add((path, stat.st_mtime_ns, stat.st_size))
+    return frozenset(found)
 
 
 def _watch(paths: list[Path], validators: Validators, fmt: str, strict: bool, watch: Watch) -> int:
     """Validate now and after every change, polling modification times; return the last exit code."""
-    seen: dict[Path, tuple[int, int]] | None = None
-    code: int = ExitCode.OK
-    cycle = 0
-    while watch.max_cycles is None or cycle < watch.max_cycles:
-        now = _snapshot(paths)
-        if now != seen:
-            validators.forget_folders()  # a kustomization header may name other versions now
-            code = _once(paths, validators, fmt, strict)
-            seen = now
-            if fmt == "text":
-                sys.stderr.write("watching for changes (^C stops)\n")
-            sys.stdout.flush()
-            sys.stderr.flush()
-        cycle += 1
-        if watch.max_cycles is None or cycle < watch.max_cycles:
-            time.sleep(watch.interval)
-    return code
+
+    def once() -> int:
+        validators.forget_folders()  # a kustomization header may name other versions now
+        return _once(paths, validators, fmt, strict)
+
+    return loop(lambda: _snapshot(paths), once, watch, fmt == "text")
 
 
 def _once(paths: list[Path], validators: Validators, fmt: str, strict: bool) -> int:
