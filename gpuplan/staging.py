@@ -1,7 +1,8 @@
 """The hidden staging folders a render makes beside the output, and their clean-up after a kill.
 
 A render builds the new tree in `.<output>.gpuplan-staging-PID` and swaps it with the output;
-the two-rename fallback parks the old output in `.<output>.gpuplan-retired-PID` for an instant.
+the two-rename fallback parks the old output in `.<output>.gpuplan-retired-PID` for an instant;
+`render --watch` keeps a copy of the output in `.<output>.gpuplan-spare-PID` (gpuplan.spare).
 A killed render leaves one of them behind: the next run removes it (or, for a retired folder
 with no output beside it, puts it back). An entry with these names that is not a real folder is
 never followed, moved or removed.
@@ -17,10 +18,13 @@ from gpuplan import safefs
 
 STAGING = ".gpuplan-staging-"
 RETIRED = ".gpuplan-retired-"
+SPARE = ".gpuplan-spare-"  # render --watch's copy of the output (gpuplan.spare)
 
 
 def _ours(name: str, out_name: str) -> bool:
-    return name.startswith((f".{out_name}{STAGING}", f".{out_name}{RETIRED}"))
+    return name.startswith(
+        (f".{out_name}{STAGING}", f".{out_name}{RETIRED}", f".{out_name}{SPARE}")
+    )
 
 
 def clean_stale_at(parent_fd: int, out_name: str) -> None:
@@ -43,6 +47,8 @@ def clean_stale_at(parent_fd: int, out_name: str) -> None:
         pid = name.rsplit("-", 1)[-1]
         if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
             continue  # another render is running beside us
+        if name.startswith(f".{out_name}{SPARE}") and pid == str(os.getpid()):
+            continue  # this watch's own spare: gpuplan.spare checks it before any use
         safefs.remove_tree(parent_fd, name)
 
 

@@ -7,8 +7,8 @@ Kept, each by the complete input it was computed from (never by a file's name or
 - an input file as libyaml's events read it, by its shown path and bytes (gpuplan.load.screen);
 - the model validated from such a read, by the same key and the model class (gpuplan.sources).
 Both are pure functions of that key, and the models are frozen (gpuplan.model.common), so a kept
-result is the one a cold run would compute. Entries no run used since the last `settle()` are
-dropped there: memory follows the repository, not the number of edits.
+result is the one a cold run would compute. Entries the last run that read anything did not use
+are dropped at `settle()`: memory follows the repository, not the number of edits.
 
 Put off until `settle()`: removing the old output tree after the swap and recording the render in
 the cache (whose file signatures must be taken after that removal: unlinking the old tree's names
@@ -78,6 +78,7 @@ def settle() -> None:
     """Do the work put off, in order; keep only what the runs since the last settle used."""
     while _later:
         _later.pop(0)()
-    _kept.clear()
-    _kept.update(_used)
-    _used.clear()
+    if _used:  # a run answered from the render cache's record used nothing: keep everything
+        _kept.clear()
+        _kept.update(_used)
+        _used.clear()

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuplan import safefs, warm
+from gpuplan import safefs, spare, warm
 from gpuplan.staging import RETIRED as RETIRED  # re-exported: tests and commands use write.*
 from gpuplan.staging import STAGING as STAGING
 from gpuplan.staging import clean_stale as clean_stale
@@ -339,6 +339,23 @@ def _stage(
     _sync_filesystem(staging_fd)
 
 
+def _patch(
+    staging_fd: int,
+    tree: OutputTree,
+    files: dict[str, bytes],
+    scope: tuple[str, ...],
+    same: Collection[str],
+) -> None:
+    """Patch a copy of the output into the tree _stage would have filled from scratch."""
+    kept = frozenset(same)
+    removed = [p for p in tree.owned if in_scope(p, scope) and p not in kept and p not in files]
+    present = set(tree.listing.files)
+    holding = {p.rpartition("/")[0] for p in [*tree.listing.files, *tree.listing.dirs]}
+    empty = {f for f in tree.listing.dirs if f not in holding}
+    spare.patch(staging_fd, removed + [p for p in files if p in present], files, empty, _write_new)
+    _sync_filesystem(staging_fd)
+
+
 def _write_new(dir_fd: int, name: str, data: bytes) -> None:
     """Create one file in a folder; O_EXCL | O_NOFOLLOW: never through a link, never over an entry."""
 
@@ -395,16 +412,6 @@ def _refuse_read_only(out: Path, st: os.stat_result | None, tree: OutputTree) ->
         raise WriteError(
             f"{where} is read-only: make it writable to render into {out}; the old output is unchanged"
         )
-
-
-def _remove_at(parent: Path, name: str) -> None:
-    """Remove a folder of ours beside the output (best effort: the next run's clean-up retries)."""
-    with contextlib.suppress(OSError):
-        parent_fd = os.open(parent, safefs.DIR_FLAGS & ~os.O_NOFOLLOW)
-        try:
-            safefs.remove_tree(parent_fd, name)
-        finally:
-            os.close(parent_fd)
 
 
 def _open_parent(out: Path) -> int:
@@ -495,16 +502,23 @@ def _write_at(
         missing = [p for p in same if p not in owned]
         if missing:
             raise OSError(errno.ENOENT, "changed during the render", missing[0])
-        os.mkdir(staging, 0o777 if st is None else stat.S_IMODE(st.st_mode), dir_fd=parent_fd)
+        copied = warm.active() and spare.take(parent_fd, out, staging, tree.listing)
+        if not copied:
+            os.mkdir(staging, 0o777 if st is None else stat.S_IMODE(st.st_mode), dir_fd=parent_fd)
         staging_fd = os.open(staging, safefs.DIR_FLAGS, dir_fd=parent_fd)
         try:
-            _stage(out_fd, staging_fd, tree, files, scope, same)
+            if copied:  # render --watch: a copy of the output to patch (gpuplan.spare)
+                _patch(staging_fd, tree, files, scope, same)
+            else:
+                _stage(out_fd, staging_fd, tree, files, scope, same)
         finally:
             os.close(staging_fd)
         _swap(parent_fd, staging, name, st is not None)
-        # the old output, now under the staging name (render --watch removes it once it has
-        # printed the result; a kill before that leaves it to the next run's clean-up)
-        if not warm.later(functools.partial(_remove_at, out.parent, staging)):
+        # the old output, now under the staging name: render --watch makes it the next run's
+        # copy once the result is printed (a kill before that leaves it to the next clean-up)
+        if st is None:  # a first output: render --watch copies it for the next run
+            warm.later(functools.partial(spare.ensure, out))
+        elif not warm.later(functools.partial(spare.keep, out.parent, name, staging)):
             safefs.remove_tree(parent_fd, staging)
         # The swap is done: a failed flush changes nothing on disk.
         with contextlib.suppress(OSError):

@@ -11,13 +11,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuplan import load
+from gpuplan import load, spare
 from gpuplan.commands import watch
+from gpuplan.staging import SPARE
 from tests.conftest import run, snapshot
 from tests.test_cache import Fleet
 
@@ -99,7 +101,7 @@ def test_each_run_equals_a_cold_render_of_the_same_inputs(
     assert code == 0, stderr
     assert len(compared) == len(edits) + 1
     assert stderr.count(watch.WATCHING) == len(edits) + 1  # a run after every edit
-    assert not [p for p in base.iterdir() if ".gpuplan-" in p.name]  # the old trees are gone
+    assert not [p for p in base.glob("*/.*") if ".gpuplan-" in p.name]  # no tree left beside
 
 
 def test_an_unchanged_input_file_is_read_once(
@@ -193,3 +195,139 @@ def test_watch_and_check_do_not_go_together(tmp_path: Path) -> None:
     result = run("render", "--root", str(tmp_path), "--watch", "--check", "--max-cycles", "1")
     assert result.code == 2
     assert "--watch writes the output: use it without --check" in result.stderr
+
+
+def _spy_spare(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, bool]]:
+    """Record for each write whether the watch had a copy of the output, and whether it was used."""
+    taken: list[tuple[bool, bool]] = []
+    real = spare.take
+
+    def take(*args: Any) -> bool:
+        had = bool(spare._spares)
+        taken.append((had, real(*args)))
+        return taken[-1][1]
+
+    monkeypatch.setattr(spare, "take", take)
+    return taken
+
+
+def _spares(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if ".gpuplan-" in p.name)
+
+
+def test_a_change_patches_the_copy_of_the_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, fleet = tmp_path / "repo", Fleet()
+    fleet.write(root)
+    taken = _spy_spare(monkeypatch)
+    seen: list[list[str]] = []
+
+    def edit(change: tuple[str, int]) -> Callable[[], None]:
+        def step() -> None:
+            seen.append(_spares(root))
+            fleet.apply(change)
+            fleet.write(root)
+            _touch_all(root)
+
+        return step
+
+    _between_runs(monkeypatch, [edit(("quota", 2)), edit(("pools", 0)), edit(("add", 3))])
+    code, stderr = _watch(root, 4)
+    assert code == 0, stderr
+    assert taken == [(False, False)] + [(True, True)] * 3  # each write after the first patched it
+    assert seen == [[f".output{SPARE}{os.getpid()}"]] * 3  # kept between runs
+    assert _spares(root) == []  # and removed when the watch ends
+    fleet.write(tmp_path / "cold")
+    assert run("render", "--root", str(tmp_path / "cold"), "--no-cache").code == 0
+    assert snapshot(root / "output") == snapshot(tmp_path / "cold/output")
+
+
+@pytest.mark.parametrize("where", ["output", "copy"])
+def test_a_copy_that_may_differ_from_the_output_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A file added to output/ (a user's own) or into the copy between runs: a fresh staging tree."""
+    root, fleet = tmp_path / "repo", Fleet()
+    fleet.write(root)
+    taken = _spy_spare(monkeypatch)
+
+    def tamper_then_edit() -> None:
+        folder = root / "output" if where == "output" else root / f".output{SPARE}{os.getpid()}"
+        (folder / "c00/notes.txt").write_text("mine\n")
+        fleet.apply(("quota", 2))
+        fleet.write(root)
+        _touch_all(root)
+
+    _between_runs(monkeypatch, [tamper_then_edit])
+    code, stderr = _watch(root, 2)
+    assert code == 0, stderr
+    assert taken == [(False, False), (True, False)]
+    assert (root / "output/c00/notes.txt").exists() == (where == "output")  # never from the copy
+    assert _spares(root) == []
+    fleet.write(tmp_path / "cold")
+    assert run("render", "--root", str(tmp_path / "cold"), "--no-cache").code == 0
+    ours = snapshot(root / "output")
+    ours.pop("c00/notes.txt", None)
+    assert ours == snapshot(tmp_path / "cold/output")
+
+
+def test_a_file_edited_in_place_in_the_output_is_rendered_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy shares the output's inodes: an edit in place shows in the output's lstat."""
+    root, fleet = tmp_path / "repo", Fleet()
+    fleet.write(root)
+    taken = _spy_spare(monkeypatch)
+    target = root / "output/c00/kueue/clusterqueue-t0.yaml"
+
+    def edit_output_then_input() -> None:
+        text = target.read_text()
+        with open(target, "r+") as handle:  # in place: the same inode as the copy's file
+            handle.write(text.replace("kind", "KIND", 1))
+        fleet.apply(("quota", 2))
+        fleet.write(root)
+        _touch_all(root)
+
+    _between_runs(monkeypatch, [edit_output_then_input])
+    code, stderr = _watch(root, 2)
+    assert code == 0, stderr
+    assert taken == [(False, False), (True, False)]
+    fleet.write(tmp_path / "cold")
+    assert run("render", "--root", str(tmp_path / "cold"), "--no-cache").code == 0
+    assert snapshot(root / "output") == snapshot(tmp_path / "cold/output")
+
+
+def test_a_write_that_fails_while_patching_the_copy_leaves_the_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy's files are the output's own inodes: a patch stopped halfway changes none of them."""
+    from gpuplan import write
+
+    root, fleet = tmp_path / "repo", Fleet()
+    fleet.write(root)
+    before: dict[str, bytes] = {}
+    real = write._write_new
+    written: list[str] = []
+
+    def failing(dir_fd: int, name: str, data: bytes) -> None:
+        if len(written) == 1:
+            raise OSError(28, "No space left on device")
+        written.append(name)
+        real(dir_fd, name, data)
+
+    def edit() -> None:
+        before.update(snapshot(root / "output"))
+        monkeypatch.setattr(write, "_write_new", failing)
+        fleet.tenants["t0"] = (3, "all")  # both ClusterQueues and the namespace quota change
+        fleet.write(root)
+        _touch_all(root)
+
+    taken = _spy_spare(monkeypatch)
+    _between_runs(monkeypatch, [edit])
+    code, stderr = _watch(root, 2)
+    assert taken == [(False, False), (True, True)]
+    assert code == 1
+    assert "No space left on device; the old output is unchanged" in stderr
+    assert snapshot(root / "output") == before
+    assert _spares(root) == []

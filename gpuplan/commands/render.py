@@ -11,9 +11,10 @@ import functools
 import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuplan import safefs, timings, warm
+from gpuplan import safefs, spare, timings, warm
 from gpuplan.cache import store
 from gpuplan.commands.common import Options, print_findings
 from gpuplan.diagnostics import Diagnostic, has_errors
@@ -62,12 +63,18 @@ def _open_cache(options: Options) -> RenderCache | None:
     return RenderCache.open(options.root, options.out, options.crds)
 
 
-def render_fleet(options: Options, check_only: bool = False, use_cache: bool = True) -> int:
-    """Compile and write the fleet, or with check_only report what would change."""
+def render_fleet(
+    options: Options, check_only: bool = False, use_cache: bool = True, compile_now: bool = False
+) -> int:
+    """Compile and write the fleet, or with check_only report what would change.
+
+    compile_now compiles even where the cache's record could answer (render --watch's first run,
+    which reads and validates every input for the runs after it).
+    """
     with store.disabled(not use_cache):
         with stage("render cache: input key and record"):
             cache = _open_cache(options)
-        if cache is not None and cache.hit:
+        if cache is not None and cache.hit and not compile_now:
             code = _from_record(options, cache, check_only)
             if code is not None:
                 return code
@@ -89,8 +96,11 @@ def render_watch(options: Options, watch: Watch, use_cache: bool = True) -> int:
     crds = crds_folder(options.crds)
     paths += [crds] if crds is not None else []
 
+    runs: list[int] = []
+
     def once() -> int:
-        code = render_fleet(options, use_cache=use_cache)
+        code = render_fleet(options, use_cache=use_cache, compile_now=not runs)
+        runs.append(code)
         timings.report_run()
         return code
 
@@ -98,8 +108,33 @@ def render_watch(options: Options, watch: Watch, use_cache: bool = True) -> int:
         warm.settle()
         timings.report_run()
 
-    with warm.kept():
-        return loop(lambda: stamps(paths), once, watch, options.fmt == "text", idle)
+    try:
+        with warm.kept():
+            return loop(lambda: stamps(paths), once, watch, options.fmt == "text", idle)
+    finally:
+        if Path(os.path.normpath(options.output.absolute())) in spare.drop_all():
+            _refresh_record(options, use_cache)
+
+
+def _refresh_record(options: Options, use_cache: bool) -> None:
+    """Take the files' signatures again after render --watch removed its copy of the output.
+
+    Removing the copy's hard links changed every file's ctime; each file is read and compared
+    with its recorded content, and only those found as recorded get the new signature, so the
+    next `render --check` is answered in one pass.
+    """
+    from gpuplan.cache.output import changes as recorded_changes
+
+    with store.disabled(not use_cache):
+        cache = _open_cache(options)
+        if cache is None or not cache.hit:
+            return
+        try:
+            seen = recorded_changes(options.output, cache.recorded())[1]
+        except (WriteError, OSError):
+            return
+        if seen:
+            cache.refresh(seen)
 
 
 def _unmanaged(
@@ -210,6 +245,7 @@ def _render(options: Options, check_only: bool, cache: RenderCache | None) -> in
             clean_stale(
                 options.output.absolute()
             )  # a killed render's staging, even with nothing to write
+            warm.later(functools.partial(spare.ensure, options.output))  # before the record
     except WriteError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return ExitCode.FAILED
