@@ -170,15 +170,6 @@ def read_tree(out: Path, known: safefs.Known | None = None) -> OutputTree:
         os.close(fd)
 
 
-def existing_files(out: Path, tree: OutputTree | None = None) -> tuple[dict[str, Path], list[str]]:
-    """Return (gpuplan's files by relative path, every other entry) without following links.
-
-    `tree` is the output as this run already scanned it (read_tree), else it is scanned here.
-    """
-    tree = tree if tree is not None else read_tree(out)
-    return {p: out / p for p in tree.owned}, tree.foreign
-
-
 def in_scope(relative: str, scope: tuple[str, ...]) -> bool:
     """Tell whether an owned file belongs to the clusters being rendered (empty scope: all)."""
     return not scope or any(relative.startswith(prefix) for prefix in scope)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.overlay.extras import FOLDER as EXTRA_FOLDER
-from gpuplan.write import OutputTree, WriteError, existing_files, in_scope
+from gpuplan.write import OutputTree, WriteError, in_scope, read_tree
 
 CODE = "unmanaged-file"
 
@@ -33,7 +33,7 @@ def unmanaged_files(
     `tree` is the output as this run already scanned it, else it is scanned here.
     """
     try:
-        _, foreign = existing_files(out, tree)
+        foreign = (tree if tree is not None else read_tree(out)).foreign
     except (WriteError, OSError):
         return []  # an unreadable output is the writer's to report
     severity = Severity.ERROR if fail else Severity.WARNING
