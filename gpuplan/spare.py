@@ -68,6 +68,11 @@ def take(parent_fd: int, out: Path, staging: str, tree: safefs.Listing) -> bool:
     if spare is None:
         return False
     if _current(parent_fd, spare, tree):
+        fd = os.open(spare.name, safefs.DIR_FLAGS, dir_fd=parent_fd)
+        try:
+            os.unlink(IGNORE, dir_fd=fd)  # the copy's own: never swapped into the output
+        finally:
+            os.close(fd)
         os.rename(spare.name, staging, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
         return True
     safefs.remove_tree(parent_fd, spare.name)
@@ -119,19 +124,18 @@ def patch(
             fd = walk.open(folder)
             for name in names:
                 os.unlink(name, dir_fd=fd)
-    with safefs.Walk(staging_fd, create=True) as walk:
-        for folder, names in sorted(safefs.by_folder(files).items()):
-            fd = walk.open(folder)
-            for name in names:
-                write_new(fd, name, files[f"{folder}/{name}" if folder else name])
-    emptied = {p.rpartition("/")[0] for p in unlink} - {p.rpartition("/")[0] for p in files}
-    for folder in sorted(emptied, key=lambda f: -f.count("/")):
-        while folder and folder not in kept_empty:
+    for folder in sorted({p.rpartition("/")[0] for p in unlink}, key=lambda f: -f.count("/")):
+        while folder and folder not in kept_empty:  # as a fresh staging tree would not make it
             try:
                 os.rmdir(folder, dir_fd=staging_fd)
             except OSError:
                 break  # not empty: neither are its parents
             folder = folder.rpartition("/")[0]
+    with safefs.Walk(staging_fd, create=True) as walk:  # folders emptied above come back if needed
+        for folder, names in sorted(safefs.by_folder(files).items()):
+            fd = walk.open(folder)
+            for name in names:
+                write_new(fd, name, files[f"{folder}/{name}" if folder else name])
 
 
 def keep(parent: Path, out_name: str, old: str) -> None:
@@ -197,13 +201,15 @@ def _mirror(parent_fd: int, out_name: str, name: str) -> Spare | None:
         live, _ = _survey(out_fd)
         if live.links or live.other:
             return None  # links are compared by name only: stage a fresh tree each time
+        if IGNORE in live.files:
+            return None  # the output's own root .gitignore: the copy could not hide itself
         mine, _ = _survey(spare_fd)
         inodes = {p: live.stats[p].st_ino for p in live.files}
         extra_dirs = set(mine.dirs) - set(live.dirs)
         stale = [
             p
             for p in [*mine.files, *mine.links, *mine.other]
-            if inodes.get(p) != (mine.stats[p].st_ino if p in mine.stats else None)
+            if (p not in mine.stats or inodes.get(p) != mine.stats[p].st_ino)
             and not _under(p, extra_dirs)
         ]
         for folder in sorted(extra_dirs):
@@ -225,8 +231,12 @@ def _mirror(parent_fd: int, out_name: str, name: str) -> Spare | None:
                     os.link(
                         entry, entry, src_dir_fd=source, dst_dir_fd=target, follow_symlinks=False
                     )
+        _write_ignore(spare_fd)
         live, _ = _survey(out_fd)  # as they are now: linking changed every file's ctime
         mine, folders = _survey(spare_fd)
+        if IGNORE not in mine.files:
+            return None
+        mine.files.remove(IGNORE)
         if (
             live.links
             or live.other
@@ -242,6 +252,19 @@ def _mirror(parent_fd: int, out_name: str, name: str) -> Spare | None:
     finally:
         os.close(out_fd)
         os.close(spare_fd)
+
+
+IGNORE = ".gitignore"
+IGNORE_TEXT = b"# gpuplan render --watch: a copy of the output while it runs, never to commit\n*\n"
+
+
+def _write_ignore(spare_fd: int) -> None:
+    """Hide the copy from git (`git add -A` beside a running watch must not commit it)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(IGNORE, dir_fd=spare_fd)
+    fd = os.open(IGNORE, os.O_WRONLY | os.O_CREAT | safefs.NEW_FILE_FLAGS, 0o644, dir_fd=spare_fd)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(IGNORE_TEXT)
 
 
 def _under(path: str, folders: set[str]) -> bool:

@@ -9,6 +9,7 @@ watch ends, the render it recorded answers a later `render --check` without comp
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -331,3 +332,28 @@ def test_a_write_that_fails_while_patching_the_copy_leaves_the_output(
     assert "No space left on device; the old output is unchanged" in stderr
     assert snapshot(root / "output") == before
     assert _spares(root) == []
+
+
+def test_git_does_not_see_the_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`git add -A` beside a running watch must not commit its copy of the output."""
+    root, fleet = tmp_path / "repo", Fleet()
+    fleet.write(root)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    untracked: list[list[str]] = []
+
+    def look() -> None:
+        assert _spares(root)  # the copy is there
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.splitlines()
+        untracked.append([line for line in status if SPARE in line])
+        assert any(line.endswith("output/c00/kustomization.yaml") for line in status)
+
+    _between_runs(monkeypatch, [look])
+    code, stderr = _watch(root, 2)
+    assert code == 0, stderr
+    assert untracked == [[]]
+    assert not (root / "output/.gitignore").exists()
