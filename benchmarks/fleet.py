@@ -272,7 +272,7 @@ def run(clusters: int, pools: int, tenants: int, sample: int, throughput_size: i
             timings=True,
         )
     )
-    figures.append(watch_figure(root, clusters, pools, tenants, objects))
+    figures.extend(watch_figures(root, clusters, pools, tenants, objects))
     figures.append(
         measure(
             "diff --base HEAD (one tenant changed)",
@@ -318,31 +318,50 @@ def run(clusters: int, pools: int, tenants: int, sample: int, throughput_size: i
 WATCH_EDITS = 5
 
 
-def watch_figure(root: Path, clusters: int, pools: int, tenants: int, objects: int) -> Figure:
-    """The one-tenant change in a running `render --watch`: the median of edits back and forth.
+def watch_figures(
+    root: Path, clusters: int, pools: int, tenants: int, objects: int
+) -> tuple[Figure, Figure]:
+    """One-tenant changes in a running `render --watch`: the median of edits back and forth.
 
-    The fleet starts with tenant T/2 changed (as the one-shot figure left it); the edits take it
-    back to the base fleet and forth again, each a one-tenant quota change.
+    The fleet starts with tenant T/2's quotas changed (as the one-shot figure left it). First its
+    quotas go back to the base fleet's and forth again (each edit moves every cohort total of the
+    fleet, so every queue changes); then its owners gain a group and lose it again (only its own
+    role bindings change). The first is the issue's target; the second shows the same watch when
+    an edit touches few files.
     """
-    states = [None, tenants // 2] * WATCH_EDITS
+    tenant = root / "tenants" / f"t{tenants // 2:03d}.yaml"
 
-    def edit(changed: int | None) -> Callable[[], None]:
+    def quotas(changed: int | None) -> Callable[[], None]:
         def write() -> None:
             write_fleet(root, clusters, pools, tenants, changed_tenant=changed)
 
         return write
 
+    def owners(more: bool) -> Callable[[], None]:
+        one = f"owners: [group:t{tenants // 2:03d}-admins]"
+        two = f"owners: [group:t{tenants // 2:03d}-admins, group:t{tenants // 2:03d}-readers]"
+
+        def write() -> None:
+            text = tenant.read_text()
+            tenant.write_text(text.replace(one, two) if more else text.replace(two, one))
+
+        return write
+
+    edits = [quotas(None if i % 2 == 0 else tenants // 2) for i in range(WATCH_EDITS)]
+    edits += [owners(i % 2 == 0) for i in range(WATCH_EDITS)]
     env = dict(os.environ, GPUPLAN_CRDS=CRDS)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    latencies, runs = watch_edits(
-        [*GPUPLAN, "render", "--root", str(root)],
-        env,
-        [edit(changed) for changed in states[:WATCH_EDITS]],
-    )
-    seconds, stages = median_run(latencies, runs)
-    name = f"render --watch, one tenant changed (median of {WATCH_EDITS})"
-    cpu = stages.pop("this run's stages")
-    return Figure(name, seconds, 0.0, objects, cpu, stages)
+    latencies, runs = watch_edits([*GPUPLAN, "render", "--root", str(root)], env, edits)
+    figures = []
+    for what, part in (
+        ("one tenant changed", slice(0, WATCH_EDITS)),
+        ("one tenant's owners changed", slice(WATCH_EDITS, None)),
+    ):
+        seconds, stages = median_run(latencies[part], runs[part])
+        name = f"render --watch, {what} (median of {WATCH_EDITS})"
+        cpu = stages.pop("this run's stages")
+        figures.append(Figure(name, seconds, 0.0, objects, cpu, stages))
+    return figures[0], figures[1]
 
 
 def fresh_cache(work: Path) -> None:
@@ -371,7 +390,12 @@ def cache_runs(root: Path, objects: int) -> list[Figure]:
 def cache_notes(figures: list[Figure], render: Figure) -> list[str]:
     """Wall and CPU seconds behind the cache ratios (a shared machine makes wall time noisy)."""
     lines = []
-    for name in ("render (one tenant changed)", "render --watch", "render --check (unchanged"):
+    for name in (
+        "render (one tenant changed)",
+        "render --watch, one tenant changed",
+        "render --watch, one tenant's owners",
+        "render --check (unchanged",
+    ):
         fig = next(f for f in figures if f.name.startswith(name))
         lines.append(
             f"({name}: {fig.seconds:.2f} s wall, {fig.cpu:.2f} s CPU, {fig.cpu / render.cpu:.3f} of the cold render's CPU)"
@@ -388,7 +412,7 @@ def targets(
 ) -> list[str]:
     """The fleet-scale targets (issue 21), each a ratio against its floor."""
     changed = next(f for f in figures if f.name == "render (one tenant changed)")
-    watched = next(f for f in figures if f.name.startswith("render --watch"))
+    watched = next(f for f in figures if f.name.startswith("render --watch, one tenant changed"))
     check = next(f for f in figures if f.name.startswith("render --check"))
     ours, floor, count, again, keyword = rates
     start, interpreter = starts

@@ -170,14 +170,10 @@ def test_the_last_run_is_recorded_for_a_later_check(
     root, fleet = tmp_path / "repo", Fleet()
     fleet.write(root)
 
-    def edit() -> None:
-        fleet.apply(("quota", 1))
-        fleet.write(root)
-        _touch_all(root)
-
-    _between_runs(monkeypatch, [edit])
+    _between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2))])
     code, stderr = _watch(root, 2)
     assert code == 0, stderr
+    assert "(0 added, 3 changed, 0 removed)" in stderr
     import gpuplan.cache.output
     import gpuplan.pipeline
 
@@ -196,6 +192,28 @@ def test_watch_and_check_do_not_go_together(tmp_path: Path) -> None:
     result = run("render", "--root", str(tmp_path), "--watch", "--check", "--max-cycles", "1")
     assert result.code == 2
     assert "--watch writes the output: use it without --check" in result.stderr
+
+
+def _edit(
+    root: Path, fleet: Fleet, change: tuple[str, int], before: Callable[[], None] = lambda: None
+) -> Callable[[], None]:
+    """Return a step between runs: `before`, then one edit of the fleet's inputs."""
+
+    def step() -> None:
+        before()
+        fleet.apply(change)
+        fleet.write(root)
+        _touch_all(root)
+
+    return step
+
+
+def _cold(tmp_path: Path, fleet: Fleet) -> dict[str, bytes]:
+    """Return the output of a cold one-shot render of the fleet's inputs as they are now."""
+    fleet.write(tmp_path / "cold")
+    done = run("render", "--root", str(tmp_path / "cold"), "--no-cache")
+    assert done.code == 0, done.stderr
+    return snapshot(tmp_path / "cold/output")
 
 
 def _spy_spare(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, bool]]:
@@ -224,24 +242,17 @@ def test_a_change_patches_the_copy_of_the_output(
     taken = _spy_spare(monkeypatch)
     seen: list[list[str]] = []
 
-    def edit(change: tuple[str, int]) -> Callable[[], None]:
-        def step() -> None:
-            seen.append(_spares(root))
-            fleet.apply(change)
-            fleet.write(root)
-            _touch_all(root)
+    def look() -> None:
+        seen.append(_spares(root))
 
-        return step
-
-    _between_runs(monkeypatch, [edit(("quota", 2)), edit(("pools", 0)), edit(("add", 3))])
+    edits = [("quota", 2), ("pools", 0), ("add", 3)]
+    _between_runs(monkeypatch, [_edit(root, fleet, change, look) for change in edits])
     code, stderr = _watch(root, 4)
     assert code == 0, stderr
     assert taken == [(False, False)] + [(True, True)] * 3  # each write after the first patched it
     assert seen == [[f".output{SPARE}{os.getpid()}"]] * 3  # kept between runs
     assert _spares(root) == []  # and removed when the watch ends
-    fleet.write(tmp_path / "cold")
-    assert run("render", "--root", str(tmp_path / "cold"), "--no-cache").code == 0
-    assert snapshot(root / "output") == snapshot(tmp_path / "cold/output")
+    assert snapshot(root / "output") == _cold(tmp_path, fleet)
 
 
 @pytest.mark.parametrize("where", ["output", "copy"])
@@ -253,24 +264,19 @@ def test_a_copy_that_may_differ_from_the_output_is_not_used(
     fleet.write(root)
     taken = _spy_spare(monkeypatch)
 
-    def tamper_then_edit() -> None:
+    def tamper() -> None:
         folder = root / "output" if where == "output" else root / f".output{SPARE}{os.getpid()}"
         (folder / "c00/notes.txt").write_text("mine\n")
-        fleet.apply(("quota", 2))
-        fleet.write(root)
-        _touch_all(root)
 
-    _between_runs(monkeypatch, [tamper_then_edit])
+    _between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2), tamper)])
     code, stderr = _watch(root, 2)
     assert code == 0, stderr
     assert taken == [(False, False), (True, False)]
     assert (root / "output/c00/notes.txt").exists() == (where == "output")  # never from the copy
     assert _spares(root) == []
-    fleet.write(tmp_path / "cold")
-    assert run("render", "--root", str(tmp_path / "cold"), "--no-cache").code == 0
     ours = snapshot(root / "output")
     ours.pop("c00/notes.txt", None)
-    assert ours == snapshot(tmp_path / "cold/output")
+    assert ours == _cold(tmp_path, fleet)
 
 
 def test_a_file_edited_in_place_in_the_output_is_rendered_again(
@@ -282,21 +288,16 @@ def test_a_file_edited_in_place_in_the_output_is_rendered_again(
     taken = _spy_spare(monkeypatch)
     target = root / "output/c00/kueue/clusterqueue-t0.yaml"
 
-    def edit_output_then_input() -> None:
+    def edit_output() -> None:
         text = target.read_text()
         with open(target, "r+") as handle:  # in place: the same inode as the copy's file
             handle.write(text.replace("kind", "KIND", 1))
-        fleet.apply(("quota", 2))
-        fleet.write(root)
-        _touch_all(root)
 
-    _between_runs(monkeypatch, [edit_output_then_input])
+    _between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2), edit_output)])
     code, stderr = _watch(root, 2)
     assert code == 0, stderr
     assert taken == [(False, False), (True, False)]
-    fleet.write(tmp_path / "cold")
-    assert run("render", "--root", str(tmp_path / "cold"), "--no-cache").code == 0
-    assert snapshot(root / "output") == snapshot(tmp_path / "cold/output")
+    assert snapshot(root / "output") == _cold(tmp_path, fleet)
 
 
 def test_a_write_that_fails_while_patching_the_copy_leaves_the_output(
@@ -317,15 +318,12 @@ def test_a_write_that_fails_while_patching_the_copy_leaves_the_output(
         written.append(name)
         real(dir_fd, name, data)
 
-    def edit() -> None:
+    def fail_from_now() -> None:
         before.update(snapshot(root / "output"))
         monkeypatch.setattr(write, "_write_new", failing)
-        fleet.tenants["t0"] = (3, "all")  # both ClusterQueues and the namespace quota change
-        fleet.write(root)
-        _touch_all(root)
 
-    taken = _spy_spare(monkeypatch)
-    _between_runs(monkeypatch, [edit])
+    taken = _spy_spare(monkeypatch)  # t0's quota: both ClusterQueues and its ResourceQuota change
+    _between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2), fail_from_now)])
     code, stderr = _watch(root, 2)
     assert taken == [(False, False), (True, True)]
     assert code == 1
