@@ -9,6 +9,8 @@ watch ends, the render it recorded answers a later `render --check` without comp
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -355,3 +357,45 @@ def test_git_does_not_see_the_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert code == 0, stderr
     assert untracked == [[]]
     assert not (root / "output/.gitignore").exists()
+
+
+def test_the_example_fleet_with_own_manifests_and_patches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Edits of a tenant, an own manifest and a patch: each run equals a cold render."""
+    from tests.conftest import EXAMPLE, copy_example
+
+    live = copy_example(tmp_path / "live")
+    shutil.copytree(EXAMPLE / "patches", live / "patches")
+    edits = [
+        ("tenants/team-a.yaml", "gpus: 16\n", "gpus: 8\n"),
+        ("extra/h100-prod/gpu-operator/configmap-dcgm-metrics.yaml", "gauge, GPU utilization", "gauge, GPU use"),
+        ("patches/h100-prod/clusterpolicy-dcgm-metrics.yaml", "name: dcgm-metrics", "name: dcgm-metrics-v2"),
+    ]  # fmt: skip
+    compared: list[str] = []
+
+    def compare_then(edit: tuple[str, str, str] | None) -> Callable[[], None]:
+        def step() -> None:
+            cold = tmp_path / f"cold{len(compared)}"
+            shutil.copytree(live, cold, ignore=shutil.ignore_patterns("output", ".output*"))
+            done = run("render", "--root", str(cold), "--no-cache")
+            assert done.code == 0, done.stderr
+            assert snapshot(live / "output") == snapshot(cold / "output"), compared
+            compared.append(edit[0] if edit else "last")
+            if edit is not None:
+                path = live / edit[0]
+                text = path.read_text()
+                assert edit[1] in text
+                path.write_text(text.replace(edit[1], edit[2], 1))
+                _touch_all(live)
+                os.utime(path, ns=(_tick[0], _tick[0]))
+
+        return step
+
+    _between_runs(monkeypatch, [compare_then(e) for e in edits] + [compare_then(None)])
+    code, stderr = _watch(live, len(edits) + 2)
+    assert code == 0, stderr
+    assert compared == [e[0] for e in edits] + ["last"]
+    counts = re.findall(r"\((\d+) added, (\d+) changed, (\d+) removed\)", stderr)
+    assert len(counts) == len(edits) + 1
+    assert all(sum(map(int, c)) > 0 for c in counts[1:]), counts  # each edit changed the output
