@@ -476,17 +476,14 @@ def _plain_groups(groups: Any, gated: bool = False) -> bool:
         # (Gated: the schema typed them, and the names below, as its gate requires.)
         if not gated and (set(map(type, covered)) - _LIST or set(map(type, flavors)) - _LIST):
             return False
-        names = list(chain.from_iterable(covered))
-        all_flavors = list(chain.from_iterable(flavors))
+        all_flavors = flavors[0] if len(flavors) == 1 else list(chain.from_iterable(flavors))
         listed = list(map(_RESOURCES, all_flavors))
         # Each flavor lists as many resources as its group covers (CLUSTER_QUEUE_RULES), and
         # all names end to end are the groups' coveredResources, repeated per flavor: so each
         # flavor lists exactly its group's, in order, distinct (CLUSTER_QUEUE_LISTS).
-        counts = chain.from_iterable(map(repeat, map(len, covered), map(len, flavors)))
-        expected = chain.from_iterable(map(operator.mul, covered, map(len, flavors)))
-        if list(map(len, listed)) != list(counts) or list(
+        if list(map(len, listed)) != _counts(covered, flavors) or list(
             map(_NAME, chain.from_iterable(listed))
-        ) != list(expected):
+        ) != _expected(covered, flavors):
             return False  # another order or set: the full rules
         # Ungated: no limit beside the quota, and every quota a text without a sign.
         if not gated:
@@ -496,6 +493,7 @@ def _plain_groups(groups: Any, gated: bool = False) -> bool:
         flavor_names = set(map(_NAME, all_flavors))
     except (KeyError, TypeError):  # TypeError: a quota that is no text, among others
         return False
+    names = covered[0] if len(covered) == 1 else list(chain.from_iterable(covered))
     return (
         (gated or (set(map(type, flavor_names)) <= _TEXT and set(map(type, names)) <= _TEXT))
         and not any(map(_qualified_name_error, names))  # (None, or why not)
@@ -506,6 +504,20 @@ def _plain_groups(groups: Any, gated: bool = False) -> bool:
         and max([0, *map(operator.mul, map(len, covered), map(len, flavors))])
         <= MAX_FLAVOR_RESOURCES
     )
+
+
+def _counts(covered: list[list], flavors: list[list]) -> list[int]:
+    """How many resources each flavor lists in the usual shape: its group's coveredResources."""
+    if len(covered) == 1:  # (most queues: no chain of one)
+        return [len(covered[0])] * len(flavors[0])
+    return list(chain.from_iterable(map(repeat, map(len, covered), map(len, flavors))))
+
+
+def _expected(covered: list[list], flavors: list[list]) -> list:
+    """The resource names of all flavors end to end, in the usual shape."""
+    if len(covered) == 1:
+        return covered[0] * len(flavors[0])
+    return list(chain.from_iterable(map(operator.mul, covered, map(len, flavors))))
 
 
 def _size_problems(groups: Any) -> list[Problem]:
