@@ -47,7 +47,7 @@ def compile_walk(
     """
     writer = _Writer(assumed)
     try:
-        name = writer.node(root)
+        name = writer.function(root)
         namespace: dict[str, Any] = {
             "_missing": _missing,
             "_unproven": _unproven,
@@ -57,8 +57,14 @@ def compile_walk(
         exec("\n".join(writer.lines), namespace)
     except (RecursionError, SyntaxError, MemoryError, _NoProof):
         return None
+    if name is None:  # nothing to prove or to require anywhere
+        return _nothing
     walk: Callable[[Any], None] = namespace[name]
     return walk
+
+
+def _nothing(value: Any) -> None:
+    """The walk of a tree whose rules are all assumed and that applies no default."""
 
 
 class _NoProof(Exception):
@@ -66,7 +72,12 @@ class _NoProof(Exception):
 
 
 class _Writer:
-    """Writes one function per node of the rule tree; node functions call their children's."""
+    """Writes the walk: one function per node reached through a list or a map's values.
+
+    A node reached through a named field is written inline in its parent's function, in a
+    variable of its own depth, and a node with nothing to prove or require (its rules all
+    assumed, no default, no such node below it) is not written at all.
+    """
 
     def __init__(self, assumed: frozenset[tuple[str, str]]) -> None:
         self.assumed = assumed
@@ -79,37 +90,42 @@ class _Writer:
         self.constants[name] = value
         return name
 
-    def node(self, node: _Node) -> str:
-        """Write the function of ``node`` (and of its children first); return its name."""
-        props = [(self.constant(name), self.node(child)) for name, child in node.props.items()]
-        values = self.node(node.values) if node.values is not None else None
-        items = self.node(node.items) if node.items is not None else None
+    def function(self, node: _Node) -> str | None:
+        """Write the function of ``node`` (and the functions it calls first); None when empty."""
+        body = self.body(node, "v0", 0)
+        if not body:
+            return None
         name = f"_n{self.functions}"
         self.functions += 1
+        self.lines.append(f"def {name}(v0):")
+        self.lines += [f"    {line}" for line in body]
+        return name
+
+    def body(self, node: _Node, v: str, depth: int) -> list[str]:
+        """The statements checking ``node`` on the value in variable ``v``; [] when none."""
+        inner: list[str] = [
+            f"if {v}.get({self.constant(d)}) is None: _missing()" for d in node.defaults
+        ]
+        x = f"v{depth + 1}"
+        for key, child in node.props.items():
+            lines = self.body(child, x, depth + 1)
+            if lines:
+                inner += [f"{x} = {v}.get({self.constant(key)})", f"if {x} is not None:"]
+                inner += [f"    {line}" for line in lines]
+        values = self.function(node.values) if node.values is not None else None
+        if values is not None:
+            inner += [f"for {x} in {v}.values():", f"    if {x} is not None: {values}({x})"]
+        items = self.function(node.items) if node.items is not None else None
         body: list[str] = []
-        if node.defaults or props or values:
-            body.append("if isinstance(v, dict):")
-            for default in node.defaults:
-                body.append(f"    if v.get({self.constant(default)}) is None: _missing()")
-            for key, child in props:
-                body.append(f"    x = v.get({key})")
-                body.append(f"    if x is not None: {child}(x)")
-            if values is not None:
-                body.append("    for x in v.values():")
-                body.append(f"        if x is not None: {values}(x)")
-            if items is not None:
-                body.append("elif isinstance(v, list):")
-        elif items is not None:
-            body.append("if isinstance(v, list):")
+        if inner:
+            body += [f"if isinstance({v}, dict):"] + [f"    {line}" for line in inner]
         if items is not None:
-            body.append("    for x in v:")
-            body.append(f"        if x is not None: {items}(x)")
+            body.append(f"{'elif' if inner else 'if'} isinstance({v}, list):")
+            body += [f"    for {x} in {v}:", f"        if {x} is not None: {items}({x})"]
         for rule in node.rules:
             if (rule.rule.path_pattern, rule.rule.rule) in self.assumed:
                 continue
             if rule.proof is None:
                 raise _NoProof
-            body.append(f"if {self.constant(rule.proof)}(v) is not True: _unproven()")
-        self.lines.append(f"def {name}(v):")
-        self.lines += [f"    {line}" for line in body] or ["    pass"]
-        return name
+            body.append(f"if {self.constant(rule.proof)}({v}) is not True: _unproven()")
+        return body
