@@ -447,6 +447,14 @@ CONDITION = {
         (changed(WORKLOAD_PRIORITY, "metadata.namespace", "t1"), True),
         (changed(WORKLOAD_PRIORITY, "metadata.namespace", ""), False),
         (NAMESPACE, False),
+        # The kind's plan is found by kind first: another apiVersion is not held to it.
+        (changed(LOCAL_QUEUE, "apiVersion", "kueue.x-k8s.io/v9"), True),
+        (changed(LOCAL_QUEUE, "apiVersion", "kueue.x-k8s.io/v1beta1"), False),
+        (changed(changed(LOCAL_QUEUE, "apiVersion", "kueue.x-k8s.io/v1beta1"), "x", 1), True),
+        (changed(LOCAL_QUEUE, "apiVersion", delete=True), True),
+        (changed(NAMESPACE, "apiVersion", delete=True), True),
+        (changed(NAMESPACE, "apiVersion", "v2"), True),
+        (changed(NAMESPACE, "kind", ["Namespace"]), True),
         (changed(NAMESPACE, "metadata.name", ""), True),
         (
             changed(
@@ -468,6 +476,13 @@ CONDITION = {
         "cluster-scoped with a namespace",
         "cluster-scoped with an empty namespace",
         "core kind",
+        "another apiVersion",
+        "another served apiVersion",
+        "another served apiVersion, wrong",
+        "no apiVersion",
+        "core kind without apiVersion",
+        "core kind of another apiVersion",
+        "unhashable kind",
         "core kind unnamed",
         "core kind generateName",
     ],
@@ -477,7 +492,7 @@ def test_a_schema_only_kind_words_objects_like_the_full_path(
 ) -> None:
     warm = Validator(crds, K8S, cel=True, webhooks=True)
     like = {LOCAL_QUEUE["kind"]: LOCAL_QUEUE, WORKLOAD_PRIORITY["kind"]: WORKLOAD_PRIORITY}
-    good = like.get(obj["kind"], NAMESPACE)
+    good = like.get(obj["kind"], NAMESPACE) if isinstance(obj["kind"], str) else NAMESPACE
     assert warm.validate(good) == warm.validate(good) == []
     assert warm._plans[(good["apiVersion"], good["kind"])].schema_only
     expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(obj)

@@ -37,6 +37,10 @@ class _Plan:
     schema_only: bool = False
     # The CEL proofs-only walk for objects the quick test passes: the rules it proves left out.
     cel_plain: Any = None
+    api_version: str = ""
+    # The top-level fields holding list-map lists the fast path checks (list_maps' first steps).
+    list_roots: frozenset[str] = frozenset()
+    list_root: str | None = None  # the one of them, when there is just one
 
 
 class Validator:
@@ -72,6 +76,8 @@ class Validator:
         self._want_cel = cel  # the CEL package is imported on the first custom resource
         self.webhooks = webhooks
         self._plans: dict[tuple[str, str] | None, _Plan] = {}
+        # The schema-only plan of a kind planned under one apiVersion (else None), by kind.
+        self._by_kind: dict[str, _Plan | None] = {}
         self._seen: set[tuple[str, str]] = set()  # kinds seen once: planned when seen again
 
     def _cel_evaluator(self) -> Any:
@@ -93,21 +99,41 @@ class Validator:
         null for the API server to drop) and no CEL rule fails, only the cheap checks remain.
         Anything else takes the full path, which alone words the problems.
         """
+        try:  # the kind alone first: the apiVersion is read once Rust has been through the object
+            plan = self._by_kind.get(obj["kind"])
+        except (TypeError, KeyError, IndexError):  # not a mapping, no kind, an unhashable one
+            return self._validate(obj)
+        if plan is not None:  # most kinds: the fast schema decides (inline: the hot path)
+            try:
+                valid = plan.fast.is_valid(obj)
+            except (ValueError, TypeError):  # not representable as JSON: the full path says so
+                valid = False
+            # (The fast schema also requires a name, and no namespace of a cluster-scoped kind;
+            # it accepts only mappings. The lists of list_maps are under list_root, if anywhere.)
+            root = plan.list_root
+            if (
+                valid
+                and obj.get("apiVersion") == plan.api_version
+                and (root is None or root not in obj)
+            ):
+                return []
+        return self._by_version(obj)
+
+    def _by_version(self, obj: Any) -> list[Problem]:
+        """validate() by the plan of the object's apiVersion and kind, or the full path."""
         try:  # a mapping with both keys (a plan's key is two strings)
             plan = self._plans.get((obj["apiVersion"], obj["kind"]))
         except (TypeError, KeyError, IndexError):
             plan = None
         if plan is None:
             return self._validate(obj)
-        lists = plan.list_maps
-        if not plan.schema_only or (lists is not None and not lists[1].keys().isdisjoint(obj)):
+        if not plan.schema_only or not obj.keys().isdisjoint(plan.list_roots):
             found = self._planned(plan, obj)
             return self._validate(obj) if found is None else found
-        try:  # most kinds: the fast schema decides, then the metadata (inline: the hot path)
+        try:
             valid = plan.fast.is_valid(obj)
         except (ValueError, TypeError):  # not representable as JSON: the full path says so
             valid = False
-        # (The fast schema also requires a name, and no namespace of a cluster-scoped kind.)
         return [] if valid else self._validate(obj)
 
     def _planned(self, plan: _Plan, obj: dict) -> list[Problem] | None:
@@ -193,7 +219,8 @@ class Validator:
                         gated = self._crd_validator(schema, list_maps is None)
                     except (ValueError, jsonschema_rs.ReferencingError):
                         gated = None  # the ungated test looks at every resource itself
-        self._plans[(api_version, kind)] = _Plan(
+        roots = frozenset(list_maps[1]) if list_maps is not None else frozenset()
+        plan = _Plan(
             fast,
             crd_version,
             cel,
@@ -205,7 +232,14 @@ class Validator:
             crd_version is not None and crd_version.crd.scope == "Cluster",
             cel is None and webhook is None and plain is None,
             cel_plain,
+            api_version,
+            roots,
+            next(iter(roots)) if len(roots) == 1 and isinstance(min(roots), str) else None,
         )
+        self._plans[(api_version, kind)] = plan
+        # Another apiVersion of the kind planned before: validate() looks plans up by both.
+        simple = plan.schema_only and (not roots or plan.list_root is not None)
+        self._by_kind[kind] = plan if simple and kind not in self._by_kind else None
 
     def _second_sight(self, api_version: str, kind: str) -> bool:
         """Whether a kind without a plan is seen the second time (one object is not worth one)."""
