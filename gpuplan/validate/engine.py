@@ -39,7 +39,7 @@ class _Plan:
     cel_plain: Any = None
     api_version: str = ""
     # The top-level fields holding list-map lists the fast path checks (list_maps' first steps).
-    list_roots: frozenset[str] = frozenset()
+    list_roots: frozenset[str | int] = frozenset()
     list_root: str | None = None  # the one of them, when there is just one
 
 
@@ -219,7 +219,8 @@ class Validator:
                         gated = self._crd_validator(schema, list_maps is None)
                     except (ValueError, jsonschema_rs.ReferencingError):
                         gated = None  # the ungated test looks at every resource itself
-        roots = frozenset(list_maps[1]) if list_maps is not None else frozenset()
+        steps = list(list_maps[1]) if list_maps is not None else []
+        roots = frozenset(steps)
         plan = _Plan(
             fast,
             crd_version,
@@ -234,7 +235,7 @@ class Validator:
             cel_plain,
             api_version,
             roots,
-            next(iter(roots)) if len(roots) == 1 and isinstance(min(roots), str) else None,
+            steps[0] if len(steps) == 1 and isinstance(steps[0], str) else None,
         )
         self._plans[(api_version, kind)] = plan
         # Another apiVersion of the kind planned before: validate() looks plans up by both.
