@@ -25,7 +25,14 @@ from gpuplan.validate import CrdIndex, Validator
 from gpuplan.validate.cel import K8S_FUNCTIONS
 from gpuplan.validate.celfast import compile_rule
 from gpuplan.validate.core import core_schemas
-from gpuplan.validate.listmaps import list_map_paths, unique_lists
+from gpuplan.validate.listmaps import (
+    ITEMS,
+    VALUES,
+    Trie,
+    compile_unique,
+    list_map_paths,
+    unique_lists,
+)
 from gpuplan.validate.strict import LIST_MAP_KEYS
 from gpuplan.validate.webhooks import plain_cluster_queue, validate_cluster_queue
 from tests.test_validate_engine import changed
@@ -247,6 +254,48 @@ def test_list_maps_elsewhere_keep_the_keyword() -> None:
         "additionalProperties": SCHEMA_WITH_LISTS["properties"]["a"],
     }
     assert list_map_paths(beside) is None
+
+
+def _shaped(rng: random.Random, trie: Trie, depth: int = 0) -> object:
+    """A random value along a trie's paths: lists of entries with repeated, missing or odd keys."""
+    checks, steps = trie
+    roll = rng.random()
+    if depth > 6 or roll < 0.08:
+        return rng.choice([None, "x", 1, [], {}])
+    if checks and (roll < 0.6 or not steps):
+        keys = sorted({key for names, _, _ in checks for key in names})
+        entries = [
+            {
+                key: rng.choice(["a", "b", "a", 1, True, None, ["a"]])
+                for key in keys
+                if rng.random() < 0.9
+            }
+            for _ in range(rng.randint(0, 4))
+        ]
+        return entries + [entries[0]] if entries and rng.random() < 0.2 else entries
+    if ITEMS in steps and rng.random() < 0.5:
+        return [_shaped(rng, steps[ITEMS], depth + 1) for _ in range(rng.randint(0, 3))]
+    if VALUES in steps and rng.random() < 0.5:
+        return {f"k{i}": _shaped(rng, steps[VALUES], depth + 1) for i in range(rng.randint(0, 3))}
+    named = [step for step in steps if isinstance(step, str)]
+    return {step: _shaped(rng, steps[step], depth + 1) for step in named if rng.random() < 0.8}
+
+
+def test_written_list_checks_agree_with_the_generic_walk(crds: CrdIndex) -> None:
+    rng = random.Random(20261124)
+    tries = [list_map_paths(SCHEMA_WITH_LISTS)]
+    for group, kind in crds.kinds():
+        for crd in crds.lookup(group, kind):
+            tries += [list_map_paths(version.json_schema) for version in crd.versions.values()]
+    both = 0
+    for trie in [t for t in tries if t is not None and t != ([], {})]:
+        written = compile_unique(trie)
+        assert written is not None
+        for _ in range(40):
+            value = _shaped(rng, trie)
+            assert written(value) is unique_lists(value, trie), (trie, value)
+            both += not written(value)
+    assert len(tries) > 20 and both > 50  # refusals are exercised, not only passes
 
 
 # --- schemas that refuse nulls ------------------------------------------------------------------

@@ -10,7 +10,7 @@ import jsonschema_rs
 
 from gpuplan.validate.core import CoreSchemas, core_schemas, named, split_api_version
 from gpuplan.validate.crds import LIST_MAP_KEYS, CrdIndex, CrdVersion
-from gpuplan.validate.listmaps import ListMapKeys, Trie, list_map_paths, unique_lists, without
+from gpuplan.validate.listmaps import ListMapKeys, Trie, compile_unique, list_map_paths, without
 from gpuplan.validate.messages import Problem, problems_of, show, type_name
 from gpuplan.validate.nulls import drop_nulls, prune_nulls
 
@@ -41,6 +41,9 @@ class _Plan:
     # The top-level fields holding list-map lists the fast path checks (list_maps' first steps).
     list_roots: frozenset[str | int] = frozenset()
     list_root: str | None = None  # the one of them, when there is just one
+    # unique_lists of list_maps and of plain_list_maps, as functions of the object.
+    unique: Callable[[Any], bool] | None = None
+    plain_unique: Callable[[Any], bool] | None = None
 
 
 class Validator:
@@ -145,13 +148,9 @@ class Validator:
                 plain = plan.gated is None and plan.plain is not None and plan.plain(obj, False)
             else:
                 return None
-            lists = plan.plain_list_maps if plain else plan.list_maps
-            # (The lists are under a few top-level fields: often none of them is there.)
-            if (
-                lists is not None
-                and not lists[1].keys().isdisjoint(obj)
-                and not unique_lists(obj, lists)
-            ):
+            # Each list-map list distinct (unique_lists, written out per plan).
+            unique = plan.plain_unique if plain else plan.unique
+            if unique is not None and not unique(obj):
                 return None
             # No null, so the object is its own pruned form.
             if plan.cel is not None:
@@ -236,6 +235,8 @@ class Validator:
             api_version,
             roots,
             steps[0] if len(steps) == 1 and isinstance(steps[0], str) else None,
+            compile_unique(list_maps),
+            compile_unique(plain_list_maps),
         )
         self._plans[(api_version, kind)] = plan
         # Another apiVersion of the kind planned before: validate() looks plans up by both.

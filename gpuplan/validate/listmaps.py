@@ -178,3 +178,65 @@ def without(trie: Trie | None, done: dict[tuple[Step, ...], tuple[str, ...]]) ->
         return (checks, steps) if checks or steps else None
 
     return prune(trie, ())
+
+
+def compile_unique(trie: Trie | None) -> Callable[[Any], bool] | None:
+    """unique_lists(value, trie) written out as one function of ``value``; None without a trie.
+
+    The generic walk calls itself once per step of the trie, on every object; the written one
+    looks the steps up inline, with the keys' getters as constants. Where Python cannot compile
+    it (a trie nested too deep), the generic walk stands in.
+    """
+    if trie is None:
+        return None
+    constants: dict[str, Any] = {"_distinct": distinct}
+    try:
+        lines = [
+            "def unique(v0):",
+            *_indent(_unique_body(trie, "v0", 0, constants)),
+            "    return True",
+        ]
+        namespace = dict(constants)
+        # The code is written here: variable names it made, the getters and keys as constants.
+        exec("\n".join(lines), namespace)
+    except (SyntaxError, RecursionError, MemoryError):
+        return lambda value: unique_lists(value, trie)
+    written: Callable[[Any], bool] = namespace["unique"]
+    return written
+
+
+def _unique_body(trie: Trie, v: str, depth: int, constants: dict[str, Any]) -> list[str]:
+    """The statements returning False where a list under the value in ``v`` fails distinct()."""
+
+    def constant(value: Any) -> str:
+        name = f"_c{len(constants)}"
+        constants[name] = value
+        return name
+
+    checks, steps = trie
+    lines = [
+        f"if isinstance({v}, list) and len({v}) > 1 and not _distinct("
+        f"{constant(getter)}, {single}, {v}): return False"
+        for _, getter, single in checks
+    ]
+    x = f"v{depth + 1}"
+    fields: list[str] = []
+    for step, sub in steps.items():
+        if isinstance(step, str):
+            inner = _unique_body(sub, x, depth + 1, constants)
+            fields += [f"{x} = {v}.get({constant(step)})", f"if {x} is not None:", *_indent(inner)]
+    if VALUES in steps:
+        inner = _unique_body(steps[VALUES], x, depth + 1, constants)
+        fields += [f"for {x} in {v}.values():", f"    if {x} is not None:", *_indent(inner, 2)]
+    if fields:
+        lines += [f"if isinstance({v}, dict):", *_indent(fields)]
+    if ITEMS in steps:
+        inner = _unique_body(steps[ITEMS], x, depth + 1, constants)
+        lines += [f"if isinstance({v}, list):", f"    for {x} in {v}:"]
+        lines += [f"        if {x} is not None:", *_indent(inner, 3)]
+    return lines
+
+
+def _indent(lines: list[str], levels: int = 1) -> list[str]:
+    """``lines`` indented by ``levels`` steps of four spaces."""
+    return [" " * (4 * levels) + line for line in lines]
