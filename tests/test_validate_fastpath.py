@@ -212,6 +212,20 @@ def test_bad_queues_get_the_full_paths_problems(crds: CrdIndex, name: str) -> No
     assert warm.validate(bad) == Validator(crds, K8S, webhooks=True)._validate(bad)
 
 
+def test_a_queue_of_another_apiversion_is_not_held_to_the_kinds_plan(crds: CrdIndex) -> None:
+    # Plans are found by kind first; the apiVersion decides whether that plan applies.
+    warm = Validator(crds, K8S, cel=True, webhooks=True)
+    assert warm.validate(QUEUE) == warm.validate(QUEUE) == []
+    fresh = Validator(crds, K8S, cel=True, webhooks=True)
+    for other in (
+        GOOD_QUEUES["v1beta1"],
+        BAD_QUEUES["v1beta1 borrowing without cohort"],
+        changed(QUEUE, "apiVersion", "kueue.x-k8s.io/v9"),
+    ):
+        assert warm.validate(other) == fresh._validate(other)
+    assert warm.validate(BAD_QUEUES["v1beta1 borrowing without cohort"])
+
+
 # --- list-map keys -----------------------------------------------------------------------------
 
 SCHEMA_WITH_LISTS = {

@@ -79,7 +79,7 @@ class Validator:
         self._want_cel = cel  # the CEL package is imported on the first custom resource
         self.webhooks = webhooks
         self._plans: dict[tuple[str, str] | None, _Plan] = {}
-        # The schema-only plan of a kind planned under one apiVersion (else None), by kind.
+        # The plan of a kind planned under one apiVersion (else None), by kind.
         self._by_kind: dict[str, _Plan | None] = {}
         self._seen: set[tuple[str, str]] = set()  # kinds seen once: planned when seen again
 
@@ -106,7 +106,7 @@ class Validator:
             plan = self._by_kind.get(obj["kind"])
         except (TypeError, KeyError, IndexError):  # not a mapping, no kind, an unhashable one
             return self._validate(obj)
-        if plan is not None:  # most kinds: the fast schema decides (inline: the hot path)
+        if plan is not None and plan.schema_only:  # most kinds: the fast schema decides
             try:
                 valid = plan.fast.is_valid(obj)
             except (ValueError, TypeError):  # not representable as JSON: the full path says so
@@ -120,6 +120,9 @@ class Validator:
                 and (root is None or root not in obj)
             ):
                 return []
+        elif plan is not None and type(obj) is dict and obj.get("apiVersion") == plan.api_version:
+            found = self._planned(plan, obj)
+            return self._validate(obj) if found is None else found
         return self._by_version(obj)
 
     def _by_version(self, obj: Any) -> list[Problem]:
@@ -240,7 +243,7 @@ class Validator:
         )
         self._plans[(api_version, kind)] = plan
         # Another apiVersion of the kind planned before: validate() looks plans up by both.
-        simple = plan.schema_only and (not roots or plan.list_root is not None)
+        simple = not plan.schema_only or not roots or plan.list_root is not None
         self._by_kind[kind] = plan if simple and kind not in self._by_kind else None
 
     def _second_sight(self, api_version: str, kind: str) -> bool:
