@@ -334,11 +334,13 @@ def plain_cluster_queue(obj: dict, gated: bool = False) -> bool:
     if not isinstance(spec, dict):
         return False
     groups = spec.get("resourceGroups")
+    fair = spec.get("fairSharing")
+    weight = fair.get("weight") if type(fair) is dict else None
     return (
         _plain_groups(groups, gated)
-        and not fair_sharing_problems(spec, "spec")
+        and (weight is None or not fair_sharing_problems(spec, "spec"))
         and _plain_selector(spec.get("namespaceSelector"))
-        and not _on_flavor_problems(spec, groups)
+        and ("admissionChecksStrategy" not in spec or not _on_flavor_problems(spec, groups))
     )
 
 
@@ -501,8 +503,7 @@ def _plain_groups(groups: Any, gated: bool = False) -> bool:
         and len(flavor_names) == len(all_flavors)
         and len(all_flavors) <= MAX_FLAVORS
         and len(names) <= MAX_COVERED_RESOURCES
-        and max([0, *map(operator.mul, map(len, covered), map(len, flavors))])
-        <= MAX_FLAVOR_RESOURCES
+        and all(len(c) * len(f) <= MAX_FLAVOR_RESOURCES for c, f in zip(covered, flavors))
     )
 
 
