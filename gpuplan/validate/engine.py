@@ -103,8 +103,10 @@ class Validator:
         Anything else takes the full path, which alone words the problems.
         """
         try:  # the kind alone first: the apiVersion is read once Rust has been through the object
-            plan = self._by_kind.get(obj["kind"])
-        except (TypeError, KeyError, IndexError):  # not a mapping, no kind, an unhashable one
+            plan = self._by_kind[obj["kind"]]
+        except KeyError:  # no kind, or none planned yet
+            plan = None
+        except (TypeError, IndexError):  # not a mapping, or an unhashable kind
             return self._validate(obj)
         if plan is not None and plan.schema_only:  # most kinds: the fast schema decides
             try:
