@@ -616,6 +616,34 @@ def test_written_walks_prove_only_what_the_interpreter_passes(crds: CrdIndex) ->
     assert written >= 5 and proven > 200  # exercised, not only compiled
 
 
+def test_a_written_walk_leaves_out_nodes_with_nothing_to_prove() -> None:
+    from gpuplan.validate.cel import _Node, _Rule
+    from gpuplan.validate.celfast import Unsure
+    from gpuplan.validate.celwalk import MissingDefault, compile_walk
+    from gpuplan.validate.crds import CelRule
+
+    def rule(text: str, path: str = "spec.items[*]") -> _Rule:
+        return _Rule(CelRule(path, text), None, proof=compile_rule(text))
+
+    item = _Node(rules=[rule("self.x == 1")])
+    root = _Node(props={"spec": _Node(props={"items": _Node(items=item)}, defaults={"d": 0})})
+    walk = compile_walk(root)
+    assert walk is not None
+    walk({"spec": {"d": 0, "items": [{"x": 1}, None]}})
+    with pytest.raises(Unsure):
+        walk({"spec": {"d": 0, "items": [{"x": 2}]}})
+    with pytest.raises(MissingDefault):
+        walk({"spec": {"items": [{"x": 1}]}})
+    assumed = compile_walk(root, frozenset({("spec.items[*]", "self.x == 1")}))
+    assert assumed is not None
+    assumed({"spec": {"d": 0, "items": [{"x": 2}]}})  # the item's rule is the caller's
+    with pytest.raises(MissingDefault):  # the default is still required
+        assumed({"spec": {"items": []}})
+    bare = _Node(props={"spec": _Node(props={"items": _Node(items=item)})})
+    nothing = compile_walk(bare, frozenset({("spec.items[*]", "self.x == 1")}))
+    assert nothing is not None and nothing({"spec": {"items": [{"x": 2}]}}) is None
+
+
 def _reshuffled(rng: random.Random, queue: Any) -> Any:
     """A copy of a queue with resources moved, repeated or dropped between its flavors."""
     queue = copy.deepcopy(queue)

@@ -5,7 +5,8 @@ node it loops over the node's defaults, properties and children and checks each 
 whether the object needs it or not. For an object that already carries every default the
 walk reached, it copies nothing, and what it does is fixed by the rule tree alone. This module
 writes that walk out once per rule tree, as plain Python with the field names and proofs as
-constants: one small function per node, calling its children's.
+constants: the nodes under named fields inline, one function per node under a list or a map's
+values, and nothing for a node with nothing to prove or require.
 
 The function returns None when every rule is proven on the object as it is. It raises
 ``MissingDefault`` where a default the walk would apply is missing (then the generic walk,

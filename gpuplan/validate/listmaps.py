@@ -4,7 +4,8 @@ jsonschema_rs knows no such keyword, so the strict schemas carry ``LIST_MAP_KEYS
 registers ``ListMapKeys`` for it: a Python check jsonschema_rs calls back with each such list,
 converted back from Rust. For objects of a kind seen before, the fast path leaves the keyword out
 of its schema and checks the same lists itself, found by the paths the schema gives them
-(``list_map_paths``), without the round trip.
+(``list_map_paths``), without the round trip: with a function written out once per set of paths
+(``compile_unique``).
 """
 
 from __future__ import annotations
