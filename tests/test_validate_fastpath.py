@@ -145,6 +145,14 @@ BAD_QUEUES = {
     "selector bad value": changed(
         QUEUE, "spec.namespaceSelector.matchExpressions.0.values.0", "a b"
     ),
+    "selector bad key": changed(QUEUE, "spec.namespaceSelector.matchExpressions.0.key", "-a"),
+    "selector unknown operator": changed(
+        QUEUE, "spec.namespaceSelector.matchExpressions.0.operator", "Gt"
+    ),
+    "selector Exists with values": changed(
+        QUEUE, "spec.namespaceSelector.matchExpressions.0.operator", "Exists"
+    ),
+    "selector bad label": changed(QUEUE, "spec.namespaceSelector.matchLabels", {"a": "-b"}),
     "preference rule": changed(
         QUEUE, "spec.flavorFungibility.preference", "BorrowingOverPreemption"
     ),
@@ -166,6 +174,13 @@ GOOD_QUEUES = {
     "integer quota": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", 24),
     "signed quota": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", "+24"),
     "no cohort": changed(QUEUE, "spec.cohortName", delete=True),
+    "selector Exists": changed(
+        QUEUE,
+        "spec.namespaceSelector.matchExpressions",
+        [{"key": "kubernetes.io/metadata.name", "operator": "Exists"}],
+    ),
+    "selector matchLabels": changed(QUEUE, "spec.namespaceSelector", {"matchLabels": {"a": "b"}}),
+    "no selector": changed(QUEUE, "spec.namespaceSelector", delete=True),
     "v1beta1": changed(
         changed(QUEUE, "apiVersion", "kueue.x-k8s.io/v1beta1"),
         "spec",
@@ -224,6 +239,30 @@ def test_a_queue_of_another_apiversion_is_not_held_to_the_kinds_plan(crds: CrdIn
     ):
         assert warm.validate(other) == fresh._validate(other)
     assert warm.validate(BAD_QUEUES["v1beta1 borrowing without cohort"])
+
+
+_NAME_TEXT = st.text(alphabet="aZ0-_./\né", max_size=70) | st.sampled_from(
+    ["a" * 63, "a" * 64, f"{'a' * 250}/b", f"{'a' * 252}/b", "a/b/c", "/a", "a/", "x.io/A_b-c.d"]
+)
+
+
+@given(_NAME_TEXT)
+def test_the_gates_name_patterns_pass_only_what_the_webhook_passes(text: str) -> None:
+    from gpuplan.validate.webhooks import (
+        LABEL_VALUE_SCHEMA,
+        QUALIFIED_NAME_SCHEMA,
+        label_value_error,
+        qualified_name_error,
+    )
+
+    if jsonschema_rs.Draft202012Validator(QUALIFIED_NAME_SCHEMA).is_valid(text):
+        assert qualified_name_error(text) is None
+    if jsonschema_rs.Draft202012Validator(LABEL_VALUE_SCHEMA).is_valid(text):
+        assert label_value_error(text) is None
+    # What gpuplan renders passes the gate (else every queue would take the slower path).
+    assert jsonschema_rs.Draft202012Validator(QUALIFIED_NAME_SCHEMA).is_valid(
+        "kubernetes.io/metadata.name"
+    )
 
 
 # --- list-map keys -----------------------------------------------------------------------------

@@ -328,7 +328,8 @@ def plain_cluster_queue(obj: dict, gated: bool = False) -> bool:
 
     True also says that the flavors of every resource group, and the resources of every flavor,
     have distinct string names: the keys of both list-map lists (CLUSTER_QUEUE_LISTS).
-    ``gated``: the object passed cluster_queue_gate's schema, so its quotas need no look.
+    ``gated``: the object passed cluster_queue_gate's schema, so its quotas and its namespace
+    selector need no look.
     """
     spec = obj.get("spec")
     if not isinstance(spec, dict):
@@ -339,7 +340,7 @@ def plain_cluster_queue(obj: dict, gated: bool = False) -> bool:
     return (
         _plain_groups(groups, gated)
         and (weight is None or not fair_sharing_problems(spec, "spec"))
-        and _plain_selector(spec.get("namespaceSelector"))
+        and (gated or _plain_selector(spec.get("namespaceSelector")))
         and ("admissionChecksStrategy" not in spec or not _on_flavor_problems(spec, groups))
     )
 
@@ -439,6 +440,7 @@ def cluster_queue_gate(schema: dict) -> dict | None:
         }
         flavors["items"]["properties"]["name"]["type"] = "string"
         resources["name"]["type"] = "string"
+        _gate_selector(spec["properties"]["namespaceSelector"])
     except (KeyError, TypeError, AttributeError):
         return None
     resources["lendingLimit"] = False
@@ -454,6 +456,42 @@ def cluster_queue_gate(schema: dict) -> dict | None:
     spec["if"] = {"required": [cohort], "properties": {cohort: {"minLength": 1}}}
     spec["else"] = no_borrowing
     return gated
+
+
+def _gate_selector(selector: dict) -> None:
+    """Hold a LabelSelector schema to what label_selector_problems finds nothing in.
+
+    `key In/NotIn [values]` expressions of a qualified-name key and label values, and no
+    matchLabels: the selectors queues usually have (gpuplan renders one per tenant). Others are
+    refused here, so that the webhook's rules look at them.
+    """
+    expression = selector["properties"]["matchExpressions"]["items"]
+    fields = expression["properties"]
+    fields["key"] = {**fields["key"], "type": "string", **QUALIFIED_NAME_SCHEMA}
+    fields["operator"] = {**fields["operator"], "type": "string", "enum": list(_SET_OPERATORS)}
+    values = fields["values"]
+    fields["values"] = {
+        **values,
+        "type": "array",
+        "minItems": 1,
+        "items": {**values["items"], "type": "string", **LABEL_VALUE_SCHEMA},
+    }
+    expression["type"] = "object"
+    expression["required"] = sorted({*expression.get("required", []), "key", "operator", "values"})
+    selector["properties"]["matchLabels"] = {
+        **selector["properties"]["matchLabels"],
+        "maxProperties": 0,
+    }
+
+
+# What qualified_name_error and label_value_error pass, as JSON Schema (ECMAScript patterns;
+# a qualified name of at most 253 characters has a prefix of at most 251: stricter, not looser).
+QUALIFIED_NAME_SCHEMA = {
+    "maxLength": 253,
+    "pattern": "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
+}
+LABEL_VALUE_SCHEMA = {"maxLength": 63, "pattern": "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"}
 
 
 # Kueue's quantity pattern starts with an optional sign (kueue.x-k8s.io_clusterqueues.yaml).
@@ -503,7 +541,8 @@ def _plain_groups(groups: Any, gated: bool = False) -> bool:
         and len(flavor_names) == len(all_flavors)
         and len(all_flavors) <= MAX_FLAVORS
         and len(names) <= MAX_COVERED_RESOURCES
-        and all(len(c) * len(f) <= MAX_FLAVOR_RESOURCES for c, f in zip(covered, flavors))
+        and max(map(operator.mul, map(len, covered), map(len, flavors)), default=0)
+        <= MAX_FLAVOR_RESOURCES
     )
 
 
