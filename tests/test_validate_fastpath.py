@@ -483,6 +483,12 @@ def test_rules_outside_the_subset_are_not_compiled(source: str) -> None:
         ("!self.find('^([^/]+)').endsWith('karpenter.sh')", "example.com/x", True),
         ("self.split('@')[0] in ['al2023']", "al2023@latest", True),
         ("self.split('@')[0] in ['al2023']", 7, False),  # the library takes strings here
+        ("self.x != 'a'", {"x": "b"}, True),  # a text against a string literal
+        ("'a' != self.x", {"x": "b"}, True),
+        ("self.x == 'a'", {"x": "a"}, True),
+        ("self.x != 'a'", {"x": 1}, False),  # another type: the interpreter decides
+        ("'a' != self.x", {"x": None}, False),
+        ("(self.y ? 'a' : 'b') == self.x", {"x": "b", "y": False}, True),
     ],
 )
 def test_proofs(source: str, value: object, proven: bool) -> None:

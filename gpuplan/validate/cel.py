@@ -28,6 +28,7 @@ How a rule is applied, following the API server on create:
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import marshal
 import re
@@ -75,15 +76,21 @@ cel = _import_cel()
 
 def _find(text: str, pattern: str) -> str:
     """regex library: the first match of ``pattern`` in ``text``, or ""."""
-    found = re.search(pattern, text)
+    found = _regex(pattern).search(text)
     return found.group(0) if found else ""
+
+
+@functools.lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern[str]:
+    """re.compile, kept per pattern: a rule's pattern is a literal, run on every label key."""
+    return re.compile(pattern)
 
 
 def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     """regex library: all matches of ``pattern`` (at most ``limit`` when >= 0)."""
     if limit == 0:
         return []
-    matches = [m.group(0) for m in re.finditer(pattern, text)]
+    matches = [m.group(0) for m in _regex(pattern).finditer(text)]
     return matches if limit < 0 else matches[:limit]
 
 

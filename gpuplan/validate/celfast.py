@@ -176,7 +176,14 @@ class _Parser:
         if operator in ("==", "!="):
             # Two ints or two strings known as such compare the Python way; else _eq checks.
             same = left.kind == right.kind and left.kind in ("int", "str")
-            equal = f"({left.text} == {right.text})" if same else f"_eq({left.text}, {right.text})"
+            if same:
+                equal = f"({left.text} == {right.text})"
+            elif right.kind == "str":  # a text against a string: no look at the other's type
+                equal = f"_eq_text({left.text}, {right.text})"
+            elif left.kind == "str":
+                equal = f"_eq_text({right.text}, {left.text})"
+            else:
+                equal = f"_eq({left.text}, {right.text})"
             return _Code(equal if operator == "==" else f"(not {equal})", "bool")
         if operator == "in" and right.texts is not None:
             return _Code(f"_in_texts({left.text}, {right.texts})", "bool")
@@ -328,6 +335,13 @@ def _eq(left: Any, right: Any) -> bool:
     return bool(left == right)
 
 
+def _eq_text(value: Any, text: str) -> bool:
+    """_eq(value, text) for a ``text`` known to be a string."""
+    if type(value) is not str:
+        raise Unsure("equality outside the subset")
+    return value == text
+
+
 def _order(left: Any, right: Any, operator: str) -> bool:
     kind = type(left)
     if kind is not type(right) or kind not in (str, int):
@@ -409,8 +423,9 @@ def _text(value: Any, method: str, argument: Any) -> bool:
 
 
 def _call(function: Callable[..., Any], *arguments: Any) -> Any:
-    if any(type(argument) is not str for argument in arguments):
-        raise Unsure("library function outside the subset")
+    for argument in arguments:  # (a loop: no generator per call)
+        if type(argument) is not str:
+            raise Unsure("library function outside the subset")
     return function(*arguments)
 
 
@@ -424,6 +439,7 @@ def _elements(value: Any) -> Any:
 _HELPERS: dict[str, Any] = {
     "_bool": _bool,
     "_eq": _eq,
+    "_eq_text": _eq_text,
     "_order": _order,
     "_in": _in,
     "_in_texts": _in_texts,
