@@ -407,8 +407,10 @@ def cluster_queue_gate(schema: dict) -> dict | None:
 
     That is a lendingLimit, a borrowingLimit without a cohort, or a quota that may be negative:
     the quantity pattern loses its leading "-" and integers get a minimum of 0, so the schema
-    decides them in Rust, in the pass it makes anyway, at no extra cost. None when the schema
-    has not the shape of Kueue's (then plain_cluster_queue looks at every resource).
+    decides them in Rust, in the pass it makes anyway, at no extra cost; and a namespace
+    selector other than `key In/NotIn [values]` expressions of good names (_gate_selector).
+    None when the schema has not the shape of Kueue's (then plain_cluster_queue looks at every
+    resource and the selector).
     """
     gated = copy.deepcopy(schema)
     try:
