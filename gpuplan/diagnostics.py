@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -65,7 +65,12 @@ def has_errors(diagnostics: Iterable[Diagnostic], strict: bool = False) -> bool:
 
 def with_code(diagnostics: Iterable[Diagnostic], code: str) -> list[Diagnostic]:
     """Return the findings, giving `code` to those that have none yet."""
-    return [d if d.code else replace(d, code=code) for d in diagnostics]
+    return [
+        d
+        if d.code
+        else Diagnostic(d.file, d.line, d.col, d.severity, d.path, d.message, code, d.accepted)
+        for d in diagnostics
+    ]
 
 
 def ordered(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:

@@ -13,10 +13,11 @@ are integer arithmetic.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
+from typing import NamedTuple
 
-from gpuplan.fleet import AllocationPlan, Grant
+from gpuplan.fleet import AllocationPlan, ClusterPlan, Grant
 from gpuplan.quantity import format_bytes, format_count, format_millicores
 
 CPU = "cpu"
@@ -25,11 +26,11 @@ MIB = 2**20
 MILLI = 1000  # millicores per core
 
 
-@dataclass(frozen=True)
-class Amount:
+class Amount(NamedTuple):
     """A quota of one resource in one flavor, in millicores, bytes or units (see the module).
 
-    nominal, and the limits (None: unlimited / unset).
+    nominal, and the limits (None: unlimited / unset). A named tuple: there are tens of thousands
+    at fleet scale, and a tuple is made and hashed at a fraction of a frozen dataclass's cost.
     """
 
     nominal: int
@@ -41,11 +42,15 @@ ZERO = Amount(0)  # no quota of a resource in a flavor (Amount is immutable: one
 
 
 def _floor(resource: str, value: Fraction) -> int:
-    """Round an exact amount (cores, bytes, units) to what the manifests can state: millicores, whole MiB, whole units.
+    """Round an exact amount (cores, bytes, units) to what the manifests can state: millicores, whole MiB, whole units."""
+    return _floor_ratio(resource, value.numerator, value.denominator)
+
+
+def _floor_ratio(resource: str, numerator: int, denominator: int) -> int:
+    """Round numerator / denominator (cores, bytes, units) as _floor does.
 
     Towards zero, as int() does, in integer arithmetic: it runs for every pool of every allocation.
     """
-    numerator, denominator = value.numerator, value.denominator
     if resource == CPU:
         numerator *= MILLI
     elif resource == MEMORY:
@@ -70,6 +75,7 @@ def quantity(resource: str, value: int) -> str:
     return format_count(value)
 
 
+@lru_cache(maxsize=4096)
 def exact_quantity(resource: str, value: Fraction) -> str:
     """Return an exact amount (cores, bytes, units), rounded down, as a canonical quantity string."""
     return quantity(resource, int(value * per_unit(resource)))
@@ -112,25 +118,26 @@ def _derived_limits(
 
     A pool left out has no such limit (None): one of its grants is unlimited.
     """
+    if all(getattr(g, kind) is None for g in alloc.grants):  # the common case, decided at once
+        return {CPU: {}, MEMORY: {}}
     limited = [
         name
         for name, amounts in granted.items()
         if all(getattr(a, kind) is not None for a in amounts.values())
     ]
-    if not limited:
-        return {CPU: {}, MEMORY: {}}
-    tables = {CPU: alloc.cpu(kind), MEMORY: alloc.memory(kind)}
-    return {
-        what: {name: _floor(what, table.get(name, Fraction(0))) for name in limited}
-        for what, table in tables.items()
-    }
+    out: dict[str, dict[str, int]] = {}
+    for what in (CPU, MEMORY):
+        table = alloc.exact(kind, what)
+        out[what] = {name: _floor_ratio(what, *table.get(name, (0, 1))) for name in limited}
+    return out
 
 
 def flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     """Return pool -> resource -> Amount for every covered resource (zero where a pool has none)."""
-    if "amounts" not in alloc.cache:
-        alloc.cache["amounts"] = _flavor_amounts(alloc)
-    return alloc.cache["amounts"]  # type: ignore[return-value]
+    found = alloc.cache.get("amounts")
+    if found is None:
+        found = alloc.cache["amounts"] = _flavor_amounts(alloc)
+    return found  # type: ignore[return-value]
 
 
 def cpu_flavors(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
@@ -139,6 +146,8 @@ def cpu_flavors(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     These flavors come first in the ClusterQueue, so a CPU-only workload is admitted on a CPU pool
     and a GPU workload, which asks for a resource these flavors hold none of, skips them.
     """
+    if not alloc.spec.cpu_quotas:
+        return {}
     pools = {p.name for p in alloc.cluster.spec.cpu_pools}
     out: dict[str, dict[str, Amount]] = {}
     for quota in alloc.spec.cpu_quotas:
@@ -153,84 +162,109 @@ def cpu_flavors(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
 
 def _flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     granted = _granted(alloc.grants)
-    nominal = {CPU: alloc.cpu(), MEMORY: alloc.memory()}
+    cpu, memory = alloc.exact("nominal", CPU), alloc.exact("nominal", MEMORY)
     borrowing = _derived_limits(alloc, "borrowing", granted)
     lending = _derived_limits(alloc, "lending", granted)
-    resources = alloc.resources()
+    zeros = dict.fromkeys(alloc.resources(), ZERO)  # the GPU resources, sorted
     out: dict[str, dict[str, Amount]] = cpu_flavors(alloc)
     for pool in alloc.pools():
         name = pool.name
         amounts = {
-            what: Amount(
-                _floor(what, nominal[what][name]),
-                borrowing[what].get(name),
-                lending[what].get(name),
-            )
-            for what in (CPU, MEMORY)
+            CPU: Amount(
+                _floor_ratio(CPU, *cpu[name]),
+                borrowing[CPU].get(name),
+                lending[CPU].get(name),
+            ),
+            MEMORY: Amount(
+                _floor_ratio(MEMORY, *memory[name]),
+                borrowing[MEMORY].get(name),
+                lending[MEMORY].get(name),
+            ),
         }
-        found = granted[name]
-        out[name] = amounts | {resource: found.get(resource, ZERO) for resource in resources}
+        amounts.update(zeros)
+        amounts.update(granted[name])  # in the sorted places of zeros: a key keeps its place
+        out[name] = amounts
     return out
 
 
-def _lends(alloc: AllocationPlan) -> dict[tuple[str, str], int]:
-    """Return (pool, resource) -> what one allocation lends to its cohort."""
-    out: dict[tuple[str, str], int] = {}
-    for pool, amounts in flavor_amounts(alloc).items():
-        for resource, amount in amounts.items():
-            out[(pool, resource)] = amount.nominal if amount.lending is None else amount.lending
-    return out
+def _cohort_lends(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
+    """Return pool -> resource -> what every member of the allocation's cohort tree lends, summed once.
 
-
-def _cohort_lends(alloc: AllocationPlan) -> dict[tuple[str, str], int]:
-    """Return (pool, resource) -> what every member of the allocation's cohort tree lends, summed once."""
-    root = alloc.cluster.cohort_root(alloc.spec.cohort)
+    A member lends its nominal quota of a flavor's resource, or its lending limit there.
+    """
+    cluster = alloc.cluster
+    root = cluster.cohort_root(alloc.spec.cohort)
     key = f"lends/{root}"
-    cache = alloc.cluster.cache
-    if key not in cache:
-        total: dict[tuple[str, str], int] = {}
-        for member in alloc.cluster.allocations:
-            if (
-                member.spec.cohort is not None
-                and alloc.cluster.cohort_root(member.spec.cohort) == root
-            ):
-                for where, lend in _lends(member).items():
-                    total[where] = total.get(where, 0) + lend
-        cache[key] = total
-    return cache[key]  # type: ignore[return-value]
-
-
-def _lendable(alloc: AllocationPlan) -> dict[tuple[str, str], int]:
-    """Return (pool, resource) -> what the rest of the allocation's cohort can lend it."""
-    if alloc.spec.cohort is None:
-        return {}
-    own = _lends(alloc)
-    return {where: total - own.get(where, 0) for where, total in _cohort_lends(alloc).items()}
+    found = cluster.cache.get(key)
+    if found is None:
+        total: dict[str, dict[str, int]] = {}
+        for member in cluster.allocations:
+            cohort = member.spec.cohort
+            if cohort is None or cluster.cohort_root(cohort) != root:
+                continue
+            for pool, amounts in flavor_amounts(member).items():
+                into = total.setdefault(pool, {})
+                for resource, (nominal, _, lending) in amounts.items():
+                    into[resource] = into.get(resource, 0) + (
+                        nominal if lending is None else lending
+                    )
+        found = cluster.cache[key] = total
+    return found  # type: ignore[return-value]
 
 
 def namespace_ceiling(alloc: AllocationPlan) -> dict[str, int]:
     """Return per resource the most the ClusterQueue can ever admit: nominal plus borrowing."""
-    if "ceiling" not in alloc.cache:
-        alloc.cache["ceiling"] = _ceiling(alloc)
-    return dict(alloc.cache["ceiling"])  # type: ignore[call-overload]
+    return dict(_totals(alloc)[1])
 
 
-def _ceiling(alloc: AllocationPlan) -> dict[str, int]:
-    lendable = _lendable(alloc)
+def nominal_totals(alloc: AllocationPlan) -> dict[str, int]:
+    """Return per resource the allocation's nominal quota (millicores, bytes, units), summed over its pools."""
+    return dict(_totals(alloc)[0])
+
+
+def _totals(alloc: AllocationPlan) -> tuple[dict[str, int], dict[str, int]]:
+    """Return per resource the nominal quota and the ceiling, summed over the pools, computed once."""
+    found = alloc.cache.get("totals")
+    if found is None:
+        found = alloc.cache["totals"] = _sum_pools(alloc)
+    return found  # type: ignore[return-value]
+
+
+def _sum_pools(alloc: AllocationPlan) -> tuple[dict[str, int], dict[str, int]]:
+    """Sum nominal, and nominal plus borrowing, over the pools: what the cohort's other members lend bounds the borrowing.
+
+    What the rest of the cohort can lend in a flavor is the cohort's total less this allocation's
+    own lending there (its nominal, or its lending limit).
+    """
+    lent = _cohort_lends(alloc) if alloc.spec.cohort is not None else {}
+    nominals: dict[str, int] = {}
     ceiling: dict[str, int] = {}
     for pool, amounts in flavor_amounts(alloc).items():
-        for resource, amount in amounts.items():
-            borrow = lendable.get((pool, resource), 0)
-            if amount.borrowing is not None:
-                borrow = min(amount.borrowing, borrow)
-            ceiling[resource] = ceiling.get(resource, 0) + amount.nominal + borrow
-    return ceiling
+        pool_lent = lent.get(pool, {})
+        for resource, (nominal, borrowing, lending) in amounts.items():
+            total = pool_lent.get(resource)
+            borrow = 0 if total is None else total - (nominal if lending is None else lending)
+            if borrowing is not None:
+                borrow = min(borrowing, borrow)
+            nominals[resource] = nominals.get(resource, 0) + nominal
+            ceiling[resource] = ceiling.get(resource, 0) + nominal + borrow
+    return nominals, ceiling
+
+
+def _cluster_resources(cluster: ClusterPlan) -> list[str]:
+    """Return every GPU resource of the cluster's pools, in pool order, found once."""
+    found = cluster.cache.get("gpu-resources")
+    if found is None:
+        found = cluster.cache["gpu-resources"] = list(
+            dict.fromkeys(r for pool in cluster.pools.values() for r in pool.resources)
+        )
+    return found  # type: ignore[return-value]
 
 
 def namespace_limits(alloc: AllocationPlan) -> dict[str, int]:
     """Return the ceiling per resource plus a zero for every GPU resource of the cluster the
     tenant has no quota on, so nothing outside its grants can be taken by bypassing Kueue."""
-    limits = {r: 0 for pool in alloc.cluster.pools.values() for r in pool.resources}
+    limits = dict.fromkeys(_cluster_resources(alloc.cluster), 0)
     limits.update(namespace_ceiling(alloc))
     return dict(sorted(limits.items()))
 

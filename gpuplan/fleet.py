@@ -21,6 +21,8 @@ INSTANCE_GPUS = {
     "g6e.24xlarge": 4, "g6e.48xlarge": 8,
 }  # fmt: skip
 
+Ratio = tuple[int, int]  # an exact value as (numerator, denominator), not reduced
+
 
 @dataclass
 class Grant:
@@ -84,46 +86,65 @@ class AllocationPlan:
         return self._per_pool(kind, "memory")
 
     def _per_pool(self, kind: str, what: str) -> dict[str, Fraction]:
-        """Derive cpu or memory from the GPU units, scaled to the tenant's explicit total if any."""
         key = f"{what}/{kind}"
         if key not in self.cache:
-            factor, derived = self._factor(what), self._derived(kind, what)
-            if factor != 1:  # the tenant states its own total
-                derived = {pool: value * factor for pool, value in derived.items()}
-            self.cache[key] = derived
+            self.cache[key] = {
+                pool: Fraction(n, d) for pool, (n, d) in self.exact(kind, what).items()
+            }
         return dict(self.cache[key])  # type: ignore[call-overload]
 
-    def _factor(self, what: str) -> Fraction:
+    def exact(self, kind: str, what: str) -> dict[str, Ratio]:
+        """Return cpu (cores) or memory (bytes) per pool as exact, unreduced (numerator, denominator) pairs.
+
+        What cpu() and memory() return as Fractions, for callers that only round it (entitlements):
+        integer pairs cost a fraction of what a Fraction does, and there is one per pool of every
+        allocation. Derived from the GPU units, scaled to the tenant's explicit total if any.
+        """
+        key = f"exact/{what}/{kind}"
+        found = self.cache.get(key)
+        if found is None:
+            cpu, memory = self._derived(kind)
+            self.cache[f"exact/cpu/{kind}"] = self._scaled("cpu", cpu)
+            self.cache[f"exact/memory/{kind}"] = self._scaled("memory", memory)
+            found = self.cache[key]
+        return found  # type: ignore[return-value]
+
+    def _scaled(self, what: str, derived: dict[str, Ratio]) -> dict[str, Ratio]:
+        """Scale cpu or memory per pool to the tenant's explicit total, if it states one."""
         total = self.spec.cpu if what == "cpu" else self.spec.memory
         if total is None:
-            return Fraction(1)
-        default = sum(self._derived("nominal", what).values(), Fraction(0))
-        return total / default if default else Fraction(0)
+            return derived
+        nominal = self._derived("nominal")[0 if what == "cpu" else 1]
+        default = sum((Fraction(n, d) for n, d in nominal.values()), Fraction(0))
+        factor = total / default if default else Fraction(0)
+        if factor == 1:  # the total its quotas give anyway
+            return derived
+        up, down = factor.numerator, factor.denominator
+        return {pool: (n * up, d * down) for pool, (n, d) in derived.items()}
 
-    def _derived(self, kind: str, what: str) -> dict[str, Fraction]:
-        """Sum units x (cpu or memory per unit) per pool, exactly.
+    def _derived(self, kind: str) -> tuple[dict[str, Ratio], dict[str, Ratio]]:
+        """Sum units x (cpu, memory per unit) per pool, exactly: cpu (cores) and memory (bytes).
 
         A unit's share of a node is a fraction (a 1g.10gb instance of a 192-core, 8-GPU node is
         24/7 cores), so each pool's sum is kept over one common denominator, the multiple of
-        its per-unit denominators: integer products and one Fraction per pool.
+        its per-unit denominators: integer products only.
         """
-        terms: dict[str, list[tuple[int, Fraction]]] = {}
+        cpu: dict[str, Ratio] = {}
+        memory: dict[str, Ratio] = {}
+        unit_ratios = self.cluster.unit_ratios
         for grant in self.grants:
-            units = {
-                "nominal": grant.nominal,
-                "borrowing": grant.borrowing,
-                "lending": grant.lending,
-            }[kind]
-            per_unit = self.cluster.per_unit(grant.pool, what, grant.resource)
-            terms.setdefault(grant.pool.name, []).append((units or 0, per_unit))
-        out: dict[str, Fraction] = {}
-        for pool, items in terms.items():
-            common = math.lcm(*(share.denominator for _, share in items))
-            numerator = sum(
-                n * share.numerator * (common // share.denominator) for n, share in items
-            )
-            out[pool] = Fraction(numerator, common)
-        return out
+            units = (
+                grant.nominal
+                if kind == "nominal"
+                else grant.borrowing
+                if kind == "borrowing"
+                else grant.lending
+            ) or 0
+            pool = grant.pool.name
+            per_cpu, per_memory = unit_ratios(grant.pool, grant.resource)
+            _add(cpu, pool, units, per_cpu)
+            _add(memory, pool, units, per_memory)
+        return cpu, memory
 
     def has_limit(self, kind: str) -> bool:
         """Tell whether any grant sets a borrowing or lending limit."""
@@ -140,6 +161,9 @@ class ClusterPlan:
     cache: dict[str, object] = field(
         default_factory=dict, repr=False
     )  # derived figures, computed once
+    units: dict[tuple[str, str], tuple[Ratio, Ratio]] = field(
+        default_factory=dict, repr=False
+    )  # (pool, resource) -> the cpu and memory one unit brings (unit_ratios)
 
     @property
     def spec(self) -> Cluster:
@@ -165,14 +189,16 @@ class ClusterPlan:
         wanted = wanted or pool.spec.dra is not None
         return wanted and not pool.karpenter_made and bool(pool.spec.hostnames)
 
-    def per_unit(self, pool: PoolPlan, what: str, resource: str) -> Fraction:
-        """Return the node cpu (cores) or memory (bytes) that goes with one unit of a pool's resource, computed once."""
-        key = f"per-unit/{what}/{pool.name}/{resource}"
-        found = self.cache.get(key)
+    def unit_ratios(self, pool: PoolPlan, resource: str) -> tuple[Ratio, Ratio]:
+        """Return the node cpu (cores) and memory (bytes) that go with one unit of a pool's resource,
+        each as (numerator, denominator), computed once."""
+        key = (pool.name, resource)
+        found = self.units.get(key)
         if found is None:
-            per = pool.cpu_per_unit if what == "cpu" else pool.memory_per_unit
-            found = self.cache[key] = per(resource)
-        return found  # type: ignore[return-value]
+            cpu, memory = pool.cpu_per_unit(resource), pool.memory_per_unit(resource)
+            found = (cpu.numerator, cpu.denominator), (memory.numerator, memory.denominator)
+            self.units[key] = found
+        return found
 
     def cohort_root(self, cohort: str | None) -> str | None:
         """Return the root of a cohort's tree: Kueue lends across the whole tree."""
@@ -182,6 +208,22 @@ class ClusterPlan:
             seen.add(cohort)
             cohort = parents[cohort]
         return cohort
+
+
+def _add(sums: dict[str, Ratio], pool: str, units: int, per_unit: Ratio) -> None:
+    """Add units x per_unit to a pool's exact sum, over the multiple of the denominators."""
+    numerator, denominator = per_unit
+    found = sums.get(pool)
+    if found is None:
+        sums[pool] = (units * numerator, denominator)
+    elif found[1] == denominator:
+        sums[pool] = (found[0] + units * numerator, denominator)
+    else:
+        common = math.lcm(found[1], denominator)
+        sums[pool] = (
+            found[0] * (common // found[1]) + units * numerator * (common // denominator),
+            common,
+        )
 
 
 @dataclass

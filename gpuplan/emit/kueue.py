@@ -6,6 +6,7 @@ apiVersion, the ClusterQueue's cohort field, whenCanBorrow's value and the Cohor
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from gpuplan.components.kueue import GROUP, KueueRelease
@@ -51,13 +52,19 @@ def cpu_flavor(api: str, pool: CpuPool) -> dict[str, Any]:
     return k8s(api, "ResourceFlavor", pool.name, spec=spec)
 
 
-def _resource(name: str, amount: Amount) -> dict[str, str]:
-    entry = {"name": name, "nominalQuota": quantity(name, amount.nominal)}
-    if amount.borrowing is not None:
-        entry["borrowingLimit"] = quantity(name, amount.borrowing)
-    if amount.lending is not None:
-        entry["lendingLimit"] = quantity(name, amount.lending)
-    return entry
+@lru_cache(maxsize=65536)
+def _resource(name: str, amount: Amount) -> tuple[tuple[str, str], ...]:
+    """Return a ClusterQueue flavor's entry for one resource, as (key, value) pairs.
+
+    Kept per (resource, amount), both plain values: a fleet repeats the same few thousand.
+    """
+    nominal, borrowing, lending = amount
+    entry = [("name", name), ("nominalQuota", quantity(name, nominal))]
+    if borrowing is not None:
+        entry.append(("borrowingLimit", quantity(name, borrowing)))
+    if lending is not None:
+        entry.append(("lendingLimit", quantity(name, lending)))
+    return tuple(entry)
 
 
 def resource_groups(alloc: AllocationPlan) -> list[dict[str, Any]]:
@@ -65,7 +72,8 @@ def resource_groups(alloc: AllocationPlan) -> list[dict[str, Any]]:
     covered = covered_resources(alloc)
     flavors = []
     for pool, amounts in flavor_amounts(alloc).items():
-        flavors.append({"name": pool, "resources": [_resource(r, amounts[r]) for r in covered]})
+        resources = [dict(_resource(r, amounts[r])) for r in covered]
+        flavors.append({"name": pool, "resources": resources})
     return [{"coveredResources": covered, "flavors": flavors}]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpuplan"}
@@ -19,6 +19,7 @@ WAVES = {
     "ResourceQuota": -1, "LimitRange": -1, "NetworkPolicy": -1, "RoleBinding": -1,
     "LocalQueue": 0, "Application": 0,
 }  # fmt: skip
+_WAVE_TEXT = {kind: str(wave) for kind, wave in WAVES.items()}
 CORE_GROUPS = (
     "v1", "apps/v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1",
     "resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1",
@@ -71,7 +72,17 @@ def object_path(cluster: str, folder: str, obj: dict[str, Any]) -> str:
 
 def manifest(cluster: str, folder: str, obj: dict[str, Any], *sources: str) -> Manifest:
     """Return a manifest for an object of a cluster, filed under a folder."""
-    return Manifest(object_path(cluster, folder, obj), obj, tuple(sorted(set(sources))), cluster)
+    return Manifest(object_path(cluster, folder, obj), obj, _sources(sources), cluster)
+
+
+def _sources(given: tuple[str, ...]) -> tuple[str, ...]:
+    """Return the source files sorted, each once (most objects have one or two)."""
+    if len(given) == 2:
+        first, second = given
+        if first == second:
+            return (first,)
+        return (first, second) if first < second else (second, first)
+    return tuple(sorted(set(given)))
 
 
 def _sync_options(obj: dict[str, Any]) -> str | None:
@@ -86,15 +97,21 @@ def _sync_options(obj: dict[str, Any]) -> str | None:
 
 
 def finalize(item: Manifest) -> Manifest:
-    """Add the managed-by label, the sync wave and the sync options every object carries."""
+    """Add the managed-by label, the sync wave and the sync options every object carries.
+
+    The emitter's object is not changed: the object and its metadata are copied (shallow).
+    """
     obj = dict(item.obj)
     metadata = dict(obj["metadata"])
-    metadata["labels"] = {**metadata.get("labels", {}), **MANAGED_BY}
-    annotations = dict(metadata.get("annotations", {}))
-    annotations[SYNC_WAVE] = str(WAVES.get(obj["kind"], 0))
+    labels = metadata.get("labels")
+    metadata["labels"] = {**labels, **MANAGED_BY} if labels else dict(MANAGED_BY)
+    annotations = metadata.get("annotations")
+    annotations = dict(annotations) if annotations else {}
+    kind = obj["kind"]
+    annotations[SYNC_WAVE] = _WAVE_TEXT.get(kind, "0")
     options = _sync_options(obj)
     if options is not None:
         annotations[SYNC_OPTIONS] = options
     metadata["annotations"] = annotations
     obj["metadata"] = metadata
-    return replace(item, obj=obj)
+    return Manifest(item.path, obj, item.sources, item.cluster, item.comments)

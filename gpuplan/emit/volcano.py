@@ -20,12 +20,13 @@ are never emitted (a queue's Open/Closed `state`, which some guides put under sp
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from gpuplan.components.volcano import API_VERSION, VolcanoRelease
 from gpuplan.dra import QUOTA_SUFFIX, is_dra_resource
 from gpuplan.emit.meta import Manifest, k8s, manifest
-from gpuplan.entitlements import flavor_amounts, namespace_limits, quantity
+from gpuplan.entitlements import namespace_limits, nominal_totals, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
 
 FOLDER = "volcano"
@@ -34,20 +35,12 @@ DEFAULT_WEIGHT = 1
 DEQUEUE_STRATEGY = "traverse"
 
 
-def nominal_quota(alloc: AllocationPlan) -> dict[str, int]:
-    """Return per resource the allocation's nominal quota (millicores, bytes, units), summed over its pools."""
-    total: dict[str, int] = {}
-    for amounts in flavor_amounts(alloc).values():
-        for resource, amount in amounts.items():
-            total[resource] = total.get(resource, 0) + amount.nominal
-    return total
-
-
 def _resource_list(values: dict[str, int]) -> dict[str, str]:
     named = {_queue_resource(name): (name, value) for name, value in values.items()}
     return {key: quantity(name, value) for key, (name, value) in sorted(named.items())}
 
 
+@lru_cache(maxsize=4096)
 def _queue_resource(name: str) -> str:
     """Return a resource as a Queue names it: a DRA class's devices as deviceclass/<class>.
 
@@ -59,7 +52,7 @@ def _queue_resource(name: str) -> str:
 def queue(release: VolcanoRelease, alloc: AllocationPlan) -> dict[str, Any]:
     """Return the Volcano Queue of one tenant allocation, named after the tenant."""
     capability = namespace_limits(alloc)
-    nominal = _resource_list(dict.fromkeys(capability, 0) | nominal_quota(alloc))
+    nominal = _resource_list(dict.fromkeys(capability, 0) | nominal_totals(alloc))
     spec: dict[str, Any] = {
         "weight": alloc.spec.weight if alloc.spec.weight is not None else DEFAULT_WEIGHT,
         "capability": _resource_list(capability),
