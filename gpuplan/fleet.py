@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 
 from gpuplan.components import REGISTRY, Release, release_of
 from gpuplan.diagnostics import Key, Located
@@ -49,9 +50,9 @@ class AllocationPlan:
         default_factory=dict, repr=False
     )  # derived figures, computed once
 
-    @property
+    @cached_property
     def spec(self) -> Allocation:
-        """Return the allocation as written."""
+        """Return the allocation as written (looked up once: it is read for every figure)."""
         return self.tenant.model.allocations[self.index]
 
     @property

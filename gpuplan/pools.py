@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 
 from gpuplan.components.dra_driver import DEVICE_PLUGIN_DEPLOY_LABEL, KUBELET_PLUGIN_LABEL
 from gpuplan.dra import DraClass, class_of
@@ -60,9 +61,9 @@ class PoolPlan:
         default_factory=dict
     )  # GKE's own MIG and time-sharing node labels
 
-    @property
+    @cached_property
     def name(self) -> str:
-        """Return the pool's name."""
+        """Return the pool's name (looked up once: it keys every per-pool figure)."""
         return self.spec.name
 
     @property

@@ -456,6 +456,8 @@ def _quota_grants(
 
 def _limit_shapes(alloc: AllocationPlan, q_index: int, quota: Quota) -> list[Diagnostic]:
     """Return errors where a limit's shape does not fit the quota's unit (once the unit fits the pool)."""
+    if quota.borrowing_limit is None and quota.lending_limit is None:
+        return []  # most quotas set no limit: nothing to check
     problems = []
     for field, value in (
         ("borrowingLimit", quota.borrowing_limit),
@@ -516,9 +518,13 @@ def _mig_grants(
                     alloc,
                 )
             )
-    for kind in ("borrowingLimit", "lendingLimit"):
-        limits = getattr(quota, "borrowing_limit" if kind == "borrowingLimit" else "lending_limit")
-        for profile in sorted(limits or {}):
+    for kind, limits in (
+        ("borrowingLimit", quota.borrowing_limit),
+        ("lendingLimit", quota.lending_limit),
+    ):
+        if not isinstance(limits, dict):
+            continue  # none, or a number (refused by _limit_shapes)
+        for profile in sorted(limits):
             if profile not in (quota.mig or {}):
                 problems.append(
                     alloc.tenant.at(

@@ -271,6 +271,34 @@ def check_dns(value: str, pattern: re.Pattern[str], limit: int, what: str) -> No
         raise ValueError(f"invalid {what} {value!r}")
 
 
+_TEXTS: dict[str, str] = {}  # repr of a plain document -> its YAML text (see _yaml_text)
+_TEXTS_KEPT = 1024
+
+
 def _yaml_text(document: Mapping[str, Any]) -> str:
-    """Return ``document`` as deterministic block-style YAML."""
-    return yaml.safe_dump(dict(document), sort_keys=True, default_flow_style=False)
+    """Return ``document`` as deterministic block-style YAML.
+
+    PyYAML takes milliseconds a document and clusters repeat the same configs, so the text is
+    kept per document: keyed by its repr, which tells apart everything safe_dump writes
+    differently (1 and "1", a tuple and a list), for documents of plain values only.
+    """
+    plain = dict(document)
+    if not _plain(plain):
+        return yaml.safe_dump(plain, sort_keys=True, default_flow_style=False)
+    key = repr(plain)
+    found = _TEXTS.get(key)
+    if found is None:
+        if len(_TEXTS) >= _TEXTS_KEPT:
+            _TEXTS.clear()
+        found = _TEXTS[key] = yaml.safe_dump(plain, sort_keys=True, default_flow_style=False)
+    return found
+
+
+def _plain(value: Any) -> bool:
+    """Tell whether a value is made of dicts, lists, text, numbers, booleans and None only."""
+    kind = type(value)
+    if kind is dict:
+        return all(_plain(k) and _plain(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v) for v in value)
+    return kind in (str, int, float, bool, type(None))
