@@ -118,8 +118,6 @@ def _derived_limits(
 
     A pool left out has no such limit (None): one of its grants is unlimited.
     """
-    if all(getattr(g, kind) is None for g in alloc.grants):  # the common case, decided at once
-        return {CPU: {}, MEMORY: {}}
     limited = [
         name
         for name, amounts in granted.items()
@@ -163,28 +161,41 @@ def cpu_flavors(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
 def _flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     granted = _granted(alloc.grants)
     cpu, memory = alloc.exact("nominal", CPU), alloc.exact("nominal", MEMORY)
-    borrowing = _derived_limits(alloc, "borrowing", granted)
-    lending = _derived_limits(alloc, "lending", granted)
     zeros = dict.fromkeys(alloc.resources(), ZERO)  # the GPU resources, sorted
     out: dict[str, dict[str, Amount]] = cpu_flavors(alloc)
+    if any(g.borrowing is not None or g.lending is not None for g in alloc.grants):
+        limits = _limits(alloc, granted)
+    else:  # the common case: no limits, so cpu and memory have none either
+        limits = _NO_LIMITS
     for pool in alloc.pools():
         name = pool.name
         amounts = {
-            CPU: Amount(
-                _floor_ratio(CPU, *cpu[name]),
-                borrowing[CPU].get(name),
-                lending[CPU].get(name),
-            ),
-            MEMORY: Amount(
-                _floor_ratio(MEMORY, *memory[name]),
-                borrowing[MEMORY].get(name),
-                lending[MEMORY].get(name),
-            ),
+            CPU: Amount(_floor_ratio(CPU, *cpu[name]), *limits[CPU].get(name, _NONE)),
+            MEMORY: Amount(_floor_ratio(MEMORY, *memory[name]), *limits[MEMORY].get(name, _NONE)),
         }
         amounts.update(zeros)
         amounts.update(granted[name])  # in the sorted places of zeros: a key keeps its place
         out[name] = amounts
     return out
+
+
+_NONE = (None, None)  # no borrowing and no lending limit
+_NO_LIMITS: dict[str, dict[str, tuple[int | None, int | None]]] = {CPU: {}, MEMORY: {}}
+
+
+def _limits(
+    alloc: AllocationPlan, granted: dict[str, dict[str, Amount]]
+) -> dict[str, dict[str, tuple[int | None, int | None]]]:
+    """Return cpu and memory -> pool -> (borrowing limit, lending limit), where a pool has either."""
+    borrowing = _derived_limits(alloc, "borrowing", granted)
+    lending = _derived_limits(alloc, "lending", granted)
+    return {
+        what: {
+            name: (borrowing[what].get(name), lending[what].get(name))
+            for name in borrowing[what].keys() | lending[what].keys()
+        }
+        for what in (CPU, MEMORY)
+    }
 
 
 def _cohort_lends(alloc: AllocationPlan) -> dict[str, dict[str, int]]:

@@ -70,13 +70,19 @@ class AllocationPlan:
         return ("allocations", self.index, *rest)
 
     def pools(self) -> list[PoolPlan]:
-        """Return the pools this allocation has quota on, in cluster order."""
-        seen = {g.pool.name: g.pool for g in self.grants}
-        return [p for p in self.cluster.pools.values() if p.name in seen]
+        """Return the pools this allocation has quota on, in cluster order (found once, from the grants)."""
+        found = self.cache.get("pools")
+        if found is None:
+            seen = {g.pool.name for g in self.grants}
+            found = self.cache["pools"] = [p for p in self.cluster.pools.values() if p.name in seen]
+        return list(found)  # type: ignore[call-overload]
 
     def resources(self) -> list[str]:
-        """Return the GPU resources this allocation has quota on, sorted."""
-        return sorted({g.resource for g in self.grants})
+        """Return the GPU resources this allocation has quota on, sorted (found once, from the grants)."""
+        found = self.cache.get("resources")
+        if found is None:
+            found = self.cache["resources"] = sorted({g.resource for g in self.grants})
+        return list(found)  # type: ignore[call-overload]
 
     def cpu(self, kind: str = "nominal") -> dict[str, Fraction]:
         """Return cpu (cores) per pool for the nominal quota, or the borrowing or lending limit."""

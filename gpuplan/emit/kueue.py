@@ -53,27 +53,27 @@ def cpu_flavor(api: str, pool: CpuPool) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=65536)
-def _resource(name: str, amount: Amount) -> tuple[tuple[str, str], ...]:
-    """Return a ClusterQueue flavor's entry for one resource, as (key, value) pairs.
+def _resource(name: str, amount: Amount) -> dict[str, str]:
+    """Return a ClusterQueue flavor's entry for one resource: a shared template, never handed out as is.
 
     Kept per (resource, amount), both plain values: a fleet repeats the same few thousand.
     """
     nominal, borrowing, lending = amount
-    entry = [("name", name), ("nominalQuota", quantity(name, nominal))]
+    entry = {"name": name, "nominalQuota": quantity(name, nominal)}
     if borrowing is not None:
-        entry.append(("borrowingLimit", quantity(name, borrowing)))
+        entry["borrowingLimit"] = quantity(name, borrowing)
     if lending is not None:
-        entry.append(("lendingLimit", quantity(name, lending)))
-    return tuple(entry)
+        entry["lendingLimit"] = quantity(name, lending)
+    return entry
 
 
 def resource_groups(alloc: AllocationPlan) -> list[dict[str, Any]]:
     """Return one resource group covering cpu, memory and every GPU resource, all flavors alike."""
     covered = covered_resources(alloc)
-    flavors = []
-    for pool, amounts in flavor_amounts(alloc).items():
-        resources = [dict(_resource(r, amounts[r])) for r in covered]
-        flavors.append({"name": pool, "resources": resources})
+    flavors = [
+        {"name": pool, "resources": [{**_resource(r, amounts[r])} for r in covered]}
+        for pool, amounts in flavor_amounts(alloc).items()
+    ]  # each entry copied from its template: no two objects share a dict
     return [{"coveredResources": covered, "flavors": flavors}]
 
 

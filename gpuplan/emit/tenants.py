@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from gpuplan.dra import is_dra_resource
@@ -44,6 +45,7 @@ def resource_quota(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     return k8s("v1", "ResourceQuota", alloc.name, name, spec={"hard": hard})
 
 
+@lru_cache(maxsize=4096)
 def _quota_key(resource: str) -> str:
     """Return the ResourceQuota key of a resource: requests.<name>, or a DRA class's devices key as it is."""
     return resource if is_dra_resource(resource) else f"requests.{resource}"
@@ -59,6 +61,8 @@ def unattached_devices(alloc: AllocationPlan) -> list[str]:
     its quota grants (a p5.48xlarge's 32 EFA devices go with its 8 GPUs).
     """
     networks = alloc.cluster.spec.networks
+    if not networks:
+        return []
     listed = set(alloc.spec.networks)
     attached = {n.device_resource for n in networks if n.name in listed}
     return sorted({n.device_resource for n in networks if n.device_resource} - attached)
@@ -172,12 +176,11 @@ def priority_ceiling(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     (0): every class above 0 is forbidden to it, the lowest ceiling that leaves it the priority
     its pods get anyway.
     """
-    own = alloc.tenant.model.priority_class
-    classes = alloc.cluster.spec.priority_classes
-    ceiling = next((p.value for p in classes if p.name == own), DEFAULT_PRIORITY)
-    above = sorted({p.name for p in classes if p.value > ceiling} | set(SYSTEM_CLASSES))
+    above = _classes_above(alloc.cluster, alloc.tenant.model.priority_class)
     scope = {
-        "matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": above}]
+        "matchExpressions": [
+            {"scopeName": "PriorityClass", "operator": "In", "values": list(above)}
+        ]
     }
     return k8s(
         "v1",
@@ -186,6 +189,20 @@ def priority_ceiling(alloc: AllocationPlan, name: str) -> dict[str, Any]:
         name,
         spec={"hard": {"pods": "0"}, "scopeSelector": scope},
     )
+
+
+def _classes_above(cluster: ClusterPlan, own: str | None) -> tuple[str, ...]:
+    """Return the priority classes above a tenant's own (or the default priority), sorted, found once per cluster."""
+    known: dict[str | None, tuple[str, ...]]
+    known = cluster.cache.setdefault("classes-above", {})  # type: ignore[assignment]
+    found = known.get(own)
+    if found is None:
+        classes = cluster.spec.priority_classes
+        ceiling = next((p.value for p in classes if p.name == own), DEFAULT_PRIORITY)
+        found = known[own] = tuple(
+            sorted({p.name for p in classes if p.value > ceiling} | set(SYSTEM_CLASSES))
+        )
+    return found
 
 
 BUILDERS = (namespace, resource_quota, priority_ceiling, limit_range, network_policy, role_binding)
