@@ -247,12 +247,33 @@ def _sum_pools(alloc: AllocationPlan) -> tuple[dict[str, int], dict[str, int]]:
     What the rest of the cohort can lend in a flavor is the cohort's total less this allocation's
     own lending there (its nominal, or its lending limit).
     """
+    amounts = flavor_amounts(alloc)
+    if alloc.spec.cohort is None or _limited(alloc):
+        return _sum_each(alloc, amounts)
+    # No limit anywhere: the borrowing is the cohort's total less its own nominal, so nominal plus
+    # borrowing is the cohort's total in each flavor (the allocation lends to it, so it has one).
+    nominals: dict[str, int] = {}
+    for pool_amounts in amounts.values():
+        for resource, amount in pool_amounts.items():
+            nominals[resource] = nominals.get(resource, 0) + amount.nominal
+    return nominals, _cohort_totals(alloc, amounts)
+
+
+def _limited(alloc: AllocationPlan) -> bool:
+    """Tell whether any grant sets a borrowing or lending limit (cpu and memory have one only then)."""
+    return any(g.borrowing is not None or g.lending is not None for g in alloc.grants)
+
+
+def _sum_each(
+    alloc: AllocationPlan, amounts: dict[str, dict[str, Amount]]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Sum nominal, and nominal plus borrowing, flavor by flavor."""
     lent = _cohort_lends(alloc) if alloc.spec.cohort is not None else {}
     nominals: dict[str, int] = {}
     ceiling: dict[str, int] = {}
-    for pool, amounts in flavor_amounts(alloc).items():
+    for pool, pool_amounts in amounts.items():
         pool_lent = lent.get(pool, {})
-        for resource, (nominal, borrowing, lending) in amounts.items():
+        for resource, (nominal, borrowing, lending) in pool_amounts.items():
             total = pool_lent.get(resource)
             borrow = 0 if total is None else total - (nominal if lending is None else lending)
             if borrowing is not None:
@@ -260,6 +281,26 @@ def _sum_pools(alloc: AllocationPlan) -> tuple[dict[str, int], dict[str, int]]:
             nominals[resource] = nominals.get(resource, 0) + nominal
             ceiling[resource] = ceiling.get(resource, 0) + nominal + borrow
     return nominals, ceiling
+
+
+def _cohort_totals(alloc: AllocationPlan, amounts: dict[str, dict[str, Amount]]) -> dict[str, int]:
+    """Return per resource what the allocation's cohort tree lends in its flavors, summed.
+
+    Kept per cohort tree and flavors: tenants with quota on the same pools share it.
+    """
+    root = alloc.cluster.cohort_root(alloc.spec.cohort)
+    shape = (root, tuple((pool, tuple(resources)) for pool, resources in amounts.items()))
+    known: dict[object, dict[str, int]]
+    known = alloc.cluster.cache.setdefault("cohort-totals", {})  # type: ignore[assignment]
+    found = known.get(shape)
+    if found is None:
+        lent = _cohort_lends(alloc)
+        found = known[shape] = {}
+        for pool, resources in shape[1]:
+            pool_lent = lent[pool]
+            for resource in resources:
+                found[resource] = found.get(resource, 0) + pool_lent[resource]
+    return dict(found)
 
 
 def _cluster_resources(cluster: ClusterPlan) -> list[str]:
@@ -312,14 +353,22 @@ def namespace_quotas(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
     The namespaces' quotas add up to the tenant's total per resource, never more, so pods that skip
     Kueue cannot use more than the tenant was granted, however many namespaces it has.
     """
-    if "namespace-quotas" not in alloc.cache:
-        weights = namespace_weights(alloc)
-        names = list(weights)
-        out: dict[str, dict[str, int]] = {n: {} for n in names}
-        for resource, total in namespace_limits(alloc).items():
-            step = _step(resource)
-            parts = apportion(total // step, [weights[n] for n in names])
-            for name, part in zip(names, parts):
-                out[name][resource] = part * step
-        alloc.cache["namespace-quotas"] = out
-    return alloc.cache["namespace-quotas"]  # type: ignore[return-value]
+    found = alloc.cache.get("namespace-quotas")
+    if found is None:
+        found = alloc.cache["namespace-quotas"] = _split(alloc)
+    return found  # type: ignore[return-value]
+
+
+def _split(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
+    weights = namespace_weights(alloc)
+    names = list(weights)
+    limits = namespace_limits(alloc)
+    if len(names) == 1 and weights[names[0]] > 0:  # one namespace takes it all, in whole steps
+        return {names[0]: {r: total // _step(r) * _step(r) for r, total in limits.items()}}
+    out: dict[str, dict[str, int]] = {n: {} for n in names}
+    for resource, total in limits.items():
+        step = _step(resource)
+        parts = apportion(total // step, [weights[n] for n in names])
+        for name, part in zip(names, parts):
+            out[name][resource] = part * step
+    return out

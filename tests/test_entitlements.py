@@ -14,10 +14,15 @@ from gpuplan.entitlements import (
     MEMORY,
     MIB,
     Amount,
+    _limited,
+    _sum_each,
+    _sum_pools,
+    apportion,
     exact_quantity,
     flavor_amounts,
     namespace_limits,
     namespace_quotas,
+    namespace_weights,
     quantity,
 )
 from gpuplan.fleet import Fleet
@@ -112,3 +117,25 @@ def test_cpu_and_memory_limits_only_where_every_grant_of_the_pool_has_one(tmp_pa
     assert infer[CPU] == Amount(int(alloc.cpu()["infer"] * 1000), int(borrow_cpu * 1000), None)
     assert infer[MEMORY].borrowing == int(borrow_memory / MIB) * MIB
     assert infer[MEMORY].lending is None
+
+
+def test_shortcuts_give_what_the_flavor_by_flavor_sums_give() -> None:
+    """An allocation without limits in a cohort takes the cohort's totals; one namespace takes it all."""
+    shortcut = split = 0
+    for root in ROOTS:
+        fleet = _fleet(root)
+        for alloc in (a for c in fleet.clusters.values() for a in c.allocations):
+            nominal, ceiling = _sum_pools(alloc)
+            general = _sum_each(alloc, flavor_amounts(alloc))
+            assert (list(nominal.items()), list(ceiling.items())) == tuple(
+                list(table.items()) for table in general
+            )
+            shortcut += alloc.spec.cohort is not None and not _limited(alloc)
+            weights = namespace_weights(alloc)
+            split += len(weights) > 1
+            quotas = namespace_quotas(alloc)
+            for resource, total in namespace_limits(alloc).items():
+                step = MIB if resource == MEMORY else 1
+                parts = apportion(total // step, list(weights.values()))
+                assert [quotas[n][resource] for n in weights] == [p * step for p in parts]
+    assert shortcut and split, "the fleets no longer have both cases: the shortcuts go untested"
