@@ -148,9 +148,13 @@ class AllocationPlan:
                 else grant.lending
             ) or 0
             pool = grant.pool.name
-            per_cpu, per_memory = unit_ratios(grant.pool, grant.resource)
-            _add(cpu, pool, units, per_cpu)
-            _add(memory, pool, units, per_memory)
+            (cpu_n, cpu_d), (memory_n, memory_d) = unit_ratios(grant.pool, grant.resource)
+            if pool not in cpu:  # a pool's first grant (most pools have one)
+                cpu[pool] = (units * cpu_n, cpu_d)
+                memory[pool] = (units * memory_n, memory_d)
+            else:
+                cpu[pool] = _plus(cpu[pool], units * cpu_n, cpu_d)
+                memory[pool] = _plus(memory[pool], units * memory_n, memory_d)
         return cpu, memory
 
     def has_limit(self, kind: str) -> bool:
@@ -217,20 +221,12 @@ class ClusterPlan:
         return cohort
 
 
-def _add(sums: dict[str, Ratio], pool: str, units: int, per_unit: Ratio) -> None:
-    """Add units x per_unit to a pool's exact sum, over the multiple of the denominators."""
-    numerator, denominator = per_unit
-    found = sums.get(pool)
-    if found is None:
-        sums[pool] = (units * numerator, denominator)
-    elif found[1] == denominator:
-        sums[pool] = (found[0] + units * numerator, denominator)
-    else:
-        common = math.lcm(found[1], denominator)
-        sums[pool] = (
-            found[0] * (common // found[1]) + units * numerator * (common // denominator),
-            common,
-        )
+def _plus(total: Ratio, numerator: int, denominator: int) -> Ratio:
+    """Add numerator / denominator to an exact sum, over the multiple of the two denominators."""
+    if total[1] == denominator:
+        return (total[0] + numerator, denominator)
+    common = math.lcm(total[1], denominator)
+    return (total[0] * (common // total[1]) + numerator * (common // denominator), common)
 
 
 @dataclass
