@@ -201,7 +201,8 @@ def _limits(
 def _cohort_lends(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
     """Return pool -> resource -> what every member of the allocation's cohort tree lends, summed once.
 
-    A member lends its nominal quota of a flavor's resource, or its lending limit there.
+    A member lends its nominal quota of a flavor's resource, or its lending limit there. A resource
+    no member holds anything of in a flavor is left out: the cohort lends none of it there.
     """
     cluster = alloc.cluster
     root = cluster.cohort_root(alloc.spec.cohort)
@@ -215,10 +216,12 @@ def _cohort_lends(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
                 continue
             for pool, amounts in flavor_amounts(member).items():
                 into = total.setdefault(pool, {})
-                for resource, (nominal, _, lending) in amounts.items():
-                    into[resource] = into.get(resource, 0) + (
-                        nominal if lending is None else lending
-                    )
+                for resource, amount in amounts.items():
+                    if amount is not ZERO:  # most are (a pool has one of the GPU resources)
+                        nominal, _, lending = amount
+                        into[resource] = into.get(resource, 0) + (
+                            nominal if lending is None else lending
+                        )
         found = cluster.cache[key] = total
     return found  # type: ignore[return-value]
 
@@ -297,9 +300,9 @@ def _cohort_totals(alloc: AllocationPlan, amounts: dict[str, dict[str, Amount]])
         lent = _cohort_lends(alloc)
         found = known[shape] = {}
         for pool, resources in shape[1]:
-            pool_lent = lent[pool]
+            pool_lent = lent.get(pool, {})
             for resource in resources:
-                found[resource] = found.get(resource, 0) + pool_lent[resource]
+                found[resource] = found.get(resource, 0) + pool_lent.get(resource, 0)
     return dict(found)
 
 
