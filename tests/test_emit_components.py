@@ -13,10 +13,12 @@ import pytest
 import yaml
 
 from gpuplan.check.nfd import re2_problem
-from gpuplan.emit import multus, nfd, volcano
+from gpuplan.emit import emit, multus, nfd, volcano
 from gpuplan.pipeline import compile_fleet
+from gpuplan.resolve import build_fleet
+from gpuplan.sources import read_inputs
 from gpuplan.validate import CrdIndex, Validator
-from tests.conftest import run, write_repo
+from tests.conftest import PROJECT, run, write_repo
 
 NODE_CLASS = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}
 FINAL = {"app.kubernetes.io/managed-by": "gpuplan"}
@@ -749,3 +751,26 @@ def test_labels_flavors_and_configs_fit_together(tmp_path: Path) -> None:
             assert ("nvidia.com/mig.config" in labels) == (pool["gpu"] not in ("L40S", "L4", "T4"))
             checked += 1
     assert checked == 8
+
+
+def _example_queues() -> list[dict[str, Any]]:
+    """Return the resource entries of every ClusterQueue the example fleet emits."""
+    inputs, _ = read_inputs(PROJECT)
+    fleet, _ = build_fleet(inputs)
+    queues = [m.obj for m in emit(fleet) if m.kind == "ClusterQueue"]
+    return [
+        e
+        for q in queues
+        for g in q["spec"]["resourceGroups"]
+        for f in g["flavors"]
+        for e in f["resources"]
+    ]
+
+
+def test_cluster_queue_entries_are_copies_of_what_emit_keeps() -> None:
+    """Entries are kept per (resource, amount) and copied out: changing one changes no other, nor the next emit."""
+    entries = _example_queues()
+    assert len({id(e) for e in entries}) == len(entries) > 1
+    for entry in entries:
+        entry["nominalQuota"] = "changed"
+    assert not [e for e in _example_queues() if e["nominalQuota"] == "changed"]
