@@ -698,3 +698,23 @@ def test_validator_workload_follows_the_chart_values() -> None:
     env = [{"name": "WITH_WORKLOAD", "value": "false"}]
     assert _policy(operator_version="v25.3.2")["spec"]["validator"]["plugin"] == {"env": env}
     assert "plugin" not in _policy(operator_version="v25.3.3")["spec"]["validator"]
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ({"version": "v1", "flags": {1: "a"}}, {"version": "v1", "flags": {"1": "a"}}),
+        ({"version": "v1", "count": 1}, {"version": "v1", "count": True}),
+        ({"version": "v1", "count": 1}, {"version": "v1", "count": 1.0}),
+    ],
+)
+def test_config_map_text_is_kept_per_document_not_per_look(
+    one: dict[str, Any], other: dict[str, Any]
+) -> None:
+    """Documents that print the same JSON but different YAML keep their own text, each what PyYAML writes."""
+    first, second = (config_map("cfg", "gpu-operator", {"config.yaml": d}) for d in (one, other))
+    for made, document in ((first, one), (second, other)):
+        assert made["data"]["config.yaml"] == yaml.safe_dump(document, sort_keys=True)
+    assert first["data"] != second["data"]
+    again = config_map("cfg", "gpu-operator", {"config.yaml": copy.deepcopy(one)})
+    assert again == first
