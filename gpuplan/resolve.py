@@ -570,6 +570,12 @@ def _allocation(
             )
             continue
         seen.add(quota.pool)
+        pool = cluster.pools.get(quota.pool)
+        if pool is not None:  # a declared pool without errors: the common case
+            grants, found = _quota_grants(alloc, q_index, quota, pool)
+            alloc.grants.extend(grants)
+            problems.extend(found)
+            continue
         if quota.pool not in declared:
             problems.append(
                 tenant.at(
@@ -577,12 +583,6 @@ def _allocation(
                     message=f"cluster {cluster.name} has no pool {quota.pool!r}{_guess(quota.pool, declared)}",
                 )
             )
-            continue
-        if quota.pool not in cluster.pools:
-            continue  # the pool itself has errors, reported on the cluster
-        grants, found = _quota_grants(alloc, q_index, quota, cluster.pools[quota.pool])
-        alloc.grants.extend(grants)
-        problems.extend(found)
     return alloc, problems
 
 

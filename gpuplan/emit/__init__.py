@@ -7,6 +7,7 @@ new module with an `emit(cluster)` function and one registry line, nothing here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from operator import attrgetter
 
 from gpuplan.components import REGISTRY
 from gpuplan.components.base import load
@@ -45,4 +46,4 @@ def emit(
         manifests.append(argocd.kustomization(cluster, cluster_manifests))
     for fleet_emitter in FLEET_EMITTERS:
         manifests.extend(fleet_emitter(fleet, output_path))
-    return sorted(manifests, key=lambda m: m.path)
+    return sorted(manifests, key=attrgetter("path"))

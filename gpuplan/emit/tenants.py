@@ -214,8 +214,9 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     for alloc in cluster.allocations:
         sources = (alloc.tenant.source.path, cluster.located.source.path)
         for name in alloc.namespaces:
+            folder = _folder(name)
             for build in BUILDERS:
                 obj = build(alloc, name)
                 if obj is not None:
-                    out.append(manifest(cluster.name, _folder(name), obj, *sources))
+                    out.append(manifest(cluster.name, folder, obj, *sources))
     return out
