@@ -163,16 +163,21 @@ def _flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     cpu, memory = alloc.exact("nominal", CPU), alloc.exact("nominal", MEMORY)
     zeros = dict.fromkeys(alloc.resources(), ZERO)  # the GPU resources, sorted
     out: dict[str, dict[str, Amount]] = cpu_flavors(alloc)
-    if any(g.borrowing is not None or g.lending is not None for g in alloc.grants):
-        limits = _limits(alloc, granted)
-    else:  # the common case: no limits, so cpu and memory have none either
-        limits = _NO_LIMITS
+    limits = _limits(alloc, granted) if _limited(alloc) else None
     for pool in alloc.pools():
         name = pool.name
-        amounts = {
-            CPU: Amount(_floor_ratio(CPU, *cpu[name]), *limits[CPU].get(name, _NONE)),
-            MEMORY: Amount(_floor_ratio(MEMORY, *memory[name]), *limits[MEMORY].get(name, _NONE)),
-        }
+        if limits is None:  # the common case: no grant has a limit, so cpu and memory have none
+            amounts = {
+                CPU: Amount(_floor_ratio(CPU, *cpu[name])),
+                MEMORY: Amount(_floor_ratio(MEMORY, *memory[name])),
+            }
+        else:
+            amounts = {
+                CPU: Amount(_floor_ratio(CPU, *cpu[name]), *limits[CPU].get(name, _NONE)),
+                MEMORY: Amount(
+                    _floor_ratio(MEMORY, *memory[name]), *limits[MEMORY].get(name, _NONE)
+                ),
+            }
         amounts.update(zeros)
         amounts.update(granted[name])  # in the sorted places of zeros: a key keeps its place
         out[name] = amounts
@@ -180,7 +185,6 @@ def _flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
 
 
 _NONE = (None, None)  # no borrowing and no lending limit
-_NO_LIMITS: dict[str, dict[str, tuple[int | None, int | None]]] = {CPU: {}, MEMORY: {}}
 
 
 def _limits(
