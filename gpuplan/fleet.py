@@ -213,7 +213,10 @@ class ClusterPlan:
 
     def cohort_root(self, cohort: str | None) -> str | None:
         """Return the root of a cohort's tree: Kueue lends across the whole tree."""
-        parents = {c.name: c.parent for c in self.spec.cohorts}
+        parents: dict[str, str | None]
+        parents = self.cache.get("cohort-parents")  # type: ignore[assignment]
+        if parents is None:
+            parents = self.cache["cohort-parents"] = {c.name: c.parent for c in self.spec.cohorts}
         seen: set[str] = set()
         while cohort is not None and parents.get(cohort) is not None and cohort not in seen:
             seen.add(cohort)

@@ -199,7 +199,7 @@ def check_rdma_pod_security(fleet: Fleet) -> Iterator[Diagnostic]:
     """Warn when a tenant attaches an RDMA network under PSA baseline or restricted (IPC_LOCK is refused)."""
     for alloc in _allocations(fleet):
         level = alloc.tenant.model.pod_security
-        if level == "privileged":
+        if level == "privileged" or not alloc.spec.networks:
             continue
         networks = {n.name: n for n in alloc.cluster.spec.networks}
         for index, name in enumerate(alloc.spec.networks):
