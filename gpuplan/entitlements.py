@@ -123,6 +123,8 @@ def _derived_limits(
         for name, amounts in granted.items()
         if all(getattr(a, kind) is not None for a in amounts.values())
     ]
+    if not limited:
+        return {CPU: {}, MEMORY: {}}
     out: dict[str, dict[str, int]] = {}
     for what in (CPU, MEMORY):
         table = alloc.exact(kind, what)

@@ -93,6 +93,7 @@ class AllocationPlan:
         return self._per_pool(kind, "memory")
 
     def _per_pool(self, kind: str, what: str) -> dict[str, Fraction]:
+        """Return the exact sums of exact() as Fractions, made once."""
         key = f"{what}/{kind}"
         if key not in self.cache:
             self.cache[key] = {

@@ -576,7 +576,7 @@ def _allocation(
             alloc.grants.extend(grants)
             problems.extend(found)
             continue
-        if quota.pool not in declared:
+        if quota.pool not in declared:  # (a declared pool left out has errors of its own)
             problems.append(
                 tenant.at(
                     *alloc.loc("quotas", q_index, "pool"),
