@@ -209,6 +209,19 @@ def test_a_default_request_above_a_namespace_quota_fails(tmp_path: Path) -> None
     )
 
 
+@pytest.mark.parametrize(("request_", "fails"), [("8", False), ("8001m", True)])
+def test_a_default_request_fits_a_namespace_quota_exactly(
+    tmp_path: Path, request_: str, fails: bool
+) -> None:
+    """A default request equal to the namespace's cpu quota passes; one millicore more fails."""
+    tenant = f"containerDefaults: {{requests: {{cpu: {request_}}}}}\n" + _tenant(
+        "a", QUOTA.replace("gpus: 8", "gpus: 0").replace("1g.10gb: 7", "1g.10gb: 0")
+    )
+    code, err, _ = _render(tmp_path, tenant)
+    assert ("is above the cpu quota 8 of namespace a" in err) == fails
+    assert code == (1 if fails else 0), err
+
+
 def _limit_ranges(folder: Path) -> list[dict[str, Any]]:
     return list(map(_load, folder.glob("limitrange-*.yaml")))
 

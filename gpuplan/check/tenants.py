@@ -148,7 +148,8 @@ def check_container_defaults_fit(fleet: Fleet) -> Iterator[Diagnostic]:
             for what in (CPU, MEMORY):
                 request = getattr(defaults.requests, what)
                 limit = quota.get(what, 0)  # millicores or bytes
-                if 0 < limit < request * per_unit(what):  # a zero quota admits no pod anyway
+                # 0 < limit < request in the same unit (a zero quota admits no pod anyway), in integers
+                if limit > 0 and limit * request.denominator < request.numerator * per_unit(what):
                     message = f"the default {what} request {_show(what, request)} is above the {what} quota {quantity(what, limit)} of namespace {namespace} (tenant {alloc.name}): every pod without its own request would be rejected"
                     yield owner.source.diagnostic(
                         loc + ((what,) if loc[0] == "containerDefaults" else ()), message
