@@ -399,3 +399,33 @@ def test_the_example_fleet_with_own_manifests_and_patches(
     counts = re.findall(r"\((\d+) added, (\d+) changed, (\d+) removed\)", stderr)
     assert len(counts) == len(edits) + 1
     assert all(sum(map(int, c)) > 0 for c in counts[1:]), counts  # each edit changed the output
+
+
+def test_what_the_watch_keeps_does_not_grow_with_the_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Edits back and forth: after each run's clean-up the process holds as many objects as it
+    held after the last run of the same inputs (no run's garbage or kept results pile up)."""
+    import gc
+
+    from gpuplan import warm
+
+    root, fleet = tmp_path / "repo", Fleet()
+    fleet.write(root)
+    held: list[int] = []
+    real = warm._collect
+
+    def counted() -> None:
+        real()
+        held.append(gc.get_freeze_count())
+
+    monkeypatch.setattr(warm, "_collect", counted)
+    edits = [("quota", 2), ("quota", 0)] * 3  # t0: 3 GPUs, then 1 again, three times
+    _between_runs(monkeypatch, [_edit(root, fleet, change) for change in edits])
+    code, stderr = _watch(root, len(edits) + 1)
+    assert code == 0, stderr
+    runs = held[: len(edits) + 1]  # (the last count is the watch's own exit)
+    assert len(runs) == len(edits) + 1
+    # Runs 3, 5 (3 GPUs) and 4, 6 (1 GPU) hold what runs 1 and 2 did, within a few objects.
+    for later, first in ((3, 1), (5, 1), (4, 2), (6, 2)):
+        assert abs(runs[later] - runs[first]) <= 50, runs
