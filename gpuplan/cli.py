@@ -152,12 +152,13 @@ def render(
     """Load, check, compile, validate and write the fleet."""
     from gpuplan.commands import render as command
     from gpuplan.commands.common import Options
-    from gpuplan.commands.watch import Watch
 
     options = Options(root, out, clusters, strict, fmt, crds)
     if watch and check_only:
         raise click.UsageError("--watch writes the output: use it without --check")
     if watch:
+        from gpuplan.commands.watch import Watch
+
         sys.exit(command.render_watch(options, Watch(interval, max_cycles), not no_cache))
     sys.exit(command.render_fleet(options, check_only, use_cache=not no_cache))
 

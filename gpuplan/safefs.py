@@ -9,7 +9,6 @@ that appears between a check and the write.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import os
 import shutil
@@ -225,6 +224,8 @@ def by_two_threads(folders: list[str], work: Callable[[list[str]], None]) -> Non
     if len(folders) < THREADS_FROM:
         work(folders)
         return
+    import concurrent.futures  # (not at import: `render --check` starts without it)
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as other:
         second = other.submit(work, folders[1::2])
         try:

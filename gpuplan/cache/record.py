@@ -43,6 +43,7 @@ class RenderCache:
     _used: set[str] = field(default_factory=set)  # proofs this render relied on or made
     _keys: dict[int, str] = field(default_factory=dict)
     _kinds: dict[str, str] = field(default_factory=dict)
+    _findings: tuple[list[Diagnostic], list[str], list[str]] | None = None
 
     @classmethod
     def open(cls, root: Path, out: Path | None, crds: Path | None) -> RenderCache | None:
@@ -128,16 +129,19 @@ class RenderCache:
         return {p: (e.content, e.signature) for p, e in self.files.items()}
 
     def findings(self) -> tuple[list[Diagnostic], list[str], list[str]]:
-        """Return the recorded render's diagnostics, notes and cluster names."""
+        """Return the recorded render's diagnostics, notes and cluster names (read once)."""
         assert self.previous is not None
-        found = [
-            Diagnostic(f, line, col, Severity(sev), path, message, code, accepted)
-            for f, line, col, sev, path, message, code, accepted in self.previous["diagnostics"]
-        ]
-        notes, clusters = self.previous["notes"], self.previous["clusters"]
-        if not all(isinstance(n, str) for n in [*notes, *clusters]):
-            raise TypeError("notes and cluster names are text")
-        return found, list(notes), list(clusters)
+        if self._findings is None:
+            found = [
+                Diagnostic(f, line, col, Severity(sev), path, message, code, accepted)
+                for f, line, col, sev, path, message, code, accepted in self.previous["diagnostics"]
+            ]
+            notes, clusters = self.previous["notes"], self.previous["clusters"]
+            if not all(isinstance(n, str) for n in [*notes, *clusters]):
+                raise TypeError("notes and cluster names are text")
+            self._findings = (found, list(notes), list(clusters))
+        found, notes, clusters = self._findings  # (Diagnostic is frozen: the lists are copied)
+        return list(found), list(notes), list(clusters)
 
     def object_key(self, item: Manifest) -> str:
         """Return the key of one object: the same key gives the same file bytes and validation."""
