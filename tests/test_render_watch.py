@@ -429,3 +429,25 @@ def test_what_the_watch_keeps_does_not_grow_with_the_runs(
     # Runs 3, 5 (3 GPUs) and 4, 6 (1 GPU) hold what runs 1 and 2 did, within a few objects.
     for later, first in ((3, 1), (5, 1), (4, 2), (6, 2)):
         assert abs(runs[later] - runs[first]) <= 50, runs
+
+
+def test_a_removed_tenant_takes_its_folders_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A patch that empties folders removes them, as a fresh staging tree would not make them."""
+    root, fleet = tmp_path / "repo", Fleet()
+    fleet.tenants["t2"] = (1, "other")
+    fleet.write(root)
+    taken = _spy_spare(monkeypatch)
+    seen: list[bool] = []
+
+    def look() -> None:
+        seen.append((root / "output/c00/namespaces/t2").is_dir())
+
+    _between_runs(monkeypatch, [_edit(root, fleet, ("remove", 2), look)])
+    code, stderr = _watch(root, 2)
+    assert code == 0, stderr
+    assert taken == [(False, False), (True, True)]
+    assert seen == [True]
+    assert not (root / "output/c00/namespaces/t2").exists()
+    assert snapshot(root / "output") == _cold(tmp_path, fleet)
