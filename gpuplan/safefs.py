@@ -260,6 +260,44 @@ def carry_over(src_fd: int, dst_fd: int, name: str) -> None:
             shutil.copyfileobj(reader, writer)
 
 
+def remove_big_tree(parent_fd: int, name: str) -> None:
+    """Remove a folder below `parent_fd` as remove_tree does, its second-level folders (an old
+    output's `<cluster>/<component>`) in two threads first (by_two_threads: unlinking is the
+    kernel's work, done without the GIL)."""
+    try:
+        fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
+    except OSError:
+        remove_tree(parent_fd, name)
+        return
+    try:
+        second = [f"{top}/{sub}" for top in _folders_at(fd, "") for sub in _folders_at(fd, top)]
+
+        def remove(folders: list[str]) -> None:
+            with Walk(fd) as walk:
+                for folder in folders:
+                    top, _, sub = folder.partition("/")
+                    with contextlib.suppress(OSError):
+                        shutil.rmtree(sub, dir_fd=walk.open(top), ignore_errors=True)
+
+        by_two_threads(second, remove)
+    finally:
+        os.close(fd)
+    remove_tree(parent_fd, name)  # the rest
+
+
+def _folders_at(base_fd: int, relative: str) -> list[str]:
+    """Return the names of the real folders (not links) in a folder below base_fd, sorted."""
+    try:
+        fd = open_dir(base_fd, relative)
+    except OSError:
+        return []
+    try:
+        with os.scandir(fd) as listing:
+            return sorted(e.name for e in listing if e.is_dir(follow_symlinks=False))
+    finally:
+        os.close(fd)
+
+
 def remove_tree(parent_fd: int, name: str) -> None:
     """Remove a folder below `parent_fd` (shutil's fd-based walk never follows links)."""
     try:

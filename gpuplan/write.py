@@ -515,7 +515,7 @@ def _write_at(
         if st is None:  # a first output: render --watch copies it for the next run
             warm.later(functools.partial(spare.ensure, out))
         elif not warm.later(functools.partial(spare.keep, out.parent, name, staging)):
-            safefs.remove_tree(parent_fd, staging)
+            safefs.remove_big_tree(parent_fd, staging)
         # The swap is done: a failed flush changes nothing on disk.
         with contextlib.suppress(OSError):
             os.fsync(parent_fd)

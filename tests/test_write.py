@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan import write
+from gpuplan import safefs, write
 from gpuplan.write import OWNED_MARK, WriteError, compare, write_tree
 from tests.conftest import snapshot
 
@@ -99,3 +99,32 @@ def test_a_fallback_swap_killed_between_its_renames_is_put_back(tmp_path: Path) 
     write.clean_stale(out)
     assert snapshot(out) == {"c1/a.yaml": A}
     assert [p.name for p in tmp_path.iterdir()] == ["output"]
+
+
+@pytest.mark.parametrize("folders", [3, 80])  # one thread; two (safefs.THREADS_FROM)
+def test_a_big_tree_is_removed_whole_and_never_through_a_link(tmp_path: Path, folders: int) -> None:
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "keep.txt").write_text("not ours\n")
+    (outside / "deep" / "keep.txt").write_text("not ours either\n")
+    old = tmp_path / "parent" / ".output.gpuplan-staging-1"
+    for i in range(folders):
+        (old / f"c{i % 9}" / f"part{i}" / "deep").mkdir(parents=True)
+        (old / f"c{i % 9}" / f"part{i}" / "deep" / "file.yaml").write_text("x\n")
+        (old / f"c{i % 9}" / f"file{i}.yaml").write_text("x\n")
+    (old / "top.yaml").write_text("x\n")
+    (old / "c0" / "linked").symlink_to(outside)  # a link where a folder of the second level goes
+    (old / "c1" / "part1" / "linked").symlink_to(outside / "deep")
+    (old / "c2").rename(old / "c2-real")
+    (old / "c2").symlink_to(outside)  # and one at the first level
+    parent_fd = os.open(tmp_path / "parent", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        safefs.remove_big_tree(parent_fd, old.name)
+    finally:
+        os.close(parent_fd)
+    assert not old.exists() and not old.is_symlink()
+    assert sorted(p.relative_to(outside).as_posix() for p in outside.rglob("*")) == [
+        "deep",
+        "deep/keep.txt",
+        "keep.txt",
+    ]
