@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpuplan.cli import cli
+from gpuplan.validate.crds import CrdIndex
 
 PROJECT = Path(__file__).resolve().parent.parent
 EXAMPLE = PROJECT  # the repository's own example fleet: clusters/ and tenants/
@@ -73,6 +74,12 @@ def crds_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not path.is_dir():
         pytest.skip(f"GPUPLAN_CRDS={value} is not a folder")
     return path
+
+
+@pytest.fixture(scope="session")
+def crds(crds_dir: Path) -> CrdIndex:
+    """The upstream CRDs of crds_dir, loaded once (GPUPLAN_CRDS, else the newest shipped sets)."""
+    return CrdIndex.load(crds_dir)
 
 
 @dataclass

@@ -23,12 +23,6 @@ from gpuplan.validate.cel import (
 K8S = "1.33"
 
 
-@pytest.fixture(scope="module")
-def crds(crds_dir: Path) -> CrdIndex:
-    """The upstream CRDs (skips without GPUPLAN_CRDS)."""
-    return CrdIndex.load(crds_dir)
-
-
 @pytest.fixture()
 def validator(crds: CrdIndex) -> Validator:
     """Schema and CEL, fresh per test so skipped rules do not leak between tests."""

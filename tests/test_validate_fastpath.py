@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import random
 import re
-from pathlib import Path
 from typing import Any
 
 import cel
@@ -39,12 +38,6 @@ from tests.test_validate_engine import changed
 from tests.test_validate_nulls import _holds_null
 
 K8S = "1.33"
-
-
-@pytest.fixture(scope="module")
-def crds(crds_dir: Path) -> CrdIndex:
-    """The upstream CRDs (GPUPLAN_CRDS, else the newest shipped sets)."""
-    return CrdIndex.load(crds_dir)
 
 
 # A ClusterQueue as gpuplan renders them: quotas as texts, no limits (plain_cluster_queue's shape).
