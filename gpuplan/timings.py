@@ -46,9 +46,7 @@ def report_run() -> None:
         return
     wall = sum(w for _, w, _ in _stages)
     cpu = sum(c for _, _, c in _stages)
-    lines = [f"{PREFIX}{name}: {w:.3f} s wall, {c:.3f} s CPU" for name, w, c in _stages]
-    lines.append(f"{PREFIX}this run's stages: {wall:.3f} s wall, {cpu:.3f} s CPU")
-    sys.stderr.write("".join(f"{line}\n" for line in lines))
+    _write([*_stages, ("this run's stages", wall, cpu)])
     _stages.clear()
     _reported.append(cpu)
 
@@ -60,7 +58,13 @@ def _report() -> None:
     times = os.times()
     total = times.user + times.system
     staged = sum(cpu for _, _, cpu in _stages) + sum(_reported)
-    lines = [f"{PREFIX}{name}: {wall:.3f} s wall, {cpu:.3f} s CPU" for name, wall, cpu in _stages]
-    lines.append(f"{PREFIX}start-up, imports and the rest: {total - staged:.3f} s CPU")
-    lines.append(f"{PREFIX}process: {total:.3f} s CPU")
-    sys.stderr.write("".join(f"{line}\n" for line in lines))
+    _write(_stages)
+    sys.stderr.write(
+        f"{PREFIX}start-up, imports and the rest: {total - staged:.3f} s CPU\n"
+        f"{PREFIX}process: {total:.3f} s CPU\n"
+    )
+
+
+def _write(stages: list[tuple[str, float, float]]) -> None:
+    """Print one line per stage: its name, wall and CPU seconds."""
+    sys.stderr.write("".join(f"{PREFIX}{n}: {w:.3f} s wall, {c:.3f} s CPU\n" for n, w, c in stages))

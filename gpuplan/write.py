@@ -305,17 +305,12 @@ def _stage(
     Folders are visited in sorted order, so each is made and opened once on either side, in two
     threads over every other folder (safefs.by_two_threads).
     """
-    holding = {
-        p.rpartition("/")[0]
-        for part in (tree.listing.files, tree.listing.links, tree.listing.other, tree.listing.dirs)
-        for p in part
-    }
     keep = safefs.by_folder(
         tree.foreign
         + [p for p in tree.owned if (not in_scope(p, scope) or p in same) and p not in files]
     )
     new = safefs.by_folder(files)
-    empty = [f for f in tree.listing.dirs if f not in holding]  # a user's empty folder: kept
+    empty = _empty_folders(tree)  # a user's empty folder: kept
 
     def fill(folders: list[str]) -> None:
         with contextlib.ExitStack() as held:
@@ -335,6 +330,17 @@ def _stage(
     _sync_filesystem(staging_fd)
 
 
+def _empty_folders(tree: OutputTree) -> list[str]:
+    """Return the output's folders that hold nothing: a user's, kept by every render."""
+    listing = tree.listing
+    holding = {
+        p.rpartition("/")[0]
+        for part in (listing.files, listing.links, listing.other, listing.dirs)
+        for p in part
+    }
+    return [f for f in listing.dirs if f not in holding]
+
+
 def _patch(
     staging_fd: int,
     tree: OutputTree,
@@ -346,9 +352,8 @@ def _patch(
     kept = frozenset(same)
     removed = [p for p in tree.owned if in_scope(p, scope) and p not in kept and p not in files]
     present = set(tree.listing.files)
-    holding = {p.rpartition("/")[0] for p in [*tree.listing.files, *tree.listing.dirs]}
-    empty = {f for f in tree.listing.dirs if f not in holding}
-    spare.patch(staging_fd, removed + [p for p in files if p in present], files, empty, _write_new)
+    unlink = removed + [p for p in files if p in present]
+    spare.patch(staging_fd, unlink, files, set(_empty_folders(tree)), _write_new)
     _sync_filesystem(staging_fd)
 
 
