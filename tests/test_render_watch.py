@@ -110,9 +110,7 @@ def test_each_run_equals_a_cold_render_of_the_same_inputs(
 def test_an_unchanged_input_file_is_read_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, fleet = tmp_path / "repo", Fleet()
-    fleet.tenants["t2"] = (1, "other")
-    fleet.write(root)
+    root = _repo(tmp_path, third_tenant=True)[0]
     read: list[str] = []
     real = load._screen_one
 
@@ -169,8 +167,7 @@ def test_a_broken_edit_leaves_the_output_and_the_next_good_one_renders(
 def test_the_last_run_is_recorded_for_a_later_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, fleet = tmp_path / "repo", Fleet()
-    fleet.write(root)
+    root, fleet = _repo(tmp_path)
 
     _between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2))])
     code, stderr = _watch(root, 2)
@@ -194,6 +191,15 @@ def test_watch_and_check_do_not_go_together(tmp_path: Path) -> None:
     result = run("render", "--root", str(tmp_path), "--watch", "--check", "--max-cycles", "1")
     assert result.code == 2
     assert "--watch writes the output: use it without --check" in result.stderr
+
+
+def _repo(tmp_path: Path, third_tenant: bool = False) -> tuple[Path, Fleet]:
+    """Write the small fleet of tests/test_cache.py (optionally with t2 in the other cohort)."""
+    root, fleet = tmp_path / "repo", Fleet()
+    if third_tenant:
+        fleet.tenants["t2"] = (1, "other")
+    fleet.write(root)
+    return root, fleet
 
 
 def _edit(
@@ -239,8 +245,7 @@ def _spares(root: Path) -> list[str]:
 def test_a_change_patches_the_copy_of_the_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, fleet = tmp_path / "repo", Fleet()
-    fleet.write(root)
+    root, fleet = _repo(tmp_path)
     taken = _spy_spare(monkeypatch)
     seen: list[list[str]] = []
 
@@ -262,8 +267,7 @@ def test_a_copy_that_may_differ_from_the_output_is_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
     """A file added to output/ (a user's own) or into the copy between runs: a fresh staging tree."""
-    root, fleet = tmp_path / "repo", Fleet()
-    fleet.write(root)
+    root, fleet = _repo(tmp_path)
     taken = _spy_spare(monkeypatch)
 
     def tamper() -> None:
@@ -285,8 +289,7 @@ def test_a_file_edited_in_place_in_the_output_is_rendered_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The copy shares the output's inodes: an edit in place shows in the output's lstat."""
-    root, fleet = tmp_path / "repo", Fleet()
-    fleet.write(root)
+    root, fleet = _repo(tmp_path)
     taken = _spy_spare(monkeypatch)
     target = root / "output/c00/kueue/clusterqueue-t0.yaml"
 
@@ -308,8 +311,7 @@ def test_a_write_that_fails_while_patching_the_copy_leaves_the_output(
     """The copy's files are the output's own inodes: a patch stopped halfway changes none of them."""
     from gpuplan import write
 
-    root, fleet = tmp_path / "repo", Fleet()
-    fleet.write(root)
+    root, fleet = _repo(tmp_path)
     before: dict[str, bytes] = {}
     real = write._write_new
     written: list[str] = []
@@ -336,8 +338,7 @@ def test_a_write_that_fails_while_patching_the_copy_leaves_the_output(
 
 def test_git_does_not_see_the_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`git add -A` beside a running watch must not commit its copy of the output."""
-    root, fleet = tmp_path / "repo", Fleet()
-    fleet.write(root)
+    root = _repo(tmp_path)[0]
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     untracked: list[list[str]] = []
 
@@ -410,8 +411,7 @@ def test_what_the_watch_keeps_does_not_grow_with_the_runs(
 
     from gpuplan import warm
 
-    root, fleet = tmp_path / "repo", Fleet()
-    fleet.write(root)
+    root, fleet = _repo(tmp_path)
     held: list[int] = []
     real = warm._collect
 
@@ -435,9 +435,7 @@ def test_a_removed_tenant_takes_its_folders_with_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A patch that empties folders removes them, as a fresh staging tree would not make them."""
-    root, fleet = tmp_path / "repo", Fleet()
-    fleet.tenants["t2"] = (1, "other")
-    fleet.write(root)
+    root, fleet = _repo(tmp_path, third_tenant=True)
     taken = _spy_spare(monkeypatch)
     seen: list[bool] = []
 
