@@ -18,7 +18,6 @@ import ctypes
 import errno
 import functools
 import os
-import re
 import stat
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -90,7 +89,10 @@ def safe_relative(path: str) -> str:
     return path
 
 
-_DOT_PART = re.compile(r"[\x00/]\.\.?(?=[\x00/])")
+# A "." or ".." part, between the separators of the joined paths (each path starts and ends at
+# a NUL or a slash there): plain substring tests, which scan a long text in C far faster than
+# one regular expression.
+_DOT_PARTS = tuple(f"{a}{dots}{b}" for dots in (".", "..") for a in "\x00/" for b in "\x00/")
 
 
 def all_safe_relative(paths: list[str]) -> None:
@@ -104,7 +106,7 @@ def all_safe_relative(paths: list[str]) -> None:
         or "/\x00" in joined
         or "//" in joined
         or "\\" in joined
-        or _DOT_PART.search(joined)
+        or any(part in joined for part in _DOT_PARTS)
     )
     if paths and bad:
         for path in paths:

@@ -179,6 +179,55 @@ def test_unchanged_check_is_answered_from_the_record(
     assert "up to date" in _render(tmp_path / "repo", "--check")
 
 
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every input file whose content the key reads (gpuplan.cache.key.content_digest)."""
+    read: list[str] = []
+    real = key.content_digest
+
+    def counted(path: str) -> str:
+        read.append(Path(path).name)
+        return real(path)
+
+    monkeypatch.setattr(key, "content_digest", counted)
+    return read
+
+
+def test_settled_inputs_are_not_read_again_and_an_edit_is(
+    tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "repo"
+    Fleet().write(root)
+    read = _reads(monkeypatch)
+    _render(root)
+    assert sorted(read) == ["c00.yaml", "t0.yaml", "t1.yaml"]
+    read.clear()
+    assert "up to date" in _render(root, "--check")
+    assert sorted(read) == ["c00.yaml", "t0.yaml", "t1.yaml"]  # just written: not settled yet
+    monkeypatch.setattr(key, "SETTLED_NS", 0)  # as if seconds had passed since
+    _render(root)  # the record now holds settled signatures
+    read.clear()
+    assert "up to date" in _render(root, "--check")
+    assert read == []
+    tenant = root / "tenants/t0.yaml"
+    before = tenant.stat()
+    text = tenant.read_text()
+    tenant.write_text(text.replace("gpus: 1", "gpus: 2"))  # the same size, the mtime put back
+    os.utime(tenant, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert tenant.stat().st_size == before.st_size
+    stale = run("render", "--root", str(root), "--check")
+    assert read == ["t0.yaml"]  # its ctime moved: read, and found changed
+    assert stale.code == 1 and "would change: c00/kueue/clusterqueue-t0.yaml" in stale.stderr
+
+
+def test_a_signature_is_trusted_only_when_taken_well_after_the_last_change() -> None:
+    second = 1_000_000_000
+    taken = 100 * second
+    assert key.trusted((1, 10, taken - key.SETTLED_NS - 1, taken - key.SETTLED_NS - 1), taken)
+    assert not key.trusted((1, 10, taken - key.SETTLED_NS, 0), taken)  # the mtime too recent
+    assert not key.trusted((1, 10, 0, taken - key.SETTLED_NS), taken)  # the ctime too recent
+    assert not key.trusted((1, 10, taken + second, taken + second), taken)  # changed after
+
+
 def test_cached_check_finds_a_hand_edit(tmp_path: Path, cache_home: Path) -> None:
     root = tmp_path / "repo"
     Fleet().write(root)
@@ -221,7 +270,7 @@ def _record(home: Path) -> Path:
     return slot / store.RECORD
 
 
-def _files(data: bytes, change: Callable[[dict[str, list[Any]]], object]) -> bytes:
+def _files(data: bytes, change: Callable[[dict[str, Any]], object]) -> bytes:
     """Return a record with its file list changed in place by `change`."""
     record = json.loads(data)
     change(record["files"])
@@ -241,10 +290,15 @@ def _files(data: bytes, change: Callable[[dict[str, list[Any]]], object]) -> byt
         lambda data: json.dumps({**json.loads(data), "notes": "text"}).encode(),
         lambda data: _files(data, lambda f: f["paths"].__setitem__(0, "../escape.yaml")),
         lambda data: _files(data, lambda f: f["paths"].__setitem__(0, "a/\x00/b.yaml")),
-        lambda data: _files(data, lambda f: f["keys"].pop()),  # lists of different lengths
-        lambda data: _files(data, lambda f: f["signatures"].__setitem__(0, "1")),
-        lambda data: _files(data, lambda f: f["signatures"].pop()),
-        lambda data: _files(data, lambda f: f["contents"].__setitem__(0, None)),
+        lambda data: _files(data, lambda f: f.__setitem__("keys", f["keys"][:-32])),  # one short
+        lambda data: _files(data, lambda f: f.__setitem__("keys", f["keys"][:-1])),
+        lambda data: _files(data, lambda f: f.__setitem__("signatures", "!" + f["signatures"])),
+        lambda data: _files(data, lambda f: f.__setitem__("signatures", f["signatures"][:-8])),
+        lambda data: _files(data, lambda f: f.__setitem__("signatures", [1, 2, 3, 4])),
+        lambda data: _files(data, lambda f: f.__setitem__("contents", None)),
+        lambda data: _files(data, lambda f: f["paths"].__setitem__(0, 7)),
+        lambda data: json.dumps({**json.loads(data), "inputs": {"paths": 1}}).encode(),
+        lambda data: json.dumps({**json.loads(data), "inputs": None}).encode(),
     ],
 )
 def test_a_damaged_record_is_ignored(tmp_path: Path, cache_home: Path, damage) -> None:  # type: ignore[no-untyped-def]

@@ -1,8 +1,9 @@
 """What a render depends on, as one key: inputs by content, gpuplan and the CRDs by identity.
 
 - every file under the input folders (clusters/, tenants/, extra/, patches/, values/), by path
-  and content; a symbolic link anywhere in them makes the run uncacheable (its target may change
-  without the link changing);
+  and content hash; a symbolic link anywhere in them makes the run uncacheable (its target may
+  change without the link changing). A file's hash is read again unless the last record saw the
+  file with the same lstat, taken long enough after its last change (see `trusted`);
 - gpuplan's version and every file of the installed package by path, size and mtime (what
   Python's own bytecode cache trusts), the Python version and the name (with version) of every
   installed distribution, so an upgrade or an edited source never reuses a record;
@@ -16,10 +17,13 @@ import contextlib
 import hashlib
 import os
 import sys
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import gpuplan
+from gpuplan.safefs import Signature, signature
 
 INPUT_FOLDERS = ("clusters", "tenants", "extra", "patches", "values")
 
@@ -28,8 +32,8 @@ class Uncacheable(Exception):
     """The inputs cannot be identified safely: render without the cache."""
 
 
-def _tree(digest: hashlib._Hash, base: str, content: bool, prefix: str = "") -> None:
-    """Feed every file under `base` (relative path, then content or stat) into `digest`."""
+def _tree(digest: hashlib._Hash, base: str, prefix: str = "") -> None:
+    """Feed every file under `base` (relative path, size and mtime) into `digest`."""
     with os.scandir(base) as listing:
         entries = sorted(listing, key=lambda e: e.name)
     for entry in entries:
@@ -38,17 +42,11 @@ def _tree(digest: hashlib._Hash, base: str, content: bool, prefix: str = "") -> 
             raise Uncacheable(f"{entry.path} is a symbolic link")
         if entry.is_dir(follow_symlinks=False):
             if entry.name != "__pycache__":
-                _tree(digest, entry.path, content, f"{relative}/")
+                _tree(digest, entry.path, f"{relative}/")
             continue
-        if content:
-            with open(entry.path, "rb") as handle:
-                data = handle.read()
-            digest.update(f"{relative}\0{len(data)}\0".encode("utf-8", "surrogateescape"))
-            digest.update(data)
-        else:
-            st = entry.stat(follow_symlinks=False)
-            line = f"{relative}\0{st.st_size}\0{st.st_mtime_ns}\0"
-            digest.update(line.encode("utf-8", "surrogateescape"))
+        st = entry.stat(follow_symlinks=False)
+        line = f"{relative}\0{st.st_size}\0{st.st_mtime_ns}\0"
+        digest.update(line.encode("utf-8", "surrogateescape"))
 
 
 def crds_folder(option: Path | None) -> Path | None:
@@ -61,7 +59,7 @@ def crds_folder(option: Path | None) -> Path | None:
 def code_key() -> str:
     """Return the identity of gpuplan's code and of every installed distribution (by its version)."""
     digest = hashlib.sha256(f"gpuplan {gpuplan.__version__}\0{sys.version}\0".encode())
-    _tree(digest, os.path.dirname(gpuplan.__file__), content=False)
+    _tree(digest, os.path.dirname(gpuplan.__file__))
     for entry in sys.path:  # ruamel.yaml, pydantic and the rest: a new version, a new key
         with contextlib.suppress(OSError):
             names = sorted(n for n in os.listdir(entry or ".") if n.endswith(".dist-info"))
@@ -75,18 +73,76 @@ def environment_key(option: Path | None) -> str:
     digest = hashlib.sha256(f"{code_key()}\0".encode())
     digest.update(f"crds\0{os.path.realpath(crds) if crds else ''}\0".encode())
     if crds is not None and crds.is_dir():
-        _tree(digest, str(crds), content=False)
+        _tree(digest, str(crds))
     return digest.hexdigest()[:32]
 
 
-def input_key(root: Path, environment: str, where: str) -> str:
-    """Return the key of one render: the inputs' content, gpuplan's identity, the output path."""
-    digest = hashlib.sha256(f"{environment}\0{where}\0".encode("utf-8", "surrogateescape"))
+class InputFile(NamedTuple):
+    """One input file as the stat pass found it."""
+
+    relative: str  # "tenants/ml.yaml"
+    path: str  # where to read it
+    signature: Signature  # its lstat before it is read
+
+
+# A file's timestamps are those of a coarse clock (a tick of up to ~10 ms on Linux; 2 s on FAT),
+# so a file changed twice within one tick may keep its lstat. A signature is trusted only when
+# the file's last change (mtime and ctime) lies this long before the moment the signature was
+# taken: any later change then gives the file a newer ctime. The rule git applies to its index
+# ("racily clean" entries, Documentation/technical/racy-git.txt in git/git).
+SETTLED_NS = 3_000_000_000
+
+
+def input_files(root: Path) -> list[InputFile]:
+    """Return every file under the input folders, in key order, each with its lstat.
+
+    Raises Uncacheable on a symbolic link (a folder or a file).
+    """
+    found: list[InputFile] = []
+
+    def walk(base: str, prefix: str) -> None:
+        with os.scandir(base) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+        for entry in entries:
+            relative = f"{prefix}{entry.name}"
+            if entry.is_symlink():
+                raise Uncacheable(f"{entry.path} is a symbolic link")
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__":
+                    walk(entry.path, f"{relative}/")
+                continue
+            st = entry.stat(follow_symlinks=False)
+            found.append(InputFile(relative, entry.path, signature(st)))
+
     for folder in INPUT_FOLDERS:
         base = root / folder
         if base.is_symlink():
             raise Uncacheable(f"{base} is a symbolic link")
-        digest.update(f"\0{folder}\0".encode())
         if base.is_dir():
-            _tree(digest, str(base), content=True)
+            walk(str(base), f"{folder}/")
+    return found
+
+
+def trusted(signature: Signature, taken_ns: int) -> bool:
+    """Tell whether a signature taken at taken_ns still names the content read then (see SETTLED_NS)."""
+    return max(signature[2], signature[3]) + SETTLED_NS < taken_ns
+
+
+def content_digest(path: str) -> str:
+    """Return the content hash of one input file."""
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()[:32]
+
+
+def input_digests(files: list[InputFile], known: Mapping[str, str]) -> list[str]:
+    """Return each file's content hash: from `known` (relative path -> hash of a file whose
+    signature is unchanged and trusted), else read now."""
+    return [known.get(f.relative) or content_digest(f.path) for f in files]
+
+
+def input_key(environment: str, where: str, files: list[InputFile], digests: list[str]) -> str:
+    """Return the key of one render: the inputs' content, gpuplan's identity, the output path."""
+    digest = hashlib.sha256(f"{environment}\0{where}\0".encode("utf-8", "surrogateescape"))
+    for item, content in zip(files, digests, strict=True):
+        digest.update(f"{item.relative}\0{content}\0".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()[:32]

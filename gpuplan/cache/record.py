@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import marshal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gpuplan.cache import store
-from gpuplan.cache.key import Uncacheable, environment_key, input_key
+from gpuplan.cache import packed, store
+from gpuplan.cache.key import (
+    InputFile,
+    Uncacheable,
+    environment_key,
+    input_digests,
+    input_files,
+    input_key,
+    trusted,
+)
 from gpuplan.cache.output import Signature, digest
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.write import WriteError, all_safe_relative, header, output_path
@@ -37,9 +47,12 @@ class RenderCache:
     environment: str
     key: str
     previous: dict[str, Any] | None
-    _table: tuple[list[str], list[str], list[str], list[int]] | None = None  # checked lists
+    inputs: list[InputFile] = field(default_factory=list)
+    digests: list[str] = field(default_factory=list)  # the inputs' content hashes
+    taken: int = 0  # time.time_ns() before the inputs' lstat was taken
+    _table: tuple[list[str], str, str, list[Signature]] | None = None  # checked
     _files: dict[str, Entry] | None = None
-    _valid: set[str] = field(default_factory=set)
+    _valid_set: set[str] | None = None
     _used: set[str] = field(default_factory=set)  # proofs this render relied on or made
     _keys: dict[int, str] = field(default_factory=dict)
     _kinds: dict[str, str] = field(default_factory=dict)
@@ -52,51 +65,60 @@ class RenderCache:
         if home is None:
             return None
         output = out if out is not None else root / "output"
+        name = store.slot(root, output)
         try:
             environment = environment_key(crds)
-            key = input_key(root, environment, output_path(root, out))
+            taken = time.time_ns()
+            inputs = input_files(root)
+            previous = store.load(home, name)
+            digests = input_digests(inputs, _known_digests(previous, inputs))
+            key = input_key(environment, output_path(root, out), inputs, digests)
         except (Uncacheable, OSError):
             return None
-        name = store.slot(root, output)
-        cache = cls(home, name, environment, key, store.load(home, name))
-        cache._table = cache._checked_table()
+        cache = cls(home, name, environment, key, previous, inputs, digests, taken)
         try:
-            valid = cache.previous.get("valid") if cache.previous else None
-            cache._valid = {k for k in valid if isinstance(k, str)} if valid else set()
+            cache._table = cache._checked_table()
             if cache.previous is not None:
                 cache.findings()
         except (KeyError, TypeError, ValueError):  # a damaged record is no record
-            cache.previous, cache._table, cache._valid = None, None, set()
+            cache.previous, cache._table = None, None
         return cache
 
-    def _checked_table(self) -> tuple[list[str], list[str], list[str], list[int]] | None:
-        """Return the recorded files' lists, checked; a record with any damaged entry is no record.
+    @property
+    def _valid(self) -> set[str]:
+        """The proofs of the last render (read when first asked for)."""
+        if self._valid_set is None:
+            self._valid_set = set()
+            if self.previous is not None:
+                valid = self.previous.get("valid", "")
+                with contextlib.suppress(TypeError, ValueError):  # damaged: proven again
+                    self._valid_set = set(
+                        packed.cut(packed.whole(valid, len(valid) // packed.WIDTH))
+                    )
+        return self._valid_set
 
-        The record keeps them as parallel lists (see save): path, object key, content hash, and
-        the four numbers of each stat signature in one flat list.
+    @_valid.setter
+    def _valid(self, value: set[str]) -> None:
+        self._valid_set = value
+
+    def _checked_table(self) -> tuple[list[str], str, str, list[Signature]] | None:
+        """Return the recorded files' lists, checked; raises ValueError (or TypeError, KeyError,
+        WriteError) on any damaged entry, and the record is then no record.
+
+        The record keeps them as parallel lists (see store): the paths, then the object keys and
+        the content hashes each as one string, and the stat signatures packed (gpuplan.cache.packed).
+        That the paths stay inside the output is checked where they are used to reach files
+        (`files`); `signatures` only names them to compare with what a scan finds.
         """
         if self.previous is None:
             return None
-        files = self.previous.get("files")
-        try:
-            if not isinstance(files, dict):
-                raise ValueError("no file list")
-            paths, keys, contents, numbers = (
-                files[part] for part in ("paths", "keys", "contents", "signatures")
-            )
-            if not (
-                all(type(v) is list for v in (paths, keys, contents, numbers))
-                and len(paths) == len(keys) == len(contents) == len(numbers) // 4
-                and len(numbers) % 4 == 0
-                and {*map(type, paths), *map(type, keys), *map(type, contents)} <= {str}
-                and set(map(type, numbers)) <= {int}
-            ):
-                raise ValueError("a damaged file list")
-            all_safe_relative(paths)
-        except (TypeError, ValueError, KeyError, WriteError):
-            self.previous = None
-            return None
-        return paths, keys, contents, numbers
+        files = self.previous["files"]
+        paths = files["paths"]
+        if type(paths) is not list or not all(type(p) is str for p in paths):
+            raise ValueError("a damaged file list")
+        count = len(paths)
+        keys, contents = packed.whole(files["keys"], count), packed.whole(files["contents"], count)
+        return paths, keys, contents, packed.unpack(files["signatures"], count)
 
     @property
     def files(self) -> dict[str, Entry]:
@@ -104,20 +126,29 @@ class RenderCache:
         if self._files is None:
             self._files = {}
             if self._table is not None:
-                paths, keys, contents, numbers = self._table
-                signatures = zip(*(iter(numbers),) * 4)
+                paths, keys, contents, signatures = self._table
+                try:
+                    all_safe_relative(paths)
+                except WriteError:  # a damaged record is no record: not a hit either
+                    self.previous, self._table = None, None
+                    return self._files
                 self._files = {
                     path: Entry(key, content, signature)
-                    for path, key, content, signature in zip(paths, keys, contents, signatures)
+                    for path, key, content, signature in zip(
+                        paths, packed.cut(keys), packed.cut(contents), signatures
+                    )
                 }
         return self._files
 
     def signatures(self) -> dict[str, Signature]:
-        """Return path -> recorded stat signature of every file (quicker than `files`)."""
+        """Return path -> recorded stat signature of every file (quicker than `files`).
+
+        The paths are not checked (see `files`): only for comparing with the names a scan of the
+        output finds (gpuplan.cache.output.as_recorded), which are all inside it.
+        """
         if self._table is None:
             return {}
-        paths, numbers = self._table[0], self._table[3]
-        return dict(zip(paths, zip(*(iter(numbers),) * 4)))
+        return dict(zip(self._table[0], self._table[3]))
 
     @property
     def hit(self) -> bool:
@@ -215,14 +246,21 @@ class RenderCache:
         diagnostics, notes, clusters = found
         files = {
             "paths": list(entries),
-            "keys": [e.key for e in entries.values()],
-            "contents": [e.content for e in entries.values()],
-            "signatures": [n for e in entries.values() for n in e.signature],
+            "keys": packed.join(e.key for e in entries.values()),
+            "contents": packed.join(e.content for e in entries.values()),
+            "signatures": packed.pack(e.signature for e in entries.values()),
+        }
+        inputs = {
+            "taken": self.taken,
+            "paths": [f.relative for f in self.inputs],
+            "digests": packed.join(self.digests),
+            "signatures": packed.pack(f.signature for f in self.inputs),
         }
         record = {
             "key": self.key,
+            "inputs": inputs,
             "files": files,
-            "valid": valid,
+            "valid": packed.join(valid),
             "diagnostics": [_row(d) for d in diagnostics],
             "notes": notes,
             "clusters": clusters,
@@ -236,6 +274,36 @@ class RenderCache:
             p: e._replace(signature=signatures.get(p, e.signature)) for p, e in self.files.items()
         }
         self.store(entries, self.findings(), sorted(self._valid))
+
+
+def _known_digests(previous: dict[str, Any] | None, inputs: list[InputFile]) -> dict[str, str]:
+    """Return relative path -> content hash of the input files the record saw with the lstat
+    they have now, taken long enough after their last change (gpuplan.cache.key.trusted)."""
+    try:
+        seen_then = previous["inputs"] if previous is not None else None
+        if seen_then is None:
+            return {}
+        paths, taken = seen_then["paths"], seen_then["taken"]
+        if (
+            type(paths) is not list
+            or not all(type(p) is str for p in paths)
+            or type(taken) is not int
+        ):
+            return {}
+        digests = packed.cut(packed.whole(seen_then["digests"], len(paths)))
+        signatures = packed.unpack(seen_then["signatures"], len(paths))
+    except (KeyError, TypeError, ValueError):
+        return {}
+    seen = {
+        path: (signature, content)
+        for path, content, signature in zip(paths, digests, signatures, strict=True)
+        if trusted(signature, taken)
+    }
+    return {
+        f.relative: seen[f.relative][1]
+        for f in inputs
+        if f.relative in seen and seen[f.relative][0] == f.signature
+    }
 
 
 def _content(obj: Any) -> bytes:

@@ -19,7 +19,7 @@ from typing import Any
 
 from gpuplan import safefs
 
-FORMAT = 2  # bumped when the record's shape changes: an older record is then ignored
+FORMAT = 3  # bumped when the record's shape changes: an older record is then ignored
 KEEP = 32  # repositories whose records are kept; the least recently used ones go first
 RECORD = "render.json"
 

@@ -178,7 +178,10 @@ def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int 
             if as_recorded(options.output, signatures):  # the common case, in one pass
                 changes, seen, tree = Changes([], [], []), {}, None
             else:
-                changes, seen, tree = recorded_changes(options.output, cache.recorded())
+                recorded = cache.recorded()
+                if not cache.hit:  # its paths were damaged: no record after all
+                    return None
+                changes, seen, tree = recorded_changes(options.output, recorded)
     except (WriteError, OSError):
         return None  # the full render reports it in its own words
     if changes.any and not check_only:
