@@ -345,18 +345,18 @@ def _empty_folders(tree: OutputTree) -> list[str]:
 
 def _patch(
     staging_fd: int,
+    taken: spare.Spare,
     tree: OutputTree,
     files: dict[str, bytes],
     scope: tuple[str, ...],
     same: Collection[str],
-) -> None:
+) -> spare.Patch:
     """Patch a copy of the output into the tree _stage would have filled from scratch."""
     kept = frozenset(same)
     removed = [p for p in tree.owned if in_scope(p, scope) and p not in kept and p not in files]
-    present = set(tree.listing.files)
-    unlink = removed + [p for p in files if p in present]
-    spare.patch(staging_fd, unlink, files, set(_empty_folders(tree)), _write_new)
+    done = spare.patch(staging_fd, taken, removed, files, set(_empty_folders(tree)), _write_new)
     _sync_filesystem(staging_fd)
+    return done
 
 
 def _write_new(dir_fd: int, name: str, data: bytes) -> None:
@@ -505,23 +505,27 @@ def _write_at(
         missing = [p for p in same if p not in owned]
         if missing:
             raise OSError(errno.ENOENT, "changed during the render", missing[0])
-        copied = warm.active() and spare.take(parent_fd, out, staging, tree.listing)
-        if not copied:
+        taken = spare.take(parent_fd, out, staging, tree.listing) if warm.active() else None
+        if taken is None:
             os.mkdir(staging, 0o777 if st is None else stat.S_IMODE(st.st_mode), dir_fd=parent_fd)
         staging_fd = os.open(staging, safefs.DIR_FLAGS, dir_fd=parent_fd)
         try:
-            if copied:  # render --watch: a copy of the output to patch (gpuplan.spare)
-                _patch(staging_fd, tree, files, scope, same)
+            if taken is not None:  # render --watch: a copy of the output to patch (gpuplan.spare)
+                done: spare.Patch | None = _patch(staging_fd, taken, tree, files, scope, same)
             else:
                 _stage(out_fd, staging_fd, tree, files, scope, same)
+                done = None
         finally:
             os.close(staging_fd)
         _swap(parent_fd, staging, name, st is not None)
-        # the old output, now under the staging name: render --watch makes it the next run's
-        # copy once the result is printed (a kill before that leaves it to the next clean-up)
+        # the old output, now under the staging name: render --watch brings it up to date as the
+        # next run's spare once the result is printed (a kill before that leaves it to the next
+        # clean-up); a staged tree shares its inodes, so it goes and a fresh copy is made
         if st is None:  # a first output: render --watch copies it for the next run
             warm.later(functools.partial(spare.ensure, out))
-        elif not warm.later(functools.partial(spare.keep, out.parent, name, staging)):
+        elif done is not None:
+            warm.later(functools.partial(spare.keep, out.parent, name, staging, done))
+        elif not warm.later(functools.partial(spare.retire, out.parent, staging, out)):
             safefs.remove_big_tree(parent_fd, staging)
         # The swap is done: a failed flush changes nothing on disk.
         with contextlib.suppress(OSError):

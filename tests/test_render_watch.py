@@ -229,10 +229,11 @@ def _spy_spare(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, bool]]:
     taken: list[tuple[bool, bool]] = []
     real = spare.take
 
-    def take(*args: Any) -> bool:
+    def take(*args: Any) -> spare.Spare | None:
         had = bool(spare._spares)
-        taken.append((had, real(*args)))
-        return taken[-1][1]
+        got = real(*args)
+        taken.append((had, got is not None))
+        return got
 
     monkeypatch.setattr(spare, "take", take)
     return taken
@@ -288,7 +289,7 @@ def test_a_copy_that_may_differ_from_the_output_is_not_used(
 def test_a_file_edited_in_place_in_the_output_is_rendered_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The copy shares the output's inodes: an edit in place shows in the output's lstat."""
+    """An edit in place changes the file's lstat (its ctime): the copy is not used."""
     root, fleet = _repo(tmp_path)
     taken = _spy_spare(monkeypatch)
     target = root / "output/c00/kueue/clusterqueue-t0.yaml"
@@ -305,26 +306,79 @@ def test_a_file_edited_in_place_in_the_output_is_rendered_again(
     assert snapshot(root / "output") == _cold(tmp_path, fleet)
 
 
+def _inodes_of(folder: Path) -> dict[str, os.stat_result]:
+    return {
+        p.relative_to(folder).as_posix(): p.lstat()
+        for p in folder.rglob("*")
+        if p.is_file() and p.name != ".gitignore"
+    }
+
+
+def test_the_copy_owns_gpuplans_files_and_links_a_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each of gpuplan's files has an inode of its own in the copy (rewritten in place by the next
+    patch, never reachable from the output); a user's file is the same inode on both sides."""
+    root, fleet = _repo(tmp_path)
+    mine = root / "output/c00/notes.txt"
+    copy = root / f".output{SPARE}{os.getpid()}"
+    seen: list[tuple[dict[str, os.stat_result], dict[str, os.stat_result]]] = []
+
+    def look() -> None:
+        seen.append((_inodes_of(root / "output"), _inodes_of(copy)))
+
+    def add_mine() -> None:
+        mine.parent.mkdir(parents=True, exist_ok=True)
+        mine.write_text("a user's own file\n")
+        _touch_all(root)
+
+    # the user's file makes the next write stage a fresh tree, after which a new copy is made
+    steps = [add_mine, _edit(root, fleet, ("quota", 2))]
+    steps += [_edit(root, fleet, change, look) for change in [("quota", 0), ("quota", 2)]]
+    _between_runs(monkeypatch, steps)
+    code, stderr = _watch(root, 5)
+    assert code == 0, stderr
+    (live, spare_files), (live_after, _) = seen
+    assert set(live) == set(spare_files)
+    for path, st in live.items():
+        ours = path != "c00/notes.txt"
+        assert (spare_files[path].st_ino != st.st_ino) == ours, path
+        assert spare_files[path].st_nlink == (1 if ours else 2), path
+    changed = [p for p in live if live_after[p].st_mtime_ns != live[p].st_mtime_ns]
+    assert changed  # the quota edit rewrote files: in place, in the copy's own inodes
+    assert all(live_after[p].st_ino == spare_files[p].st_ino for p in changed)
+    assert live_after["c00/notes.txt"].st_ino == live["c00/notes.txt"].st_ino
+    assert snapshot(root / "output") == {**_cold(tmp_path, fleet), "c00/notes.txt": b"a user's own file\n"}
+
+
 def test_a_write_that_fails_while_patching_the_copy_leaves_the_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The copy's files are the output's own inodes: a patch stopped halfway changes none of them."""
+    """The copy's files are its own: a patch stopped halfway changes nothing in the output."""
     from gpuplan import write
 
     root, fleet = _repo(tmp_path)
     before: dict[str, bytes] = {}
-    real = write._write_new
+    real_new, real_over = write._write_new, spare._overwrite
     written: list[str] = []
 
-    def failing(dir_fd: int, name: str, data: bytes) -> None:
+    def full() -> None:
         if len(written) == 1:
             raise OSError(28, "No space left on device")
-        written.append(name)
-        real(dir_fd, name, data)
+        written.append("one")
+
+    def failing_new(dir_fd: int, name: str, data: bytes) -> None:
+        full()
+        real_new(dir_fd, name, data)
+
+    def failing_over(fd: int, data: bytes) -> None:
+        full()
+        real_over(fd, data)
 
     def fail_from_now() -> None:
         before.update(snapshot(root / "output"))
-        monkeypatch.setattr(write, "_write_new", failing)
+        monkeypatch.setattr(write, "_write_new", failing_new)
+        monkeypatch.setattr(spare, "_overwrite", failing_over)
 
     taken = _spy_spare(monkeypatch)  # t0's quota: both ClusterQueues and its ResourceQuota change
     _between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2), fail_from_now)])
@@ -449,3 +503,26 @@ def test_a_removed_tenant_takes_its_folders_with_it(
     assert seen == [True]
     assert not (root / "output/c00/namespaces/t2").exists()
     assert snapshot(root / "output") == _cold(tmp_path, fleet)
+
+
+def test_a_file_another_name_reaches_is_never_written_in_place(tmp_path: Path) -> None:
+    from gpuplan import write
+
+    (tmp_path / "own.yaml").write_text("old\n")
+    (tmp_path / "shared.yaml").write_text("old\n")
+    os.link(tmp_path / "shared.yaml", tmp_path / "elsewhere.yaml")
+    own, shared = (tmp_path / "own.yaml").stat(), (tmp_path / "shared.yaml").stat()
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in ("own.yaml", "shared.yaml"):
+            spare._put(fd, name, b"new, and longer\n", write._write_new)
+        spare._put(fd, "fresh.yaml", b"x\n", write._write_new)
+        spare._put(fd, "fresh.yaml", b"", write._write_new)  # shorter: the rest is cut
+    finally:
+        os.close(fd)
+    assert (tmp_path / "own.yaml").stat().st_ino == own.st_ino  # rewritten in place
+    assert (tmp_path / "shared.yaml").stat().st_ino != shared.st_ino  # a new file instead
+    assert (tmp_path / "elsewhere.yaml").read_text() == "old\n"  # the other name untouched
+    for name in ("own.yaml", "shared.yaml"):
+        assert (tmp_path / name).read_text() == "new, and longer\n"
+    assert (tmp_path / "fresh.yaml").read_text() == ""

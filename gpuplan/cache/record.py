@@ -114,7 +114,7 @@ class RenderCache:
             return None
         files = self.previous["files"]
         paths = files["paths"]
-        if type(paths) is not list or not all(type(p) is str for p in paths):
+        if type(paths) is not list or not set(map(type, paths)) <= {str}:
             raise ValueError("a damaged file list")
         count = len(paths)
         keys, contents = packed.whole(files["keys"], count), packed.whole(files["contents"], count)

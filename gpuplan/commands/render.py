@@ -11,7 +11,6 @@ import functools
 import os
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuplan import safefs, spare, timings, warm
@@ -112,29 +111,7 @@ def render_watch(options: Options, watch: Watch, use_cache: bool = True) -> int:
         with warm.kept():
             return loop(lambda: stamps(paths), once, watch, options.fmt == "text", idle)
     finally:
-        if Path(os.path.normpath(options.output.absolute())) in spare.drop_all():
-            _refresh_record(options, use_cache)
-
-
-def _refresh_record(options: Options, use_cache: bool) -> None:
-    """Take the files' signatures again after render --watch removed its copy of the output.
-
-    Removing the copy's hard links changed every file's ctime; each file is read and compared
-    with its recorded content, and only those found as recorded get the new signature, so the
-    next `render --check` is answered in one pass.
-    """
-    from gpuplan.cache.output import changes as recorded_changes
-
-    with store.disabled(not use_cache):
-        cache = _open_cache(options)
-        if cache is None or not cache.hit:
-            return
-        try:
-            seen = recorded_changes(options.output, cache.recorded())[1]
-        except (WriteError, OSError):
-            return
-        if seen:
-            cache.refresh(seen)
+        spare.drop_all()  # the spare's files are its own: the record's signatures still hold
 
 
 def _unmanaged(
