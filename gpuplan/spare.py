@@ -71,17 +71,22 @@ def name_for(out_name: str) -> str:
     return f".{out_name}{SPARE}{os.getpid()}"
 
 
-def take(parent_fd: int, out: Path, staging: str, tree: safefs.Listing) -> Spare | None:
+def take(
+    parent_fd: int, out: Path, staging: str, tree: safefs.Listing, checked: bool = False
+) -> Spare | None:
     """Put the output's spare under the staging name if it still holds the output of `tree`;
     else remove it.
 
-    `tree` is the output's scan at write time, with each file's lstat. Returns the spare taken:
-    the staging folder then holds a copy of the output to patch.
+    `tree` is the output's scan at write time, with each file's lstat (`checked`: `unchanged`
+    just found the output as the spare recorded it). Returns the spare taken: the staging folder
+    then holds a copy of the output to patch.
     """
     spare = _spares.pop(str(out), None)
     if spare is None:
         return None
-    if _current(parent_fd, out, spare, tree):
+    from gpuplan.cache.output import as_recorded  # (it imports gpuplan.write, which imports this)
+
+    if (checked or _recorded_as(spare, tree)) and as_recorded(out.parent / spare.name, spare.mine):
         fd = os.open(spare.name, safefs.DIR_FLAGS, dir_fd=parent_fd)
         try:
             os.unlink(IGNORE, dir_fd=fd)  # the copy's own: never swapped into the output
@@ -93,16 +98,24 @@ def take(parent_fd: int, out: Path, staging: str, tree: safefs.Listing) -> Spare
     return None
 
 
-def _current(parent_fd: int, out: Path, spare: Spare, tree: safefs.Listing) -> bool:
-    from gpuplan.cache.output import as_recorded  # (it imports gpuplan.write, which imports this)
+def unchanged(out: Path, tree: safefs.Listing) -> bool:
+    """Tell whether the output has a spare, and both a scan of it (`tree`) and the output now
+    are exactly what the spare recorded (in one quick pass: gpuplan.cache.output.as_recorded)."""
+    spare = _spares.get(str(out))
+    if spare is None or not _recorded_as(spare, tree):
+        return False
+    from gpuplan.cache.output import as_recorded
 
+    return as_recorded(out, spare.live, spare.dirs)
+
+
+def _recorded_as(spare: Spare, tree: safefs.Listing) -> bool:
+    """Tell whether a scan of the output holds exactly what the spare recorded of it."""
     if tree.links or tree.other or len(tree.stats) != len(tree.files):
         return False
     if len(tree.files) != len(spare.live) or tuple(tree.dirs) != spare.dirs:
         return False
-    if any(safefs.signature(tree.stats[p]) != spare.live.get(p) for p in tree.files):
-        return False
-    return as_recorded(out.parent / spare.name, spare.mine)
+    return all(safefs.signature(tree.stats[p]) == spare.live.get(p) for p in tree.files)
 
 
 def patch(

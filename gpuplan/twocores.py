@@ -9,7 +9,6 @@ fails for any reason is not trusted: gpuplan computes that half itself.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import pickle
 import signal
@@ -62,6 +61,8 @@ def _die_with(parent: int) -> None:
         signal.signal(number, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     # Not Linux: the parent still kills and reaps the worker on its way out.
+    import ctypes  # (in the worker only)
+
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the parent died before prctl took effect

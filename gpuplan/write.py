@@ -14,7 +14,6 @@ hidden staging folders, which are removed before the command exits (SIGINT and S
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import functools
 import os
@@ -273,6 +272,8 @@ def compare(
 
 def _exchange(parent_fd: int, a: str, b: str) -> bool:
     """Atomically swap two folders of one parent (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
+    import ctypes  # (not at import: a cached `render --check` never swaps)
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
@@ -379,6 +380,8 @@ def _sync_filesystem(dir_fd: int) -> None:
     """
     if os.environ.get("GPUPLAN_FSYNC") != "1":
         return
+    import ctypes
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if getattr(libc, "syncfs", None) is None or libc.syncfs(dir_fd) != 0:
@@ -461,7 +464,7 @@ def write_tree(
             f"cannot write {out}: {exc.strerror or exc}; the old output is unchanged"
         ) from None
     try:
-        _write_at(parent_fd, out, st, files, scope, frozenset(same), _unchanged_since(seen))
+        _write_at(parent_fd, out, st, files, scope, frozenset(same), seen)
     finally:
         os.close(parent_fd)
 
@@ -490,7 +493,7 @@ def _write_at(
     files: dict[str, bytes],
     scope: tuple[str, ...],
     same: Collection[str] = (),
-    known: safefs.Known | None = None,
+    seen: OutputTree | None = None,
 ) -> None:
     name, staging = out.name, f".{out.name}{STAGING}{os.getpid()}"
     out_fd = None
@@ -498,14 +501,25 @@ def _write_at(
         clean_stale_at(parent_fd, name)
         if st is not None:
             out_fd = os.open(name, safefs.DIR_FLAGS, dir_fd=parent_fd)
-        tree = _tree_at(out_fd, known) if out_fd is not None else OutputTree(safefs.Listing(), ())
+        # render --watch: when the output is still exactly as its spare recorded it, and was so
+        # at this run's scan, that scan is the output now (one quick pass instead of a scan)
+        unchanged = warm.active() and seen is not None and spare.unchanged(out, seen.listing)
+        if unchanged:
+            assert seen is not None
+            tree = seen
+        elif out_fd is not None:
+            tree = _tree_at(out_fd, _unchanged_since(seen))
+        else:
+            tree = OutputTree(safefs.Listing(), ())
         refuse_unsafe(out, tree, {**files, **dict.fromkeys(same, b"")})
         _refuse_read_only(out, st, tree)
         owned = set(tree.owned)
         missing = [p for p in same if p not in owned]
         if missing:
             raise OSError(errno.ENOENT, "changed during the render", missing[0])
-        taken = spare.take(parent_fd, out, staging, tree.listing) if warm.active() else None
+        taken = (
+            spare.take(parent_fd, out, staging, tree.listing, unchanged) if warm.active() else None
+        )
         if taken is None:
             os.mkdir(staging, 0o777 if st is None else stat.S_IMODE(st.st_mode), dir_fd=parent_fd)
         staging_fd = os.open(staging, safefs.DIR_FLAGS, dir_fd=parent_fd)

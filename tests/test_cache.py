@@ -524,3 +524,28 @@ def test_the_quick_comparison_is_true_only_for_exactly_the_recorded_files(
     (out / "c00" / "notes.txt").write_text("mine\n")  # the full comparison words it
     found = run("render", "--root", str(root), "--check")
     assert found.code == 0 and "notes.txt: warning: not written by gpuplan" in found.stderr
+
+
+def test_the_quick_comparison_with_folders_sees_a_folder_added_or_gone(
+    tmp_path: Path, cache_home: Path
+) -> None:
+    from gpuplan.cache.output import as_recorded
+    from gpuplan.cache.record import RenderCache
+
+    root = tmp_path / "repo"
+    Fleet().write(root)
+    _render(root)
+    out = root / "output"
+    cache = RenderCache.open(root, None, None)
+    assert cache is not None
+    recorded = cache.signatures()
+    folders = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_dir())
+    assert as_recorded(out, recorded, folders)
+    assert not as_recorded(out, recorded, folders[1:])  # one folder more on disk
+    assert not as_recorded(out, recorded, [*folders, "c00/elsewhere"])  # one folder gone
+    for where in ("c00/empty", "empty", "argocd/empty"):  # each core's part, and the top
+        (out / where).mkdir()
+        assert not as_recorded(out, recorded, folders)
+        assert as_recorded(out, recorded)  # without folders: not compared
+        (out / where).rmdir()
+    assert as_recorded(out, recorded, folders)

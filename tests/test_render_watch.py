@@ -286,6 +286,43 @@ def test_a_copy_that_may_differ_from_the_output_is_not_used(
     assert ours == _cold(tmp_path, fleet)
 
 
+@pytest.mark.parametrize("what", ["add", "edit"])
+def test_an_output_changed_during_a_run_is_scanned_again_before_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str
+) -> None:
+    """The run's scan is reused at write time only when the output is still as the copy recorded:
+    a user's file added (or a file edited) after that scan is seen, and kept or rendered over."""
+    from gpuplan.commands import render as render_command
+
+    root, fleet = _repo(tmp_path)
+    taken = _spy_spare(monkeypatch)
+    real = render_command.compare
+    done: list[bool] = []
+
+    def compare_then_change(*args: Any, **kwargs: Any) -> Any:
+        found = real(*args, **kwargs)
+        if len(done) == 1:  # the second run, after its scan
+            if what == "add":
+                (root / "output/c00/notes.txt").write_text("mine\n")
+            else:
+                target = root / "output/c00/kustomization.yaml"
+                target.write_text(target.read_text() + "# edited\n")
+        done.append(True)
+        return found
+
+    monkeypatch.setattr(render_command, "compare", compare_then_change)
+    _between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2))])
+    code, stderr = _watch(root, 2)
+    assert code == 0, stderr
+    assert taken == [(False, False), (True, False)]  # the copy no longer matched: not used
+    ours = snapshot(root / "output")
+    if what == "add":
+        assert ours.pop("c00/notes.txt") == b"mine\n"
+        assert ours == _cold(tmp_path, fleet)
+    else:  # not rendered again (its object is unchanged), but carried over as it is now
+        assert ours["c00/kustomization.yaml"].endswith(b"# edited\n")
+
+
 def test_a_file_edited_in_place_in_the_output_is_rendered_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

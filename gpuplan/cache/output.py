@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from gpuplan import safefs, twocores
@@ -82,9 +82,12 @@ class _Differs(Exception):
     """The output is not exactly as recorded."""
 
 
-def as_recorded(out: Path, recorded: dict[str, Signature]) -> bool:
+def as_recorded(
+    out: Path, recorded: dict[str, Signature], folders: Collection[str] | None = None
+) -> bool:
     """Tell whether the output holds exactly the recorded files, each with its recorded lstat,
-    and no other file, link or special entry (folders, empty or not, are not compared).
+    and no other file, link or special entry; with `folders`, also exactly those folders (else
+    folders, empty or not, are not compared).
 
     The quick answer of the common case, one pass and nothing read: when it is False, the full
     comparison (`changes`) finds and words what differs. The output itself is opened with
@@ -94,15 +97,17 @@ def as_recorded(out: Path, recorded: dict[str, Signature]) -> bool:
         fd = os.open(out, safefs.DIR_FLAGS)
     except OSError:
         return False
+    expected = frozenset(folders) if folders is not None else None
     try:
         with os.scandir(fd) as listing:
-            folders = sorted(e.name for e in listing if e.is_dir(follow_symlinks=False))
+            top = sorted(e.name for e in listing if e.is_dir(follow_symlinks=False))
         # The top folder's own files here; its folders split over two cores (every other one).
         mine, theirs = twocores.both(
-            lambda: _count(fd, "", recorded, folders[::2], top=True),
-            lambda: _count(fd, "", recorded, folders[1::2]),
+            lambda: _count(fd, recorded, expected, top[::2], top=True),
+            lambda: _count(fd, recorded, expected, top[1::2]),
         )
-        return -1 not in (mine, theirs) and mine + theirs == len(recorded)
+        wanted = len(recorded) + (len(expected) if expected is not None else 0)
+        return -1 not in (mine, theirs) and mine + theirs == wanted
     except OSError:
         return False
     finally:
@@ -110,16 +115,24 @@ def as_recorded(out: Path, recorded: dict[str, Signature]) -> bool:
 
 
 def _count(
-    fd: int, prefix: str, recorded: dict[str, Signature], folders: list[str], top: bool = False
+    fd: int,
+    recorded: dict[str, Signature],
+    folders: frozenset[str] | None,
+    names: list[str],
+    top: bool = False,
 ) -> int:
-    """Count the recorded files found as recorded in some folders (and with `top`, directly in
-    the folder itself); -1 when anything differs."""
+    """Count the recorded files (and with `folders`, the folders) found as recorded in some of
+    the top folder's folders (and with `top`, its own files); -1 when anything differs."""
     try:
-        count = _matched(fd, prefix, recorded, files_only=True) if top else 0
-        for name in folders:
+        count = _matched(fd, "", recorded, folders, files_only=True) if top else 0
+        for name in names:
+            if folders is not None:
+                if name not in folders:
+                    raise _Differs(name)
+                count += 1
             child = os.open(name, safefs.DIR_FLAGS, dir_fd=fd)
             try:
-                count += _matched(child, f"{prefix}{name}/", recorded)
+                count += _matched(child, f"{name}/", recorded, folders)
             finally:
                 os.close(child)
     except (_Differs, OSError):
@@ -128,10 +141,14 @@ def _count(
 
 
 def _matched(
-    dir_fd: int, prefix: str, recorded: dict[str, Signature], files_only: bool = False
+    dir_fd: int,
+    prefix: str,
+    recorded: dict[str, Signature],
+    folders: frozenset[str] | None,
+    files_only: bool = False,
 ) -> int:
-    """Count the recorded files below a folder found as recorded; raise _Differs on anything else
-    (with `files_only`, the folder's subfolders are left alone)."""
+    """Count the recorded files (and folders) below a folder found as recorded; raise _Differs
+    on anything else (with `files_only`, the folder's subfolders are left alone)."""
     count = 0
     with os.scandir(dir_fd) as listing:
         entries = list(listing)
@@ -141,9 +158,13 @@ def _matched(
         if entry.is_dir(follow_symlinks=False):
             if files_only:
                 continue
+            if folders is not None:
+                if prefix + name not in folders:
+                    raise _Differs(prefix + name)
+                count += 1
             child = os.open(name, safefs.DIR_FLAGS, dir_fd=dir_fd)
             try:
-                count += _matched(child, f"{prefix}{name}/", recorded)
+                count += _matched(child, f"{prefix}{name}/", recorded, folders)
             finally:
                 os.close(child)
             continue
