@@ -17,7 +17,7 @@ import contextlib
 import hashlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -32,8 +32,9 @@ class Uncacheable(Exception):
     """The inputs cannot be identified safely: render without the cache."""
 
 
-def _tree(digest: hashlib._Hash, base: str, prefix: str = "") -> None:
-    """Feed every file under `base` (relative path, size and mtime) into `digest`."""
+def _files(base: str, prefix: str = "") -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Yield (relative path, entry) of every file under `base`, in name order, folders before
+    what follows them (__pycache__ folders left out); raise Uncacheable on a symbolic link."""
     with os.scandir(base) as listing:
         entries = sorted(listing, key=lambda e: e.name)
     for entry in entries:
@@ -42,8 +43,14 @@ def _tree(digest: hashlib._Hash, base: str, prefix: str = "") -> None:
             raise Uncacheable(f"{entry.path} is a symbolic link")
         if entry.is_dir(follow_symlinks=False):
             if entry.name != "__pycache__":
-                _tree(digest, entry.path, f"{relative}/")
+                yield from _files(entry.path, f"{relative}/")
             continue
+        yield relative, entry
+
+
+def _tree(digest: hashlib._Hash, base: str) -> None:
+    """Feed every file under `base` (relative path, size and mtime) into `digest`."""
+    for relative, entry in _files(base):
         st = entry.stat(follow_symlinks=False)
         line = f"{relative}\0{st.st_size}\0{st.st_mtime_ns}\0"
         digest.update(line.encode("utf-8", "surrogateescape"))
@@ -99,27 +106,15 @@ def input_files(root: Path) -> list[InputFile]:
     Raises Uncacheable on a symbolic link (a folder or a file).
     """
     found: list[InputFile] = []
-
-    def walk(base: str, prefix: str) -> None:
-        with os.scandir(base) as listing:
-            entries = sorted(listing, key=lambda e: e.name)
-        for entry in entries:
-            relative = f"{prefix}{entry.name}"
-            if entry.is_symlink():
-                raise Uncacheable(f"{entry.path} is a symbolic link")
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name != "__pycache__":
-                    walk(entry.path, f"{relative}/")
-                continue
-            st = entry.stat(follow_symlinks=False)
-            found.append(InputFile(relative, entry.path, signature(st)))
-
     for folder in INPUT_FOLDERS:
         base = root / folder
         if base.is_symlink():
             raise Uncacheable(f"{base} is a symbolic link")
         if base.is_dir():
-            walk(str(base), f"{folder}/")
+            found += [
+                InputFile(relative, entry.path, signature(entry.stat(follow_symlinks=False)))
+                for relative, entry in _files(str(base), f"{folder}/")
+            ]
     return found
 
 
