@@ -315,9 +315,12 @@ def _copy(parent_fd: int, out_name: str, name: str) -> Spare | None:
                 for folder in folders:
                     source, target = src.open(folder), dst.open(folder)
                     for entry in groups.get(folder, ()):
-                        data = safefs.read_all(source, entry)
-                        if data.startswith(mark):
-                            _write_new(target, entry, data)
+                        try:
+                            ours = safefs.read_head(source, entry, len(mark)) == mark
+                        except OSError:  # unreadable: a user's (a scan never finds it ours)
+                            ours = False
+                        if ours:
+                            _write_new(target, entry, safefs.read_all(source, entry))
                             copied.add(f"{folder}/{entry}" if folder else entry)
                         else:
                             safefs.carry_over(source, target, entry)
