@@ -44,6 +44,8 @@ class _Plan:
     # unique_lists of list_maps and of plain_list_maps, as functions of the object.
     unique: Callable[[Any], bool] | None = None
     plain_unique: Callable[[Any], bool] | None = None
+    # The gated schema specialised per shape, checking what the quick test would (shapes.Shapes).
+    shapes: Any = None
 
 
 class Validator:
@@ -147,7 +149,15 @@ class Validator:
     def _planned(self, plan: _Plan, obj: dict) -> list[Problem] | None:
         """The problems of an object its fast schema accepts; None when the full path must decide."""
         try:
-            if plan.gated is not None and plan.gated.is_valid(obj):
+            shaped = plan.shapes.validator(obj) if plan.shapes is not None else None
+            if shaped is not None:  # the gate and the quick test's names in one pass
+                if shaped.is_valid(obj):
+                    plain = plan.shapes.plain(obj)
+                elif plan.fast.is_valid(obj):  # (as refused by the gate)
+                    plain = False
+                else:
+                    return None
+            elif plan.gated is not None and plan.gated.is_valid(obj):
                 plain = plan.plain is not None and plan.plain(obj, True)
             elif plan.fast.is_valid(obj):  # (refused by the gate: the webhook looks at it)
                 plain = plan.gated is None and plan.plain is not None and plan.plain(obj, False)
@@ -204,7 +214,7 @@ class Validator:
 
             cel = compiled_rules(crd_version)
             cel = cel if cel.root is not None else None
-        webhook = plain = gated = cel_plain = None
+        webhook = plain = gated = cel_plain = shapes = None
         plain_list_maps = list_maps
         if self.webhooks:
             from gpuplan.validate.webhooks import plain_for, webhook_for
@@ -223,6 +233,15 @@ class Validator:
                         gated = self._crd_validator(schema, list_maps is None)
                     except (ValueError, jsonschema_rs.ReferencingError):
                         gated = None  # the ungated test looks at every resource itself
+                    else:
+                        from gpuplan.validate.shapes import shapes_for
+
+                        shapes = shapes_for(
+                            api_version,
+                            kind,
+                            schema,
+                            lambda s: self._crd_validator(s, list_maps is None),
+                        )
         steps = list(list_maps[1]) if list_maps is not None else []
         roots = frozenset(steps)
         plan = _Plan(
@@ -242,6 +261,7 @@ class Validator:
             steps[0] if len(steps) == 1 and isinstance(steps[0], str) else None,
             compile_unique(list_maps),
             compile_unique(plain_list_maps),
+            shapes,
         )
         self._plans[(api_version, kind)] = plan
         # Another apiVersion of the kind planned before: validate() looks plans up by both.

@@ -335,11 +335,15 @@ def plain_cluster_queue(obj: dict, gated: bool = False) -> bool:
     if not isinstance(spec, dict):
         return False
     groups = spec.get("resourceGroups")
+    return _plain_groups(groups, gated) and plain_spec(spec, groups, gated)
+
+
+def plain_spec(spec: dict, groups: Any, gated: bool) -> bool:
+    """plain_cluster_queue beside the resource groups: weight, selector, admission-check flavors."""
     fair = spec.get("fairSharing")
     weight = fair.get("weight") if type(fair) is dict else None
     return (
-        _plain_groups(groups, gated)
-        and (weight is None or not fair_sharing_problems(spec, "spec"))
+        (weight is None or not fair_sharing_problems(spec, "spec"))
         and (gated or _plain_selector(spec.get("namespaceSelector")))
         and ("admissionChecksStrategy" not in spec or not _on_flavor_problems(spec, groups))
     )

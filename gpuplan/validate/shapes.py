@@ -1,0 +1,196 @@
+"""ClusterQueue schemas specialised per shape, so that Rust also checks the resource names.
+
+Kueue's webhook wants every flavor to list exactly its group's coveredResources, in order
+(gpuplan.validate.webhooks). JSON Schema cannot say "the names of this list equal that list",
+so webhooks.plain_cluster_queue compares them in Python: some sixty names per queue, which
+costs about half of what the schema pass costs. But the names of a fleet's queues repeat: the
+coveredResources of every resource group (the queue's *shape*) are one of a few tuples. For
+one shape the rule is plain JSON Schema: ``coveredResources`` is that list (const), and the
+``resources`` of each flavor are exactly those names in that order (prefixItems with a const
+name each, and no more items). So a shape seen often enough gets the gated schema
+(webhooks.cluster_queue_gate) specialised to it, and Rust checks the names in the pass it makes
+anyway; Python is left the few flavor names and the spec-level tests (plain_shaped_queue).
+
+The shape only picks which schema to try: a specialised schema states its shape itself
+(the const coveredResources), so whatever object it accepts has that shape, whatever key led
+to it. Its acceptance with plain_shaped_queue's True says what the gated schema's acceptance
+with plain_cluster_queue(obj, gated=True) says; anything else takes that route's fallbacks.
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+from collections.abc import Callable, Hashable
+from itertools import chain
+from typing import Any
+
+import jsonschema_rs
+
+from gpuplan.validate.webhooks import (
+    GROUP,
+    MAX_COVERED_RESOURCES,
+    MAX_FLAVOR_RESOURCES,
+    MAX_FLAVORS,
+    plain_spec,
+    qualified_name_error,
+)
+
+# A shape's schema is compiled once the shape has been seen this often: compiling costs ~1 ms,
+# what the names cost in Python on some two hundred queues, so a shape of a few queues is left
+# to the Python test. At most MAX_SHAPES shapes per kind get a schema.
+SIGHTINGS = 16
+MAX_SHAPES = 64
+_COUNTED = 4096  # shapes whose sightings are counted at most
+
+_UNSEEN = object()
+_COVERED = operator.itemgetter("coveredResources")
+_FLAVORS = operator.itemgetter("flavors")
+_NAME = operator.itemgetter("name")
+
+
+class Shapes:
+    """The specialised schemas of one kind's plan, compiled per shape once seen often enough."""
+
+    __slots__ = ("_compile", "_compiled", "_key", "_schema", "_seen", "_specialise", "plain")
+
+    def __init__(
+        self,
+        schema: dict[str, Any],
+        compile_schema: Callable[[dict[str, Any]], Any],
+        key: Callable[[dict], Hashable | None],
+        specialise: Callable[[dict[str, Any], Any], dict[str, Any] | None],
+        plain: Callable[[dict], bool],
+    ):
+        self._schema = schema  # the kind's gated schema, specialised per shape
+        self._compile = compile_schema
+        self._key = key
+        self._specialise = specialise
+        self.plain = plain  # what an object the shape's schema accepts is left to pass
+        self._compiled: dict[Hashable | None, Any] = {None: None}  # shape -> validator, or None
+        self._seen: dict[Hashable, int] = {}
+
+    def validator(self, obj: dict) -> Any:
+        """The compiled schema of the object's shape; None while it has none."""
+        key = self._key(obj)
+        try:
+            found = self._compiled.get(key, _UNSEEN)
+        except TypeError:  # an unhashable name: no shape
+            return None
+        return self._sighted(key) if found is _UNSEEN else found
+
+    def _sighted(self, key: Hashable) -> Any:
+        """Count one more sighting of a shape; compile its schema when it is due (else None)."""
+        if len(self._compiled) > MAX_SHAPES or (
+            key not in self._seen and len(self._seen) > _COUNTED
+        ):
+            return None  # (enough shapes, or too many to count: the gated schema)
+        seen = self._seen[key] = self._seen.get(key, 0) + 1
+        if seen < SIGHTINGS:
+            return None
+        del self._seen[key]
+        schema = self._specialise(self._schema, key)
+        try:
+            compiled = None if schema is None else self._compile(schema)
+        except (ValueError, jsonschema_rs.ReferencingError):  # (then the gated schema is used)
+            compiled = None
+        self._compiled[key] = compiled
+        return compiled
+
+
+def shapes_for(
+    api_version: str,
+    kind: str,
+    gated: dict[str, Any],
+    compile_schema: Callable[[dict[str, Any]], Any],
+) -> Shapes | None:
+    """The per-shape schemas of one kind, from its gated schema; None for kinds without them."""
+    if kind == "ClusterQueue" and api_version.rpartition("/")[0] == GROUP:
+        return Shapes(gated, compile_schema, queue_shape, specialised_queue, plain_shaped_queue)
+    return None
+
+
+def queue_shape(obj: dict) -> tuple[tuple[Any, ...], ...] | None:
+    """The coveredResources of each resource group of a ClusterQueue; None without any."""
+    try:
+        groups = obj["spec"]["resourceGroups"]
+        if type(groups) is not list or not groups:
+            return None
+        return tuple(map(tuple, map(_COVERED, groups)))
+    except (KeyError, TypeError):
+        return None
+
+
+def specialised_queue(gated: dict[str, Any], shape: Any) -> dict[str, Any] | None:
+    """The gated ClusterQueue schema accepting only queues of ``shape`` whose flavors list it.
+
+    None when the shape's names are not what plain_cluster_queue takes (distinct qualified
+    names within Kueue's limits, none missing), or the schema is not laid out as Kueue's.
+    """
+    names = list(chain.from_iterable(shape))
+    if (
+        not all(shape)
+        or any(type(name) is not str or qualified_name_error(name) for name in names)
+        or len(set(names)) != len(names)
+        or len(names) > MAX_COVERED_RESOURCES
+    ):
+        return None
+    schema = copy.deepcopy(gated)
+    try:
+        listed = schema["properties"]["spec"]["properties"]["resourceGroups"]
+        groups = [_group(listed["items"], list(covered)) for covered in shape]
+    except (KeyError, TypeError, AttributeError):
+        return None
+    # As many groups as the shape has, each its own (items after prefixItems: none).
+    listed.update(prefixItems=groups, items=False, minItems=len(groups))
+    return schema
+
+
+def _group(item: dict[str, Any], covered: list[str]) -> dict[str, Any]:
+    """One resource group's schema holding its flavors to ``covered``, in order."""
+    group = copy.deepcopy(item)
+    group["required"] = sorted({*group.get("required", []), "coveredResources", "flavors"})
+    fields = group["properties"]
+    fields["coveredResources"] = {**fields["coveredResources"], "const": covered}
+    flavors = fields["flavors"]
+    # Kueue's limits: flavors in all (one group: the same bound) and flavors x resources.
+    limit = min(MAX_FLAVORS, MAX_FLAVOR_RESOURCES // len(covered))
+    flavors["maxItems"] = min(flavors.get("maxItems", limit), limit)
+    flavor = flavors["items"]
+    flavor["required"] = sorted({*flavor.get("required", []), "name", "resources"})
+    resources = flavor["properties"]["resources"]
+    resource = resources["items"]
+    required = sorted({*resource.get("required", []), "name"})
+    resources["prefixItems"] = [
+        {
+            **resource,
+            "required": required,
+            "properties": {
+                **resource["properties"],
+                "name": {**resource["properties"]["name"], "const": name},
+            },
+        }
+        for name in covered
+    ]
+    resources.update(items=False, minItems=len(covered))
+    return group
+
+
+def plain_shaped_queue(obj: dict) -> bool:
+    """Whether a queue its shape's schema accepts has no webhook problem (plain_cluster_queue).
+
+    The schema proved the groups' names, counts and quotas; left are the flavor names, distinct
+    strings across all groups and no more than Kueue allows in all, and the spec-level tests.
+    """
+    try:
+        spec = obj["spec"]
+        groups = spec["resourceGroups"]
+        flavors = (
+            groups[0]["flavors"]
+            if len(groups) == 1
+            else list(chain.from_iterable(map(_FLAVORS, groups)))
+        )
+        names = set(map(_NAME, flavors))
+    except (KeyError, TypeError):
+        return False
+    return len(names) == len(flavors) <= MAX_FLAVORS and plain_spec(spec, groups, True)

@@ -1,0 +1,181 @@
+"""ClusterQueue schemas specialised per shape (gpuplan.validate.shapes) pass only what the full path passes.
+
+A shape's schema takes over from the gated schema and the quick test's name comparison once the
+shape has been seen often enough; every verdict must stay the full path's, words and all.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any
+
+import pytest
+
+from gpuplan.validate import CrdIndex, Validator
+from gpuplan.validate import shapes as shapes_module
+from gpuplan.validate.shapes import (
+    MAX_SHAPES,
+    SIGHTINGS,
+    plain_shaped_queue,
+    queue_shape,
+    specialised_queue,
+)
+from gpuplan.validate.webhooks import plain_cluster_queue, validate_cluster_queue
+from tests.test_validate_engine import changed
+from tests.test_validate_fastpath import (
+    BAD_QUEUES,
+    FLAVOR,
+    GOOD_QUEUES,
+    QUEUE,
+    _mutated,
+    _reshuffled,
+)
+
+K8S = "1.33"
+
+
+def _shaped(crds: CrdIndex, *samples: dict, webhooks_only: bool = False) -> Validator:
+    """A validator that has seen each sample (its shape) often enough to compile the shape's schema."""
+    warm = Validator(crds, K8S, cel=not webhooks_only, webhooks=True)
+    for sample in samples:
+        for _ in range(SIGHTINGS + 1):
+            warm.validate(sample)
+    return warm
+
+
+def _plan_shapes(warm: Validator, obj: dict) -> Any:
+    return warm._plans[(obj["apiVersion"], "ClusterQueue")].shapes
+
+
+def test_a_shape_gets_its_schema_once_seen_often_enough(crds: CrdIndex) -> None:
+    # The first two sights take the full path (the second plans the kind): not counted.
+    for seen, compiled in ((SIGHTINGS, False), (SIGHTINGS + 1, True)):
+        warm = Validator(crds, K8S, cel=True, webhooks=True)
+        for _ in range(seen):
+            assert warm.validate(QUEUE) == []
+        assert (_plan_shapes(warm, QUEUE).validator(QUEUE) is not None) is compiled
+
+
+@pytest.mark.parametrize("name", sorted(BAD_QUEUES))
+def test_bad_queues_of_a_known_shape_get_the_full_paths_problems(crds: CrdIndex, name: str) -> None:
+    bad = BAD_QUEUES[name]
+    plain = GOOD_QUEUES["v1beta1"] if bad["apiVersion"].endswith("v1beta1") else QUEUE
+    for webhooks_only in (False, True):
+        warm = _shaped(crds, plain, bad, webhooks_only=webhooks_only)
+        assert _plan_shapes(warm, plain).validator(plain) is not None
+        fresh = Validator(crds, K8S, cel=not webhooks_only, webhooks=True)
+        expected = fresh._validate(bad)
+        assert expected or webhooks_only, name
+        assert warm.validate(bad) == expected
+
+
+@pytest.mark.parametrize("name", sorted(GOOD_QUEUES))
+def test_good_queues_of_a_known_shape_pass(crds: CrdIndex, name: str) -> None:
+    good = GOOD_QUEUES[name]
+    warm = _shaped(crds, QUEUE, good)
+    assert warm.validate(good) == []
+
+
+def test_only_usual_names_get_a_schema(crds: CrdIndex) -> None:
+    gated: dict[str, Any] = {"properties": {"spec": {"properties": {"resourceGroups": {}}}}}
+    for shape in [
+        (("cpu", "cpu"),),  # a resource twice
+        (("cpu",), ("cpu",)),  # in two groups
+        (("CPU!",),),  # no qualified name
+        ((7,),),
+        ((),),  # a group covering nothing
+        (tuple(f"r{i}" for i in range(257)),),  # more than Kueue allows
+    ]:
+        assert specialised_queue(gated, shape) is None, shape
+    assert specialised_queue({}, (("cpu",),)) is None  # not laid out as Kueue's schema
+    assert queue_shape(changed(QUEUE, "spec.resourceGroups", [])) is None
+    assert queue_shape(changed(QUEUE, "spec.resourceGroups", "x")) is None
+    assert queue_shape(changed(QUEUE, "spec.resourceGroups.0", "x")) is None
+    unhashable = changed(QUEUE, "spec.resourceGroups.0.coveredResources.0", {"a": 1})
+    warm = _shaped(crds, QUEUE)
+    assert _plan_shapes(warm, QUEUE).validator(unhashable) is None
+    assert warm.validate(unhashable) == Validator(crds, K8S, cel=True, webhooks=True)._validate(
+        unhashable
+    )
+
+
+def test_shapes_are_compiled_for_so_many_kinds_of_queue_at_most(
+    crds: CrdIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shapes_module, "SIGHTINGS", 1)
+    warm = Validator(crds, K8S, cel=True, webhooks=True)
+    warm.validate(QUEUE), warm.validate(QUEUE)
+    found = 0
+    for i in range(MAX_SHAPES + 5):
+        queue = changed(QUEUE, "spec.resourceGroups.0.coveredResources.0", f"r{i}")
+        for flavor in queue["spec"]["resourceGroups"][0]["flavors"]:
+            flavor["resources"][0]["name"] = f"r{i}"
+        assert warm.validate(queue) == []
+        found += _plan_shapes(warm, queue).validator(queue) is not None
+    assert found == MAX_SHAPES  # (QUEUE's two sights took the full path: no shape of its own)
+
+
+def test_a_shapes_schema_passes_only_what_the_gate_and_quick_test_pass(crds: CrdIndex) -> None:
+    rng = random.Random(20261124)
+    samples = [QUEUE, *GOOD_QUEUES.values(), *BAD_QUEUES.values()]
+    warm = _shaped(crds, QUEUE, GOOD_QUEUES["v1beta1"])
+    fresh = Validator(crds, K8S, cel=True, webhooks=True)
+    accepted = 0
+    for sample in samples:
+        for _ in range(60):
+            obj: Any = _reshuffled(rng, _mutated(rng, sample) if rng.random() < 0.3 else sample)
+            if rng.random() < 0.2:  # the names of a flavor's resources renamed or retyped
+                obj = _renamed(rng, obj)
+            assert warm.validate(obj) == fresh._validate(obj), obj
+            api_version = obj.get("apiVersion")
+            plan = (
+                warm._plans.get((api_version, "ClusterQueue")) if type(api_version) is str else None
+            )
+            shaped = plan.shapes.validator(obj) if plan is not None else None
+            if shaped is None or not shaped.is_valid(obj) or not plain_shaped_queue(obj):
+                continue
+            accepted += 1
+            assert plan.gated.is_valid(obj), obj
+            assert plain_cluster_queue(obj, True), obj
+            assert validate_cluster_queue(obj) == [], obj
+    assert accepted > 100  # exercised, not only compiled
+
+
+def _renamed(rng: random.Random, queue: Any) -> Any:
+    """A copy of a queue with one resource of one flavor renamed (or its name retyped)."""
+    queue = copy.deepcopy(queue)
+    try:
+        resources = rng.choice(rng.choice(queue["spec"]["resourceGroups"])["flavors"])["resources"]
+        rng.choice(resources)["name"] = rng.choice(["gpu", "cpu", "memory", 7, None, "x/"])
+    except (KeyError, TypeError, IndexError):
+        pass
+    return queue
+
+
+def test_a_flavor_twice_in_a_known_shape_is_found(crds: CrdIndex) -> None:
+    warm = _shaped(crds, QUEUE)
+    second = changed(
+        QUEUE,
+        "spec.resourceGroups",
+        [
+            *QUEUE["spec"]["resourceGroups"],
+            {
+                "coveredResources": ["example.com/x"],
+                "flavors": [
+                    {
+                        "name": "pool-0",
+                        "resources": [{"name": "example.com/x", "nominalQuota": "1"}],
+                    }
+                ],
+            },
+        ],
+    )
+    warm = _shaped(crds, QUEUE, changed(second, "spec.resourceGroups.1.flavors.0.name", "other"))
+    assert _plan_shapes(warm, second).validator(second) is not None
+    expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(second)
+    assert expected and warm.validate(second) == expected
+    lending = changed(second, f"{FLAVOR}.resources.0.lendingLimit", "30")
+    assert warm.validate(lending) == Validator(crds, K8S, cel=True, webhooks=True)._validate(
+        lending
+    )
