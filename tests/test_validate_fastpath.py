@@ -555,6 +555,9 @@ CONDITION = {
         (changed(LOCAL_QUEUE, "apiVersion", delete=True), True),
         (changed(NAMESPACE, "apiVersion", delete=True), True),
         (changed(NAMESPACE, "apiVersion", "v2"), True),
+        (changed(NAMESPACE, "apiVersion", "/v1"), True),  # (the same group and version)
+        (changed(WORKLOAD_PRIORITY, "apiVersion", "kueue.x-k8s.io/v1beta1"), False),
+        (changed(WORKLOAD_PRIORITY, "apiVersion", "kueue.x-k8s.io/v9"), True),
         (changed(NAMESPACE, "kind", ["Namespace"]), True),
         (changed(NAMESPACE, "metadata.name", ""), True),
         (
@@ -583,6 +586,9 @@ CONDITION = {
         "no apiVersion",
         "core kind without apiVersion",
         "core kind of another apiVersion",
+        "core kind of an odd apiVersion",
+        "schema-only kind of another served apiVersion",
+        "schema-only kind of another apiVersion",
         "unhashable kind",
         "core kind unnamed",
         "core kind generateName",

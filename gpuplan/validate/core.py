@@ -153,8 +153,11 @@ class CoreSchemas:
         compiled = self._compiled.get(key)
         schema = self.schema(group, version, kind) if compiled is None else None
         if schema is not None:
+            api_version = f"{group}/{version}" if group else version
             compiled = jsonschema_rs.Draft202012Validator(
-                named(self.without_nulls(schema)), registry=self.registry, validate_formats=False
+                named(self.without_nulls(schema), api_version=api_version),
+                registry=self.registry,
+                validate_formats=False,
             )
             self._compiled[key] = compiled
         return compiled
@@ -183,11 +186,15 @@ class CoreSchemas:
         return {**out, "$defs": {**out.get("$defs", {}), **defs}}
 
 
-def named(schema: dict[str, Any], cluster: bool = False) -> dict[str, Any]:
+def named(
+    schema: dict[str, Any], cluster: bool = False, api_version: str | None = None
+) -> dict[str, Any]:
     """``schema`` also requiring a non-empty metadata.name (and no namespace when ``cluster``).
 
     What the API server asks of every object's metadata beside its schema, for a fast schema to
     decide alone; an object it refuses for that (one with generateName) takes the full path.
+    With ``api_version``, the object's apiVersion must be that text (a CRD's schema says so
+    itself): a fast schema's acceptance then says the object is of its version.
     """
     meta: dict[str, Any] = {
         "required": ["name"],
@@ -198,7 +205,14 @@ def named(schema: dict[str, Any], cluster: bool = False) -> dict[str, Any]:
             "required": ["namespace"],
             "properties": {"namespace": {"type": "string", "minLength": 1}},
         }
-    rule = {"type": "object", "required": ["metadata"], "properties": {"metadata": meta}}
+    rule: dict[str, Any] = {
+        "type": "object",
+        "required": ["metadata"],
+        "properties": {"metadata": meta},
+    }
+    if api_version is not None:
+        rule["required"] = ["apiVersion", "metadata"]
+        rule["properties"]["apiVersion"] = {"const": api_version}
     return {**schema, "allOf": [*schema.get("allOf", []), rule]}
 
 

@@ -46,6 +46,8 @@ class _Plan:
     plain_unique: Callable[[Any], bool] | None = None
     # The gated schema specialised per shape, checking what the quick test would (shapes.Shapes).
     shapes: Any = None
+    # fast.is_valid, when it decides alone: schema_only and no list-map list to check.
+    decides: Callable[[Any], bool] | None = None
 
 
 class Validator:
@@ -110,7 +112,13 @@ class Validator:
             plan = None
         except (TypeError, IndexError):  # not a mapping, or an unhashable kind
             return self._validate(obj)
-        if plan is not None and plan.schema_only:  # most kinds: the fast schema decides
+        if plan is not None and plan.decides is not None:  # most kinds: the fast schema alone
+            try:  # (it also requires the apiVersion of the plan's schema)
+                if plan.decides(obj):
+                    return []
+            except (ValueError, TypeError):  # not representable as JSON: the full path says so
+                pass
+        elif plan is not None and plan.schema_only:  # the fast schema, with list-map lists
             try:
                 valid = plan.fast.is_valid(obj)
             except (ValueError, TypeError):  # not representable as JSON: the full path says so
@@ -242,6 +250,7 @@ class Validator:
                             schema,
                             lambda s: self._crd_validator(s, list_maps is None),
                         )
+        schema_only = cel is None and webhook is None and plain is None
         steps = list(list_maps[1]) if list_maps is not None else []
         roots = frozenset(steps)
         plan = _Plan(
@@ -254,7 +263,7 @@ class Validator:
             plain_list_maps,
             gated,
             crd_version is not None and crd_version.crd.scope == "Cluster",
-            cel is None and webhook is None and plain is None,
+            schema_only,
             cel_plain,
             api_version,
             roots,
@@ -262,6 +271,7 @@ class Validator:
             compile_unique(list_maps),
             compile_unique(plain_list_maps),
             shapes,
+            fast.is_valid if schema_only and not roots else None,
         )
         self._plans[(api_version, kind)] = plan
         # Another apiVersion of the kind planned before: validate() looks plans up by both.
