@@ -60,6 +60,7 @@ QUEUE = {
             "withinClusterQueue": "LowerPriority",
         },
         "queueingStrategy": "BestEffortFIFO",
+        "stopPolicy": "None",
         "resourceGroups": [
             {
                 "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
@@ -154,6 +155,18 @@ BAD_QUEUES = {
         "spec.preemption.borrowWithinCohort.policy",
         "LowerPriority",
     ),
+    # The rules on the defaulted object: reclaimWithinCohort and whenCanBorrow default to
+    # Never and MayStopSearch.
+    "reclaim rule by default": changed(
+        changed(QUEUE, "spec.preemption.reclaimWithinCohort", delete=True),
+        "spec.preemption.borrowWithinCohort.policy",
+        "LowerPriority",
+    ),
+    "preference rule by default": changed(
+        changed(QUEUE, "spec.flavorFungibility.preference", "BorrowingOverPreemption"),
+        "spec.flavorFungibility.whenCanBorrow",
+        delete=True,
+    ),
     "a null": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", None),
     "unknown field": changed(QUEUE, f"{FLAVOR}.resources.0.extra", "x"),
     "unnamed": changed(QUEUE, "metadata.name", delete=True),
@@ -174,6 +187,22 @@ GOOD_QUEUES = {
     ),
     "selector matchLabels": changed(QUEUE, "spec.namespaceSelector", {"matchLabels": {"a": "b"}}),
     "no selector": changed(QUEUE, "spec.namespaceSelector", delete=True),
+    # Defaults left to the API server: the gate requires them (restate.require_defaults).
+    "no stop policy": changed(QUEUE, "spec.stopPolicy", delete=True),
+    "no preemption": changed(QUEUE, "spec.preemption", delete=True),
+    "no borrowing policy": changed(QUEUE, "spec.preemption.borrowWithinCohort", {}),
+    "a preference": changed(
+        changed(
+            changed(QUEUE, "spec.flavorFungibility.preference", "BorrowingOverPreemption"),
+            "spec.flavorFungibility.whenCanBorrow",
+            "TryNextFlavor",
+        ),
+        "spec.flavorFungibility.whenCanPreempt",
+        "TryNextFlavor",
+    ),
+    "reclaim never, borrowing never": changed(
+        QUEUE, "spec.preemption.reclaimWithinCohort", "Never"
+    ),
     "v1beta1": changed(
         changed(QUEUE, "apiVersion", "kueue.x-k8s.io/v1beta1"),
         "spec",
@@ -663,7 +692,7 @@ def test_written_walks_prove_only_what_the_interpreter_passes(crds: CrdIndex) ->
 def test_a_written_walk_leaves_out_nodes_with_nothing_to_prove() -> None:
     from gpuplan.validate.cel import _Node, _Rule
     from gpuplan.validate.celfast import Unsure
-    from gpuplan.validate.celwalk import MissingDefault, compile_walk
+    from gpuplan.validate.celwalk import MissingDefault, compile_walk, proves_nothing
     from gpuplan.validate.crds import CelRule
 
     def rule(text: str, path: str = "spec.items[*]") -> _Rule:
@@ -679,10 +708,19 @@ def test_a_written_walk_leaves_out_nodes_with_nothing_to_prove() -> None:
     with pytest.raises(MissingDefault):
         walk({"spec": {"items": [{"x": 1}]}})
     assumed = compile_walk(root, frozenset({("spec.items[*]", "self.x == 1")}))
-    assert assumed is not None
+    # Every rule the caller's (proven on the defaulted object): no default matters any more.
+    assert proves_nothing(assumed)
+    other = rule("size(self.items) < 3", "spec")
+    both = _Node(
+        props={"spec": _Node(rules=[other], props={"items": _Node(items=item)}, defaults={"d": 0})}
+    )
+    assumed = compile_walk(both, frozenset({("spec.items[*]", "self.x == 1")}))
+    assert assumed is not None and not proves_nothing(assumed)
     assumed({"spec": {"d": 0, "items": [{"x": 2}]}})  # the item's rule is the caller's
-    with pytest.raises(MissingDefault):  # the default is still required
+    with pytest.raises(MissingDefault):  # the default is still required for the other
         assumed({"spec": {"items": []}})
+    with pytest.raises(Unsure):
+        assumed({"spec": {"d": 0, "items": [{"x": 1}] * 3}})
     bare = _Node(props={"spec": _Node(props={"items": _Node(items=item)})})
     nothing = compile_walk(bare, frozenset({("spec.items[*]", "self.x == 1")}))
     assert nothing is not None and nothing({"spec": {"items": [{"x": 2}]}}) is None

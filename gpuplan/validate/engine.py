@@ -10,7 +10,14 @@ import jsonschema_rs
 
 from gpuplan.validate.core import CoreSchemas, core_schemas, named, split_api_version
 from gpuplan.validate.crds import LIST_MAP_KEYS, CrdIndex, CrdVersion
-from gpuplan.validate.listmaps import ListMapKeys, Trie, compile_unique, list_map_paths, without
+from gpuplan.validate.listmaps import (
+    ListMapKeys,
+    Trie,
+    compile_unique,
+    list_map_paths,
+    outside,
+    without,
+)
 from gpuplan.validate.messages import Problem, problems_of, show, type_name
 from gpuplan.validate.nulls import drop_nulls, prune_nulls
 
@@ -48,6 +55,19 @@ class _Plan:
     shapes: Any = None
     # fast.is_valid, when it decides alone: schema_only and no list-map list to check.
     decides: Callable[[Any], bool] | None = None
+    cel_free: bool = False  # cel_plain proves nothing: the quick test and gate proved every rule
+    # unique of plain_list_maps but the lists a shape's schema holds absent (shapes.Shapes).
+    shaped_unique: Callable[[Any], bool] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Quick:
+    """A plan's parts for its quick webhook test (see _Plan)."""
+
+    gated: Any = None
+    cel_plain: Any = None
+    shapes: Any = None
+    cel_free: bool = False
 
 
 class Validator:
@@ -158,25 +178,27 @@ class Validator:
         """The problems of an object its fast schema accepts; None when the full path must decide."""
         try:
             shaped = plan.shapes.validator(obj) if plan.shapes is not None else None
-            if shaped is not None:  # the gate and the quick test's names in one pass
+            if shaped is not None:  # the gate, the quick test's names, the usual fields: one pass
                 if shaped.is_valid(obj):
                     plain = plan.shapes.plain(obj)
                 elif plan.fast.is_valid(obj):  # (as refused by the gate)
                     plain = False
                 else:
                     return None
-            elif plan.gated is not None and plan.gated.is_valid(obj):
-                plain = plan.plain is not None and plan.plain(obj, True)
-            elif plan.fast.is_valid(obj):  # (refused by the gate: the webhook looks at it)
-                plain = plan.gated is None and plan.plain is not None and plan.plain(obj, False)
+                unique = plan.shaped_unique if plain else plan.unique
             else:
-                return None
+                if plan.gated is not None and plan.gated.is_valid(obj):
+                    plain = plan.plain is not None and plan.plain(obj, True)
+                elif plan.fast.is_valid(obj):  # (refused by the gate: the webhook looks at it)
+                    plain = plan.gated is None and plan.plain is not None and plan.plain(obj, False)
+                else:
+                    return None
+                unique = plan.plain_unique if plain else plan.unique
             # Each list-map list distinct (unique_lists, written out per plan).
-            unique = plan.plain_unique if plain else plan.unique
             if unique is not None and not unique(obj):
                 return None
             # No null, so the object is its own pruned form.
-            if plan.cel is not None:
+            if plan.cel is not None and not (plain and plan.cel_free):
                 walk = plan.cel_plain if plain else plan.cel.prove
                 try:  # the rules' proofs alone, when the object needs no default (celwalk)
                     if walk is None or not plan.cel.prove_first:
@@ -222,8 +244,9 @@ class Validator:
 
             cel = compiled_rules(crd_version)
             cel = cel if cel.root is not None else None
-        webhook = plain = gated = cel_plain = shapes = None
+        webhook = plain = None
         plain_list_maps = list_maps
+        quick = _Quick()
         if self.webhooks:
             from gpuplan.validate.webhooks import plain_for, webhook_for
 
@@ -232,24 +255,7 @@ class Validator:
             if found is not None:
                 plain = found.check
                 plain_list_maps = without(list_maps, found.lists)
-                if cel is not None and found.rules:
-                    cel_plain = cel.walk_assuming(found.rules)
-                schema = found.gate(crd_version.json_schema) if crd_version is not None else None
-                if schema is not None:
-                    schema = self.core.without_nulls({**schema, "type": "object"})
-                    try:
-                        gated = self._crd_validator(schema, list_maps is None)
-                    except (ValueError, jsonschema_rs.ReferencingError):
-                        gated = None  # the ungated test looks at every resource itself
-                    else:
-                        from gpuplan.validate.shapes import shapes_for
-
-                        shapes = shapes_for(
-                            api_version,
-                            kind,
-                            schema,
-                            lambda s: self._crd_validator(s, list_maps is None),
-                        )
+                quick = self._quick(api_version, kind, found, crd_version, cel, list_maps is None)
         schema_only = cel is None and webhook is None and plain is None
         steps = list(list_maps[1]) if list_maps is not None else []
         roots = frozenset(steps)
@@ -261,22 +267,58 @@ class Validator:
             list_maps,
             plain,
             plain_list_maps,
-            gated,
+            quick.gated,
             crd_version is not None and crd_version.crd.scope == "Cluster",
             schema_only,
-            cel_plain,
+            quick.cel_plain,
             api_version,
             roots,
             steps[0] if len(steps) == 1 and isinstance(steps[0], str) else None,
             compile_unique(list_maps),
             compile_unique(plain_list_maps),
-            shapes,
+            quick.shapes,
             fast.is_valid if schema_only and not roots else None,
+            quick.cel_free,
+            compile_unique(outside(plain_list_maps, quick.shapes.absent)) if quick.shapes else None,
         )
         self._plans[(api_version, kind)] = plan
         # Another apiVersion of the kind planned before: validate() looks plans up by both.
         simple = not plan.schema_only or not roots or plan.list_root is not None
         self._by_kind[kind] = plan if simple and kind not in self._by_kind else None
+
+    def _quick(
+        self,
+        api_version: str,
+        kind: str,
+        found: Any,
+        crd_version: CrdVersion | None,
+        cel: Any,
+        keyword: bool,
+    ) -> _Quick:
+        """The gate of a kind's quick webhook test (webhooks.Plain) and what its True proves.
+
+        ``keyword``: the list-map keyword stays in the schemas (their lists have no plain paths).
+        """
+        rules = found.rules
+        schema = found.gate(crd_version.json_schema) if crd_version is not None else None
+        gated = shapes = None
+        if schema is not None:
+            schema = self.core.without_nulls({**schema, "type": "object"})
+            proven = found.restate(schema, crd_version.schema) if crd_version else frozenset()
+            try:
+                gated = self._crd_validator(schema, keyword)
+            except (ValueError, jsonschema_rs.ReferencingError):
+                pass  # the ungated test looks at every resource itself
+            else:  # (the quick test's True then comes with the gate's acceptance)
+                from gpuplan.validate.shapes import shapes_for
+
+                rules = rules | proven
+                compile_shaped = lambda s: self._crd_validator(s, keyword)  # noqa: E731
+                shapes = shapes_for(api_version, kind, schema, compile_shaped)
+        cel_plain = cel.walk_assuming(rules) if cel is not None and rules else None
+        from gpuplan.validate.celwalk import proves_nothing
+
+        return _Quick(gated, cel_plain, shapes, proves_nothing(cel_plain))
 
     def _second_sight(self, api_version: str, kind: str) -> bool:
         """Whether a kind without a plan is seen the second time (one object is not worth one)."""

@@ -32,7 +32,6 @@ from gpuplan.validate.webhooks import (
     MAX_COVERED_RESOURCES,
     MAX_FLAVOR_RESOURCES,
     MAX_FLAVORS,
-    plain_spec,
     qualified_name_error,
 )
 
@@ -43,6 +42,16 @@ SIGHTINGS = 16
 MAX_SHAPES = 64
 _COUNTED = 4096  # shapes whose sightings are counted at most
 
+# What a shape's schema refuses beside the usual queue, so that the quick test need not look:
+# the admission-check strategy (its flavors must be the queue's) and a status (list-map lists).
+QUEUE_ABSENT: frozenset[tuple[str, ...]] = frozenset(
+    {("status",), ("spec", "admissionChecksStrategy")}
+)
+# Weight texts of 0 or at least 1u (a positive weight of 1n or less collapses to zero in Kueue's
+# fair sharing: webhooks.fair_sharing_problems); a subset of Kueue's quantity pattern.
+# (No exa suffix: gpuplan.quantity cannot read it, so the webhook's rules let it through unread.)
+USUAL_WEIGHT = {"pattern": "^(0(\\.0*)?|[1-9][0-9]*(\\.[0-9]*)?([KMGTP]i|[mukMGTP])?)$"}
+
 _UNSEEN = object()
 _COVERED = operator.itemgetter("coveredResources")
 _FLAVORS = operator.itemgetter("flavors")
@@ -52,7 +61,16 @@ _NAME = operator.itemgetter("name")
 class Shapes:
     """The specialised schemas of one kind's plan, compiled per shape once seen often enough."""
 
-    __slots__ = ("_compile", "_compiled", "_key", "_schema", "_seen", "_specialise", "plain")
+    __slots__ = (
+        "_compile",
+        "_compiled",
+        "_key",
+        "_schema",
+        "_seen",
+        "_specialise",
+        "absent",
+        "plain",
+    )
 
     def __init__(
         self,
@@ -61,12 +79,14 @@ class Shapes:
         key: Callable[[dict], Hashable | None],
         specialise: Callable[[dict[str, Any], Any], dict[str, Any] | None],
         plain: Callable[[dict], bool],
+        absent: frozenset[tuple[str, ...]] = frozenset(),
     ):
         self._schema = schema  # the kind's gated schema, specialised per shape
         self._compile = compile_schema
         self._key = key
         self._specialise = specialise
         self.plain = plain  # what an object the shape's schema accepts is left to pass
+        self.absent = absent  # the fields (paths) the shapes' schemas refuse
         self._compiled: dict[Hashable | None, Any] = {None: None}  # shape -> validator, or None
         self._seen: dict[Hashable, int] = {}
 
@@ -106,7 +126,9 @@ def shapes_for(
 ) -> Shapes | None:
     """The per-shape schemas of one kind, from its gated schema; None for kinds without them."""
     if kind == "ClusterQueue" and api_version.rpartition("/")[0] == GROUP:
-        return Shapes(gated, compile_schema, queue_shape, specialised_queue, plain_shaped_queue)
+        return Shapes(
+            gated, compile_schema, queue_shape, specialised_queue, plain_shaped_queue, QUEUE_ABSENT
+        )
     return None
 
 
@@ -143,7 +165,26 @@ def specialised_queue(gated: dict[str, Any], shape: Any) -> dict[str, Any] | Non
         return None
     # As many groups as the shape has, each its own (items after prefixItems: none).
     listed.update(prefixItems=groups, items=False, minItems=len(groups))
+    try:
+        _usual_weight(schema["properties"]["spec"]["properties"]["fairSharing"])
+    except (KeyError, TypeError):
+        return None
+    for path in QUEUE_ABSENT:  # (fields gpuplan never renders: the usual queue has none)
+        *parents, field = path
+        node = schema
+        for step in parents:
+            node = node["properties"][step]
+        node.setdefault("properties", {})[field] = False
     return schema
+
+
+def _usual_weight(fair: dict[str, Any]) -> None:
+    """Hold the fair-sharing weight to values the webhook takes: 0, or at least 1u, not below 0."""
+    weight = fair["properties"]["weight"]
+    fair["properties"]["weight"] = {
+        **weight,
+        "allOf": [*weight.get("allOf", []), {"minimum": 0, **USUAL_WEIGHT}],
+    }
 
 
 def _group(item: dict[str, Any], covered: list[str]) -> dict[str, Any]:
@@ -179,18 +220,17 @@ def _group(item: dict[str, Any], covered: list[str]) -> dict[str, Any]:
 def plain_shaped_queue(obj: dict) -> bool:
     """Whether a queue its shape's schema accepts has no webhook problem (plain_cluster_queue).
 
-    The schema proved the groups' names, counts and quotas; left are the flavor names, distinct
-    strings across all groups and no more than Kueue allows in all, and the spec-level tests.
+    The schema proved the groups' names, counts and quotas, the selector and the weight, and
+    that no admission-check strategy is there; left are the flavor names, distinct strings
+    across all groups and no more than Kueue allows in all.
     """
     try:
-        spec = obj["spec"]
-        groups = spec["resourceGroups"]
+        groups = obj["spec"]["resourceGroups"]
         flavors = (
             groups[0]["flavors"]
             if len(groups) == 1
             else list(chain.from_iterable(map(_FLAVORS, groups)))
         )
-        names = set(map(_NAME, flavors))
+        return len(set(map(_NAME, flavors))) == len(flavors) <= MAX_FLAVORS
     except (KeyError, TypeError):
         return False
-    return len(names) == len(flavors) <= MAX_FLAVORS and plain_spec(spec, groups, True)
