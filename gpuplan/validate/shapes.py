@@ -192,7 +192,7 @@ def _group(item: dict[str, Any], covered: list[str]) -> dict[str, Any]:
     group = copy.deepcopy(item)
     group["required"] = sorted({*group.get("required", []), "coveredResources", "flavors"})
     fields = group["properties"]
-    fields["coveredResources"] = {**fields["coveredResources"], "const": covered}
+    fields["coveredResources"] = _const(fields["coveredResources"], covered)
     flavors = fields["flavors"]
     # Kueue's limits: flavors in all (one group: the same bound) and flavors x resources.
     limit = min(MAX_FLAVORS, MAX_FLAVOR_RESOURCES // len(covered))
@@ -208,13 +208,23 @@ def _group(item: dict[str, Any], covered: list[str]) -> dict[str, Any]:
             "required": required,
             "properties": {
                 **resource["properties"],
-                "name": {**resource["properties"]["name"], "const": name},
+                "name": _const(resource["properties"]["name"], name),
             },
         }
         for name in covered
     ]
     resources.update(items=False, minItems=len(covered))
     return group
+
+
+def _const(node: dict[str, Any], value: Any) -> dict[str, Any]:
+    """A schema node accepting only ``value``, which it must accept (else KeyError: no schema).
+
+    The node's own keywords are left out: a const decides alone, in one comparison.
+    """
+    if not jsonschema_rs.Draft202012Validator(node).is_valid(value):
+        raise KeyError(value)
+    return {"const": value}
 
 
 def plain_shaped_queue(obj: dict) -> bool:
