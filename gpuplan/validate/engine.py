@@ -58,6 +58,8 @@ class _Plan:
     cel_free: bool = False  # cel_plain proves nothing: the quick test and gate proved every rule
     # unique of plain_list_maps but the lists a shape's schema holds absent (shapes.Shapes).
     shaped_unique: Callable[[Any], bool] | None = None
+    # An object a shape's schema accepts (with shapes.plain) is valid when its metadata is usual.
+    shaped_alone: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +155,13 @@ class Validator:
             ):
                 return []
         elif plan is not None and type(obj) is dict and obj.get("apiVersion") == plan.api_version:
-            found = self._planned(plan, obj)
+            try:  # an object of a shape with a schema of its own: that schema decides (shapes)
+                shaped = plan.shapes.accepts(obj) if plan.shapes is not None else None
+            except (ValueError, TypeError):  # not representable as JSON: the full path says so
+                return self._validate(obj)
+            if shaped and plan.shaped_alone and _usual_meta(obj, plan.cluster):
+                return []
+            found = self._planned(plan, obj, shaped)
             return self._validate(obj) if found is None else found
         return self._by_version(obj)
 
@@ -174,13 +182,15 @@ class Validator:
             valid = False
         return [] if valid else self._validate(obj)
 
-    def _planned(self, plan: _Plan, obj: dict) -> list[Problem] | None:
-        """The problems of an object its fast schema accepts; None when the full path must decide."""
+    def _planned(self, plan: _Plan, obj: dict, shaped: bool | None = None) -> list[Problem] | None:
+        """The problems of an object its fast schema accepts; None when the full path must decide.
+
+        ``shaped``: what plan.shapes.accepts(obj) said (None: the object's shape has no schema).
+        """
         try:
-            shaped = plan.shapes.validator(obj) if plan.shapes is not None else None
             if shaped is not None:  # the gate, the quick test's names, the usual fields: one pass
-                if shaped.is_valid(obj):
-                    plain = plan.shapes.plain(obj)
+                if shaped:
+                    plain = True
                 elif plan.fast.is_valid(obj):  # (as refused by the gate)
                     plain = False
                 else:
@@ -209,11 +219,7 @@ class Validator:
                         return None
         except (ValueError, TypeError):  # not representable as JSON: the full path says so
             return None
-        meta = obj.get("metadata")
-        if type(meta) is dict and meta.get("name") and not (plan.cluster and meta.get("namespace")):
-            problems = []  # the usual metadata: named, and namespaced only where it may be
-        else:
-            problems = self._meta_problems(plan, obj)
+        problems = [] if _usual_meta(obj, plan.cluster) else self._meta_problems(plan, obj)
         if plan.webhook is not None and not plain:
             problems += plan.webhook(obj)
         return sorted(set(problems)) if problems else problems
@@ -257,6 +263,10 @@ class Validator:
                 plain_list_maps = without(list_maps, found.lists)
                 quick = self._quick(api_version, kind, found, crd_version, cel, list_maps is None)
         schema_only = cel is None and webhook is None and plain is None
+        shaped = quick.shapes is not None
+        shaped_unique = (
+            compile_unique(outside(plain_list_maps, quick.shapes.absent)) if shaped else None
+        )
         steps = list(list_maps[1]) if list_maps is not None else []
         roots = frozenset(steps)
         plan = _Plan(
@@ -279,7 +289,8 @@ class Validator:
             quick.shapes,
             fast.is_valid if schema_only and not roots else None,
             quick.cel_free,
-            compile_unique(outside(plain_list_maps, quick.shapes.absent)) if quick.shapes else None,
+            shaped_unique,
+            quick.shapes is not None and shaped_unique is None and (cel is None or quick.cel_free),
         )
         self._plans[(api_version, kind)] = plan
         # Another apiVersion of the kind planned before: validate() looks plans up by both.
@@ -475,6 +486,12 @@ class Validator:
                 )
             self._crd_compiled[crd_version] = compiled
         return compiled
+
+
+def _usual_meta(obj: dict, cluster: bool) -> bool:
+    """The usual metadata: named, and namespaced only where it may be."""
+    meta = obj.get("metadata")
+    return type(meta) is dict and bool(meta.get("name")) and not (cluster and meta.get("namespace"))
 
 
 def _head_problems(obj: dict) -> list[Problem]:

@@ -99,6 +99,16 @@ class Shapes:
             return None
         return self._sighted(key) if found is _UNSEEN else found
 
+    def accepts(self, obj: dict) -> bool | None:
+        """Whether the schema of the object's shape accepts it and plain(obj) holds; None when
+        its shape has no schema (yet).
+
+        True says what the gated schema's acceptance and the quick test's True say. False says
+        nothing: the object may still be valid (the gated route decides without the gate).
+        """
+        found = self.validator(obj)
+        return None if found is None else found.is_valid(obj) and self.plain(obj)
+
     def _sighted(self, key: Hashable) -> Any:
         """Count one more sighting of a shape; compile its schema when it is due (else None)."""
         if len(self._compiled) > MAX_SHAPES or (
