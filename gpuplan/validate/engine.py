@@ -22,6 +22,8 @@ from gpuplan.validate.messages import Problem, problems_of, show, type_name
 from gpuplan.validate.nulls import drop_nulls, prune_nulls
 
 MISSING_CRD = "missing-crd"
+# False for every mapping (a builtin: one C call), for kinds no fast schema decides alone.
+_UNDECIDED: Callable[[Any], bool] = callable
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,9 @@ class Validator:
         self._plans: dict[tuple[str, str] | None, _Plan] = {}
         # The plan of a kind planned under one apiVersion (else None), by kind.
         self._by_kind: dict[str, _Plan | None] = {}
+        # By kind, the fast schema of its plan in _by_kind when that decides alone (_Plan.decides),
+        # else _UNDECIDED: validate() makes one call before it looks further.
+        self._decides: dict[str, Callable[[Any], bool]] = {}
         self._seen: set[tuple[str, str]] = set()  # kinds seen once: planned when seen again
 
     def _cel_evaluator(self) -> Any:
@@ -128,19 +133,24 @@ class Validator:
         null for the API server to drop) and no CEL rule fails, only the cheap checks remain.
         Anything else takes the full path, which alone words the problems.
         """
+        try:  # most kinds: the fast schema alone (it also requires its apiVersion)
+            if self._decides[obj["kind"]](obj):
+                return []
+        except (KeyError, TypeError, IndexError, ValueError):  # no kind, none planned, not a
+            pass  # mapping, an unhashable kind, not representable as JSON: see below
+        return self._by_kind_plan(obj)
+
+    def _by_kind_plan(self, obj: Any) -> list[Problem]:
+        """validate() by the plan of the object's kind, or by its apiVersion and kind."""
         try:  # the kind alone first: the apiVersion is read once Rust has been through the object
             plan = self._by_kind[obj["kind"]]
         except KeyError:  # no kind, or none planned yet
             plan = None
         except (TypeError, IndexError):  # not a mapping, or an unhashable kind
             return self._validate(obj)
-        if plan is not None and plan.decides is not None:  # most kinds: the fast schema alone
-            try:  # (it also requires the apiVersion of the plan's schema)
-                if plan.decides(obj):
-                    return []
-            except (ValueError, TypeError):  # not representable as JSON: the full path says so
-                pass
-        elif plan is not None and plan.schema_only:  # the fast schema, with list-map lists
+        if plan is not None and plan.decides is not None:  # (it refused): the full path words it
+            return self._validate(obj)
+        if plan is not None and plan.schema_only:  # the fast schema, with list-map lists
             try:
                 valid = plan.fast.is_valid(obj)
             except (ValueError, TypeError):  # not representable as JSON: the full path says so
@@ -296,6 +306,10 @@ class Validator:
         # Another apiVersion of the kind planned before: validate() looks plans up by both.
         simple = not plan.schema_only or not roots or plan.list_root is not None
         self._by_kind[kind] = plan if simple and kind not in self._by_kind else None
+        if self._by_kind[kind] is plan:
+            self._decides[kind] = plan.decides or _UNDECIDED
+        else:
+            self._decides.pop(kind, None)
 
     def _quick(
         self,
