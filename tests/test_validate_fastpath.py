@@ -468,7 +468,11 @@ def test_proofs_never_pass_what_the_interpreter_fails(crds: CrdIndex) -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        "self.x.matches('^a$')",  # regex dialects differ: the interpreter decides
+        # Regexes outside the subset both dialects read alike: the interpreter decides.
+        "self.x.matches('[[:alpha:]]')",  # a POSIX class to RE2, a set of characters to Python
+        "self.x.matches('(?i)a')",
+        "self.x.matches('a{2}')",
+        "self.x.matches(self.y)",
         "double(self.x) > 0.0",
         "self.a + 1 == 2",
         "self == oldSelf",
@@ -511,6 +515,11 @@ def test_rules_outside_the_subset_are_not_compiled(source: str) -> None:
         ("self.x != 'a'", {"x": 1}, False),  # another type: the interpreter decides
         ("'a' != self.x", {"x": None}, False),
         ("(self.y ? 'a' : 'b') == self.x", {"x": "b", "y": False}, True),
+        ("self.matches('^[a-zA-Z0-9]+@.+$')", "al2023@latest", True),
+        ("self.matches('^[a-zA-Z0-9]+@.+$')", "al2023@", False),
+        ("self.matches('^[a-zA-Z0-9]+@.+$')", "al2023@v1\n", False),  # Python's $ before a \n
+        ("self.matches('^[a-zA-Z0-9]+@.+$')", 7, False),
+        ("self.x.matches('b|c')", {"x": "abc"}, True),  # a match anywhere
     ],
 )
 def test_proofs(source: str, value: object, proven: bool) -> None:
