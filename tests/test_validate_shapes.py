@@ -357,3 +357,22 @@ def test_fields_off_the_usual_shape_get_the_full_paths_verdict(
     expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(obj)
     assert bool(expected) is wrong
     assert warm.validate(obj) == expected
+
+
+def test_runs_and_changes_of_shape_keep_the_full_paths_verdicts(crds: CrdIndex) -> None:
+    # The schema of the queues before is tried first (shapes._STREAK in a row): an object of
+    # another shape, or a bad one of the same shape, must still get the full path's verdict.
+    other = changed(QUEUE, "spec.resourceGroups.0.coveredResources", ["cpu", "memory"])
+    for flavor in other["spec"]["resourceGroups"][0]["flavors"]:
+        flavor["resources"] = flavor["resources"][:2]
+    samples = [QUEUE, other, *(BAD_QUEUES[name] for name in sorted(BAD_QUEUES)[:12])]
+    warm = _shaped(crds, QUEUE, other)
+    fresh = Validator(crds, K8S, cel=True, webhooks=True)
+    rng = random.Random(20261127)
+    guessed = 0
+    for _ in range(300):
+        obj = rng.choice(samples[:2]) if rng.random() < 0.7 else rng.choice(samples)
+        shapes = _plan_shapes(warm, QUEUE)
+        guessed += shapes._streak >= shapes_module._STREAK
+        assert warm.validate(obj) == fresh._validate(obj), obj
+    assert guessed > 20

@@ -307,7 +307,8 @@ class Validator:
         simple = not plan.schema_only or not roots or plan.list_root is not None
         self._by_kind[kind] = plan if simple and kind not in self._by_kind else None
         if self._by_kind[kind] is plan:
-            self._decides[kind] = plan.decides or _UNDECIDED
+            route = _shaped_decides(plan) if plan.shaped_alone else None
+            self._decides[kind] = plan.decides or route or _UNDECIDED
         else:
             self._decides.pop(kind, None)
 
@@ -500,6 +501,18 @@ class Validator:
                 )
             self._crd_compiled[crd_version] = compiled
         return compiled
+
+
+def _shaped_decides(plan: _Plan) -> Callable[[Any], bool]:
+    """validate()'s one call for a kind with shapes: True for an object its shape's schema
+    decides valid alone (with the usual metadata). False says nothing; plan.shapes keeps the
+    schema's verdict for the route that follows (_by_kind_plan)."""
+    remember, cluster = plan.shapes.remember, plan.cluster
+
+    def decides(obj: Any) -> bool:
+        return bool(remember(obj)) and _usual_meta(obj, cluster)
+
+    return decides
 
 
 def _usual_meta(obj: dict, cluster: bool) -> bool:

@@ -52,6 +52,7 @@ QUEUE_ABSENT: frozenset[tuple[str, ...]] = frozenset(
 # (No exa suffix: gpuplan.quantity cannot read it, so the webhook's rules let it through unread.)
 USUAL_WEIGHT = {"pattern": "^(0(\\.0*)?|[1-9][0-9]*(\\.[0-9]*)?([KMGTP]i|[mukMGTP])?)$"}
 
+_STREAK = 3  # queues in a row of one shape before the next is tried on its schema first
 _UNSEEN = object()
 _COVERED = operator.itemgetter("coveredResources")
 _FLAVORS = operator.itemgetter("flavors")
@@ -59,55 +60,78 @@ _NAME = operator.itemgetter("name")
 
 
 class Shapes:
-    """The specialised schemas of one kind's plan, compiled per shape once seen often enough."""
+    """The specialised schemas of one ClusterQueue plan, compiled per shape once seen often."""
 
     __slots__ = (
         "_compile",
         "_compiled",
-        "_key",
+        "_guess",
+        "_last",
         "_schema",
         "_seen",
-        "_specialise",
+        "_streak",
+        "_verdict",
         "absent",
-        "plain",
     )
 
-    def __init__(
-        self,
-        schema: dict[str, Any],
-        compile_schema: Callable[[dict[str, Any]], Any],
-        key: Callable[[dict], Hashable | None],
-        specialise: Callable[[dict[str, Any], Any], dict[str, Any] | None],
-        plain: Callable[[dict], bool],
-        absent: frozenset[tuple[str, ...]] = frozenset(),
-    ):
+    def __init__(self, schema: dict[str, Any], compile_schema: Callable[[dict[str, Any]], Any]):
         self._schema = schema  # the kind's gated schema, specialised per shape
         self._compile = compile_schema
-        self._key = key
-        self._specialise = specialise
-        self.plain = plain  # what an object the shape's schema accepts is left to pass
-        self.absent = absent  # the fields (paths) the shapes' schemas refuse
+        self.absent = QUEUE_ABSENT  # the fields (paths) the shapes' schemas refuse
         self._compiled: dict[Hashable | None, Any] = {None: None}  # shape -> validator, or None
         self._seen: dict[Hashable, int] = {}
+        self._last: dict | None = None  # the object remember() saw last, and its verdict
+        self._verdict: bool | None = None
+        # The schema of the last queue's shape, and how many queues in a row had it: a fleet
+        # lists a cluster's queues together, so the next queue is likely of the same shape.
+        self._guess: Any = None
+        self._streak = 0
 
     def validator(self, obj: dict) -> Any:
         """The compiled schema of the object's shape; None while it has none."""
-        key = self._key(obj)
         try:
-            found = self._compiled.get(key, _UNSEEN)
-        except TypeError:  # an unhashable name: no shape
+            return self._found(_shape(obj["spec"]["resourceGroups"]))
+        except (KeyError, TypeError):  # (TypeError: not mappings, or an unhashable name)
             return None
-        return self._sighted(key) if found is _UNSEEN else found
 
     def accepts(self, obj: dict) -> bool | None:
-        """Whether the schema of the object's shape accepts it and plain(obj) holds; None when
-        its shape has no schema (yet).
+        """Whether the schema of the object's shape accepts it and plain_shaped_queue holds;
+        None when its shape has no schema (yet).
 
         True says what the gated schema's acceptance and the quick test's True say. False says
         nothing: the object may still be valid (the gated route decides without the gate).
+        Right after remember() of the same object, the verdict remember() found.
         """
-        found = self.validator(obj)
-        return None if found is None else found.is_valid(obj) and self.plain(obj)
+        if obj is self._last:
+            self._last = None
+            return self._verdict
+        guess = self._guess if self._streak >= _STREAK else None
+        if guess is not None:  # the shape of the queues before it: no key to build
+            if guess.is_valid(obj):  # (its schema states its shape: the object has it)
+                return _distinct_flavors(obj["spec"]["resourceGroups"])
+            self._streak = 0
+        try:
+            groups = obj["spec"]["resourceGroups"]
+            found = self._found(_shape(groups))
+        except (KeyError, TypeError):
+            return None
+        if found is None or found is guess:  # (no schema yet; or it has just refused)
+            return None if found is None else False
+        self._streak = self._streak + 1 if found is self._guess else 1
+        self._guess = found
+        return found.is_valid(obj) and _distinct_flavors(groups)
+
+    def remember(self, obj: dict) -> bool | None:
+        """accepts(obj), kept for the next accepts() of the same object (no second pass)."""
+        self._last = None
+        verdict = self._verdict = self.accepts(obj)
+        self._last = obj
+        return verdict
+
+    def _found(self, key: Hashable | None) -> Any:
+        """The compiled schema of a shape (None: no shape, or none yet); TypeError if unhashable."""
+        found = self._compiled.get(key, _UNSEEN)
+        return self._sighted(key) if found is _UNSEEN else found
 
     def _sighted(self, key: Hashable) -> Any:
         """Count one more sighting of a shape; compile its schema when it is due (else None)."""
@@ -119,7 +143,7 @@ class Shapes:
         if seen < SIGHTINGS:
             return None
         del self._seen[key]
-        schema = self._specialise(self._schema, key)
+        schema = specialised_queue(self._schema, key)
         try:
             compiled = None if schema is None else self._compile(schema)
         except (ValueError, jsonschema_rs.ReferencingError):  # (then the gated schema is used)
@@ -136,21 +160,23 @@ def shapes_for(
 ) -> Shapes | None:
     """The per-shape schemas of one kind, from its gated schema; None for kinds without them."""
     if kind == "ClusterQueue" and api_version.rpartition("/")[0] == GROUP:
-        return Shapes(
-            gated, compile_schema, queue_shape, specialised_queue, plain_shaped_queue, QUEUE_ABSENT
-        )
+        return Shapes(gated, compile_schema)
     return None
 
 
 def queue_shape(obj: dict) -> tuple[tuple[Any, ...], ...] | None:
     """The coveredResources of each resource group of a ClusterQueue; None without any."""
     try:
-        groups = obj["spec"]["resourceGroups"]
-        if type(groups) is not list or not groups:
-            return None
-        return tuple(map(tuple, map(_COVERED, groups)))
+        return _shape(obj["spec"]["resourceGroups"])
     except (KeyError, TypeError):
         return None
+
+
+def _shape(groups: Any) -> tuple[tuple[Any, ...], ...] | None:
+    """queue_shape of the resource groups (KeyError, TypeError when not of mappings)."""
+    if type(groups) is not list or not groups:
+        return None
+    return tuple(map(tuple, map(_COVERED, groups)))
 
 
 def specialised_queue(gated: dict[str, Any], shape: Any) -> dict[str, Any] | None:
@@ -245,7 +271,14 @@ def plain_shaped_queue(obj: dict) -> bool:
     across all groups and no more than Kueue allows in all.
     """
     try:
-        groups = obj["spec"]["resourceGroups"]
+        return _distinct_flavors(obj["spec"]["resourceGroups"])
+    except (KeyError, TypeError):
+        return False
+
+
+def _distinct_flavors(groups: list) -> bool:
+    """plain_shaped_queue of the resource groups a shape's schema accepted."""
+    try:
         flavors = (
             groups[0]["flavors"]
             if len(groups) == 1
