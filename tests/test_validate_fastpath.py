@@ -596,6 +596,8 @@ CONDITION = {
         (changed(NAMESPACE, "apiVersion", "/v1"), True),  # (the same group and version)
         (changed(WORKLOAD_PRIORITY, "apiVersion", "kueue.x-k8s.io/v1beta1"), False),
         (changed(WORKLOAD_PRIORITY, "apiVersion", "kueue.x-k8s.io/v9"), True),
+        (changed(WORKLOAD_PRIORITY, "apiVersion", delete=True), True),
+        (changed(WORKLOAD_PRIORITY, "kind", "workloadpriorityclass"), True),
         (changed(NAMESPACE, "kind", ["Namespace"]), True),
         (changed(NAMESPACE, "metadata.name", ""), True),
         (
@@ -627,6 +629,8 @@ CONDITION = {
         "core kind of an odd apiVersion",
         "schema-only kind of another served apiVersion",
         "schema-only kind of another apiVersion",
+        "schema-only kind without apiVersion",
+        "schema-only kind of a kind in lower case",
         "unhashable kind",
         "core kind unnamed",
         "core kind generateName",
@@ -830,3 +834,18 @@ def test_the_quick_selector_test_passes_only_good_selectors(selector: object) ->
     from gpuplan.validate.webhooks import _plain_selector, label_selector_problems
 
     assert _plain_selector(selector) == (label_selector_problems(selector, "") == [])
+
+
+def test_a_device_class_is_never_decided_by_its_schema_alone(crds: CrdIndex) -> None:
+    # Its selectors' CEL is compiled in Python (gpuplan.validate.deviceclass), on the full path.
+    good = {
+        "apiVersion": "resource.k8s.io/v1beta1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]},
+    }
+    bad = changed(good, "spec.selectors.0.cel.expression", "device.driver == ")
+    warm = Validator(crds, K8S, cel=True, webhooks=True)
+    assert warm.validate(good) == warm.validate(good) == warm.validate(good) == []
+    expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(bad)
+    assert expected and warm.validate(bad) == expected

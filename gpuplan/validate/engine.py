@@ -246,7 +246,7 @@ class Validator:
         self,
         api_version: str,
         kind: str,
-        compile_fast: Callable[[], tuple[Any, Trie | None]],
+        compile_fast: Callable[..., tuple[Any, Trie | None]],
         crd_version: CrdVersion | None = None,
     ) -> None:
         """Remember how to validate this kind's objects fast (no plan when that cannot compile)."""
@@ -279,6 +279,15 @@ class Validator:
         )
         steps = list(list_maps[1]) if list_maps is not None else []
         roots = frozenset(steps)
+        top = list_maps is not None and not list_maps[0] and all(isinstance(r, str) for r in roots)
+        if schema_only and roots and top:
+            try:  # the fast schema alone decides objects without those fields (the usual ones)
+                fast, _ = compile_fast(roots)
+                alone = True
+            except (ValueError, jsonschema_rs.ReferencingError):
+                alone = False
+        else:
+            alone = not roots
         plan = _Plan(
             fast,
             crd_version,
@@ -297,7 +306,7 @@ class Validator:
             compile_unique(list_maps),
             compile_unique(plain_list_maps),
             quick.shapes,
-            fast.is_valid if schema_only and not roots else None,
+            fast.is_valid if schema_only and alone else None,
             quick.cel_free,
             shaped_unique,
             quick.shapes is not None and shaped_unique is None and (cel is None or quick.cel_free),
@@ -420,11 +429,12 @@ class Validator:
                     f"(served: {served})",
                 )
             ]
-        if self._second_sight(obj["apiVersion"], kind):
+        # (Not a DeviceClass: its selectors' CEL is compiled in Python, _selector_problems.)
+        if kind != "DeviceClass" and self._second_sight(obj["apiVersion"], kind):
             self._plan(
                 obj["apiVersion"],
                 kind,
-                lambda: (self.core.fast_validator(group, version, kind), None),
+                lambda *_: (self.core.fast_validator(group, version, kind), None),
             )
         return problems_of(compiled, obj)
 
@@ -456,22 +466,31 @@ class Validator:
             first = problems if first is None else first
         return (first or []) + _scope_problems(obj, candidates[0])
 
-    def _fast_compiler(self, crd_version: CrdVersion) -> Callable[[], tuple[Any, Trie | None]]:
+    def _fast_compiler(self, crd_version: CrdVersion) -> Callable[..., tuple[Any, Trie | None]]:
         """Compile one CRD version's schema that also refuses nulls and unnamed objects, when called.
 
         Only mappings reach a plan, so the root is typed as one: untyped, it would be searched
         for nulls a second time, all the way down. Where the list-map lists have plain paths,
         the fast path checks them itself (returned beside the validator) and the schema leaves
         out their keyword: jsonschema_rs would convert each list back to Python to call it.
+        Called with ``refused`` top-level fields, the schema also refuses those (where lists
+        are: an object without them, such as one without a status, is then decided alone).
         """
         schema = {**crd_version.json_schema, "type": "object"}
 
         cluster = crd_version.crd.scope == "Cluster"  # (a namespace is refused too)
+        # Required too (the CRD's schema only holds it to its text when there): validate() lets
+        # the fast schema decide alone, the apiVersion included.
+        api_version = crd_version.crd.api_group_version(crd_version.name)
 
-        def compile_fast() -> tuple[Any, Trie | None]:
+        def compile_fast(refused: frozenset[str] = frozenset()) -> tuple[Any, Trie | None]:
             list_maps = list_map_paths(schema)
+            fields = {**schema.get("properties", {}), **dict.fromkeys(refused, False)}
             fast = self._crd_validator(
-                named(self.core.without_nulls(schema), cluster), list_maps is None
+                named(
+                    self.core.without_nulls({**schema, "properties": fields}), cluster, api_version
+                ),
+                list_maps is None,
             )
             return fast, list_maps if list_maps != ([], {}) else None
 
