@@ -21,7 +21,6 @@ from gpuplan.validate.shapes import (
     MAX_SHAPES,
     SIGHTINGS,
     USUAL_WEIGHT,
-    plain_shaped_queue,
     queue_shape,
     specialised_queue,
 )
@@ -41,6 +40,7 @@ from tests.test_validate_fastpath import (
 )
 
 K8S = "1.33"
+GROUP_PATH = "spec.resourceGroups.0"
 
 
 def _shaped(crds: CrdIndex, *samples: dict, webhooks_only: bool = False) -> Validator:
@@ -76,6 +76,11 @@ def test_bad_queues_of_a_known_shape_get_the_full_paths_problems(crds: CrdIndex,
         expected = fresh._validate(bad)
         assert expected or webhooks_only, name
         assert warm.validate(bad) == expected
+        # Right after a run of the plain shape: tried on that shape's schema first.
+        for _ in range(shapes_module._STREAK + 1):
+            assert warm.validate(plain) == []
+        assert _plan_shapes(warm, plain)._streak >= shapes_module._STREAK
+        assert warm.validate(bad) == expected
 
 
 @pytest.mark.parametrize("name", sorted(GOOD_QUEUES))
@@ -83,29 +88,40 @@ def test_good_queues_of_a_known_shape_pass(crds: CrdIndex, name: str) -> None:
     good = GOOD_QUEUES[name]
     warm = _shaped(crds, QUEUE, good)
     assert warm.validate(good) == []
+    for _ in range(shapes_module._STREAK + 1):  # (tried on QUEUE's shape's schema first)
+        assert warm.validate(QUEUE) == []
+    assert warm.validate(good) == []
 
 
 def test_only_usual_names_get_a_schema(crds: CrdIndex) -> None:
     gated: dict[str, Any] = {"properties": {"spec": {"properties": {"resourceGroups": {}}}}}
+    a = ("a",)
     for shape in [
-        (("cpu", "cpu"),),  # a resource twice
-        (("cpu",), ("cpu",)),  # in two groups
-        (("CPU!",),),  # no qualified name
-        ((7,),),
-        ((),),  # a group covering nothing
-        (tuple(f"r{i}" for i in range(257)),),  # more than Kueue allows
+        ((("cpu", "cpu"), a),),  # a resource twice
+        ((("cpu",), a), (("cpu",), ("b",))),  # in two groups
+        ((("CPU!",), a),),  # no qualified name
+        (((7,), a),),
+        (((), a),),  # a group covering nothing
+        ((tuple(f"r{i}" for i in range(257)), a),),  # more than Kueue allows
+        ((("cpu",), ("a", "a")),),  # a flavor twice
+        ((("cpu",), a), (("memory",), a)),  # in two groups
+        ((("cpu",), (7,)),),
+        ((("cpu",), tuple(f"f{i}" for i in range(257))),),  # more flavors than Kueue allows
+        ((("a", "b", "c"), tuple(f"f{i}" for i in range(171))),),  # 513 flavor resources
     ]:
         assert specialised_queue(gated, shape) is None, shape
-    assert specialised_queue({}, (("cpu",),)) is None  # not laid out as Kueue's schema
+    assert specialised_queue({}, ((("cpu",), a),)) is None  # not laid out as Kueue's schema
     assert queue_shape(changed(QUEUE, "spec.resourceGroups", [])) is None
     assert queue_shape(changed(QUEUE, "spec.resourceGroups", "x")) is None
     assert queue_shape(changed(QUEUE, "spec.resourceGroups.0", "x")) is None
-    unhashable = changed(QUEUE, "spec.resourceGroups.0.coveredResources.0", {"a": 1})
     warm = _shaped(crds, QUEUE)
-    assert _plan_shapes(warm, QUEUE).validator(unhashable) is None
-    assert warm.validate(unhashable) == Validator(crds, K8S, cel=True, webhooks=True)._validate(
-        unhashable
-    )
+    for unhashable in (
+        changed(QUEUE, "spec.resourceGroups.0.coveredResources.0", {"a": 1}),
+        changed(QUEUE, f"{GROUP_PATH}.flavors.0.name", ["pool-0"]),
+    ):
+        assert _plan_shapes(warm, QUEUE).validator(unhashable) is None
+        expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(unhashable)
+        assert warm.validate(unhashable) == expected
 
 
 def test_shapes_are_compiled_for_so_many_kinds_of_queue_at_most(
@@ -141,7 +157,7 @@ def test_a_shapes_schema_passes_only_what_the_gate_and_quick_test_pass(crds: Crd
                 warm._plans.get((api_version, "ClusterQueue")) if type(api_version) is str else None
             )
             shaped = plan.shapes.validator(obj) if plan is not None else None
-            if shaped is None or not shaped.is_valid(obj) or not plain_shaped_queue(obj):
+            if shaped is None or not shaped.is_valid(obj):
                 continue
             accepted += 1
             assert plan.gated.is_valid(obj), obj
@@ -179,8 +195,10 @@ def test_a_flavor_twice_in_a_known_shape_is_found(crds: CrdIndex) -> None:
             },
         ],
     )
-    warm = _shaped(crds, QUEUE, changed(second, "spec.resourceGroups.1.flavors.0.name", "other"))
-    assert _plan_shapes(warm, second).validator(second) is not None
+    warm = _shaped(
+        crds, QUEUE, second, changed(second, "spec.resourceGroups.1.flavors.0.name", "x")
+    )
+    assert _plan_shapes(warm, second).validator(second) is None  # a flavor twice: no schema
     expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(second)
     assert expected and warm.validate(second) == expected
     lending = changed(second, f"{FLAVOR}.resources.0.lendingLimit", "30")

@@ -1,20 +1,23 @@
-"""ClusterQueue schemas specialised per shape, so that Rust also checks the resource names.
+"""ClusterQueue schemas specialised per shape, so that Rust also checks the webhook's names.
 
-Kueue's webhook wants every flavor to list exactly its group's coveredResources, in order
-(gpuplan.validate.webhooks). JSON Schema cannot say "the names of this list equal that list",
-so webhooks.plain_cluster_queue compares them in Python: some sixty names per queue, which
-costs about half of what the schema pass costs. But the names of a fleet's queues repeat: the
-coveredResources of every resource group (the queue's *shape*) are one of a few tuples. For
-one shape the rule is plain JSON Schema: ``coveredResources`` is that list (const), and the
-``resources`` of each flavor are exactly those names in that order (prefixItems with a const
-name each, and no more items). So a shape seen often enough gets the gated schema
-(webhooks.cluster_queue_gate) specialised to it, and Rust checks the names in the pass it makes
-anyway; Python is left the few flavor names and the spec-level tests (plain_shaped_queue).
+Kueue's webhook wants every flavor to list exactly its group's coveredResources, in order, and
+flavor names distinct across the queue (gpuplan.validate.webhooks). JSON Schema cannot say "the
+names of this list equal that list", so webhooks.plain_cluster_queue compares them in Python:
+some sixty names per queue, about half of what the schema pass costs. But the names of a fleet's
+queues repeat: the coveredResources and flavor names of every resource group (the queue's
+*shape*) are one of a few. For one shape the rules are plain JSON Schema: ``coveredResources``
+is that list (const), the flavors are those names in that order, and the ``resources`` of each
+flavor are the covered names in order (prefixItems with a const name each, and no more items);
+the names are checked once, when the shape's schema is made. So a shape seen often enough gets
+the gated schema (webhooks.cluster_queue_gate) specialised to it, holding also the weight to
+usual values and refusing the fields gpuplan never renders (QUEUE_ABSENT), and Rust decides the
+queue in the pass it makes anyway.
 
-The shape only picks which schema to try: a specialised schema states its shape itself
-(the const coveredResources), so whatever object it accepts has that shape, whatever key led
-to it. Its acceptance with plain_shaped_queue's True says what the gated schema's acceptance
-with plain_cluster_queue(obj, gated=True) says; anything else takes that route's fallbacks.
+The shape only picks which schema to try: a specialised schema states its shape itself (the
+consts), so whatever object it accepts has that shape, whatever key led to it; after a few
+queues of one shape the next is tried on its schema before any key is built. Its acceptance says
+what the gated schema's acceptance with plain_cluster_queue(obj, gated=True) says (and that no
+admission-check strategy or status is there); anything else takes that route's fallbacks.
 """
 
 from __future__ import annotations
@@ -95,8 +98,8 @@ class Shapes:
             return None
 
     def accepts(self, obj: dict) -> bool | None:
-        """Whether the schema of the object's shape accepts it and plain_shaped_queue holds;
-        None when its shape has no schema (yet).
+        """Whether the schema of the object's shape accepts it; None when its shape has no
+        schema (yet).
 
         True says what the gated schema's acceptance and the quick test's True say. False says
         nothing: the object may still be valid (the gated route decides without the gate).
@@ -108,7 +111,7 @@ class Shapes:
         guess = self._guess if self._streak >= _STREAK else None
         if guess is not None:  # the shape of the queues before it: no key to build
             if guess.is_valid(obj):  # (its schema states its shape: the object has it)
-                return _distinct_flavors(obj["spec"]["resourceGroups"])
+                return True
             self._streak = 0
         try:
             groups = obj["spec"]["resourceGroups"]
@@ -119,7 +122,7 @@ class Shapes:
             return None if found is None else False
         self._streak = self._streak + 1 if found is self._guess else 1
         self._guess = found
-        return found.is_valid(obj) and _distinct_flavors(groups)
+        return bool(found.is_valid(obj))
 
     def remember(self, obj: dict) -> bool | None:
         """accepts(obj), kept for the next accepts() of the same object (no second pass)."""
@@ -164,19 +167,28 @@ def shapes_for(
     return None
 
 
-def queue_shape(obj: dict) -> tuple[tuple[Any, ...], ...] | None:
-    """The coveredResources of each resource group of a ClusterQueue; None without any."""
+def queue_shape(obj: dict) -> tuple[tuple[tuple[Any, ...], tuple[Any, ...]], ...] | None:
+    """The coveredResources and flavor names of each resource group of a ClusterQueue; None
+    without any."""
     try:
         return _shape(obj["spec"]["resourceGroups"])
     except (KeyError, TypeError):
         return None
 
 
-def _shape(groups: Any) -> tuple[tuple[Any, ...], ...] | None:
+def _shape(groups: Any) -> tuple[tuple[tuple[Any, ...], tuple[Any, ...]], ...] | None:
     """queue_shape of the resource groups (KeyError, TypeError when not of mappings)."""
     if type(groups) is not list or not groups:
         return None
-    return tuple(map(tuple, map(_COVERED, groups)))
+    return tuple(zip(map(tuple, map(_COVERED, groups)), map(_flavor_names, groups), strict=True))
+
+
+def _flavor_names(group: dict) -> tuple[Any, ...]:
+    """The names of a resource group's flavors (KeyError, TypeError when not of mappings)."""
+    flavors = group["flavors"]
+    if type(flavors) is not list:
+        raise TypeError("flavors")
+    return tuple(map(_NAME, flavors))
 
 
 def specialised_queue(gated: dict[str, Any], shape: Any) -> dict[str, Any] | None:
@@ -185,18 +197,23 @@ def specialised_queue(gated: dict[str, Any], shape: Any) -> dict[str, Any] | Non
     None when the shape's names are not what plain_cluster_queue takes (distinct qualified
     names within Kueue's limits, none missing), or the schema is not laid out as Kueue's.
     """
-    names = list(chain.from_iterable(shape))
+    names = list(chain.from_iterable(covered for covered, _ in shape))
+    flavors = list(chain.from_iterable(flavors for _, flavors in shape))
     if (
-        not all(shape)
+        not all(covered for covered, _ in shape)
         or any(type(name) is not str or qualified_name_error(name) for name in names)
         or len(set(names)) != len(names)
         or len(names) > MAX_COVERED_RESOURCES
+        or any(type(name) is not str for name in flavors)
+        or len(set(flavors)) != len(flavors)
+        or len(flavors) > MAX_FLAVORS
+        or any(len(c) * len(f) > MAX_FLAVOR_RESOURCES for c, f in shape)
     ):
         return None
     schema = copy.deepcopy(gated)
     try:
         listed = schema["properties"]["spec"]["properties"]["resourceGroups"]
-        groups = [_group(listed["items"], list(covered)) for covered in shape]
+        groups = [_group(listed["items"], list(c), list(f)) for c, f in shape]
     except (KeyError, TypeError, AttributeError):
         return None
     # As many groups as the shape has, each its own (items after prefixItems: none).
@@ -223,16 +240,14 @@ def _usual_weight(fair: dict[str, Any]) -> None:
     }
 
 
-def _group(item: dict[str, Any], covered: list[str]) -> dict[str, Any]:
-    """One resource group's schema holding its flavors to ``covered``, in order."""
+def _group(item: dict[str, Any], covered: list[str], names: list[str]) -> dict[str, Any]:
+    """One resource group's schema: its flavors named ``names`` (in order), each listing
+    ``covered``, in order. (Kueue's limits on their numbers hold: specialised_queue.)"""
     group = copy.deepcopy(item)
     group["required"] = sorted({*group.get("required", []), "coveredResources", "flavors"})
     fields = group["properties"]
     fields["coveredResources"] = _const(fields["coveredResources"], covered)
     flavors = fields["flavors"]
-    # Kueue's limits: flavors in all (one group: the same bound) and flavors x resources.
-    limit = min(MAX_FLAVORS, MAX_FLAVOR_RESOURCES // len(covered))
-    flavors["maxItems"] = min(flavors.get("maxItems", limit), limit)
     flavor = flavors["items"]
     flavor["required"] = sorted({*flavor.get("required", []), "name", "resources"})
     resources = flavor["properties"]["resources"]
@@ -250,6 +265,17 @@ def _group(item: dict[str, Any], covered: list[str]) -> dict[str, Any]:
         for name in covered
     ]
     resources.update(items=False, minItems=len(covered))
+    flavors["prefixItems"] = [
+        {
+            **flavor,
+            "properties": {
+                **flavor["properties"],
+                "name": _const(flavor["properties"]["name"], name),
+            },
+        }
+        for name in names
+    ]
+    flavors.update(items=False, minItems=len(names))  # (the CRD's maxItems stays)
     return group
 
 
@@ -261,29 +287,3 @@ def _const(node: dict[str, Any], value: Any) -> dict[str, Any]:
     if not jsonschema_rs.Draft202012Validator(node).is_valid(value):
         raise KeyError(value)
     return {"const": value}
-
-
-def plain_shaped_queue(obj: dict) -> bool:
-    """Whether a queue its shape's schema accepts has no webhook problem (plain_cluster_queue).
-
-    The schema proved the groups' names, counts and quotas, the selector and the weight, and
-    that no admission-check strategy is there; left are the flavor names, distinct strings
-    across all groups and no more than Kueue allows in all.
-    """
-    try:
-        return _distinct_flavors(obj["spec"]["resourceGroups"])
-    except (KeyError, TypeError):
-        return False
-
-
-def _distinct_flavors(groups: list) -> bool:
-    """plain_shaped_queue of the resource groups a shape's schema accepted."""
-    try:
-        flavors = (
-            groups[0]["flavors"]
-            if len(groups) == 1
-            else list(chain.from_iterable(map(_FLAVORS, groups)))
-        )
-        return len(set(map(_NAME, flavors))) == len(flavors) <= MAX_FLAVORS
-    except (KeyError, TypeError):
-        return False
