@@ -32,6 +32,7 @@ from gpuplan.validate.webhooks import (
 from tests.test_validate_engine import changed
 from tests.test_validate_fastpath import (
     BAD_QUEUES,
+    CONDITION,
     FLAVOR,
     GOOD_QUEUES,
     QUEUE,
@@ -315,13 +316,6 @@ def test_the_usual_weights_are_weights_the_webhook_takes(text: str) -> None:
 
 
 _CHECKS = "spec.admissionChecksStrategy"
-CONDITION = {
-    "type": "Active",
-    "status": "True",
-    "reason": "Ready",
-    "message": "",
-    "lastTransitionTime": "2026-01-01T00:00:00Z",
-}
 
 
 @pytest.mark.parametrize(
