@@ -60,6 +60,7 @@ QUEUE = {
             "withinClusterQueue": "LowerPriority",
         },
         "queueingStrategy": "BestEffortFIFO",
+        "stopPolicy": "None",
         "resourceGroups": [
             {
                 "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
@@ -154,6 +155,18 @@ BAD_QUEUES = {
         "spec.preemption.borrowWithinCohort.policy",
         "LowerPriority",
     ),
+    # The rules on the defaulted object: reclaimWithinCohort and whenCanBorrow default to
+    # Never and MayStopSearch.
+    "reclaim rule by default": changed(
+        changed(QUEUE, "spec.preemption.reclaimWithinCohort", delete=True),
+        "spec.preemption.borrowWithinCohort.policy",
+        "LowerPriority",
+    ),
+    "preference rule by default": changed(
+        changed(QUEUE, "spec.flavorFungibility.preference", "BorrowingOverPreemption"),
+        "spec.flavorFungibility.whenCanBorrow",
+        delete=True,
+    ),
     "a null": changed(QUEUE, f"{FLAVOR}.resources.0.nominalQuota", None),
     "unknown field": changed(QUEUE, f"{FLAVOR}.resources.0.extra", "x"),
     "unnamed": changed(QUEUE, "metadata.name", delete=True),
@@ -174,6 +187,22 @@ GOOD_QUEUES = {
     ),
     "selector matchLabels": changed(QUEUE, "spec.namespaceSelector", {"matchLabels": {"a": "b"}}),
     "no selector": changed(QUEUE, "spec.namespaceSelector", delete=True),
+    # Defaults left to the API server: the gate requires them (restate.require_defaults).
+    "no stop policy": changed(QUEUE, "spec.stopPolicy", delete=True),
+    "no preemption": changed(QUEUE, "spec.preemption", delete=True),
+    "no borrowing policy": changed(QUEUE, "spec.preemption.borrowWithinCohort", {}),
+    "a preference": changed(
+        changed(
+            changed(QUEUE, "spec.flavorFungibility.preference", "BorrowingOverPreemption"),
+            "spec.flavorFungibility.whenCanBorrow",
+            "TryNextFlavor",
+        ),
+        "spec.flavorFungibility.whenCanPreempt",
+        "TryNextFlavor",
+    ),
+    "reclaim never, borrowing never": changed(
+        QUEUE, "spec.preemption.reclaimWithinCohort", "Never"
+    ),
     "v1beta1": changed(
         changed(QUEUE, "apiVersion", "kueue.x-k8s.io/v1beta1"),
         "spec",
@@ -439,7 +468,11 @@ def test_proofs_never_pass_what_the_interpreter_fails(crds: CrdIndex) -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        "self.x.matches('^a$')",  # regex dialects differ: the interpreter decides
+        # Regexes outside the subset both dialects read alike: the interpreter decides.
+        "self.x.matches('[[:alpha:]]')",  # a POSIX class to RE2, a set of characters to Python
+        "self.x.matches('(?i)a')",
+        "self.x.matches('a{2}')",
+        "self.x.matches(self.y)",
         "double(self.x) > 0.0",
         "self.a + 1 == 2",
         "self == oldSelf",
@@ -482,6 +515,11 @@ def test_rules_outside_the_subset_are_not_compiled(source: str) -> None:
         ("self.x != 'a'", {"x": 1}, False),  # another type: the interpreter decides
         ("'a' != self.x", {"x": None}, False),
         ("(self.y ? 'a' : 'b') == self.x", {"x": "b", "y": False}, True),
+        ("self.matches('^[a-zA-Z0-9]+@.+$')", "al2023@latest", True),
+        ("self.matches('^[a-zA-Z0-9]+@.+$')", "al2023@", False),
+        ("self.matches('^[a-zA-Z0-9]+@.+$')", "al2023@v1\n", False),  # Python's $ before a \n
+        ("self.matches('^[a-zA-Z0-9]+@.+$')", 7, False),
+        ("self.x.matches('b|c')", {"x": "abc"}, True),  # a match anywhere
     ],
 )
 def test_proofs(source: str, value: object, proven: bool) -> None:
@@ -555,6 +593,11 @@ CONDITION = {
         (changed(LOCAL_QUEUE, "apiVersion", delete=True), True),
         (changed(NAMESPACE, "apiVersion", delete=True), True),
         (changed(NAMESPACE, "apiVersion", "v2"), True),
+        (changed(NAMESPACE, "apiVersion", "/v1"), True),  # (the same group and version)
+        (changed(WORKLOAD_PRIORITY, "apiVersion", "kueue.x-k8s.io/v1beta1"), False),
+        (changed(WORKLOAD_PRIORITY, "apiVersion", "kueue.x-k8s.io/v9"), True),
+        (changed(WORKLOAD_PRIORITY, "apiVersion", delete=True), True),
+        (changed(WORKLOAD_PRIORITY, "kind", "workloadpriorityclass"), True),
         (changed(NAMESPACE, "kind", ["Namespace"]), True),
         (changed(NAMESPACE, "metadata.name", ""), True),
         (
@@ -583,6 +626,11 @@ CONDITION = {
         "no apiVersion",
         "core kind without apiVersion",
         "core kind of another apiVersion",
+        "core kind of an odd apiVersion",
+        "schema-only kind of another served apiVersion",
+        "schema-only kind of another apiVersion",
+        "schema-only kind without apiVersion",
+        "schema-only kind of a kind in lower case",
         "unhashable kind",
         "core kind unnamed",
         "core kind generateName",
@@ -657,7 +705,7 @@ def test_written_walks_prove_only_what_the_interpreter_passes(crds: CrdIndex) ->
 def test_a_written_walk_leaves_out_nodes_with_nothing_to_prove() -> None:
     from gpuplan.validate.cel import _Node, _Rule
     from gpuplan.validate.celfast import Unsure
-    from gpuplan.validate.celwalk import MissingDefault, compile_walk
+    from gpuplan.validate.celwalk import MissingDefault, compile_walk, proves_nothing
     from gpuplan.validate.crds import CelRule
 
     def rule(text: str, path: str = "spec.items[*]") -> _Rule:
@@ -673,10 +721,19 @@ def test_a_written_walk_leaves_out_nodes_with_nothing_to_prove() -> None:
     with pytest.raises(MissingDefault):
         walk({"spec": {"items": [{"x": 1}]}})
     assumed = compile_walk(root, frozenset({("spec.items[*]", "self.x == 1")}))
-    assert assumed is not None
+    # Every rule the caller's (proven on the defaulted object): no default matters any more.
+    assert proves_nothing(assumed)
+    other = rule("size(self.items) < 3", "spec")
+    both = _Node(
+        props={"spec": _Node(rules=[other], props={"items": _Node(items=item)}, defaults={"d": 0})}
+    )
+    assumed = compile_walk(both, frozenset({("spec.items[*]", "self.x == 1")}))
+    assert assumed is not None and not proves_nothing(assumed)
     assumed({"spec": {"d": 0, "items": [{"x": 2}]}})  # the item's rule is the caller's
-    with pytest.raises(MissingDefault):  # the default is still required
+    with pytest.raises(MissingDefault):  # the default is still required for the other
         assumed({"spec": {"items": []}})
+    with pytest.raises(Unsure):
+        assumed({"spec": {"d": 0, "items": [{"x": 1}] * 3}})
     bare = _Node(props={"spec": _Node(props={"items": _Node(items=item)})})
     nothing = compile_walk(bare, frozenset({("spec.items[*]", "self.x == 1")}))
     assert nothing is not None and nothing({"spec": {"items": [{"x": 2}]}}) is None
@@ -777,3 +834,18 @@ def test_the_quick_selector_test_passes_only_good_selectors(selector: object) ->
     from gpuplan.validate.webhooks import _plain_selector, label_selector_problems
 
     assert _plain_selector(selector) == (label_selector_problems(selector, "") == [])
+
+
+def test_a_device_class_is_never_decided_by_its_schema_alone(crds: CrdIndex) -> None:
+    # Its selectors' CEL is compiled in Python (gpuplan.validate.deviceclass), on the full path.
+    good = {
+        "apiVersion": "resource.k8s.io/v1beta1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]},
+    }
+    bad = changed(good, "spec.selectors.0.cel.expression", "device.driver == ")
+    warm = Validator(crds, K8S, cel=True, webhooks=True)
+    assert warm.validate(good) == warm.validate(good) == warm.validate(good) == []
+    expected = Validator(crds, K8S, cel=True, webhooks=True)._validate(bad)
+    assert expected and warm.validate(bad) == expected

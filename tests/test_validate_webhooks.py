@@ -605,6 +605,11 @@ def test_label_value(value: str, ok: bool) -> None:
         (True, None),
         ("-", None),
         (None, None),
+        ("1E", Fraction(10**18)),  # the exa suffixes (not an exponent without digits)
+        ("-1.5Ei", Fraction(-3 * 2**59)),
+        ("1e3E", None),
+        ("E", None),
+        ("2e3", Fraction(2000)),
     ],
 )
 def test_signed_quantity(value, expected) -> None:

@@ -284,7 +284,8 @@ class CelRules:
         """The proofs-only walk (gpuplan.validate.celwalk) leaving out ``assumed`` rules' proofs.
 
         None when the rules cannot all be proven in one walk. Only for objects the ``assumed``
-        rules (path pattern, rule text) are known to pass on: check(obj, prove=...) trusts it.
+        rules (path pattern, rule text) are known to pass on, as the API server evaluates them
+        (defaults applied): check(obj, prove=...) trusts it.
         """
         if self.root is None or not self.proven_only or not self.fused:
             return None

@@ -16,8 +16,9 @@ literals (int64, strings without escapes, true/false/null, lists), ``self`` and 
 variables, ``a.f``, ``a[i]``, ``has(a.f)``, ``!``, ``&&``, ``||``, ``?:``, ``==``/``!=`` on
 two strings, ints, bools or nulls of the same type, ``<``/``<=``/``>``/``>=`` on two ints or
 two strings, ``in`` a list or map, ``size``, ``int()`` of an int or a decimal text,
-``startsWith``/``endsWith``/``contains`` on strings, the string functions of the Kubernetes
-library (TEXT_FUNCTIONS) and the macros ``all``, ``exists`` and ``filter``. Where CEL absorbs
+``startsWith``/``endsWith``/``contains`` on strings, ``matches`` of a literal regex of a subset
+both engines read alike (_SAFE_REGEX) on a text without a line break, the string functions of
+the Kubernetes library (TEXT_FUNCTIONS) and the macros ``all``, ``exists`` and ``filter``. Where CEL absorbs
 an error (``false && <error>``, ``exists`` finding a true element), Python's short-circuit gives
 the same result; where it does not, Python raises and the interpreter decides.
 """
@@ -45,6 +46,11 @@ _STRING_METHODS = ("startsWith", "endsWith", "contains")
 # give here what the interpreter gets from the same Python function.
 TEXT_FUNCTIONS = frozenset({"find", "findAll", "split", "lowerAscii", "upperAscii", "trim"})
 _MACROS = ("all", "exists", "filter")
+# Regexes Python's re reads as RE2 does (the API server's Go regexp, the cel interpreter's Rust
+# regex) on a text without a line break: literals, classes of literals and ranges, ".", the
+# anchors "^" and "$", groups, "|" and the quantifiers "*", "+" and "?". No escape, no "{", no
+# ":" (POSIX classes such as [[:alpha:]]) and no "(?" (flags, named groups: checked apart).
+_SAFE_REGEX = re.compile(r"[A-Za-z0-9 @_/=,.^$()|*+?\[\]-]*")
 
 
 class Unsure(Exception):
@@ -116,7 +122,7 @@ class _Parser:
     def __init__(self, tokens: list[tuple[str, str]], functions: dict[str, Any]):
         self.tokens = tokens
         self.functions = functions
-        self.constants: dict[str, frozenset[str]] = {}
+        self.constants: dict[str, Any] = {}
         self.at = 0
         self.scope: list[str] = ["self"]
 
@@ -215,6 +221,13 @@ class _Parser:
                 self.take("(")
                 self.take(")")
                 code = _Code(f"_size({code.text})", "int")
+            elif name == "matches":
+                self.take("(")
+                if self.kind() != "str":
+                    raise Unsupported("matches() of a non-literal")
+                pattern = self.take()[1:-1]
+                self.take(")")
+                code = _Code(f"_matches({code.text}, {self.regex(pattern)})", "bool")
             elif name in _STRING_METHODS:
                 self.take("(")
                 argument = self.expression()
@@ -232,6 +245,18 @@ class _Parser:
             else:
                 raise Unsupported(f"method {name}")
         return code
+
+    def regex(self, pattern: str) -> str:
+        """The name of the compiled ``pattern``, a regex of the subset both engines read alike."""
+        if not _SAFE_REGEX.fullmatch(pattern) or "(?" in pattern:
+            raise Unsupported("regex outside the subset")
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise Unsupported("regex Python cannot compile") from exc
+        name = f"_regex{len(self.constants)}"
+        self.constants[name] = compiled
+        return name
 
     def macro(self, name: str, target: _Code) -> _Code:
         """all/exists/filter, as a generator over the elements (no call per element)."""
@@ -422,6 +447,14 @@ def _text(value: Any, method: str, argument: Any) -> bool:
     return argument in value
 
 
+def _matches(value: Any, pattern: re.Pattern[str]) -> bool:
+    """CEL's matches() (a match anywhere) of a text without a line break: Python's ``$`` also
+    matches before a final line break, RE2's does not."""
+    if type(value) is not str or "\n" in value:
+        raise Unsure("matches() outside the subset")
+    return pattern.search(value) is not None
+
+
 def _call(function: Callable[..., Any], *arguments: Any) -> Any:
     for argument in arguments:  # (a loop: no generator per call)
         if type(argument) is not str:
@@ -451,4 +484,5 @@ _HELPERS: dict[str, Any] = {
     "_text": _text,
     "_elements": _elements,
     "_call": _call,
+    "_matches": _matches,
 }

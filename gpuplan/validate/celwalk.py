@@ -44,8 +44,12 @@ def compile_walk(
     """The proof walk of a rule tree as one generated function; None when it cannot be built.
 
     Every rule of the tree must have a proof. ``assumed``: rules (path pattern, rule text)
-    whose proofs are left out, for objects a caller has proven them on by other means.
+    whose proofs are left out, for objects a caller has proven them on by other means, on the
+    object as the API server evaluates them (its defaults applied): with every rule assumed,
+    the walk does nothing, not even require the defaults.
     """
+    if not _unassumed(root, assumed):
+        return _nothing  # (assumed rules hold on the defaulted object: no default matters)
     writer = _Writer(assumed)
     try:
         name = writer.function(root)
@@ -65,7 +69,20 @@ def compile_walk(
 
 
 def _nothing(value: Any) -> None:
-    """The walk of a tree whose rules are all assumed and that applies no default."""
+    """The walk of a tree whose rules are all assumed, or that proves and applies nothing."""
+
+
+def proves_nothing(walk: Callable[[Any], None] | None) -> bool:
+    """Whether a compile_walk walk has nothing to do (every rule assumed, or none to prove)."""
+    return walk is _nothing
+
+
+def _unassumed(node: _Node, assumed: frozenset[tuple[str, str]]) -> bool:
+    """Whether a rule of the tree under ``node`` is not among the ``assumed``."""
+    if any((rule.rule.path_pattern, rule.rule.rule) not in assumed for rule in node.rules):
+        return True
+    children = [*node.props.values(), node.items, node.values]
+    return any(_unassumed(child, assumed) for child in children if child is not None)
 
 
 class _NoProof(Exception):

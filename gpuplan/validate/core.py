@@ -153,8 +153,11 @@ class CoreSchemas:
         compiled = self._compiled.get(key)
         schema = self.schema(group, version, kind) if compiled is None else None
         if schema is not None:
+            api_version = f"{group}/{version}" if group else version
             compiled = jsonschema_rs.Draft202012Validator(
-                named(self.without_nulls(schema)), registry=self.registry, validate_formats=False
+                named(self.without_nulls(schema), api_version=api_version),
+                registry=self.registry,
+                validate_formats=False,
             )
             self._compiled[key] = compiled
         return compiled
@@ -183,12 +186,91 @@ class CoreSchemas:
         return {**out, "$defs": {**out.get("$defs", {}), **defs}}
 
 
-def named(schema: dict[str, Any], cluster: bool = False) -> dict[str, Any]:
+def named(
+    schema: dict[str, Any], cluster: bool = False, api_version: str | None = None
+) -> dict[str, Any]:
     """``schema`` also requiring a non-empty metadata.name (and no namespace when ``cluster``).
 
     What the API server asks of every object's metadata beside its schema, for a fast schema to
     decide alone; an object it refuses for that (one with generateName) takes the full path.
+    With ``api_version``, the object's apiVersion must be that text (a CRD's schema says so
+    itself): a fast schema's acceptance then says the object is of its version.
+
+    A null-free schema (without_nulls: ObjectMeta among its own definitions) gets the rule in
+    place: metadata refers to a copy of ObjectMeta requiring the name, in the one pass over the
+    object (a rule beside the schema, in allOf, costs Rust a second look at every object).
     """
+    out = _kind_at_root(schema)
+    fields, defs = out.get("properties"), out.get("$defs")
+    if not isinstance(defs, dict):
+        return _named_beside(schema, cluster, api_version)
+    meta = defs.get(_OBJECT_META)
+    if not (isinstance(fields, dict) and isinstance(meta, dict) and "metadata" in fields):
+        return _named_beside(schema, cluster, api_version)
+    own = f"{_OBJECT_META}.named{'.cluster' if cluster else ''}"
+    metadata = _retargeted(fields["metadata"], f"#/$defs/{own}")
+    if metadata is None or not isinstance(meta.get("properties"), dict):
+        return _named_beside(schema, cluster, api_version)
+    fields = {**fields, "metadata": metadata}
+    required = {*out.get("required", []), "metadata"}
+    if api_version is not None:
+        fields["apiVersion"] = {**fields.get("apiVersion", {}), "const": api_version}
+        required.add("apiVersion")
+    return {
+        **out,
+        "properties": fields,
+        "required": sorted(required),
+        "$defs": {**defs, own: _named_meta(meta, cluster)},
+    }
+
+
+_OBJECT_META = OBJECT_META_REF.rpartition("/")[2]
+
+
+def _kind_at_root(schema: dict[str, Any]) -> dict[str, Any]:
+    """A schema that only refers to a definition of its own, with that definition at its root."""
+    ref, defs = schema.get("$ref"), schema.get("$defs")
+    if "properties" in schema or not isinstance(ref, str) or not isinstance(defs, dict):
+        return schema
+    found = defs.get(ref.removeprefix("#/$defs/")) if ref.startswith("#/$defs/") else None
+    if not isinstance(found, dict) or "$defs" in found or "$ref" in found:
+        return schema
+    return {**{key: value for key, value in schema.items() if key != "$ref"}, **found}
+
+
+def _retargeted(node: Any, target: str) -> dict[str, Any] | None:
+    """A metadata schema referring to ObjectMeta, referring to ``target`` instead (else None)."""
+    meta = f"#/$defs/{_OBJECT_META}"
+    if isinstance(node, dict) and node.get("$ref") == meta:
+        return {**node, "$ref": target}
+    parts = node.get("allOf") if isinstance(node, dict) else None
+    if isinstance(parts, list) and {"$ref": meta} in parts:
+        return {**node, "allOf": [{"$ref": target} if p == {"$ref": meta} else p for p in parts]}
+    return None
+
+
+def _named_meta(meta: dict[str, Any], cluster: bool) -> dict[str, Any]:
+    """ObjectMeta requiring a non-empty name, and no namespace but "" when ``cluster``."""
+    fields = meta["properties"]
+    out = {
+        **meta,
+        "required": sorted({*meta.get("required", []), "name"}),
+        "properties": {
+            **fields,
+            "name": {**fields.get("name", {}), "type": "string", "minLength": 1},
+        },
+    }
+    if cluster:  # metadata.namespace would be dropped silently: absent or ""
+        out["properties"]["namespace"] = {
+            **fields.get("namespace", {}),
+            "type": "string",
+            "maxLength": 0,
+        }
+    return out
+
+
+def _named_beside(schema: dict[str, Any], cluster: bool, api_version: str | None) -> dict[str, Any]:
+    """named() as a rule beside the schema (allOf), for a schema not laid out for it."""
     meta: dict[str, Any] = {
         "required": ["name"],
         "properties": {"name": {"type": "string", "minLength": 1}},
@@ -198,7 +280,14 @@ def named(schema: dict[str, Any], cluster: bool = False) -> dict[str, Any]:
             "required": ["namespace"],
             "properties": {"namespace": {"type": "string", "minLength": 1}},
         }
-    rule = {"type": "object", "required": ["metadata"], "properties": {"metadata": meta}}
+    rule: dict[str, Any] = {
+        "type": "object",
+        "required": ["metadata"],
+        "properties": {"metadata": meta},
+    }
+    if api_version is not None:
+        rule["required"] = ["apiVersion", "metadata"]
+        rule["properties"]["apiVersion"] = {"const": api_version}
     return {**schema, "allOf": [*schema.get("allOf", []), rule]}
 
 

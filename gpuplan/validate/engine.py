@@ -10,11 +10,20 @@ import jsonschema_rs
 
 from gpuplan.validate.core import CoreSchemas, core_schemas, named, split_api_version
 from gpuplan.validate.crds import LIST_MAP_KEYS, CrdIndex, CrdVersion
-from gpuplan.validate.listmaps import ListMapKeys, Trie, compile_unique, list_map_paths, without
+from gpuplan.validate.listmaps import (
+    ListMapKeys,
+    Trie,
+    compile_unique,
+    list_map_paths,
+    outside,
+    without,
+)
 from gpuplan.validate.messages import Problem, problems_of, show, type_name
 from gpuplan.validate.nulls import drop_nulls, prune_nulls
 
 MISSING_CRD = "missing-crd"
+# False for every mapping (a builtin: one C call), for kinds no fast schema decides alone.
+_UNDECIDED: Callable[[Any], bool] = callable
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +53,25 @@ class _Plan:
     # unique_lists of list_maps and of plain_list_maps, as functions of the object.
     unique: Callable[[Any], bool] | None = None
     plain_unique: Callable[[Any], bool] | None = None
+    # The gated schema specialised per shape, checking what the quick test would (shapes.Shapes).
+    shapes: Any = None
+    # fast.is_valid, when it decides alone: schema_only and no list-map list to check.
+    decides: Callable[[Any], bool] | None = None
+    cel_free: bool = False  # cel_plain proves nothing: the quick test and gate proved every rule
+    # unique of plain_list_maps but the lists a shape's schema holds absent (shapes.Shapes).
+    shaped_unique: Callable[[Any], bool] | None = None
+    # An object a shape's schema accepts (with shapes.plain) is valid when its metadata is usual.
+    shaped_alone: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Quick:
+    """A plan's parts for its quick webhook test (see _Plan)."""
+
+    gated: Any = None
+    cel_plain: Any = None
+    shapes: Any = None
+    cel_free: bool = False
 
 
 class Validator:
@@ -81,6 +109,9 @@ class Validator:
         self._plans: dict[tuple[str, str] | None, _Plan] = {}
         # The plan of a kind planned under one apiVersion (else None), by kind.
         self._by_kind: dict[str, _Plan | None] = {}
+        # By kind, the fast schema of its plan in _by_kind when that decides alone (_Plan.decides),
+        # else _UNDECIDED: validate() makes one call before it looks further.
+        self._decides: dict[str, Callable[[Any], bool]] = {}
         self._seen: set[tuple[str, str]] = set()  # kinds seen once: planned when seen again
 
     def _cel_evaluator(self) -> Any:
@@ -102,13 +133,24 @@ class Validator:
         null for the API server to drop) and no CEL rule fails, only the cheap checks remain.
         Anything else takes the full path, which alone words the problems.
         """
+        try:  # most kinds: the fast schema alone (it also requires its apiVersion)
+            if self._decides[obj["kind"]](obj):
+                return []
+        except (KeyError, TypeError, IndexError, ValueError):  # no kind, none planned, not a
+            pass  # mapping, an unhashable kind, not representable as JSON: see below
+        return self._by_kind_plan(obj)
+
+    def _by_kind_plan(self, obj: Any) -> list[Problem]:
+        """validate() by the plan of the object's kind, or by its apiVersion and kind."""
         try:  # the kind alone first: the apiVersion is read once Rust has been through the object
             plan = self._by_kind[obj["kind"]]
         except KeyError:  # no kind, or none planned yet
             plan = None
         except (TypeError, IndexError):  # not a mapping, or an unhashable kind
             return self._validate(obj)
-        if plan is not None and plan.schema_only:  # most kinds: the fast schema decides
+        if plan is not None and plan.decides is not None:  # (it refused): the full path words it
+            return self._validate(obj)
+        if plan is not None and plan.schema_only:  # the fast schema, with list-map lists
             try:
                 valid = plan.fast.is_valid(obj)
             except (ValueError, TypeError):  # not representable as JSON: the full path says so
@@ -123,7 +165,13 @@ class Validator:
             ):
                 return []
         elif plan is not None and type(obj) is dict and obj.get("apiVersion") == plan.api_version:
-            found = self._planned(plan, obj)
+            try:  # an object of a shape with a schema of its own: that schema decides (shapes)
+                shaped = plan.shapes.accepts(obj) if plan.shapes is not None else None
+            except (ValueError, TypeError):  # not representable as JSON: the full path says so
+                return self._validate(obj)
+            if shaped and plan.shaped_alone and _usual_meta(obj, plan.cluster):
+                return []
+            found = self._planned(plan, obj, shaped)
             return self._validate(obj) if found is None else found
         return self._by_version(obj)
 
@@ -144,21 +192,33 @@ class Validator:
             valid = False
         return [] if valid else self._validate(obj)
 
-    def _planned(self, plan: _Plan, obj: dict) -> list[Problem] | None:
-        """The problems of an object its fast schema accepts; None when the full path must decide."""
+    def _planned(self, plan: _Plan, obj: dict, shaped: bool | None = None) -> list[Problem] | None:
+        """The problems of an object its fast schema accepts; None when the full path must decide.
+
+        ``shaped``: what plan.shapes.accepts(obj) said (None: the object's shape has no schema).
+        """
         try:
-            if plan.gated is not None and plan.gated.is_valid(obj):
-                plain = plan.plain is not None and plan.plain(obj, True)
-            elif plan.fast.is_valid(obj):  # (refused by the gate: the webhook looks at it)
-                plain = plan.gated is None and plan.plain is not None and plan.plain(obj, False)
+            if shaped is not None:  # the gate, the quick test's names, the usual fields: one pass
+                if shaped:
+                    plain = True
+                elif plan.fast.is_valid(obj):  # (as refused by the gate)
+                    plain = False
+                else:
+                    return None
+                unique = plan.shaped_unique if plain else plan.unique
             else:
-                return None
+                if plan.gated is not None and plan.gated.is_valid(obj):
+                    plain = plan.plain is not None and plan.plain(obj, True)
+                elif plan.fast.is_valid(obj):  # (refused by the gate: the webhook looks at it)
+                    plain = plan.gated is None and plan.plain is not None and plan.plain(obj, False)
+                else:
+                    return None
+                unique = plan.plain_unique if plain else plan.unique
             # Each list-map list distinct (unique_lists, written out per plan).
-            unique = plan.plain_unique if plain else plan.unique
             if unique is not None and not unique(obj):
                 return None
             # No null, so the object is its own pruned form.
-            if plan.cel is not None:
+            if plan.cel is not None and not (plain and plan.cel_free):
                 walk = plan.cel_plain if plain else plan.cel.prove
                 try:  # the rules' proofs alone, when the object needs no default (celwalk)
                     if walk is None or not plan.cel.prove_first:
@@ -169,11 +229,7 @@ class Validator:
                         return None
         except (ValueError, TypeError):  # not representable as JSON: the full path says so
             return None
-        meta = obj.get("metadata")
-        if type(meta) is dict and meta.get("name") and not (plan.cluster and meta.get("namespace")):
-            problems = []  # the usual metadata: named, and namespaced only where it may be
-        else:
-            problems = self._meta_problems(plan, obj)
+        problems = [] if _usual_meta(obj, plan.cluster) else self._meta_problems(plan, obj)
         if plan.webhook is not None and not plain:
             problems += plan.webhook(obj)
         return sorted(set(problems)) if problems else problems
@@ -190,7 +246,7 @@ class Validator:
         self,
         api_version: str,
         kind: str,
-        compile_fast: Callable[[], tuple[Any, Trie | None]],
+        compile_fast: Callable[..., tuple[Any, Trie | None]],
         crd_version: CrdVersion | None = None,
     ) -> None:
         """Remember how to validate this kind's objects fast (no plan when that cannot compile)."""
@@ -204,8 +260,9 @@ class Validator:
 
             cel = compiled_rules(crd_version)
             cel = cel if cel.root is not None else None
-        webhook = plain = gated = cel_plain = None
+        webhook = plain = None
         plain_list_maps = list_maps
+        quick = _Quick()
         if self.webhooks:
             from gpuplan.validate.webhooks import plain_for, webhook_for
 
@@ -214,17 +271,23 @@ class Validator:
             if found is not None:
                 plain = found.check
                 plain_list_maps = without(list_maps, found.lists)
-                if cel is not None and found.rules:
-                    cel_plain = cel.walk_assuming(found.rules)
-                schema = found.gate(crd_version.json_schema) if crd_version is not None else None
-                if schema is not None:
-                    schema = self.core.without_nulls({**schema, "type": "object"})
-                    try:
-                        gated = self._crd_validator(schema, list_maps is None)
-                    except (ValueError, jsonschema_rs.ReferencingError):
-                        gated = None  # the ungated test looks at every resource itself
+                quick = self._quick(api_version, kind, found, crd_version, cel, list_maps is None)
+        schema_only = cel is None and webhook is None and plain is None
+        shaped = quick.shapes is not None
+        shaped_unique = (
+            compile_unique(outside(plain_list_maps, quick.shapes.absent)) if shaped else None
+        )
         steps = list(list_maps[1]) if list_maps is not None else []
         roots = frozenset(steps)
+        top = list_maps is not None and not list_maps[0] and all(isinstance(r, str) for r in roots)
+        if schema_only and roots and top:
+            try:  # the fast schema alone decides objects without those fields (the usual ones)
+                fast, _ = compile_fast(roots)
+                alone = True
+            except (ValueError, jsonschema_rs.ReferencingError):
+                alone = False
+        else:
+            alone = not roots
         plan = _Plan(
             fast,
             crd_version,
@@ -233,20 +296,64 @@ class Validator:
             list_maps,
             plain,
             plain_list_maps,
-            gated,
+            quick.gated,
             crd_version is not None and crd_version.crd.scope == "Cluster",
-            cel is None and webhook is None and plain is None,
-            cel_plain,
+            schema_only,
+            quick.cel_plain,
             api_version,
             roots,
             steps[0] if len(steps) == 1 and isinstance(steps[0], str) else None,
             compile_unique(list_maps),
             compile_unique(plain_list_maps),
+            quick.shapes,
+            fast.is_valid if schema_only and alone else None,
+            quick.cel_free,
+            shaped_unique,
+            quick.shapes is not None and shaped_unique is None and (cel is None or quick.cel_free),
         )
         self._plans[(api_version, kind)] = plan
         # Another apiVersion of the kind planned before: validate() looks plans up by both.
         simple = not plan.schema_only or not roots or plan.list_root is not None
         self._by_kind[kind] = plan if simple and kind not in self._by_kind else None
+        if self._by_kind[kind] is plan:
+            route = _shaped_decides(plan) if plan.shaped_alone else None
+            self._decides[kind] = plan.decides or route or _UNDECIDED
+        else:
+            self._decides.pop(kind, None)
+
+    def _quick(
+        self,
+        api_version: str,
+        kind: str,
+        found: Any,
+        crd_version: CrdVersion | None,
+        cel: Any,
+        keyword: bool,
+    ) -> _Quick:
+        """The gate of a kind's quick webhook test (webhooks.Plain) and what its True proves.
+
+        ``keyword``: the list-map keyword stays in the schemas (their lists have no plain paths).
+        """
+        rules = found.rules
+        schema = found.gate(crd_version.json_schema) if crd_version is not None else None
+        gated = shapes = None
+        if schema is not None:
+            schema = self.core.without_nulls({**schema, "type": "object"})
+            proven = found.restate(schema, crd_version.schema) if crd_version else frozenset()
+            try:
+                gated = self._crd_validator(schema, keyword)
+            except (ValueError, jsonschema_rs.ReferencingError):
+                pass  # the ungated test looks at every resource itself
+            else:  # (the quick test's True then comes with the gate's acceptance)
+                from gpuplan.validate.shapes import shapes_for
+
+                rules = rules | proven
+                compile_shaped = lambda s: self._crd_validator(s, keyword)  # noqa: E731
+                shapes = shapes_for(api_version, kind, schema, compile_shaped)
+        cel_plain = cel.walk_assuming(rules) if cel is not None and rules else None
+        from gpuplan.validate.celwalk import proves_nothing
+
+        return _Quick(gated, cel_plain, shapes, proves_nothing(cel_plain))
 
     def _second_sight(self, api_version: str, kind: str) -> bool:
         """Whether a kind without a plan is seen the second time (one object is not worth one)."""
@@ -322,11 +429,12 @@ class Validator:
                     f"(served: {served})",
                 )
             ]
-        if self._second_sight(obj["apiVersion"], kind):
+        # (Not a DeviceClass: its selectors' CEL is compiled in Python, _selector_problems.)
+        if kind != "DeviceClass" and self._second_sight(obj["apiVersion"], kind):
             self._plan(
                 obj["apiVersion"],
                 kind,
-                lambda: (self.core.fast_validator(group, version, kind), None),
+                lambda *_: (self.core.fast_validator(group, version, kind), None),
             )
         return problems_of(compiled, obj)
 
@@ -358,22 +466,31 @@ class Validator:
             first = problems if first is None else first
         return (first or []) + _scope_problems(obj, candidates[0])
 
-    def _fast_compiler(self, crd_version: CrdVersion) -> Callable[[], tuple[Any, Trie | None]]:
+    def _fast_compiler(self, crd_version: CrdVersion) -> Callable[..., tuple[Any, Trie | None]]:
         """Compile one CRD version's schema that also refuses nulls and unnamed objects, when called.
 
         Only mappings reach a plan, so the root is typed as one: untyped, it would be searched
         for nulls a second time, all the way down. Where the list-map lists have plain paths,
         the fast path checks them itself (returned beside the validator) and the schema leaves
         out their keyword: jsonschema_rs would convert each list back to Python to call it.
+        Called with ``refused`` top-level fields, the schema also refuses those (where lists
+        are: an object without them, such as one without a status, is then decided alone).
         """
         schema = {**crd_version.json_schema, "type": "object"}
 
         cluster = crd_version.crd.scope == "Cluster"  # (a namespace is refused too)
+        # Required too (the CRD's schema only holds it to its text when there): validate() lets
+        # the fast schema decide alone, the apiVersion included.
+        api_version = crd_version.crd.api_group_version(crd_version.name)
 
-        def compile_fast() -> tuple[Any, Trie | None]:
+        def compile_fast(refused: frozenset[str] = frozenset()) -> tuple[Any, Trie | None]:
             list_maps = list_map_paths(schema)
+            fields = {**schema.get("properties", {}), **dict.fromkeys(refused, False)}
             fast = self._crd_validator(
-                named(self.core.without_nulls(schema), cluster), list_maps is None
+                named(
+                    self.core.without_nulls({**schema, "properties": fields}), cluster, api_version
+                ),
+                list_maps is None,
             )
             return fast, list_maps if list_maps != ([], {}) else None
 
@@ -403,6 +520,24 @@ class Validator:
                 )
             self._crd_compiled[crd_version] = compiled
         return compiled
+
+
+def _shaped_decides(plan: _Plan) -> Callable[[Any], bool]:
+    """validate()'s one call for a kind with shapes: True for an object its shape's schema
+    decides valid alone (with the usual metadata). False says nothing; plan.shapes keeps the
+    schema's verdict for the route that follows (_by_kind_plan)."""
+    remember, cluster = plan.shapes.remember, plan.cluster
+
+    def decides(obj: Any) -> bool:
+        return bool(remember(obj)) and _usual_meta(obj, cluster)
+
+    return decides
+
+
+def _usual_meta(obj: dict, cluster: bool) -> bool:
+    """The usual metadata: named, and namespaced only where it may be."""
+    meta = obj.get("metadata")
+    return type(meta) is dict and bool(meta.get("name")) and not (cluster and meta.get("namespace"))
 
 
 def _head_problems(obj: dict) -> list[Problem]:

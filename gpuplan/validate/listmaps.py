@@ -181,6 +181,24 @@ def without(trie: Trie | None, done: dict[tuple[Step, ...], tuple[str, ...]]) ->
     return prune(trie, ())
 
 
+def outside(trie: Trie | None, absent: frozenset[tuple[Step, ...]]) -> Trie | None:
+    """``trie`` without the lists at or below the paths of ``absent`` (fields known absent)."""
+    if trie is None:
+        return None
+
+    def prune(node: Trie, path: tuple[Step, ...]) -> Trie | None:
+        if path in absent:
+            return None
+        steps = {}
+        for step, sub in node[1].items():
+            kept = prune(sub, (*path, step))
+            if kept is not None:
+                steps[step] = kept
+        return (node[0], steps) if node[0] or steps else None
+
+    return prune(trie, ())
+
+
 def compile_unique(trie: Trie | None) -> Callable[[Any], bool] | None:
     """unique_lists(value, trie) written out as one function of ``value``; None without a trie.
 

@@ -29,6 +29,7 @@ import copy
 import json
 import math
 import operator
+import re
 from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
@@ -39,6 +40,7 @@ from gpuplan.names import DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
 from gpuplan.quantity import QuantityError, parse_quantity
 from gpuplan.validate.engine import Problem
 from gpuplan.validate.listmaps import ITEMS
+from gpuplan.validate.restate import restate_queue_rules
 
 GROUP = "kueue.x-k8s.io"
 MAX_FLAVORS = 256  # flavors across all resource groups of a ClusterQueue
@@ -112,10 +114,19 @@ def _signed_text(value: str) -> Fraction | None:
     """signed_quantity of text, once per text: fleets repeat the same few quantities."""
     text = value.strip()
     sign = -1 if text.startswith("-") else 1
+    body = text[1:] if text[:1] in "+-" and text else text
+    exa = _EXA.fullmatch(body) if len(body) <= 40 else None
+    if exa is not None:  # (gpuplan.quantity reads "E" and "Ei" as an exponent without digits)
+        return sign * Fraction(exa["num"]) * _EXA_FACTORS[exa["suffix"]]
     try:
-        return sign * parse_quantity(text[1:] if text[:1] in "+-" and text else text)
+        return sign * parse_quantity(body)
     except (QuantityError, KeyError):  # KeyError: parse_quantity on e.g. "1ki"
         return None
+
+
+# The exa suffixes of k8s.io/apimachinery/pkg/api/resource (suffix.go): 10^18 and 2^60.
+_EXA = re.compile(r"(?P<num>[0-9]+(\.[0-9]*)?|\.[0-9]+)(?P<suffix>Ei|E)")
+_EXA_FACTORS = {"E": Fraction(10**18), "Ei": Fraction(2**60)}
 
 
 # --- resource groups (ClusterQueue and Cohort) -------------------------------------------
@@ -335,11 +346,15 @@ def plain_cluster_queue(obj: dict, gated: bool = False) -> bool:
     if not isinstance(spec, dict):
         return False
     groups = spec.get("resourceGroups")
+    return _plain_groups(groups, gated) and plain_spec(spec, groups, gated)
+
+
+def plain_spec(spec: dict, groups: Any, gated: bool) -> bool:
+    """plain_cluster_queue beside the resource groups: weight, selector, admission-check flavors."""
     fair = spec.get("fairSharing")
     weight = fair.get("weight") if type(fair) is dict else None
     return (
-        _plain_groups(groups, gated)
-        and (weight is None or not fair_sharing_problems(spec, "spec"))
+        (weight is None or not fair_sharing_problems(spec, "spec"))
         and (gated or _plain_selector(spec.get("namespaceSelector")))
         and ("admissionChecksStrategy" not in spec or not _on_flavor_problems(spec, groups))
     )
@@ -769,13 +784,19 @@ class Plain(NamedTuple):
     lists: dict[tuple[str | int, ...], tuple[str, ...]]  # list-map lists it finds distinct
     gate: Callable[[dict], dict | None]  # the kind's schema refusing what check then skips
     rules: frozenset[tuple[str, str]]  # CEL rules (path, rule) its True proves to pass
+    # Restates CEL rules in the gate's schema (null-free, in place): the (path, rule) it proves.
+    restate: Callable[[dict, dict], frozenset[tuple[str, str]]]
 
 
 def plain_for(api_version: str, kind: Any) -> Plain | None:
     """The quick test of one apiVersion and kind; None for kinds without one."""
     if kind == "ClusterQueue" and api_version.rpartition("/")[0] == GROUP:
         return Plain(
-            plain_cluster_queue, CLUSTER_QUEUE_LISTS, cluster_queue_gate, CLUSTER_QUEUE_RULES
+            plain_cluster_queue,
+            CLUSTER_QUEUE_LISTS,
+            cluster_queue_gate,
+            CLUSTER_QUEUE_RULES,
+            restate_queue_rules,
         )
     return None
 
