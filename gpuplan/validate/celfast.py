@@ -51,6 +51,9 @@ _MACROS = ("all", "exists", "filter")
 # anchors "^" and "$", groups, "|" and the quantifiers "*", "+" and "?". No escape, no "{", no
 # ":" (POSIX classes such as [[:alpha:]]) and no "(?" (flags, named groups: checked apart).
 _SAFE_REGEX = re.compile(r"[A-Za-z0-9 @_/=,.^$()|*+?\[\]-]*")
+# ... and none of: "(?" (flags, groups of their own), a quantifier followed by "+" (Python 3.11
+# reads a possessive quantifier, RE2 refuses the pattern: the rule then is an error, not a match).
+_UNSAFE_PARTS = ("(?", "*+", "++", "?+")
 
 
 class Unsure(Exception):
@@ -248,7 +251,7 @@ class _Parser:
 
     def regex(self, pattern: str) -> str:
         """The name of the compiled ``pattern``, a regex of the subset both engines read alike."""
-        if not _SAFE_REGEX.fullmatch(pattern) or "(?" in pattern:
+        if not _SAFE_REGEX.fullmatch(pattern) or any(p in pattern for p in _UNSAFE_PARTS):
             raise Unsupported("regex outside the subset")
         try:
             compiled = re.compile(pattern)
