@@ -72,7 +72,7 @@ def _parse(value: object) -> Fraction:
         )
     number = Fraction(match["num"])
     suffix = match["suffix"]
-    if suffix[:1] in ("e", "E"):
+    if suffix[:1] in ("e", "E") and suffix not in _SUFFIXES:  # 1E3, not 1E (exa) or 1Ei
         exponent = int(suffix[1:])
         if abs(exponent) > 30:
             raise QuantityError(f"{value!r} is out of range")

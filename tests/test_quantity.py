@@ -19,6 +19,10 @@ from gpuplan.quantity import QuantityError, format_bytes, format_cpu, parse_quan
         ("2Ti", 2 * 2**40),
         ("1.5", Fraction(3, 2)),
         ("1e3", 1000),
+        ("1E3", 1000),
+        ("1E", 10**18),  # exa (k8s.io/apimachinery resource.Quantity: decimalSI), not an exponent
+        ("2Ei", 2 * 2**60),
+        ("1E-3", Fraction(1, 1000)),
         ("100M", 10**8),
         (0.25, Fraction(1, 4)),
     ],
@@ -28,7 +32,7 @@ def test_parse(text: object, value: Fraction) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "12x", "-1", "Gi", "1.2.3", True, None, "1" * 60, float("nan")]
+    "text", ["", "12x", "-1", "Gi", "1.2.3", True, None, "1" * 60, float("nan"), "2e", "1Ex"]
 )
 def test_reject(text: object) -> None:
     with pytest.raises(QuantityError):

@@ -29,7 +29,6 @@ import copy
 import json
 import math
 import operator
-import re
 from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
@@ -115,18 +114,10 @@ def _signed_text(value: str) -> Fraction | None:
     text = value.strip()
     sign = -1 if text.startswith("-") else 1
     body = text[1:] if text[:1] in "+-" and text else text
-    exa = _EXA.fullmatch(body) if len(body) <= 40 else None
-    if exa is not None:  # (gpuplan.quantity reads "E" and "Ei" as an exponent without digits)
-        return sign * Fraction(exa["num"]) * _EXA_FACTORS[exa["suffix"]]
     try:
         return sign * parse_quantity(body)
-    except (QuantityError, KeyError):  # KeyError: parse_quantity on e.g. "1ki"
+    except QuantityError:
         return None
-
-
-# The exa suffixes of k8s.io/apimachinery/pkg/api/resource (suffix.go): 10^18 and 2^60.
-_EXA = re.compile(r"(?P<num>[0-9]+(\.[0-9]*)?|\.[0-9]+)(?P<suffix>Ei|E)")
-_EXA_FACTORS = {"E": Fraction(10**18), "Ei": Fraction(2**60)}
 
 
 # --- resource groups (ClusterQueue and Cohort) -------------------------------------------
