@@ -6,6 +6,9 @@ import re
 from fractions import Fraction
 from functools import lru_cache
 
+# The grammar of kubernetes/apimachinery pkg/api/resource/quantity.go (Quantity's doc comment):
+# <suffix> ::= <binarySI> | <decimalExponent> | <decimalSI>, with E in <decimalSI> and Ei in
+# <binarySI>; a suffix is read before an exponent, so "1E" is 10^18 and "1E3" is 1000.
 _SUFFIXES: dict[str, Fraction] = {
     "": Fraction(1),
     "n": Fraction(1, 10**9),
@@ -72,7 +75,7 @@ def _parse(value: object) -> Fraction:
         )
     number = Fraction(match["num"])
     suffix = match["suffix"]
-    if suffix[:1] in ("e", "E") and suffix not in _SUFFIXES:  # 1E3, not 1E (exa) or 1Ei
+    if suffix[:1] in ("e", "E") and suffix not in _SUFFIXES:  # 1E3; not 1E or 1Ei (above)
         exponent = int(suffix[1:])
         if abs(exponent) > 30:
             raise QuantityError(f"{value!r} is out of range")
