@@ -7,8 +7,6 @@ import gc
 import os
 import signal
 import sys
-import tempfile
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -427,6 +425,9 @@ def run_cli() -> None:
     except SystemExit:
         raise
     except Exception:  # noqa: BLE001 - a bug: say so, keep the details for the report
+        import tempfile  # (only here: every command starts without them)
+        import traceback
+
         handle, path = tempfile.mkstemp(prefix="gpuplan-crash-", suffix=".txt")
         with os.fdopen(handle, "w") as stream:
             traceback.print_exc(file=stream)
