@@ -17,6 +17,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import NamedTuple
 
+from gpuplan import warm
 from gpuplan.fleet import AllocationPlan, ClusterPlan, Grant
 from gpuplan.quantity import format_bytes, format_count, format_millicores
 
@@ -136,8 +137,32 @@ def flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     """Return pool -> resource -> Amount for every covered resource (zero where a pool has none)."""
     found = alloc.cache.get("amounts")
     if found is None:
-        found = alloc.cache["amounts"] = _flavor_amounts(alloc)
+        held, index = own_inputs(alloc)
+        found = alloc.cache["amounts"] = warm.remember_same(
+            "amounts", held, index, _flavor_amounts, alloc
+        )
     return found  # type: ignore[return-value]
+
+
+def own_inputs(alloc: AllocationPlan) -> tuple[tuple[object, ...], int]:
+    """Return what an allocation's own figures are computed from: the tenant's and the cluster's
+    models (by identity, gpuplan.warm.remember_same) and the allocation's index in the tenant.
+
+    Its grants and exact cpu and memory (gpuplan.resolve, gpuplan.fleet) follow from the
+    allocation as written and the cluster's pools, and the pools from the cluster file alone.
+    """
+    return (alloc.tenant.model, alloc.cluster.spec), alloc.index
+
+
+def shared_inputs(alloc: AllocationPlan) -> tuple[tuple[object, ...], int]:
+    """Return own_inputs plus what the rest of its cohort tree lends (None outside a cohort).
+
+    The only figures of other allocations an allocation's ceiling, namespace quotas and Volcano
+    Queue read: every member's lending, summed per pool and resource (_cohort_lends), a value
+    interned so that equal sums are the same object from run to run.
+    """
+    held, index = own_inputs(alloc)
+    return (*held, _cohort_lends(alloc) if alloc.spec.cohort is not None else None), index
 
 
 def cpu_flavors(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
@@ -215,21 +240,32 @@ def _cohort_lends(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
     key = f"lends/{root}"
     found = cluster.cache.get(key)
     if found is None:
-        total: dict[str, dict[str, int]] = {}
-        for member in cluster.allocations:
-            cohort = member.spec.cohort
-            if cohort is None or cluster.cohort_root(cohort) != root:
-                continue
-            for pool, amounts in flavor_amounts(member).items():
-                into = total.setdefault(pool, {})
-                for resource, amount in amounts.items():
-                    if amount is not ZERO:  # most are (a pool has one of the GPU resources)
-                        nominal, _, lending = amount
-                        into[resource] = into.get(resource, 0) + (
-                            nominal if lending is None else lending
-                        )
-        found = cluster.cache[key] = total
+        members = tuple(
+            flavor_amounts(m)
+            for m in cluster.allocations
+            if m.spec.cohort is not None and cluster.cohort_root(m.spec.cohort) == root
+        )
+        # by the members' amounts (kept by identity), then by value: an edit that leaves the
+        # sums as they were gives the very same object, and what is keyed by it stays kept
+        total = warm.remember_same("lends", members, None, _lends, members)
+        frozen = tuple((pool, tuple(amounts.items())) for pool, amounts in total.items())
+        found = cluster.cache[key] = warm.remember("lends-value", frozen, lambda: total)
     return found  # type: ignore[return-value]
+
+
+def _lends(members: tuple[dict[str, dict[str, Amount]], ...]) -> dict[str, dict[str, int]]:
+    """Sum what the members of a cohort tree lend, per pool and resource."""
+    total: dict[str, dict[str, int]] = {}
+    for amounts_of in members:
+        for pool, amounts in amounts_of.items():
+            into = total.setdefault(pool, {})
+            for resource, amount in amounts.items():
+                if amount is not ZERO:  # most are (a pool has one of the GPU resources)
+                    nominal, _, lending = amount
+                    into[resource] = into.get(resource, 0) + (
+                        nominal if lending is None else lending
+                    )
+    return total
 
 
 def namespace_ceiling(alloc: AllocationPlan) -> dict[str, int]:
@@ -246,7 +282,10 @@ def _totals(alloc: AllocationPlan) -> tuple[dict[str, int], dict[str, int]]:
     """Return per resource the nominal quota and the ceiling, summed over the pools, computed once."""
     found = alloc.cache.get("totals")
     if found is None:
-        found = alloc.cache["totals"] = _sum_pools(alloc)
+        held, index = shared_inputs(alloc)
+        found = alloc.cache["totals"] = warm.remember_same(
+            "totals", held, index, _sum_pools, alloc
+        )
     return found  # type: ignore[return-value]
 
 
@@ -364,7 +403,10 @@ def namespace_quotas(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
     """
     found = alloc.cache.get("namespace-quotas")
     if found is None:
-        found = alloc.cache["namespace-quotas"] = _split(alloc)
+        held, index = shared_inputs(alloc)
+        found = alloc.cache["namespace-quotas"] = warm.remember_same(
+            "namespace-quotas", held, index, _split, alloc
+        )
     return found  # type: ignore[return-value]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 
+from gpuplan import warm
 from gpuplan.components import REGISTRY
 from gpuplan.components.base import load
 from gpuplan.emit import argocd, nodeclass, priorities, sriov, tenants
@@ -41,7 +42,9 @@ def emit(
         if wanted and name not in wanted:
             continue
         cluster = fleet.clusters[name]
-        cluster_manifests = [finalize(m) for emitter in EMITTERS for m in emitter(cluster)]
+        emitted = [m for emitter in EMITTERS for m in emitter(cluster)]
+        # the same emitted object finalized gives the same object (gpuplan.emit.allocations)
+        cluster_manifests = warm.map_same("final", emitted, finalize)
         manifests.extend(cluster_manifests)
         manifests.append(argocd.kustomization(cluster, cluster_manifests))
     for fleet_emitter in FLEET_EMITTERS:

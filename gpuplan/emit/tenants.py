@@ -6,6 +6,7 @@ from functools import lru_cache
 from typing import Any
 
 from gpuplan.dra import is_dra_resource
+from gpuplan.emit import allocations
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.entitlements import CPU, MEMORY, exact_quantity, namespace_quotas, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
@@ -212,11 +213,20 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return the namespace-level objects of every tenant allocation on the cluster."""
     out = []
     for alloc in cluster.allocations:
-        sources = (alloc.tenant.source.path, cluster.located.source.path)
-        for name in alloc.namespaces:
-            folder = _folder(name)
-            for build in BUILDERS:
-                obj = build(alloc, name)
-                if obj is not None:
-                    out.append(manifest(cluster.name, folder, obj, *sources))
+        # the quotas read the cohort's lending (entitlements.namespace_quotas)
+        out += allocations.objects("tenants", alloc, allocation_objects, cohort=True)
+    return out
+
+
+def allocation_objects(alloc: AllocationPlan) -> list[Manifest]:
+    """Return the objects of one allocation's namespaces."""
+    cluster = alloc.cluster
+    sources = (alloc.tenant.source.path, cluster.located.source.path)
+    out = []
+    for name in alloc.namespaces:
+        folder = _folder(name)
+        for build in BUILDERS:
+            obj = build(alloc, name)
+            if obj is not None:
+                out.append(manifest(cluster.name, folder, obj, *sources))
     return out
