@@ -13,9 +13,10 @@ are integer arithmetic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from gpuplan import warm
 from gpuplan.fleet import AllocationPlan, ClusterPlan, Grant
@@ -24,6 +25,7 @@ from gpuplan.quantity import format_bytes, format_count, format_millicores
 CPU = "cpu"
 MEMORY = "memory"
 MIB = 2**20
+T = TypeVar("T")
 MILLI = 1000  # millicores per core
 
 
@@ -139,9 +141,20 @@ def flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     if found is None:
         held, index = own_inputs(alloc)
         found = alloc.cache["amounts"] = warm.remember_same(
-            "amounts", held, index, _flavor_amounts, alloc
+            "amounts", held, index, _interned_amounts, alloc
         )
     return found  # type: ignore[return-value]
+
+
+def _interned_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
+    """Return _flavor_amounts, the very object of an earlier equal result inside `render --watch`.
+
+    An edit that leaves an allocation's amounts as they were (its owners, say) then leaves its
+    cohort's lending kept as well (_cohort_lends keys it by the members' amounts).
+    """
+    found = _flavor_amounts(alloc)
+    frozen = tuple((pool, tuple(amounts.items())) for pool, amounts in found.items())
+    return warm.remember("amounts-value", frozen, lambda: found)
 
 
 def own_inputs(alloc: AllocationPlan) -> tuple[tuple[object, ...], int]:
@@ -152,6 +165,18 @@ def own_inputs(alloc: AllocationPlan) -> tuple[tuple[object, ...], int]:
     allocation as written and the cluster's pools, and the pools from the cluster file alone.
     """
     return (alloc.tenant.model, alloc.cluster.spec), alloc.index
+
+
+def kept(
+    kind: str, alloc: AllocationPlan, compute: Callable[[AllocationPlan], T], cohort: bool
+) -> T:
+    """Return compute(alloc), kept inside `render --watch` by the allocation's inputs: own_inputs,
+    or with `cohort` (compute reads the ceiling, the namespace quotas or the lending) shared_inputs.
+
+    `kind` names `compute` (one kind, one function); the value is shared: never change it.
+    """
+    held, index = shared_inputs(alloc) if cohort else own_inputs(alloc)
+    return warm.remember_same(kind, held, index, compute, alloc)
 
 
 def shared_inputs(alloc: AllocationPlan) -> tuple[tuple[object, ...], int]:
@@ -283,9 +308,7 @@ def _totals(alloc: AllocationPlan) -> tuple[dict[str, int], dict[str, int]]:
     found = alloc.cache.get("totals")
     if found is None:
         held, index = shared_inputs(alloc)
-        found = alloc.cache["totals"] = warm.remember_same(
-            "totals", held, index, _sum_pools, alloc
-        )
+        found = alloc.cache["totals"] = warm.remember_same("totals", held, index, _sum_pools, alloc)
     return found  # type: ignore[return-value]
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpuplan import warm
 from gpuplan.emit.meta import Manifest
-from gpuplan.entitlements import own_inputs, shared_inputs
+from gpuplan.entitlements import kept
 from gpuplan.fleet import AllocationPlan
 
 
@@ -27,5 +26,4 @@ def objects(
 
     `kind` names `build` (one kind, one function); the list is shared: never change it.
     """
-    held, index = shared_inputs(alloc) if cohort else own_inputs(alloc)
-    return warm.remember_same(f"objects/{kind}", held, index, build, alloc)
+    return kept(f"objects/{kind}", alloc, build, cohort)
