@@ -255,16 +255,20 @@ def test_each_run_gives_the_bytes_and_findings_of_a_cold_render(
     ("change", "remade"),
     [
         # its owners: its own objects only
-        (("owners", 1), {("tenants", "t1"), ("kueue", "t1"), ("volcano", "t1")}),
-        # its quota moves what its cohort lends: the cohort's quotas and Volcano Queues (t0 and t1
-        # share cohort "all"; t2 is in "other"), and its own ClusterQueue only
+        (
+            ("owners", 1),
+            {("tenants", "t1"), ("tenants-quota", "t1"), ("kueue", "t1"), ("volcano", "t1")},
+        ),
+        # its quota moves what its cohort lends: the cohort's ResourceQuotas and Volcano Queues
+        # (t0 and t1 share cohort "all"; t2 is in "other"), and its own objects only
         (
             ("quota", 1),
             {
-                ("tenants", "t0"),
-                ("tenants", "t1"),
+                ("tenants-quota", "t0"),
+                ("tenants-quota", "t1"),
                 ("volcano", "t0"),
                 ("volcano", "t1"),
+                ("tenants", "t1"),
                 ("kueue", "t1"),
             },
         ),
@@ -294,7 +298,7 @@ def test_an_edit_of_one_tenant_makes_only_what_it_changes_again(
     fleet.write(tmp_path)
 
     def edit() -> None:
-        assert len(made) == 3 * 3 * len(CLUSTERS)  # the first run made every one
+        assert len(made) == 4 * 3 * len(CLUSTERS)  # the first run made every one
         made.clear()
         fleet.apply(change)
         fleet.write(tmp_path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -206,26 +207,40 @@ def _classes_above(cluster: ClusterPlan, own: str | None) -> tuple[str, ...]:
     return found
 
 
-BUILDERS = (namespace, resource_quota, priority_ceiling, limit_range, network_policy, role_binding)
+# What a namespace's objects read of the allocation: its own inputs, and for the ResourceQuota
+# the cohort's lending (entitlements.namespace_quotas), which an edit of any member can move.
+BUILDERS = (namespace, priority_ceiling, limit_range, network_policy, role_binding)
+QUOTA_BUILDERS = (resource_quota,)
 
 
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return the namespace-level objects of every tenant allocation on the cluster."""
     out = []
     for alloc in cluster.allocations:
-        # the quotas read the cohort's lending (entitlements.namespace_quotas)
-        out += allocations.objects("tenants", alloc, allocation_objects, cohort=True)
+        out += allocations.objects("tenants", alloc, own_objects, cohort=False)
+        out += allocations.objects("tenants-quota", alloc, quota_objects, cohort=True)
     return out
 
 
-def allocation_objects(alloc: AllocationPlan) -> list[Manifest]:
-    """Return the objects of one allocation's namespaces."""
+def own_objects(alloc: AllocationPlan) -> list[Manifest]:
+    """Return the objects of one allocation's namespaces that read nothing of its cohort."""
+    return _objects(alloc, BUILDERS)
+
+
+def quota_objects(alloc: AllocationPlan) -> list[Manifest]:
+    """Return the ResourceQuotas of one allocation's namespaces."""
+    return _objects(alloc, QUOTA_BUILDERS)
+
+
+def _objects(
+    alloc: AllocationPlan, builders: tuple[Callable[[AllocationPlan, str], dict | None], ...]
+) -> list[Manifest]:
     cluster = alloc.cluster
     sources = (alloc.tenant.source.path, cluster.located.source.path)
     out = []
     for name in alloc.namespaces:
         folder = _folder(name)
-        for build in BUILDERS:
+        for build in builders:
             obj = build(alloc, name)
             if obj is not None:
                 out.append(manifest(cluster.name, folder, obj, *sources))
