@@ -9,6 +9,11 @@ that go with a GPU share are exact fractions (a 1g.10gb instance of a 192-core, 
 24/7 cores); gpuplan.fleet keeps those exact per pool and they are rounded down here, once, to
 millicores and MiB. From there on sums, cohort lending, ceilings and the split over namespaces
 are integer arithmetic.
+
+Inside `render --watch` (gpuplan.warm) the figures are kept from run to run, each by everything
+it reads: an allocation's amounts by its tenant's and its cluster's models (own_inputs), a cohort
+tree's lending by its members' amounts and then by value, and the ceiling and namespace quotas,
+which read the lending, by both (shared_inputs). `kept` keeps anything else made of the same.
 """
 
 from __future__ import annotations
@@ -153,7 +158,11 @@ def _interned_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     cohort's lending kept as well (_cohort_lends keys it by the members' amounts).
     """
     found = _flavor_amounts(alloc)
-    frozen = tuple((pool, tuple(amounts.items())) for pool, amounts in found.items())
+    # ZERO by identity too: _lends skips it, but not an equal Amount(0) a grant of 0 gives
+    frozen = tuple(
+        (pool, tuple((r, a, a is ZERO) for r, a in amounts.items()))
+        for pool, amounts in found.items()
+    )
     return warm.remember("amounts-value", frozen, lambda: found)
 
 
