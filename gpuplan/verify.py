@@ -279,10 +279,13 @@ def query_problems(
 ) -> list[Diagnostic]:
     """Return the monitoring queries that are unbalanced or name metrics the cluster's exporters lack."""
     found = []
+    known: dict[str, dict[str, frozenset[str]]] = {}  # per cluster, made once
     for item in manifests:
         cluster = fleet.clusters.get(item.cluster) if item.cluster else None
         if cluster is None or item.kind not in ("PrometheusRule", "ConfigMap"):
             continue
-        for path, message in promql_problems(item.obj, known_metrics(cluster)):
+        if cluster.name not in known:
+            known[cluster.name] = known_metrics(cluster)
+        for path, message in promql_problems(item.obj, known[cluster.name]):
             found.append(_at(item, path, message, place=place))
     return found
