@@ -144,10 +144,7 @@ def flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     """Return pool -> resource -> Amount for every covered resource (zero where a pool has none)."""
     found = alloc.cache.get("amounts")
     if found is None:
-        held, index = own_inputs(alloc)
-        found = alloc.cache["amounts"] = warm.remember_same(
-            "amounts", held, index, _interned_amounts, alloc
-        )
+        found = alloc.cache["amounts"] = kept("amounts", alloc, _interned_amounts, cohort=False)
     return found  # type: ignore[return-value]
 
 
@@ -158,6 +155,8 @@ def _interned_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     cohort's lending kept as well (_cohort_lends keys it by the members' amounts).
     """
     found = _flavor_amounts(alloc)
+    if not warm.active():
+        return found
     # ZERO by identity too: _lends skips it, but not an equal Amount(0) a grant of 0 gives
     frozen = tuple(
         (pool, tuple((r, a, a is ZERO) for r, a in amounts.items()))
@@ -184,6 +183,8 @@ def kept(
 
     `kind` names `compute` (one kind, one function); the value is shared: never change it.
     """
+    if not warm.active():
+        return compute(alloc)
     held, index = shared_inputs(alloc) if cohort else own_inputs(alloc)
     return warm.remember_same(kind, held, index, compute, alloc)
 
@@ -279,12 +280,19 @@ def _cohort_lends(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
             for m in cluster.allocations
             if m.spec.cohort is not None and cluster.cohort_root(m.spec.cohort) == root
         )
-        # by the members' amounts (kept by identity), then by value: an edit that leaves the
-        # sums as they were gives the very same object, and what is keyed by it stays kept
-        total = warm.remember_same("lends", members, None, _lends, members)
-        frozen = tuple((pool, tuple(amounts.items())) for pool, amounts in total.items())
-        found = cluster.cache[key] = warm.remember("lends-value", frozen, lambda: total)
+        found = cluster.cache[key] = _interned_lends(members)
     return found  # type: ignore[return-value]
+
+
+def _interned_lends(members: tuple[dict[str, dict[str, Amount]], ...]) -> dict[str, dict[str, int]]:
+    """Return _lends(members), inside `render --watch` kept by the members' amounts (by identity)
+    and then by value: an edit that leaves the sums as they were gives the very same object, and
+    what is keyed by it stays kept."""
+    if not warm.active():
+        return _lends(members)
+    total = warm.remember_same("lends", members, None, _lends, members)
+    frozen = tuple((pool, tuple(amounts.items())) for pool, amounts in total.items())
+    return warm.remember("lends-value", frozen, lambda: total)
 
 
 def _lends(members: tuple[dict[str, dict[str, Amount]], ...]) -> dict[str, dict[str, int]]:
@@ -316,8 +324,7 @@ def _totals(alloc: AllocationPlan) -> tuple[dict[str, int], dict[str, int]]:
     """Return per resource the nominal quota and the ceiling, summed over the pools, computed once."""
     found = alloc.cache.get("totals")
     if found is None:
-        held, index = shared_inputs(alloc)
-        found = alloc.cache["totals"] = warm.remember_same("totals", held, index, _sum_pools, alloc)
+        found = alloc.cache["totals"] = kept("totals", alloc, _sum_pools, cohort=True)
     return found  # type: ignore[return-value]
 
 
@@ -435,9 +442,8 @@ def namespace_quotas(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
     """
     found = alloc.cache.get("namespace-quotas")
     if found is None:
-        held, index = shared_inputs(alloc)
-        found = alloc.cache["namespace-quotas"] = warm.remember_same(
-            "namespace-quotas", held, index, _split, alloc
+        found = alloc.cache["namespace-quotas"] = kept(
+            "namespace-quotas", alloc, _split, cohort=True
         )
     return found  # type: ignore[return-value]
 

@@ -553,8 +553,10 @@ def _allocation(
     `render --watch` keeps them by the two models, the grants as plain values (no owner).
     """
     alloc = AllocationPlan(tenant, index, cluster)
+    if not warm.active():
+        return alloc, _resolve(alloc)
     held = (tenant.model, cluster.spec)
-    grants, problems = warm.remember_same("allocation", held, index, _resolve, alloc)
+    grants, problems = warm.remember_same("allocation", held, index, _values, alloc)
     pools = cluster.pools
     alloc.grants = [Grant(pools[g[0]], *g[1:], alloc) for g in grants]
     return alloc, list(problems)
@@ -563,7 +565,16 @@ def _allocation(
 GrantValues = tuple[str, str, int, "int | None", "int | None", Key]
 
 
-def _resolve(alloc: AllocationPlan) -> tuple[list[GrantValues], list[Diagnostic]]:
+def _values(alloc: AllocationPlan) -> tuple[list[GrantValues], list[Diagnostic]]:
+    """Return the allocation's grants as plain values (no pool or owner object), and its findings."""
+    problems = _resolve(alloc)
+    return [
+        (g.pool.name, g.resource, g.nominal, g.borrowing, g.lending, g.loc) for g in alloc.grants
+    ], problems
+
+
+def _resolve(alloc: AllocationPlan) -> list[Diagnostic]:
+    """Give the allocation its grants; return the problems of its references into the cluster."""
     cluster, tenant = alloc.cluster, alloc.tenant
     spec = alloc.spec
     problems = []
@@ -609,9 +620,7 @@ def _resolve(alloc: AllocationPlan) -> tuple[list[GrantValues], list[Diagnostic]
                     message=f"cluster {cluster.name} has no pool {quota.pool!r}{_guess(quota.pool, declared)}",
                 )
             )
-    return [
-        (g.pool.name, g.resource, g.nominal, g.borrowing, g.lending, g.loc) for g in alloc.grants
-    ], problems
+    return problems
 
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
