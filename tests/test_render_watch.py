@@ -356,8 +356,8 @@ def test_an_output_changed_during_a_run_is_scanned_again_before_the_write(
         return found
 
     monkeypatch.setattr(render_command, "compare", compare_then_change)
-    _between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2))])
-    code, stderr = _watch(root, 2)
+    between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2))])
+    code, stderr = watch_for(root, 2)
     assert code == 0, stderr
     assert taken == [(False, False), (True, False)]  # the copy no longer matched: not used
     ours = snapshot(root / "output")
@@ -412,25 +412,28 @@ def test_the_copy_owns_gpuplans_files_and_links_a_users(
     def add_mine() -> None:
         mine.parent.mkdir(parents=True, exist_ok=True)
         mine.write_text("a user's own file\n")
-        _touch_all(root)
+        touch_all(root)
 
     # the user's file makes the next write stage a fresh tree, after which a new copy is made
     steps = [add_mine, _edit(root, fleet, ("quota", 2))]
     steps += [_edit(root, fleet, change, look) for change in [("quota", 0), ("quota", 2)]]
-    _between_runs(monkeypatch, steps)
-    code, stderr = _watch(root, 5)
+    between_runs(monkeypatch, steps)
+    code, stderr = watch_for(root, 5)
     assert code == 0, stderr
     (live, spare_files), (live_after, _) = seen
     assert set(live) == set(spare_files)
-    for path, st in live.items():
+    for path, stat in live.items():
         ours = path != "c00/notes.txt"
-        assert (spare_files[path].st_ino != st.st_ino) == ours, path
+        assert (spare_files[path].st_ino != stat.st_ino) == ours, path
         assert spare_files[path].st_nlink == (1 if ours else 2), path
     changed = [p for p in live if live_after[p].st_mtime_ns != live[p].st_mtime_ns]
     assert changed  # the quota edit rewrote files: in place, in the copy's own inodes
     assert all(live_after[p].st_ino == spare_files[p].st_ino for p in changed)
     assert live_after["c00/notes.txt"].st_ino == live["c00/notes.txt"].st_ino
-    assert snapshot(root / "output") == {**_cold(tmp_path, fleet), "c00/notes.txt": b"a user's own file\n"}
+    assert snapshot(root / "output") == {
+        **_cold(tmp_path, fleet),
+        "c00/notes.txt": b"a user's own file\n",
+    }
 
 
 def test_a_write_that_fails_while_patching_the_copy_leaves_the_output(
