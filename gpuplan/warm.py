@@ -9,9 +9,11 @@ Kept, each by the complete input it was computed from (never by a file's name or
 Both are pure functions of that key, and the models are frozen (gpuplan.model.common), so a kept
 result is the one a cold run would compute. The model of an unchanged file is therefore the very
 same object from run to run, and what is derived from models alone is kept by their identity
-(`remember_same`): a tenant allocation's entitlements (gpuplan.entitlements) and its objects
-(gpuplan.emit.allocations), each keyed by every model and derived value it reads. Entries the last run that read anything did not use
-are dropped at `settle()`: memory follows the repository, not the number of edits.
+(`remember_same`, `map_same`): a cluster's pools and an allocation's grants (gpuplan.resolve),
+an allocation's entitlements and findings (gpuplan.entitlements.kept), and the objects of an
+allocation or of a cluster (gpuplan.emit), each keyed by every model and derived value it reads.
+Entries the last run that read anything did not use are dropped at `settle()`: memory follows the
+repository, not the number of edits.
 
 Put off until `settle()`: removing the old output tree after the swap and recording the render in
 the cache (whose file signatures must be taken after that removal: unlinking the old tree's names
