@@ -9,20 +9,28 @@ that go with a GPU share are exact fractions (a 1g.10gb instance of a 192-core, 
 24/7 cores); gpuplan.fleet keeps those exact per pool and they are rounded down here, once, to
 millicores and MiB. From there on sums, cohort lending, ceilings and the split over namespaces
 are integer arithmetic.
+
+Inside `render --watch` (gpuplan.warm) the figures are kept from run to run, each by everything
+it reads: an allocation's amounts by its tenant's and its cluster's models (own_inputs), a cohort
+tree's lending by its members' amounts and then by value, and the ceiling and namespace quotas,
+which read the lending, by both (shared_inputs). `kept` keeps anything else made of the same.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
+from gpuplan import warm
 from gpuplan.fleet import AllocationPlan, ClusterPlan, Grant
 from gpuplan.quantity import format_bytes, format_count, format_millicores
 
 CPU = "cpu"
 MEMORY = "memory"
 MIB = 2**20
+T = TypeVar("T")
 MILLI = 1000  # millicores per core
 
 
@@ -136,8 +144,60 @@ def flavor_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
     """Return pool -> resource -> Amount for every covered resource (zero where a pool has none)."""
     found = alloc.cache.get("amounts")
     if found is None:
-        found = alloc.cache["amounts"] = _flavor_amounts(alloc)
+        found = alloc.cache["amounts"] = kept("amounts", alloc, _interned_amounts, cohort=False)
     return found  # type: ignore[return-value]
+
+
+def _interned_amounts(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
+    """Return _flavor_amounts, the very object of an earlier equal result inside `render --watch`.
+
+    An edit that leaves an allocation's amounts as they were (its owners, say) then leaves its
+    cohort's lending kept as well (_cohort_lends keys it by the members' amounts).
+    """
+    found = _flavor_amounts(alloc)
+    if not warm.active():
+        return found
+    # ZERO by identity too: _lends skips it, but not an equal Amount(0) a grant of 0 gives
+    frozen = tuple(
+        (pool, tuple((r, a, a is ZERO) for r, a in amounts.items()))
+        for pool, amounts in found.items()
+    )
+    return warm.remember("amounts-value", frozen, lambda: found)
+
+
+def own_inputs(alloc: AllocationPlan) -> tuple[tuple[object, ...], int]:
+    """Return what an allocation's own figures are computed from: the tenant's and the cluster's
+    models (by identity, gpuplan.warm.remember_same) and the allocation's index in the tenant.
+
+    Its grants and exact cpu and memory (gpuplan.resolve, gpuplan.fleet) follow from the
+    allocation as written and the cluster's pools, and the pools from the cluster file alone.
+    """
+    return (alloc.tenant.model, alloc.cluster.spec), alloc.index
+
+
+def kept(
+    kind: str, alloc: AllocationPlan, compute: Callable[[AllocationPlan], T], cohort: bool
+) -> T:
+    """Return compute(alloc), kept inside `render --watch` by the allocation's inputs: own_inputs,
+    or with `cohort` (compute reads the ceiling, the namespace quotas or the lending) shared_inputs.
+
+    `kind` names `compute` (one kind, one function); the value is shared: never change it.
+    """
+    if not warm.active():
+        return compute(alloc)
+    held, index = shared_inputs(alloc) if cohort else own_inputs(alloc)
+    return warm.remember_same(kind, held, index, compute, alloc)
+
+
+def shared_inputs(alloc: AllocationPlan) -> tuple[tuple[object, ...], int]:
+    """Return own_inputs plus what the rest of its cohort tree lends (None outside a cohort).
+
+    The only figures of other allocations an allocation's ceiling, namespace quotas and Volcano
+    Queue read: every member's lending, summed per pool and resource (_cohort_lends), a value
+    interned so that equal sums are the same object from run to run.
+    """
+    held, index = own_inputs(alloc)
+    return (*held, _cohort_lends(alloc) if alloc.spec.cohort is not None else None), index
 
 
 def cpu_flavors(alloc: AllocationPlan) -> dict[str, dict[str, Amount]]:
@@ -215,21 +275,39 @@ def _cohort_lends(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
     key = f"lends/{root}"
     found = cluster.cache.get(key)
     if found is None:
-        total: dict[str, dict[str, int]] = {}
-        for member in cluster.allocations:
-            cohort = member.spec.cohort
-            if cohort is None or cluster.cohort_root(cohort) != root:
-                continue
-            for pool, amounts in flavor_amounts(member).items():
-                into = total.setdefault(pool, {})
-                for resource, amount in amounts.items():
-                    if amount is not ZERO:  # most are (a pool has one of the GPU resources)
-                        nominal, _, lending = amount
-                        into[resource] = into.get(resource, 0) + (
-                            nominal if lending is None else lending
-                        )
-        found = cluster.cache[key] = total
+        members = tuple(
+            flavor_amounts(m)
+            for m in cluster.allocations
+            if m.spec.cohort is not None and cluster.cohort_root(m.spec.cohort) == root
+        )
+        found = cluster.cache[key] = _interned_lends(members)
     return found  # type: ignore[return-value]
+
+
+def _interned_lends(members: tuple[dict[str, dict[str, Amount]], ...]) -> dict[str, dict[str, int]]:
+    """Return _lends(members), inside `render --watch` kept by the members' amounts (by identity)
+    and then by value: an edit that leaves the sums as they were gives the very same object, and
+    what is keyed by it stays kept."""
+    if not warm.active():
+        return _lends(members)
+    total = warm.remember_same("lends", members, None, _lends, members)
+    frozen = tuple((pool, tuple(amounts.items())) for pool, amounts in total.items())
+    return warm.remember("lends-value", frozen, lambda: total)
+
+
+def _lends(members: tuple[dict[str, dict[str, Amount]], ...]) -> dict[str, dict[str, int]]:
+    """Sum what the members of a cohort tree lend, per pool and resource."""
+    total: dict[str, dict[str, int]] = {}
+    for amounts_of in members:
+        for pool, amounts in amounts_of.items():
+            into = total.setdefault(pool, {})
+            for resource, amount in amounts.items():
+                if amount is not ZERO:  # most are (a pool has one of the GPU resources)
+                    nominal, _, lending = amount
+                    into[resource] = into.get(resource, 0) + (
+                        nominal if lending is None else lending
+                    )
+    return total
 
 
 def namespace_ceiling(alloc: AllocationPlan) -> dict[str, int]:
@@ -246,7 +324,7 @@ def _totals(alloc: AllocationPlan) -> tuple[dict[str, int], dict[str, int]]:
     """Return per resource the nominal quota and the ceiling, summed over the pools, computed once."""
     found = alloc.cache.get("totals")
     if found is None:
-        found = alloc.cache["totals"] = _sum_pools(alloc)
+        found = alloc.cache["totals"] = kept("totals", alloc, _sum_pools, cohort=True)
     return found  # type: ignore[return-value]
 
 
@@ -364,7 +442,9 @@ def namespace_quotas(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
     """
     found = alloc.cache.get("namespace-quotas")
     if found is None:
-        found = alloc.cache["namespace-quotas"] = _split(alloc)
+        found = alloc.cache["namespace-quotas"] = kept(
+            "namespace-quotas", alloc, _split, cohort=True
+        )
     return found  # type: ignore[return-value]
 
 

@@ -188,8 +188,14 @@ class ClusterPlan:
         return self.spec.name
 
     def release(self, component: str) -> Release | None:
-        """Return the release of a registry component the cluster runs (None: not run, or an unknown version)."""
-        return release_of(REGISTRY[component], self.spec)
+        """Return the release of a registry component the cluster runs (None: not run, or an unknown version).
+
+        Found once per component (each tenant allocation's objects ask for it).
+        """
+        key = f"release/{component}"
+        if key not in self.cache:
+            self.cache[key] = release_of(REGISTRY[component], self.spec)
+        return self.cache[key]  # type: ignore[return-value]
 
     def nfd_labelled(self, pool: PoolPlan) -> bool:
         """Tell whether gpuplan labels a pool's nodes through NFD: a static pool with hostnames, labels wanted.

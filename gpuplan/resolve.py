@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Set as AbstractSet
 
+from gpuplan import warm
 from gpuplan.components import REGISTRY, UnknownVersion, chosen, namespaces_of
 from gpuplan.diagnostics import Diagnostic, Key, Located
 from gpuplan.fleet import INSTANCE_GPUS, AllocationPlan, ClusterPlan, Fleet, Grant
@@ -387,7 +388,15 @@ def _component_versions(located: Located[Cluster]) -> list[Diagnostic]:
 
 
 def build_cluster(located: Located[Cluster]) -> tuple[ClusterPlan, list[Diagnostic]]:
-    """Resolve one cluster: GPU models, pool resources, MIG placement, references."""
+    """Resolve one cluster: GPU models, pool resources, MIG placement, references.
+
+    The pools and findings read the cluster file alone: `render --watch` keeps them by its model.
+    """
+    pools, problems = warm.remember_same("cluster", (located.model,), None, _pools, located)
+    return ClusterPlan(located, dict(pools)), list(problems)
+
+
+def _pools(located: Located[Cluster]) -> tuple[dict[str, PoolPlan], list[Diagnostic]]:
     plan = ClusterPlan(located)
     problems = _cluster_refs(located) + _component_versions(located)
     for index, pool in enumerate(located.model.node_pools):
@@ -413,7 +422,7 @@ def build_cluster(located: Located[Cluster]) -> tuple[ClusterPlan, list[Diagnost
         problems.extend(found)
         if not found and pool.name not in plan.pools:
             plan.pools[pool.name] = pool_plan
-    return plan, problems
+    return plan.pools, problems
 
 
 def _quota_grants(
@@ -538,7 +547,35 @@ def _mig_grants(
 def _allocation(
     tenant: Located[Tenant], index: int, cluster: ClusterPlan
 ) -> tuple[AllocationPlan, list[Diagnostic]]:
+    """Resolve one allocation: its grants, and its references into the cluster.
+
+    Both read the allocation as written and the cluster (its pools come from the cluster file):
+    `render --watch` keeps them by the two models, the grants as plain values (no owner).
+    """
     alloc = AllocationPlan(tenant, index, cluster)
+    if not warm.active():
+        return alloc, _resolve(alloc)
+    held = (tenant.model, cluster.spec)
+    grants, problems = warm.remember_same("allocation", held, index, _values, alloc)
+    pools = cluster.pools
+    alloc.grants = [Grant(pools[g[0]], *g[1:], alloc) for g in grants]
+    return alloc, list(problems)
+
+
+GrantValues = tuple[str, str, int, "int | None", "int | None", Key]
+
+
+def _values(alloc: AllocationPlan) -> tuple[list[GrantValues], list[Diagnostic]]:
+    """Return the allocation's grants as plain values (no pool or owner object), and its findings."""
+    problems = _resolve(alloc)
+    return [
+        (g.pool.name, g.resource, g.nominal, g.borrowing, g.lending, g.loc) for g in alloc.grants
+    ], problems
+
+
+def _resolve(alloc: AllocationPlan) -> list[Diagnostic]:
+    """Give the allocation its grants; return the problems of its references into the cluster."""
+    cluster, tenant = alloc.cluster, alloc.tenant
     spec = alloc.spec
     problems = []
     cohorts = [c.name for c in cluster.spec.cohorts]
@@ -583,7 +620,7 @@ def _allocation(
                     message=f"cluster {cluster.name} has no pool {quota.pool!r}{_guess(quota.pool, declared)}",
                 )
             )
-    return alloc, problems
+    return problems
 
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")

@@ -187,9 +187,10 @@ def graph_problems(manifests: list[Manifest], fleet: Fleet) -> list[Diagnostic]:
         for p in check_projects(apps, projects, objects, bootstrap_graph.cluster_kinds(fleet))
     ]
     problems = []
+    indexes: dict[int, _Index] = {}
     for items, problem in found:
-        index = {(m.kind, m.namespace or "", m.name): m for m in items}
-        at = index.get((problem.kind, problem.namespace, problem.name))
+        index = indexes.setdefault(id(items), _Index(items))
+        at = index.get(problem.kind, problem.namespace, problem.name)
         if at is not None:
             problems.append(_at(at, problem.path, problem.message, bug=False))
         else:
@@ -197,6 +198,19 @@ def graph_problems(manifests: list[Manifest], fleet: Fleet) -> list[Diagnostic]:
                 error(f"output/{problem.cluster or 'argocd'}", 0, 0, problem.kind, problem.message)
             )
     return problems
+
+
+class _Index:
+    """The objects by (kind, namespace, name), made at the first lookup (most runs have none)."""
+
+    def __init__(self, items: list[Manifest]) -> None:
+        self.items = items
+        self.table: dict[tuple[str, str, str], Manifest] | None = None
+
+    def get(self, kind: str, namespace: str, name: str) -> Manifest | None:
+        if self.table is None:
+            self.table = {(m.kind, m.namespace or "", m.name): m for m in self.items}
+        return self.table.get((kind, namespace, name))
 
 
 def reference_problems(
@@ -233,9 +247,9 @@ def reference_problems(
             report = check_references(
                 [m.obj for m in items if _in_repos(m.obj, repos)], paths=paths
             )
-        index = {(m.kind, m.namespace or "", m.name): m for m in items}
+        index = _Index(items)
         for problem in report.problems:
-            found = index.get((problem.kind, problem.namespace, problem.name))
+            found = index.get(problem.kind, problem.namespace, problem.name)
             severity = Severity.ERROR if problem.severity == "error" else Severity.WARNING
             if found is not None:
                 problems.append(_at(found, problem.path, problem.message, severity, place))
@@ -265,10 +279,13 @@ def query_problems(
 ) -> list[Diagnostic]:
     """Return the monitoring queries that are unbalanced or name metrics the cluster's exporters lack."""
     found = []
+    known: dict[str, dict[str, frozenset[str]]] = {}  # per cluster, made once
     for item in manifests:
         cluster = fleet.clusters.get(item.cluster) if item.cluster else None
         if cluster is None or item.kind not in ("PrometheusRule", "ConfigMap"):
             continue
-        for path, message in promql_problems(item.obj, known_metrics(cluster)):
+        if cluster.name not in known:
+            known[cluster.name] = known_metrics(cluster)
+        for path, message in promql_problems(item.obj, known[cluster.name]):
             found.append(_at(item, path, message, place=place))
     return found

@@ -7,8 +7,13 @@ Kept, each by the complete input it was computed from (never by a file's name or
 - an input file as libyaml's events read it, by its shown path and bytes (gpuplan.load.screen);
 - the model validated from such a read, by the same key and the model class (gpuplan.sources).
 Both are pure functions of that key, and the models are frozen (gpuplan.model.common), so a kept
-result is the one a cold run would compute. Entries the last run that read anything did not use
-are dropped at `settle()`: memory follows the repository, not the number of edits.
+result is the one a cold run would compute. The model of an unchanged file is therefore the very
+same object from run to run, and what is derived from models alone is kept by their identity
+(`remember_same`, `map_same`): a cluster's pools and an allocation's grants (gpuplan.resolve),
+an allocation's entitlements and findings (gpuplan.entitlements.kept), and the objects of an
+allocation or of a cluster (gpuplan.emit), each keyed by every model and derived value it reads.
+Entries the last run that read anything did not use are dropped at `settle()`: memory follows the
+repository, not the number of edits.
 
 Put off until `settle()`: removing the old output tree after the swap and recording the render in
 the cache (whose file signatures must be taken after that removal: unlinking the old tree's names
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import operator
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any, TypeVar
 
@@ -66,6 +72,47 @@ def remember(kind: str, key: Hashable, compute: Callable[..., T], *args: Any) ->
     value = table[key] if key in table else compute(*args)
     used[key] = value
     return value
+
+
+def remember_same(
+    kind: str, held: tuple[object, ...], key: Hashable, compute: Callable[..., T], *args: Any
+) -> T:
+    """Return compute(*args), or inside `kept()` the value an earlier run computed from the very
+    same objects `held` (by identity, kept alive with the value) and an equal `key`.
+
+    `held` and `key` together must determine the value whole, as for `remember`; the objects are
+    frozen or never changed once made (an identity stands for the content it had then).
+    """
+    if not _state["on"]:
+        return compute(*args)
+    ident = (tuple(map(id, held)), key)
+    used = _used.setdefault(kind, {})
+    found = used.get(ident)
+    if found is None:
+        table = _kept.get(kind, {})
+        found = table.get(ident)
+        if found is None or not all(map(operator.is_, found[0], held)):
+            found = (held, compute(*args))
+        used[ident] = found
+    return found[1]
+
+
+def map_same(kind: str, items: list[Any], compute: Callable[[Any], T]) -> list[T]:
+    """Return [compute(item) for item in items], each kept by the item's identity as remember_same does."""
+    if not _state["on"]:
+        return [compute(item) for item in items]
+    used = _used.setdefault(kind, {})
+    table = _kept.get(kind, {})
+    out = []
+    for item in items:
+        found = used.get(id(item))
+        if found is None:
+            found = table.get(id(item))
+            if found is None or found[0] is not item:
+                found = (item, compute(item))
+            used[id(item)] = found
+        out.append(found[1])
+    return out
 
 
 def later(work: Callable[[], None]) -> bool:

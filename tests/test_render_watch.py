@@ -14,16 +14,16 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuplan import load, spare
+from gpuplan import load, spare, warm
 from gpuplan.commands import watch
 from gpuplan.staging import SPARE
-from tests.conftest import run, snapshot
+from tests.conftest import Run, run, snapshot
 from tests.test_cache import Fleet
 
 EDITS = st.lists(
@@ -43,14 +43,15 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 _tick = [1_700_000_000_000_000_000]
 
 
-def _touch_all(root: Path) -> None:
+def touch_all(root: Path) -> None:
     """Give every input file a new mtime: a rewrite in one clock tick may keep size and mtime."""
     _tick[0] += 1_000_000_000
-    for path in sorted((root / "tenants").glob("*.yaml")) + sorted((root / "clusters").glob("*")):
-        os.utime(path, ns=(_tick[0], _tick[0]))
+    for folder in ("clusters", "tenants", "extra", "patches"):  # never output/ or its copy
+        for path in sorted((root / folder).rglob("*")):
+            os.utime(path, ns=(_tick[0], _tick[0]))
 
 
-def _between_runs(monkeypatch: pytest.MonkeyPatch, steps: list[Callable[[], None]]) -> None:
+def between_runs(monkeypatch: pytest.MonkeyPatch, steps: list[Callable[[], None]]) -> None:
     """Instead of sleeping between looks, do the next step (each look after the last: nothing)."""
     pending = list(steps)
 
@@ -61,11 +62,80 @@ def _between_runs(monkeypatch: pytest.MonkeyPatch, steps: list[Callable[[], None
     monkeypatch.setattr(watch.time, "sleep", sleep)
 
 
-def _watch(root: Path, looks: int) -> tuple[int, str]:
+def watch_for(root: Path, looks: int) -> tuple[int, str]:
     result = run(
         "render", "--root", str(root), "--watch", "--interval", "0.05", "--max-cycles", str(looks)
     )
     return result.code, result.stderr
+
+
+def cold_render(root: Path) -> Run:
+    """Render a repository one-shot, as a new process would, even from inside a watch's run.
+
+    The watch's process keeps results (gpuplan.warm), and a render in it would use them: the
+    comparison would prove nothing. Outside `kept()` nothing is kept or used.
+    """
+    on = warm._state["on"]
+    warm._state["on"] = False
+    try:
+        return run("render", "--root", str(root), "--no-cache")
+    finally:
+        warm._state["on"] = on
+
+
+class Editable(Protocol):
+    """A fleet's inputs, edited step by step (tests.test_cache.Fleet, tests.test_watch_incremental.Fleet)."""
+
+    def write(self, root: Path) -> None: ...
+
+    def apply(self, edit: tuple[str, int]) -> None: ...
+
+
+SHOWN = re.compile(r"^(rendered \d+ files|" + re.escape(watch.WATCHING) + ")")
+
+
+def findings(stderr: str) -> list[str]:
+    """Return the lines of a run's findings (not the line of what was written, which names the folder)."""
+    return [line for line in stderr.splitlines() if not SHOWN.match(line)]
+
+
+def hold_to_cold(
+    fleet: Editable, edits: list[tuple[str, int]], base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Watch the fleet through the edits: after each run, its findings (text and order) must be a
+    cold render's of the same inputs, and its output that render's, or after errors the output of
+    the last run without any (a failed render writes nothing)."""
+    live = base / "live"
+    fleet.write(live)
+    cold_findings: list[list[str]] = []
+    codes: list[int] = []
+    good: list[dict[str, bytes]] = [{}]
+
+    def compare_then(edit: tuple[str, int] | None) -> Callable[[], None]:
+        def step() -> None:
+            cold = base / f"cold{len(cold_findings)}"
+            fleet.write(cold)
+            done = cold_render(cold)
+            if done.code == 0:
+                good[0] = snapshot(cold / "output")
+            assert snapshot(live / "output") == good[0], edits
+            cold_findings.append(findings(done.stderr))
+            codes.append(done.code)
+            if edit is not None:
+                fleet.apply(edit)
+                fleet.write(live)
+                touch_all(live)
+
+        return step
+
+    between_runs(monkeypatch, [compare_then(e) for e in edits] + [compare_then(None)])
+    code, stderr = watch_for(live, len(edits) + 2)
+    assert codes[0] == 0, cold_findings[0]  # (a fleet that renders to begin with)
+    assert code == codes[-1], stderr
+    assert len(cold_findings) == len(edits) + 1
+    runs = stderr.split(watch.WATCHING + "\n")  # a run after every edit, each line once
+    assert runs[-1] == "" and [findings(r) for r in runs[:-1]] == cold_findings, edits
+    assert not [p for p in base.glob("*/.*") if ".gpuplan-" in p.name]  # no tree left beside
 
 
 @settings(
@@ -79,32 +149,7 @@ def test_each_run_equals_a_cold_render_of_the_same_inputs(
     tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    base = tmp_path_factory.mktemp("watch")
-    live, fleet = base / "live", Fleet()
-    fleet.write(live)
-    compared: list[int] = []
-
-    def compare_then(edit: tuple[str, int] | None) -> Callable[[], None]:
-        def step() -> None:
-            cold = base / f"cold{len(compared)}"
-            fleet.write(cold)
-            done = run("render", "--root", str(cold), "--no-cache")
-            assert done.code == 0, done.stderr
-            assert snapshot(live / "output") == snapshot(cold / "output"), edits
-            compared.append(1)
-            if edit is not None:
-                fleet.apply(edit)
-                fleet.write(live)
-                _touch_all(live)
-
-        return step
-
-    _between_runs(monkeypatch, [compare_then(e) for e in edits] + [compare_then(None)])
-    code, stderr = _watch(live, len(edits) + 2)
-    assert code == 0, stderr
-    assert len(compared) == len(edits) + 1
-    assert stderr.count(watch.WATCHING) == len(edits) + 1  # a run after every edit
-    assert not [p for p in base.glob("*/.*") if ".gpuplan-" in p.name]  # no tree left beside
+    hold_to_cold(Fleet(), edits, tmp_path_factory.mktemp("watch"), monkeypatch)
 
 
 def test_an_unchanged_input_file_is_read_once(
@@ -121,11 +166,11 @@ def test_an_unchanged_input_file_is_read_once(
     def edit() -> None:
         text = (root / "tenants/t1.yaml").read_text().replace("gpus: 2", "gpus: 3")
         (root / "tenants/t1.yaml").write_text(text)
-        _touch_all(root)
+        touch_all(root)
 
     monkeypatch.setattr(load, "_screen_one", counting)
-    _between_runs(monkeypatch, [edit])
-    code, stderr = _watch(root, 2)
+    between_runs(monkeypatch, [edit])
+    code, stderr = watch_for(root, 2)
     assert code == 0, stderr
     assert sorted(read) == sorted(
         ["clusters/c00.yaml", "tenants/t0.yaml", "tenants/t1.yaml", "tenants/t2.yaml"]
@@ -146,15 +191,15 @@ def test_a_broken_edit_leaves_the_output_and_the_next_good_one_renders(
     def break_it() -> None:
         rendered.update(snapshot(root / "output"))
         tenant.write_text(good.replace("{pool: pool-01", "{pool: pool-09"))
-        _touch_all(root)
+        touch_all(root)
 
     def output_kept_then_fix() -> None:
         assert snapshot(root / "output") == rendered
         tenant.write_text(good.replace("gpus: 2", "gpus: 1"))
-        _touch_all(root)
+        touch_all(root)
 
-    _between_runs(monkeypatch, [break_it, output_kept_then_fix])
-    code, stderr = _watch(root, 3)
+    between_runs(monkeypatch, [break_it, output_kept_then_fix])
+    code, stderr = watch_for(root, 3)
     assert (
         "tenants/t1.yaml:9:16: error: allocations[0].quotas[1].pool: cluster c00 has no pool "
         "'pool-09' (did you mean 'pool-01'?) [resolve]" in stderr
@@ -169,8 +214,8 @@ def test_the_last_run_is_recorded_for_a_later_check(
 ) -> None:
     root, fleet = _repo(tmp_path)
 
-    _between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2))])
-    code, stderr = _watch(root, 2)
+    between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2))])
+    code, stderr = watch_for(root, 2)
     assert code == 0, stderr
     assert "(0 added, 3 changed, 0 removed)" in stderr
     import gpuplan.cache.output
@@ -211,7 +256,7 @@ def _edit(
         before()
         fleet.apply(change)
         fleet.write(root)
-        _touch_all(root)
+        touch_all(root)
 
     return step
 
@@ -219,7 +264,7 @@ def _edit(
 def _cold(tmp_path: Path, fleet: Fleet) -> dict[str, bytes]:
     """Return the output of a cold one-shot render of the fleet's inputs as they are now."""
     fleet.write(tmp_path / "cold")
-    done = run("render", "--root", str(tmp_path / "cold"), "--no-cache")
+    done = cold_render(tmp_path / "cold")
     assert done.code == 0, done.stderr
     return snapshot(tmp_path / "cold/output")
 
@@ -254,8 +299,8 @@ def test_a_change_patches_the_copy_of_the_output(
         seen.append(_spares(root))
 
     edits = [("quota", 2), ("pools", 0), ("add", 3)]
-    _between_runs(monkeypatch, [_edit(root, fleet, change, look) for change in edits])
-    code, stderr = _watch(root, 4)
+    between_runs(monkeypatch, [_edit(root, fleet, change, look) for change in edits])
+    code, stderr = watch_for(root, 4)
     assert code == 0, stderr
     assert taken == [(False, False)] + [(True, True)] * 3  # each write after the first patched it
     assert seen == [[f".output{SPARE}{os.getpid()}"]] * 3  # kept between runs
@@ -275,8 +320,8 @@ def test_a_copy_that_may_differ_from_the_output_is_not_used(
         folder = root / "output" if where == "output" else root / f".output{SPARE}{os.getpid()}"
         (folder / "c00/notes.txt").write_text("mine\n")
 
-    _between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2), tamper)])
-    code, stderr = _watch(root, 2)
+    between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2), tamper)])
+    code, stderr = watch_for(root, 2)
     assert code == 0, stderr
     assert taken == [(False, False), (True, False)]
     assert (root / "output/c00/notes.txt").exists() == (where == "output")  # never from the copy
@@ -311,8 +356,8 @@ def test_an_output_changed_during_a_run_is_scanned_again_before_the_write(
         return found
 
     monkeypatch.setattr(render_command, "compare", compare_then_change)
-    _between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2))])
-    code, stderr = _watch(root, 2)
+    between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2))])
+    code, stderr = watch_for(root, 2)
     assert code == 0, stderr
     assert taken == [(False, False), (True, False)]  # the copy no longer matched: not used
     ours = snapshot(root / "output")
@@ -336,8 +381,8 @@ def test_a_file_edited_in_place_in_the_output_is_rendered_again(
         with open(target, "r+") as handle:  # in place: the same inode as the copy's file
             handle.write(text.replace("kind", "KIND", 1))
 
-    _between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2), edit_output)])
-    code, stderr = _watch(root, 2)
+    between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2), edit_output)])
+    code, stderr = watch_for(root, 2)
     assert code == 0, stderr
     assert taken == [(False, False), (True, False)]
     assert snapshot(root / "output") == _cold(tmp_path, fleet)
@@ -367,25 +412,28 @@ def test_the_copy_owns_gpuplans_files_and_links_a_users(
     def add_mine() -> None:
         mine.parent.mkdir(parents=True, exist_ok=True)
         mine.write_text("a user's own file\n")
-        _touch_all(root)
+        touch_all(root)
 
     # the user's file makes the next write stage a fresh tree, after which a new copy is made
     steps = [add_mine, _edit(root, fleet, ("quota", 2))]
     steps += [_edit(root, fleet, change, look) for change in [("quota", 0), ("quota", 2)]]
-    _between_runs(monkeypatch, steps)
-    code, stderr = _watch(root, 5)
+    between_runs(monkeypatch, steps)
+    code, stderr = watch_for(root, 5)
     assert code == 0, stderr
     (live, spare_files), (live_after, _) = seen
     assert set(live) == set(spare_files)
-    for path, st in live.items():
+    for path, stat in live.items():
         ours = path != "c00/notes.txt"
-        assert (spare_files[path].st_ino != st.st_ino) == ours, path
+        assert (spare_files[path].st_ino != stat.st_ino) == ours, path
         assert spare_files[path].st_nlink == (1 if ours else 2), path
     changed = [p for p in live if live_after[p].st_mtime_ns != live[p].st_mtime_ns]
     assert changed  # the quota edit rewrote files: in place, in the copy's own inodes
     assert all(live_after[p].st_ino == spare_files[p].st_ino for p in changed)
     assert live_after["c00/notes.txt"].st_ino == live["c00/notes.txt"].st_ino
-    assert snapshot(root / "output") == {**_cold(tmp_path, fleet), "c00/notes.txt": b"a user's own file\n"}
+    assert snapshot(root / "output") == {
+        **_cold(tmp_path, fleet),
+        "c00/notes.txt": b"a user's own file\n",
+    }
 
 
 def test_a_write_that_fails_while_patching_the_copy_leaves_the_output(
@@ -418,8 +466,8 @@ def test_a_write_that_fails_while_patching_the_copy_leaves_the_output(
         monkeypatch.setattr(spare, "_overwrite", failing_over)
 
     taken = _spy_spare(monkeypatch)  # t0's quota: both ClusterQueues and its ResourceQuota change
-    _between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2), fail_from_now)])
-    code, stderr = _watch(root, 2)
+    between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2), fail_from_now)])
+    code, stderr = watch_for(root, 2)
     assert taken == [(False, False), (True, True)]
     assert code == 1
     assert "No space left on device; the old output is unchanged" in stderr
@@ -444,8 +492,8 @@ def test_git_does_not_see_the_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         untracked.append([line for line in status if SPARE in line])
         assert any(line.endswith("output/c00/kustomization.yaml") for line in status)
 
-    _between_runs(monkeypatch, [look])
-    code, stderr = _watch(root, 2)
+    between_runs(monkeypatch, [look])
+    code, stderr = watch_for(root, 2)
     assert code == 0, stderr
     assert untracked == [[]]
     assert not (root / "output/.gitignore").exists()
@@ -470,7 +518,7 @@ def test_the_example_fleet_with_own_manifests_and_patches(
         def step() -> None:
             cold = tmp_path / f"cold{len(compared)}"
             shutil.copytree(live, cold, ignore=shutil.ignore_patterns("output", ".output*"))
-            done = run("render", "--root", str(cold), "--no-cache")
+            done = cold_render(cold)
             assert done.code == 0, done.stderr
             assert snapshot(live / "output") == snapshot(cold / "output"), compared
             compared.append(edit[0] if edit else "last")
@@ -479,13 +527,13 @@ def test_the_example_fleet_with_own_manifests_and_patches(
                 text = path.read_text()
                 assert edit[1] in text
                 path.write_text(text.replace(edit[1], edit[2], 1))
-                _touch_all(live)
+                touch_all(live)
                 os.utime(path, ns=(_tick[0], _tick[0]))
 
         return step
 
-    _between_runs(monkeypatch, [compare_then(e) for e in edits] + [compare_then(None)])
-    code, stderr = _watch(live, len(edits) + 2)
+    between_runs(monkeypatch, [compare_then(e) for e in edits] + [compare_then(None)])
+    code, stderr = watch_for(live, len(edits) + 2)
     assert code == 0, stderr
     assert compared == [e[0] for e in edits] + ["last"]
     counts = re.findall(r"\((\d+) added, (\d+) changed, (\d+) removed\)", stderr)
@@ -500,8 +548,6 @@ def test_what_the_watch_keeps_does_not_grow_with_the_runs(
     held after the last run of the same inputs (no run's garbage or kept results pile up)."""
     import gc
 
-    from gpuplan import warm
-
     root, fleet = _repo(tmp_path)
     held: list[int] = []
     real = warm._collect
@@ -512,8 +558,8 @@ def test_what_the_watch_keeps_does_not_grow_with_the_runs(
 
     monkeypatch.setattr(warm, "_collect", counted)
     edits = [("quota", 2), ("quota", 0)] * 3  # t0: 3 GPUs, then 1 again, three times
-    _between_runs(monkeypatch, [_edit(root, fleet, change) for change in edits])
-    code, stderr = _watch(root, len(edits) + 1)
+    between_runs(monkeypatch, [_edit(root, fleet, change) for change in edits])
+    code, stderr = watch_for(root, len(edits) + 1)
     assert code == 0, stderr
     runs = held[: len(edits) + 1]  # (the last count is the watch's own exit)
     assert len(runs) == len(edits) + 1
@@ -533,8 +579,8 @@ def test_a_removed_tenant_takes_its_folders_with_it(
     def look() -> None:
         seen.append((root / "output/c00/namespaces/t2").is_dir())
 
-    _between_runs(monkeypatch, [_edit(root, fleet, ("remove", 2), look)])
-    code, stderr = _watch(root, 2)
+    between_runs(monkeypatch, [_edit(root, fleet, ("remove", 2), look)])
+    code, stderr = watch_for(root, 2)
     assert code == 0, stderr
     assert taken == [(False, False), (True, True)]
     assert seen == [True]

@@ -8,7 +8,7 @@ from typing import Any
 
 from gpuplan.check import check
 from gpuplan.diagnostics import Diagnostic, Key, Located, Severity, SourceFile, format_path
-from gpuplan.entitlements import CPU, MEMORY, namespace_quotas, per_unit, quantity
+from gpuplan.entitlements import CPU, MEMORY, kept, namespace_quotas, per_unit, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan, Fleet
 from gpuplan.model.cluster import Network
 from gpuplan.quantity import format_bytes, format_cpu
@@ -105,16 +105,21 @@ def check_cpu_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
 def check_cpu_only_work(fleet: Fleet) -> Iterator[Diagnostic]:
     """Warn when a tenant with GPU quota under Kueue has no CPU pool quota: its CPU-only jobs take a GPU flavor."""
     for alloc in _allocations(fleet):
-        if alloc.cluster.spec.components.kueue is None or not alloc.grants or alloc.spec.cpu_quotas:
-            continue
-        first = alloc.pools()[0].name
-        hint = (
-            "give it cpuQuotas on one of the cluster's cpuPools"
-            if alloc.cluster.spec.cpu_pools
-            else "add cpuPools to the cluster and give the tenant cpuQuotas there"
-        )
-        message = f"Kueue admits the CPU-only workloads of tenant {alloc.name} on the first flavor that has cpu, GPU pool {first}: they take GPU nodes; {hint}"
-        yield _warning(alloc.tenant.source, alloc.loc("quotas"), message)
+        # the allocation, its cluster and pools only (render --watch keeps what they give)
+        yield from kept("check/cpu-only-work", alloc, _cpu_only_work, cohort=False)
+
+
+def _cpu_only_work(alloc: AllocationPlan) -> list[Diagnostic]:
+    if alloc.cluster.spec.components.kueue is None or not alloc.grants or alloc.spec.cpu_quotas:
+        return []
+    first = alloc.pools()[0].name
+    hint = (
+        "give it cpuQuotas on one of the cluster's cpuPools"
+        if alloc.cluster.spec.cpu_pools
+        else "add cpuPools to the cluster and give the tenant cpuQuotas there"
+    )
+    message = f"Kueue admits the CPU-only workloads of tenant {alloc.name} on the first flavor that has cpu, GPU pool {first}: they take GPU nodes; {hint}"
+    return [_warning(alloc.tenant.source, alloc.loc("quotas"), message)]
 
 
 @check
@@ -142,18 +147,27 @@ def check_namespace_shares(fleet: Fleet) -> Iterator[Diagnostic]:
 def check_container_defaults_fit(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error when a default container request is above a namespace's cpu or memory quota (every such pod is rejected)."""
     for alloc in _allocations(fleet):
-        owner, loc = _defaults_at(alloc)
-        defaults = alloc.tenant.model.container_defaults or alloc.cluster.spec.container_defaults
-        for namespace, quota in namespace_quotas(alloc).items():
-            for what in (CPU, MEMORY):
-                request = getattr(defaults.requests, what)
-                limit = quota.get(what, 0)  # millicores or bytes
-                # 0 < limit < request in the same unit (a zero quota admits no pod anyway), in integers
-                if limit > 0 and limit * request.denominator < request.numerator * per_unit(what):
-                    message = f"the default {what} request {_show(what, request)} is above the {what} quota {quantity(what, limit)} of namespace {namespace} (tenant {alloc.name}): every pod without its own request would be rejected"
-                    yield owner.source.diagnostic(
+        # the namespace quotas read the cohort's lending (render --watch keeps what they give)
+        yield from kept("check/container-defaults-fit", alloc, _defaults_fit, cohort=True)
+
+
+def _defaults_fit(alloc: AllocationPlan) -> list[Diagnostic]:
+    owner, loc = _defaults_at(alloc)
+    defaults = alloc.tenant.model.container_defaults or alloc.cluster.spec.container_defaults
+    found = []
+    for namespace, quota in namespace_quotas(alloc).items():
+        for what in (CPU, MEMORY):
+            request = getattr(defaults.requests, what)
+            limit = quota.get(what, 0)  # millicores or bytes
+            # 0 < limit < request in the same unit (a zero quota admits no pod anyway), in integers
+            if limit > 0 and limit * request.denominator < request.numerator * per_unit(what):
+                message = f"the default {what} request {_show(what, request)} is above the {what} quota {quantity(what, limit)} of namespace {namespace} (tenant {alloc.name}): every pod without its own request would be rejected"
+                found.append(
+                    owner.source.diagnostic(
                         loc + ((what,) if loc[0] == "containerDefaults" else ()), message
                     )
+                )
+    return found
 
 
 def _defaults_at(alloc: AllocationPlan) -> tuple[Located[Any], Key]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 
+from gpuplan import warm
 from gpuplan.components import REGISTRY
 from gpuplan.components.base import load
 from gpuplan.emit import argocd, nodeclass, priorities, sriov, tenants
@@ -31,6 +32,14 @@ FLEET_EMITTERS: tuple[FleetEmitter, ...] = tuple(
 )
 
 
+def _objects(emitter: ClusterEmitter, cluster: ClusterPlan) -> list[Manifest]:
+    """Return emitter(cluster), kept by the cluster's model when the emitter reads nothing else."""
+    if getattr(emitter, "cluster_only", False):
+        kind = f"cluster/{emitter.__module__}"
+        return warm.remember_same(kind, (cluster.spec,), None, emitter, cluster)
+    return emitter(cluster)
+
+
 def emit(
     fleet: Fleet, only: Iterable[str] = (), output_path: str = argocd.OUTPUT_PATH
 ) -> list[Manifest]:
@@ -41,7 +50,9 @@ def emit(
         if wanted and name not in wanted:
             continue
         cluster = fleet.clusters[name]
-        cluster_manifests = [finalize(m) for emitter in EMITTERS for m in emitter(cluster)]
+        emitted = [m for emitter in EMITTERS for m in _objects(emitter, cluster)]
+        # the same emitted object finalized gives the same object (gpuplan.emit.allocations)
+        cluster_manifests = warm.map_same("final", emitted, finalize)
         manifests.extend(cluster_manifests)
         manifests.append(argocd.kustomization(cluster, cluster_manifests))
     for fleet_emitter in FLEET_EMITTERS:

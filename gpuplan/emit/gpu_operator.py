@@ -12,7 +12,7 @@ from gpuplan.drivers import DriverLayout
 from gpuplan.drivers import layout as driver_layout
 from gpuplan.emit import gpu_operator_objects as objects
 from gpuplan.emit import gpu_operator_policy as policy
-from gpuplan.emit.meta import Manifest, manifest
+from gpuplan.emit.meta import Manifest, cluster_only, manifest
 from gpuplan.fleet import ClusterPlan
 from gpuplan.model.cluster import GpuOperator
 from gpuplan.pools import PoolPlan, mig_resource
@@ -137,6 +137,7 @@ def _nvidia_drivers(
     return out
 
 
+@cluster_only
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return the GPU Operator objects of a cluster, or nothing without the component."""
     operator = cluster.spec.components.gpu_operator

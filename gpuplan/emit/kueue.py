@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from gpuplan.components.kueue import GROUP, KueueRelease
+from gpuplan.emit import allocations
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.entitlements import Amount, covered_resources, flavor_amounts, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
@@ -223,14 +224,24 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     for item in cohorts(release, cluster):
         out.append(manifest(cluster.name, "kueue", cohort(release, item.name, item.parent), source))
     for alloc in cluster.allocations:
-        sources = (alloc.tenant.source.path, source)
-        out.append(manifest(cluster.name, "kueue", cluster_queue(release, alloc), *sources))
-        for namespace in alloc.namespaces:
-            for queue in local_queues(release, alloc, namespace):
-                out.append(manifest(cluster.name, f"namespaces/{namespace}", queue, *sources))
+        # the ClusterQueue states the allocation's own amounts (lending limits, not the cohort's)
+        out += allocations.objects("kueue", alloc, allocation_objects, cohort=False)
     # Kueue's Configuration turns these gates on (emit/bootstrap/kueue.py): found here, before anything
     # can change the objects, so the bootstrap need not make them all again.
     cluster.cache[GATES] = frozenset(feature_gates(out))
+    return out
+
+
+def allocation_objects(alloc: AllocationPlan) -> list[Manifest]:
+    """Return the ClusterQueue and LocalQueues of one allocation (its cluster runs Kueue)."""
+    cluster = alloc.cluster
+    release = cluster.release("kueue")
+    assert isinstance(release, KueueRelease)
+    sources = (alloc.tenant.source.path, cluster.located.source.path)
+    out = [manifest(cluster.name, "kueue", cluster_queue(release, alloc), *sources)]
+    for namespace in alloc.namespaces:
+        for queue in local_queues(release, alloc, namespace):
+            out.append(manifest(cluster.name, f"namespaces/{namespace}", queue, *sources))
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,13 @@ class Manifest:
     def namespace(self) -> str | None:
         """Return the object's namespace, if it has one."""
         return self.obj.get("metadata", {}).get("namespace")
+
+
+def cluster_only(emitter: Callable[[Any], list[Manifest]]) -> Callable[[Any], list[Manifest]]:
+    """Mark a cluster emitter whose objects read the cluster file alone (its spec and pools; no
+    allocation, grant or figure of another emitter): `render --watch` keeps them by its model."""
+    emitter.cluster_only = True  # type: ignore[attr-defined]
+    return emitter
 
 
 def k8s(

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.components.nfd import NfdRelease, taint_refused
-from gpuplan.emit.meta import Manifest, k8s, manifest
+from gpuplan.emit.meta import Manifest, cluster_only, k8s, manifest
 from gpuplan.fleet import ClusterPlan
 from gpuplan.pools import PoolPlan
 
@@ -76,6 +76,7 @@ def node_feature_rule(release: NfdRelease, pool: PoolPlan) -> dict[str, Any]:
     return k8s(release.rule_api_version, "NodeFeatureRule", rule_name(pool), spec={"rules": [rule]})
 
 
+@cluster_only
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return a NodeFeatureRule per static pool with hostnames, when the GPU Operator or Kueue need labels."""
     release = cluster.release("nfd")

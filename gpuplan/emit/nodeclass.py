@@ -17,7 +17,7 @@ from typing import Any
 
 from gpuplan.components.karpenter import KarpenterRelease
 from gpuplan.drivers import layout, pool_os
-from gpuplan.emit.meta import Manifest, k8s, manifest
+from gpuplan.emit.meta import Manifest, cluster_only, k8s, manifest
 from gpuplan.fleet import ClusterPlan
 from gpuplan.model.nodeclass import AksNodeClassSettings, Ec2NodeClassSettings
 
@@ -106,6 +106,7 @@ def aks_node_class(
     return k8s(release.node_class.api_version, release.node_class.kind, name, spec=spec)
 
 
+@cluster_only
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return the node class gpuplan renders for the cluster, if its settings are in the model."""
     karpenter = cluster.spec.components.karpenter

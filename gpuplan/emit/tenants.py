@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 from gpuplan.dra import is_dra_resource
+from gpuplan.emit import allocations
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.entitlements import CPU, MEMORY, exact_quantity, namespace_quotas, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
@@ -205,18 +207,41 @@ def _classes_above(cluster: ClusterPlan, own: str | None) -> tuple[str, ...]:
     return found
 
 
-BUILDERS = (namespace, resource_quota, priority_ceiling, limit_range, network_policy, role_binding)
+# What a namespace's objects read of the allocation: its own inputs, and for the ResourceQuota
+# the cohort's lending (entitlements.namespace_quotas), which an edit of any member can move.
+BUILDERS = (namespace, priority_ceiling, limit_range, network_policy, role_binding)
+QUOTA_BUILDERS = (resource_quota,)
 
 
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return the namespace-level objects of every tenant allocation on the cluster."""
     out = []
     for alloc in cluster.allocations:
-        sources = (alloc.tenant.source.path, cluster.located.source.path)
-        for name in alloc.namespaces:
-            folder = _folder(name)
-            for build in BUILDERS:
-                obj = build(alloc, name)
-                if obj is not None:
-                    out.append(manifest(cluster.name, folder, obj, *sources))
+        out += allocations.objects("tenants", alloc, own_objects, cohort=False)
+        out += allocations.objects("tenants-quota", alloc, quota_objects, cohort=True)
+    return out
+
+
+def own_objects(alloc: AllocationPlan) -> list[Manifest]:
+    """Return the objects of one allocation's namespaces that read nothing of its cohort."""
+    return _objects(alloc, BUILDERS)
+
+
+def quota_objects(alloc: AllocationPlan) -> list[Manifest]:
+    """Return the ResourceQuotas of one allocation's namespaces."""
+    return _objects(alloc, QUOTA_BUILDERS)
+
+
+def _objects(
+    alloc: AllocationPlan, builders: tuple[Callable[[AllocationPlan, str], dict | None], ...]
+) -> list[Manifest]:
+    cluster = alloc.cluster
+    sources = (alloc.tenant.source.path, cluster.located.source.path)
+    out = []
+    for name in alloc.namespaces:
+        folder = _folder(name)
+        for build in builders:
+            obj = build(alloc, name)
+            if obj is not None:
+                out.append(manifest(cluster.name, folder, obj, *sources))
     return out

@@ -25,6 +25,7 @@ from typing import Any
 
 from gpuplan.components.volcano import API_VERSION, VolcanoRelease
 from gpuplan.dra import QUOTA_SUFFIX, is_dra_resource
+from gpuplan.emit import allocations
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.entitlements import namespace_limits, nominal_totals, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan
@@ -72,8 +73,17 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     release = cluster.release("volcano")
     if not isinstance(release, VolcanoRelease):
         return []  # not a component here (an unknown version is reported by resolve.py)
-    source = cluster.located.source.path
-    return [
-        manifest(cluster.name, FOLDER, queue(release, alloc), alloc.tenant.source.path, source)
-        for alloc in cluster.allocations
-    ]
+    out = []
+    for alloc in cluster.allocations:
+        # capability and deserved read the cohort's lending (entitlements.namespace_limits)
+        out += allocations.objects("volcano", alloc, allocation_objects, cohort=True)
+    return out
+
+
+def allocation_objects(alloc: AllocationPlan) -> list[Manifest]:
+    """Return the Volcano Queue of one allocation (its cluster runs Volcano)."""
+    cluster = alloc.cluster
+    release = cluster.release("volcano")
+    assert isinstance(release, VolcanoRelease)
+    sources = (alloc.tenant.source.path, cluster.located.source.path)
+    return [manifest(cluster.name, FOLDER, queue(release, alloc), *sources)]

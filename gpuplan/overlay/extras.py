@@ -165,6 +165,8 @@ def collisions(
     extras: list[Extra], generated: list[Manifest], out: str = "output"
 ) -> list[Diagnostic]:
     """Return an error for each own manifest that has the identity of another object of its cluster."""
+    if not extras:
+        return []  # (no index of the generated objects to build)
     seen: dict[tuple[str | None, str, str, str], str] = {
         (m.cluster, *identity(m.obj)): f"{out}/{m.path}" for m in generated
     }

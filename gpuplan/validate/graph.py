@@ -126,7 +126,7 @@ def check_cluster(
                 before.setdefault(kind, str(_meta(app, "name")))
     created = {str(_meta(o, "name")) for o in objects if o.get("kind") == "Namespace"}
     created |= _created_namespaces(mine) | BUILTIN_NAMESPACES | set(namespaces)
-    names = {(group_of(o), str(o.get("kind")), str(_meta(o, "name"))) for o in objects}
+    kinds: set[tuple[str, str]] | None = None  # (group, kind) of every object: NodePools ask
     for obj in objects:
         key = (group_of(obj), str(obj.get("kind", "")))
         if (
@@ -160,11 +160,10 @@ def check_cluster(
                 )
             ) or {}
             # A node class of that kind under another name is the reference check's finding (check_node_class_references).
-            kind_present = (
-                any(n[:2] == (ref.get("group"), ref.get("kind")) for n in names)
-                if isinstance(ref, dict)
-                else True
-            )
+            if kinds is None:
+                kinds = {(group_of(o), str(o.get("kind"))) for o in objects}
+            wanted = (ref.get("group"), ref.get("kind")) if isinstance(ref, dict) else None
+            kind_present = wanted is None or any(k == wanted for k in kinds)  # (any value)
             if isinstance(ref, dict) and not kind_present:
                 problems.append(
                     _problem(

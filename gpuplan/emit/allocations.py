@@ -1,0 +1,29 @@
+"""A tenant allocation's objects, made once per inputs inside `render --watch` (gpuplan.warm).
+
+Most of a fleet's objects belong to one allocation (its namespaces' objects, its ClusterQueue,
+LocalQueues and Volcano Queue), and an edit of one tenant changes few of them: each emitter's
+objects of an allocation are kept by what they are made from (gpuplan.entitlements.own_inputs,
+or shared_inputs for what reads the cohort's lending), so an unchanged allocation gives the very
+same objects, which later stages can then tell unchanged by identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpuplan.emit.meta import Manifest
+from gpuplan.entitlements import kept
+from gpuplan.fleet import AllocationPlan
+
+
+def objects(
+    kind: str,
+    alloc: AllocationPlan,
+    build: Callable[[AllocationPlan], list[Manifest]],
+    cohort: bool,
+) -> list[Manifest]:
+    """Return build(alloc), kept by the allocation's inputs (cohort: its cohort's lending too).
+
+    `kind` names `build` (one kind, one function); the list is shared: never change it.
+    """
+    return kept(f"objects/{kind}", alloc, build, cohort)
