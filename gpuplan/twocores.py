@@ -28,8 +28,13 @@ def available() -> bool:
     return hasattr(os, "fork")
 
 
-def both(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
-    """Return (first(), second()), with second() computed in a forked worker when possible."""
+def both(first: Callable[[], A], second: Callable[[], B], short: bool = False) -> tuple[A, B]:
+    """Return (first(), second()), with second() computed in a forked worker when possible.
+
+    `short`: a job of tens of milliseconds (a cached `render --check`'s half of the output),
+    whose worker does not ask to die with gpuplan (that takes ctypes, a few milliseconds before
+    the job starts): a worker gpuplan leaves behind finishes its half and exits on its own.
+    """
     if not available():
         return first(), second()
     for stream in (sys.stdout, sys.stderr):  # or the worker would print the parent's buffer again
@@ -44,7 +49,7 @@ def both(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
                 pid = os.fork()
                 if pid == 0:
                     pipe.close()
-                    _worker(second, write_fd, parent)
+                    _worker(second, write_fd, None if short else parent)
                 os.close(write_fd)
             mine = first()
             theirs, ok = _collect(pid, pipe)
@@ -55,11 +60,14 @@ def both(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
     return mine, (theirs if ok else second())
 
 
-def _die_with(parent: int) -> None:
-    """In the worker: be killed with the parent, and take ^C and SIGTERM's default action."""
+def _die_with(parent: int | None) -> None:
+    """In the worker: be killed with the parent (unless None), and take ^C and SIGTERM's default
+    action."""
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    if parent is None:
+        return
     # Not Linux: the parent still kills and reaps the worker on its way out.
     import ctypes  # (in the worker only)
 
@@ -69,7 +77,7 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _worker(job: Callable[[], Any], write_fd: int, parent: int) -> None:
+def _worker(job: Callable[[], Any], write_fd: int, parent: int | None) -> None:
     """Compute in the forked worker and send the result back; never return to the parent's code."""
     try:
         _die_with(parent)
