@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import atexit
 import gc
-import os
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from gpuplan.exitcode import ExitCode
+from gpuplan.process import GC_THRESHOLDS, code_of, find_root, guarded, leave
 
 # Each command imports its module when it runs, so `gpuplan --help` stays quick.
 
@@ -21,16 +19,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _find_root(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path:
-    """Return --root, or the nearest folder up from here that holds clusters/ (as git finds .git)."""
-    if value is not None:
-        return value
-    here = Path.cwd()
-    for folder in (here, *here.parents):
-        if (folder / "clusters").is_dir():
-            return Path(os.path.relpath(folder))
-        if (folder / ".git").exists():  # never look past the repository we are in
-            break
-    return Path(".")
+    """Return --root, or the nearest folder up from here that holds clusters/ (process.find_root)."""
+    return find_root(value)
 
 
 _root = click.option(
@@ -352,87 +342,32 @@ def report(root: Path, out: Path | None, cluster: str | None) -> None:
     sys.exit(write_report(root, out, cluster))
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised where the process is (as ^C raises KeyboardInterrupt), so clean-up runs."""
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise Terminated
-
-
-def _stopping(code: ExitCode, word: str) -> None:
-    """Exit quietly on a signal: a second ^C or SIGTERM now must not print a traceback."""
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, signal.SIG_IGN)
-    sys.stderr.write(f"{word}\n")
-    sys.exit(code)
-
-
-# Python's default collector thresholds (700, 10, 10) make a fleet-scale render, which keeps
-# about half a million containers alive and frees few cycles, walk all of them in about eight
-# full collections: ~0.8 s of CPU at 18k objects for next to no garbage. Collecting the
-# youngest generation every 100,000 allocations keeps gpuplan's own cycles in check.
-GC_THRESHOLDS = (100_000, 50, 1000)
-
-
 def main() -> None:
-    """Run the CLI (run_cli), then leave without tearing the interpreter down (see _leave)."""
+    """Run the CLI (run_cli), then leave without tearing the interpreter down (process.leave)."""
     gc.set_threshold(*GC_THRESHOLDS)
     try:
         run_cli()
         code = 0
     except SystemExit as exc:
-        if isinstance(exc.code, str):
-            sys.stderr.write(f"{exc.code}\n")
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    _leave(code)
-
-
-def _leave(code: int) -> NoReturn:
-    """Exit with `code` once exit handlers ran and stdout and stderr are flushed, skipping the
-    interpreter's teardown: freeing a fleet-sized object graph object by object costs about half
-    a second at 18k objects, and nothing is left to release by then (gpuplan's files are closed
-    where they are written, and its worker processes are reaped before their results are used).
-    A stdout that cannot be flushed (a closed pipe) exits 120, as Python's own exit does. Under
-    a profiler or a tracer (cProfile, coverage), the normal exit runs: they report on the way out.
-    """
-    if sys.getprofile() is not None or sys.gettrace() is not None:
-        sys.exit(code)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            code = code or 120
-    os._exit(code)
+        code = code_of(exc)
+    leave(code)
 
 
 def run_cli() -> None:
     """Run the CLI; turn bugs into exit 3 with the traceback in a file, ^C into 130, SIGTERM into 143."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        cli.main(standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(ExitCode.USAGE)
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        _stopping(ExitCode.INTERRUPTED, "interrupted")
-    except Terminated:
-        _stopping(ExitCode.TERMINATED, "terminated")
-    except SystemExit:
-        raise
-    except Exception:  # noqa: BLE001 - a bug: say so, keep the details for the report
-        import tempfile  # (only here: every command starts without them)
-        import traceback
 
-        handle, path = tempfile.mkstemp(prefix="gpuplan-crash-", suffix=".txt")
-        with os.fdopen(handle, "w") as stream:
-            traceback.print_exc(file=stream)
-        sys.stderr.write(f"internal error: gpuplan has a bug; details were written to {path}\n")
-        sys.exit(ExitCode.INTERNAL)
+    def parse_and_run() -> None:
+        try:
+            cli.main(standalone_mode=False)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(ExitCode.USAGE)
+        except click.exceptions.Abort:
+            raise KeyboardInterrupt from None
+
+    guarded(parse_and_run)
 
 
 if __name__ == "__main__":

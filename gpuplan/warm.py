@@ -138,7 +138,7 @@ def _collect() -> None:
     """Free the last run's garbage now, while the process waits, and set the survivors aside.
 
     A run leaves cycles behind that only a full collection frees, and the CLI's thresholds
-    (gpuplan.cli.GC_THRESHOLDS) make those rare: without this, each run adds ~180k objects at
+    (gpuplan.process.GC_THRESHOLDS) make those rare: without this, each run adds ~180k objects at
     18k manifests until a full collection of them all stalls a run for a second or more.
     Frozen, what the process keeps is not walked again by the collections of the next run.
     """

@@ -127,3 +127,11 @@ def write_repo(root: Path, files: dict[str, str]) -> Path:
 @pytest.fixture
 def example_repo(tmp_path: Path) -> Path:
     return copy_example(tmp_path / "repo")
+
+
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A render cache of the test's own ($GPUPLAN_CACHE_DIR)."""
+    home = tmp_path / "cache"
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(home))
+    return home

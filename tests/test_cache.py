@@ -116,13 +116,6 @@ EDITS = st.lists(
 )
 
 
-@pytest.fixture
-def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "cache"
-    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(home))
-    return home
-
-
 def _render(root: Path, *flags: str) -> str:
     result = run("render", "--root", str(root), *flags)
     assert result.code == 0, result.stderr

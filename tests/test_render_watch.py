@@ -26,18 +26,13 @@ from gpuplan.staging import SPARE
 from tests.conftest import Run, run, snapshot
 from tests.test_cache import Fleet
 
+pytestmark = pytest.mark.usefixtures("cache_home")  # a render cache of each test's own
+
 EDITS = st.lists(
     st.tuples(st.sampled_from(["quota", "cohort", "add", "remove", "pools"]), st.integers(0, 20)),
     min_size=1,
     max_size=4,
 )
-
-
-@pytest.fixture(autouse=True)
-def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "cache"
-    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(home))
-    return home
 
 
 _tick = [1_700_000_000_000_000_000]

@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 from gpuplan import warm
 from tests.test_render_watch import between_runs, hold_to_cold, touch_all, watch_for
 
+pytestmark = pytest.mark.usefixtures("cache_home")  # a render cache of each test's own
+
 CLUSTERS = ("c00", "c01")
 KINDS = (
     "quota",
@@ -173,13 +175,6 @@ class Fleet:
 
 
 EDITS = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 20)), min_size=1, max_size=5)
-
-
-@pytest.fixture(autouse=True)
-def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "cache"
-    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(home))
-    return home
 
 
 @settings(

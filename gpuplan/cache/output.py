@@ -128,18 +128,30 @@ def _count(
     try:
         count = _matched(fd, "", recorded, folders, files_only=True) if top else 0
         for name in names:
-            if folders is not None:
-                if name not in folders:
-                    raise _Differs(name)
-                count += 1
-            child = os.open(name, safefs.DIR_FLAGS, dir_fd=fd)
-            try:
-                count += _matched(child, f"{name}/", recorded, folders)
-            finally:
-                os.close(child)
+            count += _below(fd, name, "", recorded, folders)
     except (_Differs, OSError):
         return -1
     return count
+
+
+def _below(
+    dir_fd: int,
+    name: str,
+    prefix: str,
+    recorded: dict[str, Signature],
+    folders: frozenset[str] | None,
+) -> int:
+    """_matched in the folder `name` of a folder (counted itself with `folders`)."""
+    count = 0
+    if folders is not None:
+        if prefix + name not in folders:
+            raise _Differs(prefix + name)
+        count = 1
+    child = os.open(name, safefs.DIR_FLAGS, dir_fd=dir_fd)
+    try:
+        return count + _matched(child, f"{prefix}{name}/", recorded, folders)
+    finally:
+        os.close(child)
 
 
 def _matched(
@@ -161,20 +173,10 @@ def _matched(
                 raise _Differs(prefix + entry.name)  # (a path not recorded: None)
             count += 1
             continue
-        name = entry.name
         if not entry.is_dir(follow_symlinks=False):
-            raise _Differs(prefix + name)  # a link or a special file
-        if files_only:
-            continue
-        if folders is not None:
-            if prefix + name not in folders:
-                raise _Differs(prefix + name)
-            count += 1
-        child = os.open(name, safefs.DIR_FLAGS, dir_fd=dir_fd)
-        try:
-            count += _matched(child, f"{prefix}{name}/", recorded, folders)
-        finally:
-            os.close(child)
+            raise _Differs(prefix + entry.name)  # a link or a special file
+        if not files_only:
+            count += _below(dir_fd, entry.name, prefix, recorded, folders)
     return count
 
 

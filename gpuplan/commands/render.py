@@ -80,6 +80,16 @@ def render_fleet(
         return _render(options, check_only, cache)
 
 
+def check_from_record(options: Options) -> int | None:
+    """Answer `render --check` from the render cache's record alone (gpuplan.quick); None, with
+    nothing printed, when it cannot: render_fleet then runs."""
+    with stage("render cache: input key and record"):
+        cache = _open_cache(options)
+    if cache is None or not cache.hit:
+        return None
+    return _from_record(options, cache, check_only=True)
+
+
 def render_watch(options: Options, watch: Watch, use_cache: bool = True) -> int:
     """Render now and after every change of an input file, in one process; return the last code.
 
