@@ -292,6 +292,8 @@ def _files(data: bytes, change: Callable[[dict[str, Any]], object]) -> bytes:
         lambda data: _files(data, lambda f: f["paths"].__setitem__(0, 7)),
         lambda data: json.dumps({**json.loads(data), "inputs": {"paths": 1}}).encode(),
         lambda data: json.dumps({**json.loads(data), "inputs": None}).encode(),
+        lambda data: json.dumps({**json.loads(data), "shown": {"text": 5}}).encode(),
+        lambda data: json.dumps({**json.loads(data), "shown": None, "notes": [3]}).encode(),
     ],
 )
 def test_a_damaged_record_is_ignored(tmp_path: Path, cache_home: Path, damage) -> None:  # type: ignore[no-untyped-def]

@@ -152,3 +152,20 @@ def test_a_cached_check_starts_without_click(tmp_path: Path, cache_home: Path) -
         assert done.returncode == 0, done.stderr
         assert "up to date" in done.stderr
         assert (" click" in done.stderr) == imported
+
+
+@pytest.mark.parametrize("flags", [[], ["--strict"]])
+def test_recorded_findings_print_as_a_compiled_check_prints_them(
+    tmp_path: Path, cache_home: Path, flags: list[str]
+) -> None:
+    """The record keeps its findings as the text format prints them: a cached check must print
+    what a check that compiles prints, word for word, with the same exit code."""
+    root = _repo(tmp_path)
+    argv = ["render", "--root", str(root), "--check", *flags]
+    cached, compiled = run(*argv), run(*argv, "--no-cache")
+    assert "warning:" in compiled.stderr
+    assert (cached.code, cached.stderr) == (compiled.code, compiled.stderr)
+    target = root / "output/c00/kueue/clusterqueue-t0.yaml"
+    target.write_text(target.read_text() + "# edited\n")  # the full comparison, same findings
+    cached, compiled = run(*argv), run(*argv, "--no-cache")
+    assert (cached.code, cached.stderr) == (compiled.code, compiled.stderr)

@@ -21,13 +21,22 @@ from gpuplan.cache.key import (
     trusted,
 )
 from gpuplan.cache.output import Signature, digest
-from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.diagnostics import Diagnostic, Severity, has_errors, ordered, render
 from gpuplan.write import WriteError, all_safe_relative, header, output_path
 
 if TYPE_CHECKING:
     from gpuplan.emit.meta import Manifest
 
 NO_SIGNATURE: Signature = (0, 0, 0, 0)  # never matches a file: its content is compared
+
+
+class Shown(NamedTuple):
+    """The recorded findings as the `text` format prints them."""
+
+    text: str
+    fails: bool  # they fail the run
+    fails_strict: bool  # they fail it with --strict
+    notes: list[str]
 
 
 class Entry(NamedTuple):
@@ -78,8 +87,6 @@ class RenderCache:
         cache = cls(home, name, environment, key, previous, inputs, digests, taken)
         try:
             cache._table = cache._checked_table()
-            if cache.previous is not None:
-                cache.findings()
         except (KeyError, TypeError, ValueError):  # a damaged record is no record
             cache.previous, cache._table = None, None
         return cache
@@ -159,8 +166,23 @@ class RenderCache:
         """Return path -> (content hash, signature) of every file the recorded render wrote."""
         return {p: (e.content, e.signature) for p, e in self.files.items()}
 
+    def shown(self) -> Shown | None:
+        """Return the recorded findings as `text` format prints them, or None (none kept, or
+        damaged: `findings` then has them)."""
+        assert self.previous is not None
+        shown, notes = self.previous.get("shown"), self.previous.get("notes")
+        if not isinstance(shown, dict) or type(notes) is not list:
+            return None
+        text, fails = shown.get("text"), shown.get("fails")
+        if type(text) is not str or type(fails) is not list or len(fails) != 2:
+            return None
+        if not all(type(f) is bool for f in fails) or not all(type(n) is str for n in notes):
+            return None
+        return Shown(text, fails[0], fails[1], list(notes))
+
     def findings(self) -> tuple[list[Diagnostic], list[str], list[str]]:
-        """Return the recorded render's diagnostics, notes and cluster names (read once)."""
+        """Return the recorded render's diagnostics, notes and cluster names (read once); raises
+        KeyError, TypeError or ValueError when they are damaged."""
         assert self.previous is not None
         if self._findings is None:
             found = [
@@ -256,12 +278,19 @@ class RenderCache:
             "digests": packed.join(self.digests),
             "signatures": packed.pack(f.signature for f in self.inputs),
         }
+        # The findings as `text` prints them too: a check answered from the record prints
+        # them without making, sorting and wording 2,000 findings again at fleet scale.
+        shown = {
+            "text": render(ordered(diagnostics), "text"),
+            "fails": [has_errors(diagnostics), has_errors(diagnostics, strict=True)],
+        }
         record = {
             "key": self.key,
             "inputs": inputs,
             "files": files,
             "valid": packed.join(valid),
             "diagnostics": [_row(d) for d in diagnostics],
+            "shown": shown,
             "notes": notes,
             "clusters": clusters,
         }
@@ -270,10 +299,14 @@ class RenderCache:
     def refresh(self, signatures: dict[str, Signature]) -> None:
         """Write the record again with files' new signatures (seen with the recorded content)."""
         assert self.previous is not None
+        try:
+            found = self.findings()
+        except (KeyError, TypeError, ValueError):
+            return  # damaged findings: the next render writes a whole record
         entries = {
             p: e._replace(signature=signatures.get(p, e.signature)) for p, e in self.files.items()
         }
-        self.store(entries, self.findings(), sorted(self._valid))
+        self.store(entries, found, sorted(self._valid))
 
 
 def _known_digests(previous: dict[str, Any] | None, inputs: list[InputFile]) -> dict[str, str]:

@@ -32,7 +32,7 @@ from gpuplan.write import (
 )
 
 if TYPE_CHECKING:
-    from gpuplan.cache.record import RenderCache
+    from gpuplan.cache.record import RenderCache, Shown
     from gpuplan.commands.watch import Watch
     from gpuplan.pipeline import Compiled
     from gpuplan.safefs import Signature
@@ -155,7 +155,7 @@ def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int 
     from gpuplan.cache.output import as_recorded
     from gpuplan.cache.output import changes as recorded_changes
 
-    diagnostics, notes, clusters = cache.findings()
+    shown = cache.shown() if options.fmt == "text" else None
     signatures = cache.signatures()
     seen: dict[str, Signature]
     tree: OutputTree | None
@@ -173,11 +173,18 @@ def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int 
         return None  # the full render reports it in its own words
     if changes.any and not check_only:
         return None  # the bytes to write are not in the cache
-    if tree is not None and tree.foreign:
-        diagnostics = diagnostics + _unmanaged(
-            options, clusters, check_only and options.strict, tree
-        )
-    if print_findings(Recorded(diagnostics, notes), options):
+    foreign = tree is not None and tree.foreign
+    if shown is not None and not foreign:  # as recorded, and nothing to add
+        failed = _print_shown(shown, options.strict)
+    else:
+        try:
+            diagnostics, notes, clusters = cache.findings()
+        except (KeyError, TypeError, ValueError):
+            return None  # a damaged record: the render answers
+        if tree is not None and foreign:
+            diagnostics += _unmanaged(options, clusters, check_only and options.strict, tree)
+        failed = print_findings(Recorded(diagnostics, notes), options)
+    if failed:
         return ExitCode.FAILED
     if seen:
         cache.refresh(seen)
@@ -186,6 +193,15 @@ def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int 
     clean_stale(options.output.absolute())
     _report_render(options, changes, len(signatures))
     return ExitCode.OK
+
+
+def _print_shown(shown: Shown, strict: bool) -> bool:
+    """Print recorded findings as print_findings prints them in text; tell whether they fail."""
+    if shown.text:
+        sys.stderr.write(shown.text)
+    for note in shown.notes:
+        sys.stderr.write(f"note: {note}\n")
+    return shown.fails_strict if strict else shown.fails
 
 
 def _report_check(options: Options, changes: Changes, count: int) -> int:
