@@ -40,6 +40,7 @@ from gpuplan import safefs
 from gpuplan.staging import SPARE
 
 Signatures = dict[str, safefs.Signature]
+Stamp = tuple[int, int, int, int]  # a folder's inode, mode, mtime and ctime
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Spare:
     live: Signatures  # the output's files
     dirs: tuple[str, ...]  # the output's folders (and the spare's)
     mine: Signatures  # the spare's files, its .gitignore included
+    stamps: dict[str, Stamp]  # the output's folders: a chmod or an entry changes theirs
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,27 @@ def unchanged(out: Path, tree: safefs.Listing) -> bool:
         return False
     from gpuplan.cache.output import as_recorded
 
-    return as_recorded(out, spare.live, spare.dirs)
+    return as_recorded(out, spare.live, spare.dirs) and _stamps_hold(out, spare.stamps)
+
+
+def _stamps_hold(out: Path, stamps: dict[str, Stamp]) -> bool:
+    """Tell whether each folder of the output keeps its recorded stamp (a scan's read-only
+    folders, found from their modes, are then what a new scan would find)."""
+    try:
+        fd = os.open(out, safefs.DIR_FLAGS)
+    except OSError:
+        return False
+    try:
+        return all(_stamp(fd, folder) == stamp for folder, stamp in stamps.items())
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _stamp(dir_fd: int, folder: str) -> Stamp:
+    st = os.stat(folder, dir_fd=dir_fd, follow_symlinks=False)
+    return (st.st_ino, st.st_mode, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _recorded_as(spare: Spare, tree: safefs.Listing) -> bool:
@@ -350,6 +372,7 @@ def _record(
     spare_fd = os.open(name, safefs.DIR_FLAGS, dir_fd=parent_fd)
     try:
         live = safefs.scan(out_fd, known=lambda relative, st: True)
+        stamps = {folder: _stamp(out_fd, folder) for folder in live.dirs}
         mine = safefs.scan(spare_fd, known=lambda relative, st: True)
     finally:
         os.close(out_fd)
@@ -366,7 +389,7 @@ def _record(
     if any(mine.stats[p].st_ino != live.stats[p].st_ino for p in linked):
         return None
     own = {p: safefs.signature(mine.stats[p]) for p in mine.files}
-    return Spare(name, signatures, tuple(live.dirs), own)
+    return Spare(name, signatures, tuple(live.dirs), own, stamps)
 
 
 IGNORE = ".gitignore"

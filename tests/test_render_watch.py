@@ -326,12 +326,12 @@ def test_a_copy_that_may_differ_from_the_output_is_not_used(
     assert ours == _cold(tmp_path, fleet)
 
 
-@pytest.mark.parametrize("what", ["add", "edit"])
+@pytest.mark.parametrize("what", ["add", "edit", "chmod"])
 def test_an_output_changed_during_a_run_is_scanned_again_before_the_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str
 ) -> None:
     """The run's scan is reused at write time only when the output is still as the copy recorded:
-    a user's file added (or a file edited) after that scan is seen, and kept or rendered over."""
+    a user's file added (or a file edited, or a folder made read-only) after that scan is seen."""
     from gpuplan.commands import render as render_command
 
     root, fleet = _repo(tmp_path)
@@ -344,6 +344,8 @@ def test_an_output_changed_during_a_run_is_scanned_again_before_the_write(
         if len(done) == 1:  # the second run, after its scan
             if what == "add":
                 (root / "output/c00/notes.txt").write_text("mine\n")
+            elif what == "chmod":
+                os.chmod(root / "output/c00/kueue", 0o555)  # a folder made read-only
             else:
                 target = root / "output/c00/kustomization.yaml"
                 target.write_text(target.read_text() + "# edited\n")
@@ -353,6 +355,11 @@ def test_an_output_changed_during_a_run_is_scanned_again_before_the_write(
     monkeypatch.setattr(render_command, "compare", compare_then_change)
     between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2))])
     code, stderr = watch_for(root, 2)
+    if what == "chmod":  # refused as a one-shot render refuses it
+        os.chmod(root / "output/c00/kueue", 0o755)
+        assert code == 1 and "c00/kueue is read-only" in stderr, stderr
+        assert taken == [(False, False)]  # refused before the copy was looked at
+        return
     assert code == 0, stderr
     assert taken == [(False, False), (True, False)]  # the copy no longer matched: not used
     ours = snapshot(root / "output")
