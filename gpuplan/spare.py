@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -233,13 +233,8 @@ def _overwrite(fd: int, data: bytes) -> None:
 def keep(parent: Path, out_name: str, old: str, done: Patch) -> None:
     """Bring the old tree a swap gave back up to date with the patch swapped in, as the output's
     next spare (best effort: else remove it)."""
-    out = Path(os.path.normpath(parent / out_name))
-    name = name_for(out_name)
-    try:
-        parent_fd = os.open(parent, safefs.DIR_FLAGS & ~os.O_NOFOLLOW)
-    except OSError:
-        return
-    try:
+
+    def build(parent_fd: int, name: str) -> Spare | None:
         safefs.remove_tree(parent_fd, name)
         os.rename(old, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
         fd = os.open(name, safefs.DIR_FLAGS, dir_fd=parent_fd)
@@ -254,17 +249,9 @@ def keep(parent: Path, out_name: str, old: str, done: Patch) -> None:
         gone = set(done.removed)
         expected = {p: s for p, s in done.taken.mine.items() if p not in gone and p != IGNORE}
         expected.update(done.written)
-        made = _record(parent_fd, out_name, name, expected)
-        if made is None:
-            safefs.remove_big_tree(parent_fd, name)
-        else:
-            _spares[str(out)] = made
-    except OSError:
-        with contextlib.suppress(OSError):
-            safefs.remove_big_tree(parent_fd, name)
-            safefs.remove_big_tree(parent_fd, old)
-    finally:
-        os.close(parent_fd)
+        return _record(parent_fd, out_name, name, expected)
+
+    _make(Path(os.path.normpath(parent / out_name)), build, old)
 
 
 def ensure(out: Path) -> None:
@@ -273,36 +260,48 @@ def ensure(out: Path) -> None:
     out = Path(os.path.normpath(out.absolute()))
     if str(out) in _spares:
         return
-    try:
-        parent_fd = os.open(out.parent, safefs.DIR_FLAGS & ~os.O_NOFOLLOW)
-    except OSError:
-        return
-    name = name_for(out.name)
-    try:
+
+    def build(parent_fd: int, name: str) -> Spare | None:
         safefs.remove_big_tree(parent_fd, name)
         mode = os.stat(out.name, dir_fd=parent_fd, follow_symlinks=False).st_mode
         os.mkdir(name, stat.S_IMODE(mode), dir_fd=parent_fd)
-        made = _copy(parent_fd, out.name, name)
-        if made is None:
-            safefs.remove_big_tree(parent_fd, name)
-        else:
+        return _copy(parent_fd, out.name, name)
+
+    _make(out, build)
+
+
+def _make(out: Path, build: Callable[[int, str], Spare | None], old: str | None = None) -> None:
+    """Make the output's spare beside it with build(parent fd, spare name) and keep it; when
+    that fails or gives None, remove what it left (and the old tree `old`, if still there)."""
+    name = name_for(out.name)
+    with contextlib.suppress(OSError), _parent(out.parent) as parent_fd:
+        try:
+            made = build(parent_fd, name)
+        except OSError:
+            made = None
+        if made is not None:
             _spares[str(out)] = made
-    except OSError:
-        with contextlib.suppress(OSError):
-            safefs.remove_big_tree(parent_fd, name)
+            return
+        safefs.remove_big_tree(parent_fd, name)
+        if old is not None:
+            safefs.remove_big_tree(parent_fd, old)
+
+
+@contextlib.contextmanager
+def _parent(folder: Path) -> Iterator[int]:
+    """Open an output's parent folder (links to it followed: a repository on a linked disk)."""
+    fd = os.open(folder, safefs.DIR_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        yield fd
     finally:
-        os.close(parent_fd)
+        os.close(fd)
 
 
 def retire(parent: Path, old: str, out: Path) -> None:
     """Remove the old tree of a write that could not use the spare (it shares the new output's
     inodes), then give the output a fresh spare."""
-    with contextlib.suppress(OSError):
-        parent_fd = os.open(parent, safefs.DIR_FLAGS & ~os.O_NOFOLLOW)
-        try:
-            safefs.remove_big_tree(parent_fd, old)
-        finally:
-            os.close(parent_fd)
+    with contextlib.suppress(OSError), _parent(parent) as parent_fd:
+        safefs.remove_big_tree(parent_fd, old)
     ensure(out)
 
 
@@ -310,12 +309,8 @@ def drop_all() -> None:
     """Remove every spare of this process."""
     for out in sorted(_spares):
         spare = _spares.pop(out)
-        with contextlib.suppress(OSError):
-            parent_fd = os.open(Path(out).parent, safefs.DIR_FLAGS & ~os.O_NOFOLLOW)
-            try:
-                safefs.remove_big_tree(parent_fd, spare.name)
-            finally:
-                os.close(parent_fd)
+        with contextlib.suppress(OSError), _parent(Path(out).parent) as parent_fd:
+            safefs.remove_big_tree(parent_fd, spare.name)
 
 
 def _copy(parent_fd: int, out_name: str, name: str) -> Spare | None:
