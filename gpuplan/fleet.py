@@ -61,6 +61,11 @@ class AllocationPlan:
         return self.tenant.model.name
 
     @property
+    def sources(self) -> tuple[str, str]:
+        """Return the files its objects come from: its tenant's, then its cluster's."""
+        return (self.tenant.source.path, self.cluster.located.source.path)
+
+    @property
     def namespaces(self) -> list[str]:
         """Return the tenant's namespaces."""
         return self.tenant.model.namespace_names

@@ -237,7 +237,7 @@ def allocation_objects(alloc: AllocationPlan) -> list[Manifest]:
     cluster = alloc.cluster
     release = cluster.release("kueue")
     assert isinstance(release, KueueRelease)
-    sources = (alloc.tenant.source.path, cluster.located.source.path)
+    sources = alloc.sources
     out = [manifest(cluster.name, "kueue", cluster_queue(release, alloc), *sources)]
     for namespace in alloc.namespaces:
         for queue in local_queues(release, alloc, namespace):

@@ -236,7 +236,7 @@ def _objects(
     alloc: AllocationPlan, builders: tuple[Callable[[AllocationPlan, str], dict | None], ...]
 ) -> list[Manifest]:
     cluster = alloc.cluster
-    sources = (alloc.tenant.source.path, cluster.located.source.path)
+    sources = alloc.sources
     out = []
     for name in alloc.namespaces:
         folder = _folder(name)

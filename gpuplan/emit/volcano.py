@@ -85,5 +85,5 @@ def allocation_objects(alloc: AllocationPlan) -> list[Manifest]:
     cluster = alloc.cluster
     release = cluster.release("volcano")
     assert isinstance(release, VolcanoRelease)
-    sources = (alloc.tenant.source.path, cluster.located.source.path)
+    sources = alloc.sources
     return [manifest(cluster.name, FOLDER, queue(release, alloc), *sources)]
