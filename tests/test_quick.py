@@ -122,7 +122,9 @@ def test_anything_else_is_left_to_the_cli(
     assert quick.parse(argv) is None
 
 
-def test_a_plain_form_gives_the_options_its_flags_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_plain_form_gives_the_options_its_flags_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "clusters").mkdir()
     (tmp_path / "crds").mkdir()
