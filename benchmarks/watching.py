@@ -20,11 +20,12 @@ def watch_edits(
     command: list[str],
     env: dict[str, str],
     edits: list[Callable[[], None]],
-) -> tuple[list[float], list[dict[str, float]]]:
+) -> tuple[list[float], list[dict[str, float]], list[str]]:
     """Start the watch, wait for its first run, then apply each edit and time its run.
 
-    Returns each edit's latency (wall seconds) and the CPU seconds of each stage of its run
-    (GPUPLAN_TIMINGS=1 prints them after the run; "this run's stages" is their sum).
+    Returns each edit's latency (wall seconds), the CPU seconds of each stage of its run
+    (GPUPLAN_TIMINGS=1 prints them after the run; "this run's stages" is their sum) and its
+    "rendered ..." line (how many files it added, changed and removed).
     """
     child = subprocess.Popen(
         [*command, "--watch", "--interval", "0.05"],
@@ -43,7 +44,7 @@ def watch_edits(
 
     threading.Thread(target=pump, daemon=True).start()
 
-    def until(word: str, stages: dict[str, float] | None = None) -> float:
+    def until(word: str, stages: dict[str, float] | None = None) -> tuple[float, str]:
         while True:
             try:
                 line = lines.get(timeout=300)
@@ -54,23 +55,25 @@ def watch_edits(
                 name, _, figures = line.removeprefix("timing: ").rpartition(": ")
                 stages[name] = float(figures.split()[-3])
             if word in line:
-                return time.perf_counter()
+                return time.perf_counter(), line.strip()
 
-    latencies, runs = [], []
+    latencies, runs, results = [], [], []
     try:
         until("watching for changes")
         for edit in edits:
             stages: dict[str, float] = {}
             start = time.perf_counter()
             edit()
-            latencies.append(until("rendered ") - start)
+            end, result = until("rendered ")
+            latencies.append(end - start)
+            results.append(result)
             until("this run's stages", stages)  # the run's stages follow its result
             until("watching for changes")  # what waited until the result was printed
             runs.append(stages)
     finally:
         child.terminate()
         child.wait()
-    return latencies, runs
+    return latencies, runs, results
 
 
 def median_run(
