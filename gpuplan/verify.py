@@ -3,9 +3,10 @@ webhook rules, and every reference between objects (the `validate` engine, appli
 
 from __future__ import annotations
 
+import functools
 import posixpath
-from collections.abc import Callable, Iterable
-from typing import Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from gpuplan.components import namespaces_of
 from gpuplan.components.metrics import known_metrics
@@ -16,11 +17,18 @@ from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.locate import locate, problem_path
 from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, check_references, newest
 from gpuplan.validate.engine import MISSING_CRD
-from gpuplan.validate.graph import check_cluster, check_projects, expand_application_sets
+from gpuplan.validate.graph import (
+    check_cluster,
+    check_projects,
+    cluster_scoped,
+    expand_application_sets,
+)
 from gpuplan.validate.promql import query_problems as promql_problems
+from gpuplan.validate.reuse import canonical, interned, kept_objects, objects_by_kind
 from gpuplan.write import header
 from gpuplan.yamlout import dump
 
+T = TypeVar("T")
 BUG = "(gpuplan emitted an invalid object: please report this bug)"
 
 
@@ -87,6 +95,9 @@ class Proven(Protocol):
     def known(self, item: Manifest, against: str) -> bool:
         """Tell whether this object was proven valid against these schemas."""
 
+    def unproven(self, items: list[Manifest], against: str) -> list[Manifest]:
+        """Return the objects not proven valid against these schemas (the others' proofs are used)."""
+
     def add(self, item: Manifest, against: str) -> None:
         """Remember that this object is valid against these schemas."""
 
@@ -98,22 +109,51 @@ def _against(validator: Validator) -> str:
     return f"{validator.kubernetes_version}\0{validator.crds_label}"
 
 
+class _Groups:
+    """The objects of a render by cluster (None: argocd/), Kustomizations aside, in order."""
+
+    def __init__(self, manifests: Iterable[Manifest]) -> None:
+        self.by_cluster: dict[str | None, list[Manifest]] = {}
+        self.folders: set[str] = set()  # the folders of the Kustomizations
+        for item in manifests:
+            if item.obj.get("kind") == "Kustomization":
+                if "/" in item.path:
+                    self.folders.add(item.path.rpartition("/")[0])
+            else:
+                self.by_cluster.setdefault(item.cluster, []).append(item)
+        self._kinds: dict[str | None, dict[str, list[dict[str, Any]]]] = {}
+
+    def by_kind(self, cluster: str | None) -> dict[str, list[dict[str, Any]]]:
+        """Return the objects of a cluster by kind (gpuplan.validate.reuse.objects_by_kind)."""
+        if cluster not in self._kinds:
+            items = self.by_cluster.get(cluster, [])
+            # In `render --watch`, objects alike the last run's at their place are the last run's.
+            self._kinds[cluster] = canonical(cluster, objects_by_kind([m.obj for m in items]))
+        return self._kinds[cluster]
+
+
 def schema_problems(
     manifests: Iterable[Manifest],
     fleet: Fleet,
     index: CrdIndex | None,
     place: Place | None = None,
     proven: Proven | None = None,
+    groups: _Groups | None = None,
 ) -> tuple[list[Diagnostic], list[str]]:
     """Validate each object against its schema, CEL rules and webhook rules."""
     validators, problems = _validators(fleet, index)
     notes: list[str] = []
-    for item in manifests:
-        validator = validators.get(item.cluster or "")
-        if item.kind == "Kustomization" or validator is None:
+    groups = groups if groups is not None else _Groups(manifests)
+    todo: set[int] = set()  # the objects to validate: those not proven already
+    for cluster, items in groups.by_cluster.items():
+        validator = validators.get(cluster or "")
+        if validator is not None:
+            unproven = items if proven is None else proven.unproven(items, _against(validator))
+            todo.update(map(id, unproven))
+    for item in manifests if todo else ():  # in order
+        if id(item) not in todo:
             continue
-        if proven is not None and proven.known(item, _against(validator)):
-            continue
+        validator = validators[item.cluster or ""]
         # A missing CRD is the user's to supply (--crds), not a bug of what gpuplan emitted.
         found = validator.validate(item.obj)
         problems += [
@@ -151,40 +191,43 @@ def _in_repos(obj: dict, repos: set[str]) -> bool:
     )
 
 
-def graph_problems(manifests: list[Manifest], fleet: Fleet) -> list[Diagnostic]:
+def graph_problems(
+    manifests: list[Manifest], fleet: Fleet, groups: _Groups | None = None
+) -> list[Diagnostic]:
     """Check the deployment graph: CRDs before their objects, namespaces created, projects allowing it all."""
     from gpuplan.emit.bootstrap import graph as bootstrap_graph  # the operators' CRD sets
 
-    fleet_items = [m for m in manifests if m.cluster is None and m.kind != "Kustomization"]
+    groups = groups if groups is not None else _Groups(manifests)
+    fleet_items = groups.by_cluster.get(None, [])
     apps = [m.obj for m in fleet_items if m.kind == "Application"] + expand_application_sets(
         m.obj for m in fleet_items
     )
     projects = [m.obj for m in fleet_items if m.kind == "AppProject"]
-    by_cluster: dict[str, list[Manifest]] = {}
-    for item in manifests:
-        if item.cluster is not None and item.kind != "Kustomization":
-            by_cluster.setdefault(item.cluster, []).append(item)
+    names = sorted(name for name in groups.by_cluster if name is not None)
     installs = bootstrap_graph.installs(fleet)
     found = []
-    for name, items in sorted(by_cluster.items()):
+    for name in names:
         cluster = fleet.clusters.get(name)
         if cluster is not None:
             external = bootstrap_graph.external(cluster)
             found += [
-                (items, p)
+                (groups.by_cluster[name], p)
                 for p in check_cluster(
                     name,
-                    [m.obj for m in items],
+                    [],
                     apps,
                     installs,
                     external,
                     namespaces_of(cluster.spec),
+                    by_kind=groups.by_kind(name),
+                    kept=True,
                 )
             ]
-    objects = {name: [m.obj for m in items] for name, items in by_cluster.items()}
+    # The projects read a cluster's cluster-scoped objects only.
+    scoped = {name: _cluster_scoped(name, groups.by_kind(name)) for name in names}
     found += [
         (fleet_items, p)
-        for p in check_projects(apps, projects, objects, bootstrap_graph.cluster_kinds(fleet))
+        for p in check_projects(apps, projects, scoped, bootstrap_graph.cluster_kinds(fleet))
     ]
     problems = []
     indexes: dict[int, _Index] = {}
@@ -198,6 +241,19 @@ def graph_problems(manifests: list[Manifest], fleet: Fleet) -> list[Diagnostic]:
                 error(f"output/{problem.cluster or 'argocd'}", 0, 0, problem.kind, problem.message)
             )
     return problems
+
+
+def _cluster_scoped(name: str, by_kind: dict[str, list[dict[str, Any]]]) -> list[Mapping[str, Any]]:
+    """Return a cluster's objects without a namespace (kept kind by kind in `render --watch`)."""
+    return [
+        obj
+        for kind, bucket in by_kind.items()
+        for obj in kept_objects("cluster-scoped", name, kind, bucket, cluster_scoped, _chosen)
+    ]
+
+
+def _chosen(objects: Sequence[T], chosen: list[bool]) -> list[T]:
+    return [obj for obj, yes in zip(objects, chosen, strict=True) if yes]
 
 
 class _Index:
@@ -214,34 +270,33 @@ class _Index:
 
 
 def reference_problems(
-    manifests: list[Manifest], fleet: Fleet, output_path: str, place: Place | None = None
+    manifests: list[Manifest],
+    fleet: Fleet,
+    output_path: str,
+    place: Place | None = None,
+    groups: _Groups | None = None,
 ) -> list[Diagnostic]:
     """Check every reference between the objects of each cluster, and Applications -> paths."""
     problems: list[Diagnostic] = []
-    by_cluster: dict[str | None, list[Manifest]] = {}
-    for item in manifests:
-        if item.kind != "Kustomization":
-            by_cluster.setdefault(item.cluster, []).append(item)
-    for name, items in sorted(by_cluster.items(), key=lambda kv: kv[0] or ""):
+    groups = groups if groups is not None else _Groups(manifests)
+    for name, items in sorted(groups.by_cluster.items(), key=lambda kv: kv[0] or ""):
         cluster = fleet.clusters.get(name) if name else None
         if cluster is not None:
             operator = cluster.spec.components.gpu_operator
             report = check_references(
-                [m.obj for m in items],
+                (),
                 operator_namespace=operator.namespace if operator else None,
                 node_labels=_node_labels(cluster),
                 external_namespaces=_external_namespaces(cluster),
+                by_kind=groups.by_kind(name),
+                kept=name,
             )
         else:
             paths = {posixpath.join(output_path, c) for c in fleet.clusters} | {
                 posixpath.join(output_path, "argocd")
             }
             # ...and every folder with a kustomization (output/<cluster>/multus/, synced on its own).
-            paths |= {
-                posixpath.join(output_path, m.path.rpartition("/")[0])
-                for m in manifests
-                if m.kind == "Kustomization" and "/" in m.path
-            }
+            paths |= {posixpath.join(output_path, folder) for folder in groups.folders}
             # Paths are checked in the fleet's own repositories; upstream ones are pinned facts.
             repos = {c.spec.gitops.repo_url for c in fleet.clusters.values()}
             report = check_references(
@@ -266,26 +321,59 @@ def verify(
     place: Place | None = None,
     proven: Proven | None = None,
 ) -> tuple[list[Diagnostic], list[str]]:
-    """Return every problem of the emitted objects, and notes on what could not be checked."""
-    problems, notes = schema_problems(manifests, fleet, index, place, proven)
-    problems += reference_problems(manifests, fleet, output_path, place)
-    problems += graph_problems(manifests, fleet)
-    problems += query_problems(manifests, fleet, place)
+    """Return every problem of the emitted objects, and notes on what could not be checked.
+
+    In `render --watch` the cross-object checks reuse what they found in the last run for the
+    kinds of objects that are the very same objects (gpuplan.validate.reuse), and the schema
+    proofs are kept by each object's identity (gpuplan.cache.record).
+    """
+    groups = _Groups(manifests)
+    problems, notes = schema_problems(manifests, fleet, index, place, proven, groups)
+    problems += reference_problems(manifests, fleet, output_path, place, groups)
+    problems += graph_problems(manifests, fleet, groups)
+    problems += query_problems(manifests, fleet, place, groups)
     return problems, notes
 
 
+QUERY_KINDS = (
+    "PrometheusRule",
+    "ConfigMap",
+)  # the kinds that hold queries (gpuplan.validate.promql)
+
+
 def query_problems(
-    manifests: list[Manifest], fleet: Fleet, place: Place | None = None
+    manifests: list[Manifest],
+    fleet: Fleet,
+    place: Place | None = None,
+    groups: _Groups | None = None,
 ) -> list[Diagnostic]:
     """Return the monitoring queries that are unbalanced or name metrics the cluster's exporters lack."""
-    found = []
-    known: dict[str, dict[str, frozenset[str]]] = {}  # per cluster, made once
-    for item in manifests:
-        cluster = fleet.clusters.get(item.cluster) if item.cluster else None
-        if cluster is None or item.kind not in ("PrometheusRule", "ConfigMap"):
+    groups = groups if groups is not None else _Groups(manifests)
+    found: list[tuple[Manifest, str, str]] = []
+    for name, items in groups.by_cluster.items():
+        cluster = fleet.clusters.get(name) if name else None
+        if cluster is None:
             continue
-        if cluster.name not in known:
-            known[cluster.name] = known_metrics(cluster)
-        for path, message in promql_problems(item.obj, known[cluster.name]):
-            found.append(_at(item, path, message, place=place))
-    return found
+        known = known_metrics(cluster)
+        given = interned("query-metrics", name, tuple(sorted(known.items())))
+        by_kind = groups.by_kind(name)
+        for kind in QUERY_KINDS:
+            bucket = by_kind.get(kind, [])
+            check = functools.partial(_queries, known)
+            wrong = kept_objects("queries", name, kind, bucket, check, _numbered, given)
+            if wrong:
+                of_kind = [m for m in items if m.obj.get("kind") == kind]  # as the bucket
+                found += [(of_kind[i], path, message) for i, path, message in wrong]
+    found.sort(key=lambda f: f[0].path)  # in the order of the objects (sorted by path)
+    return [_at(item, path, message, place=place) for item, path, message in found]
+
+
+def _queries(known: dict[str, frozenset[str]], obj: dict[str, Any]) -> list[tuple[str, str]]:
+    return promql_problems(obj, known)
+
+
+def _numbered(
+    _objects: Sequence[Any], found: list[list[tuple[str, str]]]
+) -> list[tuple[int, str, str]]:
+    """Return (index of the object, field path, message) of each wrong query of the objects."""
+    return [(i, path, message) for i, wrong in enumerate(found) for path, message in wrong]

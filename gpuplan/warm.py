@@ -26,7 +26,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import operator
+import os
 from collections.abc import Callable, Hashable, Iterator
+from itertools import repeat
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -145,3 +147,50 @@ def _collect() -> None:
     gc.unfreeze()
     gc.collect()
     gc.freeze()
+
+
+CHECK_ENV = "GPUPLAN_WARM_CHECK"  # "1": recompute what is kept by identity and compare (tests)
+
+
+def checking() -> bool:
+    """Tell whether values kept by an object's identity are recomputed and compared (tests only)."""
+    return os.environ.get(CHECK_ENV) == "1"
+
+
+class ChangedAfterKept(AssertionError):
+    """An object taken by its identity changed after a value was computed from it."""
+
+
+def same_content(
+    what: str, items: list[Any], values: list[Any], compute: Callable[[Any], Any]
+) -> None:
+    """Raise ChangedAfterKept when compute(item) no longer gives the value kept for an item."""
+    for item, value in zip(items, values, strict=True):
+        if compute(item) != value:
+            raise ChangedAfterKept(f"{what} of {item!r:.200} changed after it was kept")
+
+
+def map_kept(kind: str, key: Hashable, items: list[Any], compute: Callable[[Any], T]) -> list[T]:
+    """Return [compute(item) for item in items], reusing inside `kept()` the value the last run's
+    list under (kind, key) had for the very same object (by identity, the old list kept alive).
+
+    As map_same, for objects never changed once made; quicker for long lists that are mostly the
+    same objects: the lists are compared and looked up in C, and only new objects are computed.
+    """
+    if not _state["on"]:
+        return [compute(item) for item in items]
+    slot: dict[str, Any] = remember(f"{kind}\0list", key, dict)
+    held, values = slot.get("held", []), slot.get("values", [])
+    if len(held) == len(items) and all(map(operator.is_, held, items)):
+        out: list[T] = values
+    else:
+        by_id = dict(zip(map(id, held), values))  # held alive: an id there is that very object
+        found = list(map(by_id.get, map(id, items), repeat(_NONE)))
+        out = [compute(item) if v is _NONE else v for item, v in zip(items, found, strict=True)]
+        slot.update(held=list(items), values=out)
+    if checking():
+        same_content(kind, items, out, compute)
+    return out
+
+
+_NONE = object()  # no value kept

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from gpuplan import warm
 from gpuplan.cache import packed, store
 from gpuplan.cache.key import (
     InputFile,
@@ -64,7 +65,7 @@ class RenderCache:
     _valid_set: set[str] | None = None
     _used: set[str] = field(default_factory=set)  # proofs this render relied on or made
     _keys: dict[int, str] = field(default_factory=dict)
-    _kinds: dict[str, str] = field(default_factory=dict)
+    _proved: list[tuple[list[str], list[Manifest]]] = field(default_factory=list)  # kinds, if asked
     _findings: tuple[list[Diagnostic], list[str], list[str]] | None = None
 
     @classmethod
@@ -198,47 +199,86 @@ class RenderCache:
 
     def object_key(self, item: Manifest) -> str:
         """Return the key of one object: the same key gives the same file bytes and validation."""
+        return self._key(item)
+
+    def object_keys(self, items: list[Manifest], name: str = "all") -> list[str]:
+        """Return the key of each object (`object_key`).
+
+        Inside `render --watch` (gpuplan.warm) a key is kept by the object's identity from run to
+        run, with the list named `name` (gpuplan.warm.map_kept): an unchanged allocation's or
+        cluster's objects are the very same objects in every run (gpuplan.emit), and no object is
+        changed once made (gpuplan.emit.meta.finalize, the overlay's patches and values copy
+        before they change anything; validation only reads). GPUPLAN_WARM_CHECK=1 computes every
+        kept key again and fails when one differs (the tests).
+        """
+        if not warm.active():
+            return [self._key(item) for item in items]
+        return warm.map_kept(f"object-key\0{self.environment}", name, items, self._key)
+
+    def _key(self, item: Manifest) -> str:
+        """Return the key of an object, computed once in this render (the objects outlive it)."""
         known = self._keys.get(id(item))
         if known is None:
-            text = f"{self.environment}\0{header(item)}\0"
-            digest = hashlib.sha256(text.encode("utf-8", "surrogateescape"))
-            digest.update(_content(item.obj))
-            known = digest.hexdigest()[:32]
-            self._keys[id(item)] = known
-            self._kinds[known] = item.kind
+            known = self._keys[id(item)] = self._compute_key(item)
         return known
+
+    def _compute_key(self, item: Manifest) -> str:
+        text = f"{self.environment}\0{header(item)}\0"
+        digest = hashlib.sha256(text.encode("utf-8", "surrogateescape"))
+        digest.update(_content(item.obj))
+        return digest.hexdigest()[:32]
 
     # gpuplan.verify.Proven
     def known(self, item: Manifest, against: str) -> bool:
         """Tell whether this object was proven valid against these schemas."""
-        proof = self._proof(item, against)
-        if proof in self._valid:
-            self._used.add(proof)
-            return True
-        return False
+        return not self.unproven([item], against)
+
+    def unproven(self, items: list[Manifest], against: str) -> list[Manifest]:
+        """Return the objects not proven valid against these schemas (the others' proofs are used)."""
+        proofs = self._proofs(items, against)
+        valid, used = self._valid, self._used
+        if valid.issuperset(proofs):
+            used.update(proofs)
+            return []
+        out = []
+        for item, proof in zip(items, proofs, strict=True):
+            if proof in valid:
+                used.add(proof)
+            else:
+                out.append(item)
+        return out
 
     def add(self, item: Manifest, against: str) -> None:
         """Remember that this object is valid against these schemas."""
-        proof = self._proof(item, against)
+        proof = _proof(self._key(item), against)
+        self._proved.append(([proof], [item]))
         self._valid.add(proof)
         self._used.add(proof)
 
     def forget_kinds(self, kinds: set[str]) -> None:
         """Forget the objects of kinds with CEL rules that were skipped (their notes must repeat)."""
-        self._valid = {k for k in self._valid if self._kinds.get(k) not in kinds}
+        if kinds:
+            kind_of = {p: i.kind for proofs, items in self._proved for p, i in zip(proofs, items)}
+            self._valid = {k for k in self._valid if kind_of.get(k) not in kinds}
 
-    def _proof(self, item: Manifest, against: str) -> str:
-        text = f"{self.object_key(item)}\0{against}"
-        proof = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-        self._kinds[proof] = item.kind
-        return proof
+    def _proofs(self, items: list[Manifest], against: str) -> list[str]:
+        """Return each object's proof against these schemas: a hash of its key and of `against`.
+
+        Kept by the object's identity inside `render --watch`, as its key is (`object_keys`).
+        """
+        name = (items[0].cluster or "") if items else ""  # most often one cluster's objects
+        kind = f"proof\0{self.environment}\0{against}"
+        proofs = warm.map_kept(kind, name, items, lambda item: _proof(self._key(item), against))
+        self._proved.append((proofs, items))
+        return proofs
 
     def unchanged(self, manifests: list[Manifest]) -> dict[str, tuple[str, Signature]]:
         """Return the recorded files whose object is unchanged (still to be checked on disk)."""
         found = {}
-        for item in manifests:
-            entry = self.files.get(item.path)
-            if entry is not None and entry.key == self.object_key(item):
+        files = self.files
+        for item, key in zip(manifests, self.object_keys(manifests), strict=True):
+            entry = files.get(item.path)
+            if entry is not None and entry.key == key:
                 found[item.path] = (entry.content, entry.signature)
         return found
 
@@ -251,11 +291,11 @@ class RenderCache:
     ) -> None:
         """Record this render: each file's object key, content hash and signature, and its findings."""
         entries = {}
-        for item in manifests:
+        for item, key in zip(manifests, self.object_keys(manifests), strict=True):
             data = files.get(item.path)
             content = digest(data) if data is not None else self.files[item.path].content
             signature = signatures.get(item.path, NO_SIGNATURE)
-            entries[item.path] = Entry(self.object_key(item), content, signature)
+            entries[item.path] = Entry(key, content, signature)
         self.store(entries, found, sorted(self._valid & self._used))
 
     def store(
@@ -337,6 +377,12 @@ def _known_digests(previous: dict[str, Any] | None, inputs: list[InputFile]) -> 
         for f in inputs
         if f.relative in seen and seen[f.relative][0] == f.signature
     }
+
+
+def _proof(key: str, against: str) -> str:
+    """Return the proof that the object of this key is valid against these schemas."""
+    text = f"{key}\0{against}"
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def _content(obj: Any) -> bytes:

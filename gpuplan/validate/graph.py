@@ -14,9 +14,12 @@ Works on plain objects (no emit/ import): the caller says which kinds each Appli
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+
+from gpuplan.validate import reuse
 
 CLUSTER_LABEL = "gpuplan.io/cluster"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -90,6 +93,8 @@ def check_cluster(
     installs: Mapping[str, Collection[tuple[str, str]]],
     external: Collection[tuple[str, str]] = (),
     namespaces: Collection[str] = (),
+    by_kind: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    kept: bool = False,
 ) -> list[GraphProblem]:
     """Check one cluster's folder against the Applications of that cluster.
 
@@ -97,6 +102,9 @@ def check_cluster(
     Application installs are checked: others (the Prometheus Operator's) are the user's to install.
     `external`: kinds the platform provides (AKS Node Auto Provisioning's Karpenter CRDs);
     `namespaces`: namespaces the user provides (those of components gpuplan configures but does not install).
+    `by_kind`: the objects already grouped by kind (gpuplan.validate.reuse.objects_by_kind); the
+    problems come kind by kind. `kept`: in `render --watch`, each kind's problems are kept while its
+    objects are the same and the cluster's context is equal (gpuplan.validate.reuse).
     """
     known = {k for kinds in installs.values() for k in kinds}
     mine = _cluster_apps(apps, cluster)
@@ -124,56 +132,106 @@ def check_cluster(
         if _wave(app) < wave:
             for kind in installs.get(str(_meta(app, "name")), ()):
                 before.setdefault(kind, str(_meta(app, "name")))
-    created = {str(_meta(o, "name")) for o in objects if o.get("kind") == "Namespace"}
+    buckets = by_kind if by_kind is not None else reuse.objects_by_kind(objects)
+    created = {str(_meta(o, "name")) for o in buckets.get("Namespace", ())}
     created |= _created_namespaces(mine) | BUILTIN_NAMESPACES | set(namespaces)
-    kinds: set[tuple[str, str]] | None = None  # (group, kind) of every object: NodePools ask
-    for obj in objects:
-        key = (group_of(obj), str(obj.get("kind", "")))
-        if (
-            key[0] not in BUILTIN_GROUPS
-            and key in known
-            and key not in before
-            and key not in external
-        ):
-            problems.append(
-                _problem(
-                    cluster,
-                    obj,
-                    "apiVersion",
-                    f"no Application of cluster {cluster} installs the CRD of {key[1]} ({key[0]}) in a wave before the cluster's own Application (wave {wave})",
-                )
+    kinds = None  # (group, kind) of every object: NodePools ask
+    if "NodePool" in buckets:
+        kinds = frozenset(
+            k
+            for name, bucket in buckets.items()
+            for k in (
+                reuse.kept_objects("graph-kinds", cluster, name, bucket, _kind, _set)
+                if kept
+                else {_kind(o) for o in bucket}
             )
-        namespace = _meta(obj, "namespace")
-        if namespace and namespace not in created:
-            problems.append(
-                _problem(
-                    cluster,
-                    obj,
-                    "metadata.namespace",
-                    f'Namespace "{namespace}" is created by no object and no Application of cluster {cluster}',
-                )
-            )
-        if obj.get("kind") == "NodePool":
-            ref = (
-                (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
-                    "nodeClassRef"
-                )
-            ) or {}
-            # A node class of that kind under another name is the reference check's finding (check_node_class_references).
-            if kinds is None:
-                kinds = {(group_of(o), str(o.get("kind"))) for o in objects}
-            wanted = (ref.get("group"), ref.get("kind")) if isinstance(ref, dict) else None
-            kind_present = wanted is None or any(k == wanted for k in kinds)  # (any value)
-            if isinstance(ref, dict) and not kind_present:
-                problems.append(
-                    _problem(
-                        cluster,
-                        obj,
-                        "spec.template.spec.nodeClassRef",
-                        f"{ref.get('kind')} {ref.get('name')!r} is neither rendered nor among your own manifests (extra/{cluster}/): Karpenter launches no node for this NodePool",
-                    )
-                )
+        )
+    context = _Context(
+        cluster,
+        wave,
+        frozenset(known),
+        frozenset(before),
+        frozenset(external),
+        frozenset(created),
+        kinds,
+    )
+    if not kept:
+        return [p for bucket in buckets.values() for o in bucket for p in _problems(context, o)]
+    context = reuse.interned("graph-context", cluster, context)
+    check = functools.partial(_problems, context)
+    for name, bucket in buckets.items():
+        problems += reuse.kept_objects(
+            "graph", cluster, name, bucket, check, reuse.flatten, context
+        )
     return problems
+
+
+class _Context(NamedTuple):
+    """What one cluster's objects are checked against (check_cluster)."""
+
+    cluster: str
+    wave: int  # the wave of the cluster's own Application
+    known: frozenset[tuple[str, str]]  # kinds some Application installs
+    before: frozenset[tuple[str, str]]  # kinds installed in a wave before it
+    external: frozenset[tuple[str, str]]  # kinds the platform installs
+    created: frozenset[str]  # namespaces that exist
+    kinds: frozenset[tuple[str, str]] | None  # every object's (group, kind), when a NodePool asks
+
+
+def _kind(obj: Mapping[str, Any]) -> tuple[str, str]:
+    return group_of(obj), str(obj.get("kind"))
+
+
+def _set(_objects: Sequence[Any], kinds: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    return set(kinds)
+
+
+def _problems(context: _Context, obj: Mapping[str, Any]) -> list[GraphProblem]:
+    """Return the problems of one object of a cluster."""
+    cluster, wave, known, before, external, created, kinds = context
+    problems: list[GraphProblem] = []
+    key = (group_of(obj), str(obj.get("kind", "")))
+    if key[0] not in BUILTIN_GROUPS and key in known and key not in before and key not in external:
+        problems.append(
+            _problem(
+                cluster,
+                obj,
+                "apiVersion",
+                f"no Application of cluster {cluster} installs the CRD of {key[1]} ({key[0]}) in a wave before the cluster's own Application (wave {wave})",
+            )
+        )
+    namespace = _meta(obj, "namespace")
+    if namespace and namespace not in created:
+        problems.append(
+            _problem(
+                cluster,
+                obj,
+                "metadata.namespace",
+                f'Namespace "{namespace}" is created by no object and no Application of cluster {cluster}',
+            )
+        )
+    if obj.get("kind") == "NodePool":
+        ref = (
+            (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")
+        ) or {}
+        # A node class of that kind under another name is the reference check's finding (check_node_class_references).
+        wanted = (ref.get("group"), ref.get("kind")) if isinstance(ref, dict) else None
+        kind_present = wanted is None or any(k == wanted for k in kinds or ())  # (any value)
+        if isinstance(ref, dict) and not kind_present:
+            problems.append(
+                _problem(
+                    cluster,
+                    obj,
+                    "spec.template.spec.nodeClassRef",
+                    f"{ref.get('kind')} {ref.get('name')!r} is neither rendered nor among your own manifests (extra/{cluster}/): Karpenter launches no node for this NodePool",
+                )
+            )
+    return problems
+
+
+def cluster_scoped(obj: Mapping[str, Any]) -> bool:
+    """Tell whether an object has no namespace (check_projects reads only those of a cluster)."""
+    return not _meta(obj, "namespace")
 
 
 def _allowed_kind(project: Mapping[str, Any], key: tuple[str, str]) -> bool:

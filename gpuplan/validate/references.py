@@ -28,14 +28,17 @@ Decisions:
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Any, Literal
 
 import yaml
+
+from gpuplan.validate import reuse
 
 Severity = Literal["error", "warning"]
 KUEUE = "kueue.x-k8s.io"
@@ -96,27 +99,44 @@ class ClusterObjects:
         operator_namespace: str | None = None,
         node_labels: Iterable[Mapping[str, str]] = (),
         external_namespaces: Iterable[str] = (),
+        by_kind: dict[str, list[dict]] | None = None,
     ):
-        self.objects = [o for o in objects if isinstance(o, dict)]
+        self._objects = None if by_kind is not None else [o for o in objects if isinstance(o, dict)]
+        self._kinds = by_kind
         self.paths = None if paths is None else {_norm(p) for p in paths}
         self.operator_namespace = operator_namespace
         self.node_labels = [dict(labels) for labels in node_labels]
         self.external_namespaces = set(external_namespaces)
         self.skipped: list[str] = []
+        self.reading = (
+            reuse.Reading()
+        )  # the buckets the running check read (gpuplan.validate.reuse)
+        self._gpu: list[_GpuConfig | None] = []
+        self.kept: Hashable | None = (
+            None  # names the cluster in `render --watch` (check_references)
+        )
+
+    @property
+    def objects(self) -> list[dict]:
+        """Every object (given by kind: kind by kind)."""
+        self.reading.kinds.add(reuse.ALL)
+        if self._objects is None:
+            self._objects = [o for bucket in self.by_kind.values() for o in bucket]
+        return self._objects
 
     def of(self, group: str, kind: str) -> list[dict]:
         """The objects of one group and kind (any version), in input order."""
-        return [o for o in self._by_kind.get(kind, ()) if _group(o) == group]
+        self.reading.kinds.add(kind)
+        if kind == reuse.OTHER:
+            return []
+        return [o for o in self.by_kind.get(kind, ()) if _group(o) == group]
 
-    @cached_property
-    def _by_kind(self) -> dict[str, list[dict]]:
+    @property
+    def by_kind(self) -> dict[str, list[dict]]:
         """The objects by kind, in input order (each check asks for a few kinds of thousands)."""
-        found: dict[str, list[dict]] = {}
-        for obj in self.objects:
-            kind = obj.get("kind")
-            if isinstance(kind, str):  # any other kind is no kind a check asks for
-                found.setdefault(kind, []).append(obj)
-        return found
+        if self._kinds is None:
+            self._kinds = reuse.objects_by_kind(self._objects or [])
+        return self._kinds
 
     def names(self, group: str, kind: str) -> set[str]:
         """The names of the objects of one group and kind."""
@@ -126,11 +146,44 @@ class ClusterObjects:
         """Record a check that could not run."""
         self.skipped.append(note)
 
-    @cached_property
+    @property
     def gpu(self) -> _GpuConfig | None:
-        """The GPU Operator configuration the first ClusterPolicy points at."""
-        policies = sorted(self.of("nvidia.com", "ClusterPolicy"), key=_name)
-        return _GpuConfig(self, policies[0]) if policies else None
+        """The GPU Operator configuration the first ClusterPolicy points at (made once)."""
+        self.reading.kinds |= {"ClusterPolicy", "ConfigMap"}  # what it is made of, each time
+        if not self._gpu:
+            policies = sorted(self.of("nvidia.com", "ClusterPolicy"), key=_name)
+            self._gpu.append(_GpuConfig(self, policies[0]) if policies else None)
+        return self._gpu[0]
+
+    def namespaced(self) -> list[tuple[dict, str]]:
+        """(object, namespace) of every namespaced object (kept by kind in `render --watch`)."""
+        self.reading.kinds.add(reuse.ALL)
+        if self.kept is None:
+            return _namespaced(self.objects)
+        return [
+            pair
+            for kind, bucket in self.by_kind.items()
+            for pair in reuse.kept_objects(
+                "namespaced", self.kept, kind, bucket, _namespace, _with_namespace
+            )
+        ]
+
+    def given(self) -> Hashable:
+        """Everything the checks read besides the objects (for gpuplan.validate.reuse)."""
+        return (
+            None if self.paths is None else frozenset(self.paths),
+            self.operator_namespace,
+            tuple(tuple(sorted(labels.items())) for labels in self.node_labels),
+            frozenset(self.external_namespaces),
+        )
+
+
+def _namespaced(objects: Sequence[dict]) -> list[tuple[dict, str]]:
+    return _with_namespace(objects, [_namespace(o) for o in objects])
+
+
+def _with_namespace(objects: Sequence[dict], namespaces: list[str]) -> list[tuple[dict, str]]:
+    return [(o, namespace) for o, namespace in zip(objects, namespaces, strict=True) if namespace]
 
 
 Check = Callable[[ClusterObjects], list[ReferenceProblem]]
@@ -143,6 +196,8 @@ def check_references(
     operator_namespace: str | None = None,
     node_labels: Iterable[Mapping[str, str]] = (),
     external_namespaces: Iterable[str] = (),
+    by_kind: dict[str, list[dict]] | None = None,
+    kept: Hashable | None = None,
 ) -> ReferenceReport:
     """Check every reference between the objects of one cluster.
 
@@ -150,6 +205,9 @@ def check_references(
     ``operator_namespace``: where the GPU Operator and its ConfigMaps live.
     ``node_labels``: label sets nodes are known to carry besides NodePools and NFD rules.
     ``external_namespaces``: namespaces that exist without a Namespace object in the set.
+    ``by_kind``: the objects already grouped by kind (objects_by_kind), instead of ``objects``.
+    ``kept``: names the cluster in `render --watch`, where each check's answer is kept while the
+    objects it read are the same (gpuplan.validate.reuse).
     """
     cluster = ClusterObjects(
         objects,
@@ -157,9 +215,34 @@ def check_references(
         operator_namespace=operator_namespace,
         node_labels=node_labels,
         external_namespaces=external_namespaces,
+        by_kind=by_kind,
     )
-    problems = [p for check in CHECKS for p in check(cluster)]
-    return ReferenceReport(sorted(set(problems)), cluster.skipped)
+    cluster.kept = kept
+    problems: list[ReferenceProblem] = []
+    skipped: list[str] = []
+    given = cluster.given() if kept is not None else None
+    for check in CHECKS:
+        if kept is None:
+            found, notes = _run(check, cluster, reuse.Reading())
+        else:
+            found, notes = reuse.kept_check(
+                "references",
+                (kept, check.__name__),
+                given,
+                cluster.by_kind,
+                functools.partial(_run, check, cluster),
+            )
+        problems += found
+        skipped += notes
+    return ReferenceReport(sorted(set(problems)), skipped)
+
+
+def _run(
+    check: Check, cluster: ClusterObjects, reading: reuse.Reading
+) -> tuple[list[ReferenceProblem], list[str]]:
+    """Run one check, noting what it reads; return its problems and the notes it skipped with."""
+    cluster.reading, cluster.skipped = reading, []
+    return check(cluster), cluster.skipped
 
 
 # --- Kueue ----------------------------------------------------------------------------------
@@ -547,7 +630,7 @@ def check_node_class_references(cluster: ClusterObjects) -> list[ReferenceProble
 def check_namespaces(cluster: ClusterObjects) -> list[ReferenceProblem]:
     """Namespaced objects live in namespaces the set creates (when it creates any)."""
     created = cluster.names("", "Namespace")
-    namespaced = [o for o in cluster.objects if _namespace(o)]
+    namespaced = cluster.namespaced()
     if not created:
         if namespaced:
             cluster.skip("namespaces not checked: no Namespace objects among the objects")
@@ -559,11 +642,11 @@ def check_namespaces(cluster: ClusterObjects) -> list[ReferenceProblem]:
         _problem(
             o,
             "metadata.namespace",
-            f'Namespace "{_namespace(o)}" does not exist (no Namespace object creates it)',
+            f'Namespace "{namespace}" does not exist (no Namespace object creates it)',
             external=True,
         )
-        for o in namespaced
-        if _namespace(o) not in known
+        for o, namespace in namespaced
+        if namespace not in known
     ]
 
 

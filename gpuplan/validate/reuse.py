@@ -1,0 +1,198 @@
+"""What the cross-object checks found, kept from the last run of `render --watch` while what they
+read is the same (gpuplan.warm); outside `render --watch` everything is computed.
+
+The checks read a cluster's objects kind by kind (a "bucket": the objects of one kind, in order).
+- `canonical`: a bucket's objects equal in content (marshal's bytes) to the last run's at the same
+  place are replaced by the last run's objects, and a bucket whose objects all are is the last
+  run's very list: a tenant edit re-makes a few objects alike, and the checks then see the same
+  objects as before;
+- `kept_check`: a check's answer is reused when every bucket it read is the same list of the same
+  objects and every other input (`given`) is equal;
+- `kept_objects`: a per-object pass over a bucket computes only the objects not at the same place
+  in the last run's bucket.
+
+Identity stands for content because no emitted object is changed once made (gpuplan.emit.meta.
+finalize, the overlay's patches and values copy before they change anything; the checks only
+read). GPUPLAN_WARM_CHECK=1 (gpuplan.warm.checking) computes everything again and fails when a
+kept answer differs or a kept object changed (the tests).
+"""
+
+from __future__ import annotations
+
+import marshal
+import operator
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from gpuplan import warm
+
+T = TypeVar("T")
+R = TypeVar("R")
+H = TypeVar("H", bound=Hashable)
+Buckets = Mapping[str, list[Any]]
+ALL = "*"  # the check read every bucket
+OTHER = "\0"  # the bucket of objects without a text kind
+
+
+def objects_by_kind(objects: Iterable[Any]) -> dict[str, list[dict[str, Any]]]:
+    """Return the objects (mappings) by kind, in input order; those without a text kind under OTHER."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for obj in objects:
+        if isinstance(obj, dict):
+            kind = obj.get("kind")
+            found.setdefault(kind if isinstance(kind, str) else OTHER, []).append(obj)
+    return found
+
+
+def same_objects(now: Sequence[Any], then: Sequence[Any]) -> bool:
+    """Tell whether two lists hold the very same objects in the same order."""
+    return now is then or (len(now) == len(then) and all(map(operator.is_, now, then)))
+
+
+def _code(obj: Any) -> bytes | None:
+    """Return bytes equal only for objects of equal content and types (marshal's), or None."""
+    try:
+        return marshal.dumps(obj, 2)
+    except ValueError:  # a subclass of a plain type: not compared, taken as changed
+        return None
+
+
+def canonical(key: Hashable, buckets: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """Return the buckets with each object equal to the last run's object at its place replaced
+    by that object, and each bucket whose objects all are by the last run's list (`key` names
+    the cluster)."""
+    if not warm.active():
+        return buckets
+    slot: dict[str, tuple[list[Any], list[bytes | None]]] = warm.remember("canonical", key, dict)
+    out: dict[str, list[Any]] = {}
+    kept: dict[str, tuple[list[Any], list[bytes | None]]] = {}
+    for name, bucket in buckets.items():
+        old, codes = slot.get(name, ([], []))
+        if warm.checking():
+            for obj, code in zip(old, codes, strict=True):
+                if code is not None and _code(obj) != code:
+                    raise warm.ChangedAfterKept(f"{name} {obj!r:.200} changed after it was kept")
+        if same_objects(bucket, old):
+            out[name], kept[name] = old, (old, codes)
+            continue
+        if len(old) != len(bucket):
+            out[name], kept[name] = bucket, (bucket, [None] * len(bucket))
+            continue
+        merged, new_codes, changed = [], [], False
+        for now, then, code in zip(bucket, old, codes, strict=True):
+            if now is then:
+                merged.append(then)
+                new_codes.append(code)
+                continue
+            mine = _code(now)
+            if code is None:
+                code = _code(then)
+            if mine is not None and mine == code:
+                merged.append(then)
+                new_codes.append(code)
+            else:
+                merged.append(now)
+                new_codes.append(mine)
+                changed = True
+        merged = merged if changed else old
+        out[name], kept[name] = merged, (merged, new_codes)
+    slot.clear()
+    slot.update(kept)
+    return out
+
+
+class Reading:
+    """The buckets one check asked for while it ran."""
+
+    def __init__(self) -> None:
+        self.kinds: set[str] = set()
+
+
+def kept_check(
+    kind: str,
+    key: Hashable,
+    given: Hashable,
+    buckets: Buckets,
+    run: Callable[[Reading], T],
+) -> T:
+    """Return run(reading), or the answer kept from an earlier run of `render --watch` whose
+    buckets read are the same lists and whose `given` is equal (`key` names the check and cluster).
+
+    `run` must note in the Reading every bucket it reads (ALL: every bucket), and read nothing
+    else but `given`.
+    """
+    if not warm.active():
+        return run(Reading())
+    slot: dict[str, Any] = warm.remember(kind, key, dict)
+    if slot and slot["given"] == given and _same_buckets(slot["held"], buckets):
+        if warm.checking() and run(Reading()) != slot["value"]:
+            raise warm.ChangedAfterKept(f"{kind} {key!r} changed after it was kept")
+        value: T = slot["value"]
+        return value
+    reading = Reading()
+    value = run(reading)
+    read = set(buckets) if ALL in reading.kinds else reading.kinds - {ALL}
+    held: dict[str, Any] = {k: buckets.get(k, []) for k in read}
+    if ALL in reading.kinds:
+        held[ALL] = sorted(buckets)  # no bucket more, none less
+    slot.clear()
+    slot.update(given=given, held=held, value=value)
+    return value
+
+
+def _same_buckets(held: dict[str, list[Any]], buckets: Buckets) -> bool:
+    for name, then in held.items():
+        if name == ALL:
+            if sorted(buckets) != then:
+                return False
+        elif not same_objects(buckets.get(name, []), then):
+            return False
+    return True
+
+
+def kept_objects(
+    kind: str,
+    key: Hashable,
+    name: str,
+    bucket: Sequence[Any],
+    one: Callable[[Any], R],
+    combine: Callable[[Sequence[Any], list[R]], T],
+    given: Hashable = None,
+) -> T:
+    """Return combine(bucket, [one(obj) for obj in bucket]), computing one(obj) only for objects
+    not at the same place in the bucket the last run kept under this key; kept while `given`
+    (all `one` reads besides the object) is equal (intern it to compare it quickly)."""
+    if not warm.active():
+        return combine(bucket, [one(obj) for obj in bucket])
+    slot: dict[str, Any] = warm.remember(kind, (key, name), dict)
+    if slot and slot["given"] == given:
+        held, results = slot["held"], slot["results"]
+        if warm.checking() and [one(obj) for obj in held] != results:
+            raise warm.ChangedAfterKept(f"{kind} {key!r} {name} changed after it was kept")
+        if same_objects(bucket, held):
+            value: T = slot["value"]
+            return value
+        if len(held) == len(bucket):
+            results = [r if a is b else one(a) for a, b, r in zip(bucket, held, results)]
+        else:
+            results = [one(obj) for obj in bucket]
+    else:
+        results = [one(obj) for obj in bucket]
+    value = combine(bucket, results)
+    slot.update(held=bucket, given=given, results=results, value=value)
+    return value
+
+
+def flatten(_bucket: Sequence[Any], results: list[list[R]]) -> list[R]:
+    """Return the per-object lists as one (a `combine` of kept_objects)."""
+    return [x for found in results for x in found]
+
+
+def interned(kind: str, key: Hashable, value: H) -> H:
+    """Return the value an earlier run of `render --watch` kept under this key if equal, else value."""
+    slot: dict[str, Any] = warm.remember(kind, key, dict)
+    if "value" in slot and slot["value"] == value:
+        kept: H = slot["value"]
+        return kept
+    slot["value"] = value
+    return value
