@@ -24,7 +24,7 @@ from gpuplan.validate.graph import (
     expand_application_sets,
 )
 from gpuplan.validate.promql import query_problems as promql_problems
-from gpuplan.validate.reuse import canonical, interned, kept_objects, objects_by_kind
+from gpuplan.validate.reuse import OTHER, canonical, interned, kept_objects, regroup
 from gpuplan.write import header
 from gpuplan.yamlout import dump
 
@@ -110,26 +110,55 @@ def _against(validator: Validator) -> str:
 
 
 class _Groups:
-    """The objects of a render by cluster (None: argocd/), Kustomizations aside, in order."""
+    """The objects of a render by cluster (None: argocd/), Kustomizations aside, in order.
 
-    def __init__(self, manifests: Iterable[Manifest]) -> None:
-        self.by_cluster: dict[str | None, list[Manifest]] = {}
-        self.folders: set[str] = set()  # the folders of the Kustomizations
-        for item in manifests:
-            if item.obj.get("kind") == "Kustomization":
-                if "/" in item.path:
-                    self.folders.add(item.path.rpartition("/")[0])
-            else:
-                self.by_cluster.setdefault(item.cluster, []).append(item)
+    In `render --watch` the groups are the last run's wherever the objects are the same, and
+    the objects of a kind alike the last run's at their place are the last run's
+    (gpuplan.validate.reuse): the lists are shared, never changed.
+    """
+
+    def __init__(self, manifests: list[Manifest]) -> None:
+        groups = regroup("verify-clusters", None, manifests, _cluster_of, _itself)
+        self.by_cluster: dict[str | None, list[Manifest]] = {
+            cluster: items
+            for (cluster, kustomization), items in groups.items()
+            if not kustomization
+        }
+        self.folders = {  # the folders of the Kustomizations
+            m.path.rpartition("/")[0]
+            for (_, kustomization), items in groups.items()
+            if kustomization
+            for m in items
+            if "/" in m.path
+        }
         self._kinds: dict[str | None, dict[str, list[dict[str, Any]]]] = {}
 
     def by_kind(self, cluster: str | None) -> dict[str, list[dict[str, Any]]]:
         """Return the objects of a cluster by kind (gpuplan.validate.reuse.objects_by_kind)."""
         if cluster not in self._kinds:
             items = self.by_cluster.get(cluster, [])
+            found = regroup("verify-kinds", cluster, items, _kind_of, _object)
             # In `render --watch`, objects alike the last run's at their place are the last run's.
-            self._kinds[cluster] = canonical(cluster, objects_by_kind([m.obj for m in items]))
+            self._kinds[cluster] = canonical(cluster, found)
         return self._kinds[cluster]
+
+
+def _cluster_of(item: Manifest) -> tuple[str | None, bool]:
+    return item.cluster, item.obj.get("kind") == "Kustomization"
+
+
+def _itself(item: Manifest) -> Manifest:
+    return item
+
+
+def _kind_of(item: Manifest) -> str:
+    """Return the bucket of an object (as gpuplan.validate.reuse.objects_by_kind)."""
+    kind = item.obj.get("kind")
+    return kind if isinstance(kind, str) else OTHER
+
+
+def _object(item: Manifest) -> dict[str, Any]:
+    return item.obj
 
 
 def schema_problems(
@@ -143,6 +172,7 @@ def schema_problems(
     """Validate each object against its schema, CEL rules and webhook rules."""
     validators, problems = _validators(fleet, index)
     notes: list[str] = []
+    manifests = manifests if isinstance(manifests, list) else list(manifests)
     groups = groups if groups is not None else _Groups(manifests)
     todo: set[int] = set()  # the objects to validate: those not proven already
     for cluster, items in groups.by_cluster.items():

@@ -181,16 +181,37 @@ def map_kept(kind: str, key: Hashable, items: list[Any], compute: Callable[[Any]
         return [compute(item) for item in items]
     slot: dict[str, Any] = remember(f"{kind}\0list", key, dict)
     held, values = slot.get("held", []), slot.get("values", [])
-    if len(held) == len(items) and all(map(operator.is_, held, items)):
+    if len(held) == len(items):
         out: list[T] = values
+        places = changed_places(items, held)
+        if places:
+            out = list(values)
+            for i in places:
+                out[i] = compute(items[i])
     else:
         by_id = dict(zip(map(id, held), values))  # held alive: an id there is that very object
-        found = list(map(by_id.get, map(id, items), repeat(_NONE)))
-        out = [compute(item) if v is _NONE else v for item, v in zip(items, found, strict=True)]
+        out = list(map(by_id.get, map(id, items), repeat(_NONE)))
+        i = -1
+        with contextlib.suppress(ValueError):
+            while True:
+                i = out.index(_NONE, i + 1)  # type: ignore[arg-type]
+                out[i] = compute(items[i])
+    if out is not values:
         slot.update(held=list(items), values=out)
     if checking():
         same_content(kind, items, out, compute)
     return out
+
+
+def changed_places(now: list[Any], then: list[Any]) -> list[int]:
+    """Return the places of two lists of one length that do not hold the very same object."""
+    same = list(map(operator.is_, now, then))
+    places, i = [], -1
+    with contextlib.suppress(ValueError):
+        while True:
+            i = same.index(False, i + 1)
+            places.append(i)
+    return places
 
 
 _NONE = object()  # no value kept

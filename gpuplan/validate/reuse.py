@@ -29,6 +29,8 @@ from gpuplan import warm
 T = TypeVar("T")
 R = TypeVar("R")
 H = TypeVar("H", bound=Hashable)
+G = TypeVar("G", bound=Hashable)
+V = TypeVar("V")
 Buckets = Mapping[str, list[Any]]
 ALL = "*"  # the check read every bucket
 OTHER = "\0"  # the bucket of objects without a text kind
@@ -42,6 +44,60 @@ def objects_by_kind(objects: Iterable[Any]) -> dict[str, list[dict[str, Any]]]:
             kind = obj.get("kind")
             found.setdefault(kind if isinstance(kind, str) else OTHER, []).append(obj)
     return found
+
+
+def regroup(
+    kind: str,
+    key: Hashable,
+    items: list[Any],
+    group: Callable[[Any], G],
+    value: Callable[[Any], V],
+) -> dict[G, list[V]]:
+    """Return value(item) of the items by group(item), in order (groups in order of appearance).
+
+    Inside `render --watch` the last run's groups under (kind, key) are reused when the items
+    are the same but at a few places, and each new item there is of the old one's group (its
+    value then takes the old one's place). The lists returned are shared: never change them.
+    """
+    if not warm.active():
+        return _grouped(items, group, value)[0]
+    slot: dict[str, Any] = warm.remember(kind, key, dict)
+    held: list[Any] = slot.get("held", [])
+    if len(held) == len(items):
+        groups: dict[G, list[V]] = slot["groups"]
+        places = warm.changed_places(items, held)
+        if not places:
+            return groups
+        where: list[tuple[G, int]] = slot["where"]
+        patched, copied = dict(groups), set()
+        for i in places:
+            name, j = where[i]
+            if group(items[i]) != name:
+                break
+            if name not in copied:
+                patched[name] = list(patched[name])
+                copied.add(name)
+            patched[name][j] = value(items[i])
+        else:
+            slot.update(held=list(items), groups=patched)
+            return patched
+    groups, where = _grouped(items, group, value)
+    slot.update(held=list(items), groups=groups, where=where)
+    return groups
+
+
+def _grouped(
+    items: list[Any], group: Callable[[Any], G], value: Callable[[Any], V]
+) -> tuple[dict[G, list[V]], list[tuple[G, int]]]:
+    """Return the values by group, and each item's group and place in it."""
+    groups: dict[G, list[V]] = {}
+    where = []
+    for item in items:
+        name = group(item)
+        found = groups.setdefault(name, [])
+        where.append((name, len(found)))
+        found.append(value(item))
+    return groups, where
 
 
 def same_objects(now: Sequence[Any], then: Sequence[Any]) -> bool:
@@ -78,22 +134,14 @@ def canonical(key: Hashable, buckets: dict[str, list[Any]]) -> dict[str, list[An
         if len(old) != len(bucket):
             out[name], kept[name] = bucket, (bucket, [None] * len(bucket))
             continue
-        merged, new_codes, changed = [], [], False
-        for now, then, code in zip(bucket, old, codes, strict=True):
-            if now is then:
-                merged.append(then)
-                new_codes.append(code)
-                continue
-            mine = _code(now)
+        merged, new_codes = list(old), list(codes)
+        changed = False
+        for i in warm.changed_places(bucket, old):
+            mine, code = _code(bucket[i]), codes[i]
             if code is None:
-                code = _code(then)
-            if mine is not None and mine == code:
-                merged.append(then)
-                new_codes.append(code)
-            else:
-                merged.append(now)
-                new_codes.append(mine)
-                changed = True
+                code = new_codes[i] = _code(old[i])
+            if mine is None or mine != code:
+                merged[i], new_codes[i], changed = bucket[i], mine, True
         merged = merged if changed else old
         out[name], kept[name] = merged, (merged, new_codes)
     slot.clear()
@@ -173,7 +221,9 @@ def kept_objects(
             value: T = slot["value"]
             return value
         if len(held) == len(bucket):
-            results = [r if a is b else one(a) for a, b, r in zip(bucket, held, results)]
+            results = list(results)
+            for i in warm.changed_places(list(bucket), list(held)):
+                results[i] = one(bucket[i])
         else:
             results = [one(obj) for obj in bucket]
     else:
