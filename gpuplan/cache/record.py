@@ -236,17 +236,12 @@ class RenderCache:
     def unproven(self, items: list[Manifest], against: str) -> list[Manifest]:
         """Return the objects not proven valid against these schemas (the others' proofs are used)."""
         proofs = self._proofs(items, against)
-        valid, used = self._valid, self._used
-        if valid.issuperset(proofs):
-            used.update(proofs)
+        valid = self._valid
+        missing = set(proofs).difference(valid)
+        self._used.update(valid.intersection(proofs) if missing else proofs)
+        if not missing:
             return []
-        out = []
-        for item, proof in zip(items, proofs, strict=True):
-            if proof in valid:
-                used.add(proof)
-            else:
-                out.append(item)
-        return out
+        return [item for item, proof in zip(items, proofs, strict=True) if proof in missing]
 
     def add(self, item: Manifest, against: str) -> None:
         """Remember that this object is valid against these schemas."""
