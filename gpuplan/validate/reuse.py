@@ -62,8 +62,8 @@ def regroup(
     if not warm.active():
         return _grouped(items, group, value)[0]
     slot: dict[str, Any] = warm.remember(kind, key, dict)
-    held: list[Any] = slot.get("held", [])
-    if len(held) == len(items):
+    held: list[Any] | None = slot.get("held")
+    if held is not None and len(held) == len(items):
         groups: dict[G, list[V]] = slot["groups"]
         places = warm.changed_places(items, held)
         if not places:
