@@ -65,6 +65,7 @@ class RenderCache:
     _valid_set: set[str] | None = None
     _used: set[str] = field(default_factory=set)  # proofs this render relied on or made
     _keys: dict[int, str] = field(default_factory=dict)
+    _unproven: dict[tuple[int, str], tuple[Manifest, str]] = field(default_factory=dict)  # proofs
     _proved: list[tuple[list[str], list[Manifest]]] = field(default_factory=list)  # kinds, if asked
     _findings: tuple[list[Diagnostic], list[str], list[str]] | None = None
 
@@ -241,11 +242,17 @@ class RenderCache:
         self._used.update(valid.intersection(proofs) if missing else proofs)
         if not missing:
             return []
-        return [item for item, proof in zip(items, proofs, strict=True) if proof in missing]
+        found = [
+            (item, proof) for item, proof in zip(items, proofs, strict=True) if proof in missing
+        ]
+        self._unproven.update(((id(item), against), (item, proof)) for item, proof in found)
+        return [item for item, _ in found]
 
     def add(self, item: Manifest, against: str) -> None:
         """Remember that this object is valid against these schemas."""
-        proof = _proof(self._key(item), against)
+        held, proof = self._unproven.get((id(item), against), (None, ""))
+        if held is not item:
+            proof = _proof(self._key(item), against)
         self._proved.append(([proof], [item]))
         self._valid.add(proof)
         self._used.add(proof)
