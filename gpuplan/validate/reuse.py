@@ -114,38 +114,37 @@ def _code(obj: Any) -> bytes | None:
 
 
 def canonical(key: Hashable, buckets: dict[str, list[Any]]) -> dict[str, list[Any]]:
-    """Return the buckets with each object equal to the last run's object at its place replaced
-    by that object, and each bucket whose objects all are by the last run's list (`key` names
-    the cluster)."""
+    """Return the buckets with each object alike the last run's object at its place replaced by
+    that object, and each bucket whose objects all are by the last run's list (`key` names the
+    cluster). Alike: equal (compared in C; most changed objects differ early) and of equal
+    marshal bytes (1 == True == 1.0, but a message prints them apart).
+    """
     if not warm.active():
         return buckets
-    slot: dict[str, tuple[list[Any], list[bytes | None]]] = warm.remember("canonical", key, dict)
+    slot: dict[str, list[Any]] = warm.remember("canonical", key, dict)
+    codes: dict[str, list[bytes | None]] = warm.remember("canonical-codes", key, dict)
+    checking = warm.checking()
+    if checking:  # every object kept: unchanged since (its bytes were taken when it was kept)
+        for name, code in codes.items():
+            if [_code(obj) for obj in slot[name]] != code:
+                raise warm.ChangedAfterKept(f"a {name} of {key!r} changed after it was kept")
     out: dict[str, list[Any]] = {}
-    kept: dict[str, tuple[list[Any], list[bytes | None]]] = {}
     for name, bucket in buckets.items():
-        old, codes = slot.get(name, ([], []))
-        if warm.checking():
-            for obj, code in zip(old, codes, strict=True):
-                if code is not None and _code(obj) != code:
-                    raise warm.ChangedAfterKept(f"{name} {obj!r:.200} changed after it was kept")
-        if same_objects(bucket, old):
-            out[name], kept[name] = old, (old, codes)
+        old = slot.get(name, [])
+        if same_objects(bucket, old) or len(old) != len(bucket):
+            out[name] = old if len(old) == len(bucket) else bucket
             continue
-        if len(old) != len(bucket):
-            out[name], kept[name] = bucket, (bucket, [None] * len(bucket))
-            continue
-        merged, new_codes = list(old), list(codes)
-        changed = False
+        merged, changed = list(old), False
         for i in warm.changed_places(bucket, old):
-            mine, code = _code(bucket[i]), codes[i]
-            if code is None:
-                code = new_codes[i] = _code(old[i])
-            if mine is None or mine != code:
-                merged[i], new_codes[i], changed = bucket[i], mine, True
-        merged = merged if changed else old
-        out[name], kept[name] = merged, (merged, new_codes)
+            now, then = bucket[i], old[i]
+            if now != then or (mine := _code(now)) is None or mine != _code(then):
+                merged[i], changed = now, True
+        out[name] = merged if changed else old
     slot.clear()
-    slot.update(kept)
+    slot.update(out)
+    codes.clear()
+    if checking:
+        codes.update({name: [_code(obj) for obj in bucket] for name, bucket in out.items()})
     return out
 
 
