@@ -132,7 +132,7 @@ def check_cluster(
         if _wave(app) < wave:
             for kind in installs.get(str(_meta(app, "name")), ()):
                 before.setdefault(kind, str(_meta(app, "name")))
-    buckets = by_kind if by_kind is not None else reuse.objects_by_kind(objects)
+    buckets = by_kind if by_kind is not None else _by_kind(objects)
     created = {str(_meta(o, "name")) for o in buckets.get("Namespace", ())}
     created |= _created_namespaces(mine) | BUILTIN_NAMESPACES | set(namespaces)
     kinds = None  # (group, kind) of every object: NodePools ask
@@ -176,6 +176,15 @@ class _Context(NamedTuple):
     external: frozenset[tuple[str, str]]  # kinds the platform installs
     created: frozenset[str]  # namespaces that exist
     kinds: frozenset[tuple[str, str]] | None  # every object's (group, kind), when a NodePool asks
+
+
+def _by_kind(objects: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Return every object by kind, in order (as gpuplan.validate.reuse.objects_by_kind)."""
+    found: dict[str, list[Mapping[str, Any]]] = {}
+    for obj in objects:
+        kind = obj.get("kind")
+        found.setdefault(kind if isinstance(kind, str) else reuse.OTHER, []).append(obj)
+    return found
 
 
 def _kind(obj: Mapping[str, Any]) -> tuple[str, str]:

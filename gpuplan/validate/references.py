@@ -108,13 +108,11 @@ class ClusterObjects:
         self.node_labels = [dict(labels) for labels in node_labels]
         self.external_namespaces = set(external_namespaces)
         self.skipped: list[str] = []
-        self.reading = (
-            reuse.Reading()
-        )  # the buckets the running check read (gpuplan.validate.reuse)
+        # The buckets the running check read, and the cluster's name in `render --watch`
+        # (gpuplan.validate.reuse, check_references).
+        self.reading = reuse.Reading()
+        self.kept: Hashable | None = None
         self._gpu: list[_GpuConfig | None] = []
-        self.kept: Hashable | None = (
-            None  # names the cluster in `render --watch` (check_references)
-        )
 
     @property
     def objects(self) -> list[dict]:
