@@ -98,7 +98,7 @@ def test_proofs_of_objects_alike_are_alike_and_unproven_ones_are_found() -> None
     assert cache.unproven(items, "v1.34") == items
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(
     st.lists(
         st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 3)), max_size=8),
@@ -167,7 +167,7 @@ EDIT = st.tuples(
 
 
 @settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.lists(EDIT, min_size=1, max_size=6))
 def test_each_runs_references_and_graph_are_a_cold_checks(
