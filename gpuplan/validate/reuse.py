@@ -9,7 +9,8 @@ The checks read a cluster's objects kind by kind (a "bucket": the objects of one
 - `kept_check`: a check's answer is reused when every bucket it read is the same list of the same
   objects and every other input (`given`) is equal;
 - `kept_objects`: a per-object pass over a bucket computes only the objects not at the same place
-  in the last run's bucket.
+  in the last run's bucket;
+- `regroup`: a grouping of a list (by cluster, by kind) patched where the list holds new objects.
 
 Identity stands for content because no emitted object is changed once made (gpuplan.emit.meta.
 finalize, the overlay's patches and values copy before they change anything; the checks only
@@ -171,7 +172,7 @@ def kept_check(
     if not warm.active():
         return run(Reading())
     slot: dict[str, Any] = warm.remember(kind, key, dict)
-    if slot and slot["given"] == given and _same_buckets(slot["held"], buckets):
+    if slot and slot["given"] == given and _same_buckets(slot["held"], slot["every"], buckets):
         if warm.checking() and run(Reading()) != slot["value"]:
             raise warm.ChangedAfterKept(f"{kind} {key!r} changed after it was kept")
         value: T = slot["value"]
@@ -179,22 +180,17 @@ def kept_check(
     reading = Reading()
     value = run(reading)
     read = set(buckets) if ALL in reading.kinds else reading.kinds - {ALL}
-    held: dict[str, Any] = {k: buckets.get(k, []) for k in read}
-    if ALL in reading.kinds:
-        held[ALL] = sorted(buckets)  # no bucket more, none less
+    held = {k: buckets.get(k, []) for k in read}
+    every = sorted(buckets) if ALL in reading.kinds else None  # then no bucket more, none less
     slot.clear()
-    slot.update(given=given, held=held, value=value)
+    slot.update(given=given, held=held, every=every, value=value)
     return value
 
 
-def _same_buckets(held: dict[str, list[Any]], buckets: Buckets) -> bool:
-    for name, then in held.items():
-        if name == ALL:
-            if sorted(buckets) != then:
-                return False
-        elif not same_objects(buckets.get(name, []), then):
-            return False
-    return True
+def _same_buckets(held: dict[str, list[Any]], every: list[str] | None, buckets: Buckets) -> bool:
+    if every is not None and sorted(buckets) != every:
+        return False
+    return all(same_objects(buckets.get(name, []), then) for name, then in held.items())
 
 
 def kept_objects(
