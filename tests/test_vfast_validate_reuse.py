@@ -208,3 +208,37 @@ def test_a_watched_fleet_passes_the_guard_through_tenant_edits(
 ) -> None:
     edits = [("owners", 1), ("quota", 1), ("add", 2), ("extra", 1), ("remove", 0), ("patch", 0)]
     hold_to_cold(Fleet(), edits, tmp_path, monkeypatch)
+
+
+def test_only_the_checks_that_read_a_changed_kind_run_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gpuplan.validate import references
+
+    ran: list[str] = []
+    real = references._run
+
+    def counted(check, cluster, reading):  # type: ignore[no-untyped-def]
+        ran.append(check.__name__)
+        return real(check, cluster, reading)
+
+    monkeypatch.setattr(references, "_run", counted)
+    objects = _objects()
+
+    def run(objects: list[dict]) -> list[str]:
+        cold = check_references(copy.deepcopy(objects), **OPTIONS)
+        ran.clear()
+        buckets = reuse.canonical("c", reuse.objects_by_kind(objects))
+        assert check_references((), by_kind=buckets, kept="c", **OPTIONS) == cold
+        warm.settle()
+        return sorted(ran)
+
+    with warm.kept():
+        assert len(run(objects)) == len(references.CHECKS)  # the first run runs them all
+        assert run(objects) == []  # the same objects
+        assert run(copy.deepcopy(objects)) == []  # made again alike
+        [queue] = [o for o in objects if o["kind"] == "LocalQueue"][:1]
+        changed = [copy.deepcopy(o) for o in objects]
+        [edited] = [o for o in changed if o == queue][:1]
+        edited["spec"]["clusterQueue"] = "missing"
+        assert run(changed) == ["check_local_queues", "check_namespaces"]
