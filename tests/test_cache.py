@@ -544,3 +544,42 @@ def test_the_quick_comparison_with_folders_sees_a_folder_added_or_gone(
         assert as_recorded(out, recorded)  # without folders: not compared
         (out / where).rmdir()
     assert as_recorded(out, recorded, folders)
+
+
+def test_a_watch_reads_its_own_record_back_without_parsing_it(
+    tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside `render --watch` the record the process wrote is taken as written (equal to what
+    parsing its bytes gives); a record another writer left is parsed."""
+    from gpuplan import warm
+    from gpuplan.cache.record import RenderCache
+    from gpuplan.commands.common import Options
+    from gpuplan.commands.render import render_fleet
+
+    root = tmp_path / "repo"
+    Fleet().write(root)
+    parsed: list[bytes] = []
+    real = store.parse
+
+    def counted(data: bytes) -> dict[str, Any] | None:
+        parsed.append(data)
+        return real(data)
+
+    monkeypatch.setattr(store, "parse", counted)
+    with warm.kept():
+        assert render_fleet(Options(root=root), compile_now=True) == 0
+        warm.settle()  # the record is written once the result is printed
+        parsed.clear()
+        cache = RenderCache.open(root, None, None)
+        assert cache is not None and cache.hit and parsed == []
+        with monkeypatch.context() as m:
+            m.setattr(warm, "_state", {"on": False})  # the same bytes read as a one-shot would
+            cold = RenderCache.open(root, None, None)
+        assert cold is not None and parsed == [_record(cache_home).read_bytes()]
+        assert cache.previous == cold.previous and cache.files == cold.files
+        assert cache._table == cold._table and cache._valid == cold._valid
+        data = _record(cache_home).read_bytes()  # another writer: the same record, other bytes
+        _record(cache_home).write_bytes(json.dumps(json.loads(data), indent=1).encode())
+        parsed.clear()
+        again = RenderCache.open(root, None, None)
+        assert again is not None and again.hit and len(parsed) == 1

@@ -80,6 +80,12 @@ def open_home(home: Path, create: bool) -> int:
 
 def load(home: Path, name: str) -> dict[str, Any] | None:
     """Return a slot's record, or None when there is none or it cannot be trusted to be whole."""
+    data = read(home, name)
+    return parse(data) if data is not None else None
+
+
+def read(home: Path, name: str) -> bytes | None:
+    """Return a slot's record as stored, or None when there is none or it cannot be read."""
     try:
         fd = open_home(home, create=False)
     except OSError:
@@ -88,25 +94,34 @@ def load(home: Path, name: str) -> dict[str, Any] | None:
         slot_fd = os.open(name, safefs.DIR_FLAGS, dir_fd=fd)
         try:
             os.utime(slot_fd)  # least recently used goes first when pruning
-            data = json.loads(safefs.read_all(slot_fd, RECORD))
+            return safefs.read_all(slot_fd, RECORD)
         finally:
             os.close(slot_fd)
-    except (OSError, ValueError):
+    except OSError:
         return None
     finally:
         os.close(fd)
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+
+
+def parse(data: bytes) -> dict[str, Any] | None:
+    """Return the record stored as these bytes, or None when it is not a whole record of this format."""
+    try:
+        record = json.loads(data)
+    except ValueError:
         return None
-    return data
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        return None
+    return record
 
 
-def save(home: Path, name: str, record: dict[str, Any]) -> None:
-    """Replace a slot's record (best effort: a cache that cannot be written is no error)."""
+def save(home: Path, name: str, record: dict[str, Any]) -> bytes | None:
+    """Replace a slot's record (best effort: a cache that cannot be written is no error); return
+    the bytes written, None when nothing was."""
     data = json.dumps({"format": FORMAT, **record}, separators=(",", ":")).encode()
     try:
         fd = open_home(home, create=True)
     except OSError:
-        return
+        return None
     try:
         with contextlib.suppress(FileExistsError):
             os.mkdir(name, 0o700, dir_fd=fd)
@@ -115,11 +130,13 @@ def save(home: Path, name: str, record: dict[str, Any]) -> None:
             replace(slot_fd, data)
         finally:
             os.close(slot_fd)
-        _prune(fd)
+        with contextlib.suppress(OSError):
+            _prune(fd)
     except OSError:
-        pass
+        return None
     finally:
         os.close(fd)
+    return data
 
 
 def replace(dir_fd: int, data: bytes, name: str = RECORD) -> None:
