@@ -4,14 +4,15 @@ Most of a fleet's objects belong to one allocation (its namespaces' objects, its
 LocalQueues and Volcano Queue), and an edit of one tenant changes few of them: each emitter's
 objects of an allocation are kept by what they are made from (gpuplan.entitlements.own_inputs,
 or shared_inputs for what reads the cohort's lending), so an unchanged allocation gives the very
-same objects, which later stages can then tell unchanged by identity.
+same objects, which later stages can then tell unchanged by identity. They are kept finalized
+(gpuplan.emit.meta.finalize), so a run does not finalize them again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpuplan.emit.meta import Manifest
+from gpuplan.emit.meta import Manifest, finalized
 from gpuplan.entitlements import kept
 from gpuplan.fleet import AllocationPlan
 
@@ -22,8 +23,8 @@ def objects(
     build: Callable[[AllocationPlan], list[Manifest]],
     cohort: bool,
 ) -> list[Manifest]:
-    """Return build(alloc), kept by the allocation's inputs (cohort: its cohort's lending too).
+    """Return build(alloc) finalized, kept by the allocation's inputs (cohort: its cohort's lending too).
 
     `kind` names `build` (one kind, one function); the list is shared: never change it.
     """
-    return kept(f"objects/{kind}", alloc, build, cohort)
+    return kept(f"objects/{kind}", alloc, lambda a: finalized(build(a)), cohort)

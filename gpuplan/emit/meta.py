@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
+
+from gpuplan import warm
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpuplan"}
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -29,7 +32,12 @@ CORE_GROUPS = (
 
 @dataclass(frozen=True)
 class Manifest:
-    """One object to write: where it goes, the object, and the inputs it comes from."""
+    """One object to write: where it goes, the object, and the inputs it comes from.
+
+    The object is never changed once it is in a Manifest (a patch or finalize makes a new one), so
+    its kind, name and namespace are read from it once, on first use, and kept on the record: later
+    stages ask for them many times per object.
+    """
 
     path: str  # relative to the output folder, with '/'
     obj: dict[str, Any]
@@ -38,18 +46,21 @@ class Manifest:
     comments: tuple[
         str, ...
     ] = ()  # header lines after the sources, e.g. "Components: kueue=v0.14.4"
+    final: bool = field(
+        default=False, compare=False, repr=False
+    )  # finalize() made it: it carries the labels and annotations every object carries
 
-    @property
+    @cached_property
     def kind(self) -> str:
         """Return the object's kind."""
         return str(self.obj.get("kind", ""))
 
-    @property
+    @cached_property
     def name(self) -> str:
         """Return the object's name."""
         return str(self.obj.get("metadata", {}).get("name", ""))
 
-    @property
+    @cached_property
     def namespace(self) -> str | None:
         """Return the object's namespace, if it has one."""
         return self.obj.get("metadata", {}).get("namespace")
@@ -60,6 +71,19 @@ def cluster_only(emitter: Callable[[Any], list[Manifest]]) -> Callable[[Any], li
     allocation, grant or figure of another emitter): `render --watch` keeps them by its model."""
     emitter.cluster_only = True  # type: ignore[attr-defined]
     return emitter
+
+
+def cluster_objects(emitter: Callable[[Any], list[Manifest]], cluster: Any) -> list[Manifest]:
+    """Return emitter(cluster) finalized; inside `render --watch` kept by the cluster's model when
+    the emitter is marked cluster_only (the one input it reads). The list is shared: never change it."""
+    if getattr(emitter, "cluster_only", False):
+        kind = f"cluster/{emitter.__module__}"
+        return warm.remember_same(kind, (cluster.spec,), None, _finalized, emitter, cluster)
+    return finalized(emitter(cluster))
+
+
+def _finalized(emitter: Callable[[Any], list[Manifest]], cluster: Any) -> list[Manifest]:
+    return finalized(emitter(cluster))
 
 
 def k8s(
@@ -122,4 +146,9 @@ def finalize(item: Manifest) -> Manifest:
         annotations[SYNC_OPTIONS] = options
     metadata["annotations"] = annotations
     obj["metadata"] = metadata
-    return Manifest(item.path, obj, item.sources, item.cluster, item.comments)
+    return Manifest(item.path, obj, item.sources, item.cluster, item.comments, True)
+
+
+def finalized(items: list[Manifest]) -> list[Manifest]:
+    """Return the items finalized, each made by finalize() taken as it is."""
+    return [item if item.final else finalize(item) for item in items]

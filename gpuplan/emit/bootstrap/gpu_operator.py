@@ -15,6 +15,7 @@ from gpuplan.components import REGISTRY
 from gpuplan.emit import gpu_operator as policy_emitter
 from gpuplan.emit.bootstrap.app import Operator
 from gpuplan.emit.gpu_operator_values import chart_values
+from gpuplan.emit.meta import cluster_objects
 from gpuplan.fleet import ClusterPlan
 
 NAME = "gpu-operator"
@@ -22,7 +23,7 @@ NAME = "gpu-operator"
 
 def _policy_spec(cluster: ClusterPlan) -> dict[str, Any]:
     """Return the spec of the ClusterPolicy gpuplan emits for the cluster (read, not recomputed)."""
-    for item in policy_emitter.emit(cluster):
+    for item in cluster_objects(policy_emitter.emit, cluster):
         if item.kind == "ClusterPolicy":
             return dict(item.obj.get("spec") or {})
     return {}
