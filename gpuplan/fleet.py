@@ -49,6 +49,10 @@ class AllocationPlan:
     cache: dict[str, object] = field(
         default_factory=dict, repr=False
     )  # derived figures, computed once
+    token: object | None = field(default=None, repr=False)
+    """Inside `render --watch`: an object that is the very same from run to run exactly while the
+    tenant's model, the cluster's model and the index are (gpuplan.resolve keeps one per three);
+    what is computed from those alone is kept by it (gpuplan.entitlements.kept). None outside."""
 
     @cached_property
     def spec(self) -> Allocation:

@@ -550,13 +550,17 @@ def _allocation(
     """Resolve one allocation: its grants, and its references into the cluster.
 
     Both read the allocation as written and the cluster (its pools come from the cluster file):
-    `render --watch` keeps them by the two models, the grants as plain values (no owner).
+    `render --watch` keeps them by the two models, the grants as plain values (no owner), and the
+    kept pair is the allocation's token (AllocationPlan.token).
     """
     alloc = AllocationPlan(tenant, index, cluster)
     if not warm.active():
         return alloc, _resolve(alloc)
     held = (tenant.model, cluster.spec)
-    grants, problems = warm.remember_same("allocation", held, index, _values, alloc)
+    resolved = warm.remember_same("allocation", held, index, _values, alloc)
+    # the very same value while the two models and the index are: it stands for them (token)
+    alloc.token = resolved
+    grants, problems = resolved
     pools = cluster.pools
     alloc.grants = [Grant(pools[g[0]], *g[1:], alloc) for g in grants]
     return alloc, list(problems)

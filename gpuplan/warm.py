@@ -97,6 +97,30 @@ def remember_same(
     return found[1]
 
 
+def remember_one(kind: str, token: object, compute: Callable[..., T], *args: Any) -> T:
+    """Return compute(*args), or inside `kept()` the value an earlier run computed for the very
+    same `token` (by identity, kept alive with the value).
+
+    The token must determine the value whole: an object made once for given inputs and handed out
+    again, the same object, for as long as they stay the same (gpuplan.resolve: an allocation's
+    token). One lookup, where remember_same builds and compares a key of several objects.
+    """
+    if not _state["on"]:
+        return compute(*args)
+    used = _used.get(kind)
+    if used is None:
+        used = _used[kind] = {}
+    ident = id(token)
+    found = used.get(ident)
+    if found is None:
+        table = _kept.get(kind)
+        found = None if table is None else table.get(ident)
+        if found is None or found[0] is not token:
+            found = (token, compute(*args))
+        used[ident] = found
+    return found[1]  # type: ignore[no-any-return]
+
+
 def map_same(kind: str, items: list[Any], compute: Callable[[Any], T]) -> list[T]:
     """Return [compute(item) for item in items], each kept by the item's identity as remember_same does."""
     if not _state["on"]:
