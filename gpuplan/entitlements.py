@@ -183,7 +183,7 @@ def kept(
 
     `kind` names `compute` (one kind, one function); the value is shared: never change it.
     Each input is looked up once per allocation and run: its token (AllocationPlan.token), or
-    with `cohort` a token of it and the lending (_shared_token), stands for them in each lookup.
+    with `cohort` a token of it and the lending (shared_token), stands for them in each lookup.
     """
     if not warm.active():
         return compute(alloc)
@@ -191,12 +191,17 @@ def kept(
     if token is None:  # an allocation gpuplan.resolve did not make: keyed by the inputs themselves
         held, index = shared_inputs(alloc) if cohort else own_inputs(alloc)
         return warm.remember_same(kind, held, index, compute, alloc)
-    return warm.remember_one(kind, _shared_token(alloc) if cohort else token, compute, alloc)
+    return warm.remember_one(kind, shared_token(alloc) if cohort else token, compute, alloc)
 
 
-def _shared_token(alloc: AllocationPlan) -> object:
+def shared_token(alloc: AllocationPlan) -> object | None:
     """Return a token for shared_inputs: the very same object from run to run exactly while the
-    allocation's token and its cohort's lending (an interned value, _interned_lends) are."""
+    allocation's token and its cohort's lending (an interned value, _interned_lends) are.
+
+    None where the allocation has no token (outside `render --watch`, or not made by gpuplan.resolve).
+    """
+    if alloc.token is None:
+        return None
     found = alloc.cache.get("shared-token")
     if found is None:
         lends = _cohort_lends(alloc) if alloc.spec.cohort is not None else None

@@ -118,7 +118,7 @@ def remember_one(kind: str, token: object, compute: Callable[..., T], *args: Any
         if found is None or found[0] is not token:
             found = (token, compute(*args))
         used[ident] = found
-    return found[1]  # type: ignore[no-any-return]
+    return found[1]
 
 
 def map_same(kind: str, items: list[Any], compute: Callable[[Any], T]) -> list[T]:

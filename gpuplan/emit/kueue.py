@@ -229,7 +229,8 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     for index, alloc in enumerate(cluster.allocations):
         # the ClusterQueue states the allocation's own amounts (lending limits, not the cohort's)
         made = allocations.objects("kueue", alloc, allocation_objects, cohort=False)
-        if index == 0:  # every ClusterQueue of a cluster has the same admissionScope (cluster_queue)
+        # every ClusterQueue of a cluster has the same admissionScope (cluster_queue): one tells
+        if index == 0:
             gates |= feature_gates(made)
         out += made
     cluster.cache[GATES] = frozenset(gates)
