@@ -12,11 +12,6 @@ from gpuplan.pools import GPU
 from gpuplan.quantity import format_bytes, format_cpu
 
 
-def _allocations(fleet: Fleet) -> Iterator[AllocationPlan]:
-    for name in sorted(fleet.clusters):
-        yield from fleet.clusters[name].allocations
-
-
 @allocation_check()
 def check_lending_within_nominal(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when a lending limit exceeds the quota it lends from (Kueue rejects it)."""
@@ -128,30 +123,34 @@ def _lendable(alloc: AllocationPlan, grant: Grant) -> int:
     return _cohort_lends(alloc).get((grant.pool.name, grant.resource), 0) - own
 
 
-@check
-def check_borrowing_within_cohort(fleet: Fleet) -> Iterator[Diagnostic]:
+# What the cohort lends here (_cohort_lends) is, pool by pool and resource by resource, the GPU
+# part of gpuplan.entitlements' lending of the cohort: both sum each member's nominal, or its
+# lending limit, and a member has one grant per pool and resource (gpuplan.resolve takes one
+# quota per pool, and a MIG quota one count per profile). So the check reads the allocation and
+# its cohort's lending, as an allocation check with `cohort` may.
+@allocation_check(cohort=True)
+def check_borrowing_within_cohort(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Warn when a borrowing limit is larger than what the rest of the cohort can lend."""
-    for alloc in _allocations(fleet):
-        if alloc.spec.cohort is None:
+    if alloc.spec.cohort is None:
+        return
+    for grant in alloc.grants:
+        if grant.borrowing is None:
             continue
-        for grant in alloc.grants:
-            if grant.borrowing is None:
-                continue
-            lendable = _lendable(alloc, grant)
-            if grant.borrowing > lendable:
-                loc = (
-                    grant.loc[:4]
-                    + ("borrowingLimit",)
-                    + (() if grant.loc[-1] == "gpus" else (grant.loc[-1],))
-                )
-                line, col = alloc.tenant.source.position(loc)
-                message = (
-                    f"borrowingLimit {grant.borrowing} is more than the rest of cohort {alloc.spec.cohort} "
-                    f"can lend of {grant.resource} on pool {grant.pool.name} ({lendable})"
-                )
-                yield Diagnostic(
-                    alloc.tenant.source.path, line, col, Severity.WARNING, format_path(loc), message
-                )
+        lendable = _lendable(alloc, grant)
+        if grant.borrowing > lendable:
+            loc = (
+                grant.loc[:4]
+                + ("borrowingLimit",)
+                + (() if grant.loc[-1] == "gpus" else (grant.loc[-1],))
+            )
+            line, col = alloc.tenant.source.position(loc)
+            message = (
+                f"borrowingLimit {grant.borrowing} is more than the rest of cohort {alloc.spec.cohort} "
+                f"can lend of {grant.resource} on pool {grant.pool.name} ({lendable})"
+            )
+            yield Diagnostic(
+                alloc.tenant.source.path, line, col, Severity.WARNING, format_path(loc), message
+            )
 
 
 def _per_pool(alloc: AllocationPlan, what: str) -> dict[str, Fraction]:
