@@ -121,6 +121,30 @@ def remember_one(kind: str, token: object, compute: Callable[..., T], *args: Any
     return found[1]
 
 
+def map_tokens(
+    kind: str, tokens: list[object], compute: Callable[[Any], T], items: list[Any]
+) -> list[T]:
+    """Return [compute(item) for item in items], inside `kept()` each kept by its token (the
+    token at the same place in `tokens`) as remember_one does: one call for a whole list."""
+    if not _state["on"]:
+        return [compute(item) for item in items]
+    used = _used.get(kind)
+    if used is None:
+        used = _used[kind] = {}
+    table = _kept.get(kind) or {}
+    out = []
+    for token, item in zip(tokens, items, strict=True):
+        ident = id(token)
+        found = used.get(ident)
+        if found is None:
+            found = table.get(ident)
+            if found is None or found[0] is not token:
+                found = (token, compute(item))
+            used[ident] = found
+        out.append(found[1])
+    return out
+
+
 def map_same(kind: str, items: list[Any], compute: Callable[[Any], T]) -> list[T]:
     """Return [compute(item) for item in items], each kept by the item's identity as remember_same does."""
     if not _state["on"]:

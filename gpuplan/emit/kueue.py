@@ -226,15 +226,14 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     # Kueue's Configuration turns these gates on (emit/bootstrap/kueue.py): found here, before anything
     # can change the objects, so the bootstrap need not make them all again.
     gates = feature_gates(out)
-    for index, alloc in enumerate(cluster.allocations):
-        # the ClusterQueue states the allocation's own amounts (lending limits, not the cohort's)
-        made = allocations.objects("kueue", alloc, allocation_objects, cohort=False)
-        # every ClusterQueue of a cluster has the same admissionScope (cluster_queue): one tells
-        if index == 0:
-            gates |= feature_gates(made)
-        out += made
+    # the ClusterQueue states the allocation's own amounts (lending limits, not the cohort's)
+    made = allocations.each("kueue", cluster.allocations, allocation_objects, cohort=False)
+    if (
+        made
+    ):  # every ClusterQueue of a cluster has the same admissionScope (cluster_queue): one tells
+        gates |= feature_gates(made[0])
     cluster.cache[GATES] = frozenset(gates)
-    return out
+    return out + [m for objects in made for m in objects]
 
 
 def allocation_objects(alloc: AllocationPlan) -> list[Manifest]:
