@@ -12,6 +12,10 @@ same object from run to run, and what is derived from models alone is kept by th
 (`remember_same`, `map_same`): a cluster's pools and an allocation's grants (gpuplan.resolve),
 an allocation's entitlements and findings (gpuplan.entitlements.kept), and the objects of an
 allocation or of a cluster (gpuplan.emit), each keyed by every model and derived value it reads.
+The kept grants of an allocation are its token (gpuplan.fleet.AllocationPlan.token): the same
+object exactly while its tenant's and cluster's models and its index are, so what reads those
+alone is kept by the token in one lookup (`remember_one`, `map_tokens`); a tenant's findings of
+the allocation checks are kept by its allocations' tokens (gpuplan.check.run_checks).
 Entries the last run that read anything did not use are dropped at `settle()`: memory follows the
 repository, not the number of edits.
 
