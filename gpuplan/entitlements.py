@@ -182,11 +182,32 @@ def kept(
     or with `cohort` (compute reads the ceiling, the namespace quotas or the lending) shared_inputs.
 
     `kind` names `compute` (one kind, one function); the value is shared: never change it.
+    Each input is looked up once per allocation and run: its token (AllocationPlan.token), or
+    with `cohort` a token of it and the lending (shared_token), stands for them in each lookup.
     """
     if not warm.active():
         return compute(alloc)
-    held, index = shared_inputs(alloc) if cohort else own_inputs(alloc)
-    return warm.remember_same(kind, held, index, compute, alloc)
+    token = alloc.token
+    if token is None:  # an allocation gpuplan.resolve did not make: keyed by the inputs themselves
+        held, index = shared_inputs(alloc) if cohort else own_inputs(alloc)
+        return warm.remember_same(kind, held, index, compute, alloc)
+    return warm.remember_one(kind, shared_token(alloc) if cohort else token, compute, alloc)
+
+
+def shared_token(alloc: AllocationPlan) -> object | None:
+    """Return a token for shared_inputs: the very same object from run to run exactly while the
+    allocation's token and its cohort's lending (an interned value, _interned_lends) are.
+
+    None where the allocation has no token (outside `render --watch`, or not made by gpuplan.resolve).
+    """
+    if alloc.token is None:
+        return None
+    found = alloc.cache.get("shared-token")
+    if found is None:
+        lends = _cohort_lends(alloc) if alloc.spec.cohort is not None else None
+        found = warm.remember_same("shared-token", (alloc.token, lends), None, object)
+        alloc.cache["shared-token"] = found
+    return found
 
 
 def shared_inputs(alloc: AllocationPlan) -> tuple[tuple[object, ...], int]:

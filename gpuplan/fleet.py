@@ -23,6 +23,8 @@ INSTANCE_GPUS = {
 }  # fmt: skip
 
 Ratio = tuple[int, int]  # an exact value as (numerator, denominator), not reduced
+# a grant as plain values: pool name, resource, nominal, borrowing and lending limits, location
+GrantValues = tuple[str, str, int, "int | None", "int | None", Key]
 
 
 @dataclass
@@ -45,10 +47,26 @@ class AllocationPlan:
     tenant: Located[Tenant]
     index: int
     cluster: ClusterPlan
-    grants: list[Grant] = field(default_factory=list)
+    made: list[Grant] | None = field(default=None, repr=False)  # the grants, once made (grants)
     cache: dict[str, object] = field(
         default_factory=dict, repr=False
     )  # derived figures, computed once
+    token: object | None = field(default=None, repr=False)
+    """Inside `render --watch`: an object that is the very same from run to run exactly while the
+    tenant's model, the cluster's model and the index are (gpuplan.resolve keeps one per three);
+    what is computed from those alone is kept by it (gpuplan.entitlements.kept). None outside."""
+    grant_values: list[GrantValues] = field(default_factory=list, repr=False)
+    """The grants as plain values, made into Grants on first use (inside `render --watch` a run
+    whose kept results all hold may never need them)."""
+
+    @property
+    def grants(self) -> list[Grant]:
+        """Return the units granted to this allocation per pool and resource."""
+        made = self.made
+        if made is None:
+            pools = self.cluster.pools
+            made = self.made = [Grant(pools[g[0]], *g[1:], self) for g in self.grant_values]
+        return made
 
     @cached_property
     def spec(self) -> Allocation:

@@ -12,7 +12,7 @@ from collections.abc import Set as AbstractSet
 from gpuplan import warm
 from gpuplan.components import REGISTRY, UnknownVersion, chosen, namespaces_of
 from gpuplan.diagnostics import Diagnostic, Key, Located
-from gpuplan.fleet import INSTANCE_GPUS, AllocationPlan, ClusterPlan, Fleet, Grant
+from gpuplan.fleet import INSTANCE_GPUS, AllocationPlan, ClusterPlan, Fleet, Grant, GrantValues
 from gpuplan.gpus import catalog
 from gpuplan.gpus.mig import place
 from gpuplan.model.cluster import Cluster
@@ -550,19 +550,19 @@ def _allocation(
     """Resolve one allocation: its grants, and its references into the cluster.
 
     Both read the allocation as written and the cluster (its pools come from the cluster file):
-    `render --watch` keeps them by the two models, the grants as plain values (no owner).
+    `render --watch` keeps them by the two models, the grants as plain values (no owner), and the
+    kept pair is the allocation's token (AllocationPlan.token).
     """
-    alloc = AllocationPlan(tenant, index, cluster)
+    alloc = AllocationPlan(tenant, index, cluster, made=[])
     if not warm.active():
         return alloc, _resolve(alloc)
     held = (tenant.model, cluster.spec)
-    grants, problems = warm.remember_same("allocation", held, index, _values, alloc)
-    pools = cluster.pools
-    alloc.grants = [Grant(pools[g[0]], *g[1:], alloc) for g in grants]
+    resolved = warm.remember_same("allocation", held, index, _values, alloc)
+    # the very same value while the two models and the index are: it stands for them (token)
+    alloc.token = resolved
+    alloc.grant_values, problems = resolved
+    alloc.made = None  # made from the values on first use (AllocationPlan.grants)
     return alloc, list(problems)
-
-
-GrantValues = tuple[str, str, int, "int | None", "int | None", Key]
 
 
 def _values(alloc: AllocationPlan) -> tuple[list[GrantValues], list[Diagnostic]]:

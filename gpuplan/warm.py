@@ -12,6 +12,10 @@ same object from run to run, and what is derived from models alone is kept by th
 (`remember_same`, `map_same`): a cluster's pools and an allocation's grants (gpuplan.resolve),
 an allocation's entitlements and findings (gpuplan.entitlements.kept), and the objects of an
 allocation or of a cluster (gpuplan.emit), each keyed by every model and derived value it reads.
+The kept grants of an allocation are its token (gpuplan.fleet.AllocationPlan.token): the same
+object exactly while its tenant's and cluster's models and its index are, so what reads those
+alone is kept by the token in one lookup (`remember_one`, `map_tokens`); a tenant's findings of
+the allocation checks are kept by its allocations' tokens (gpuplan.check.run_checks).
 Entries the last run that read anything did not use are dropped at `settle()`: memory follows the
 repository, not the number of edits.
 
@@ -97,6 +101,54 @@ def remember_same(
             found = (held, compute(*args))
         used[ident] = found
     return found[1]
+
+
+def remember_one(kind: str, token: object, compute: Callable[..., T], *args: Any) -> T:
+    """Return compute(*args), or inside `kept()` the value an earlier run computed for the very
+    same `token` (by identity, kept alive with the value).
+
+    The token must determine the value whole: an object made once for given inputs and handed out
+    again, the same object, for as long as they stay the same (gpuplan.resolve: an allocation's
+    token). One lookup, where remember_same builds and compares a key of several objects.
+    """
+    if not _state["on"]:
+        return compute(*args)
+    used = _used.get(kind)
+    if used is None:
+        used = _used[kind] = {}
+    ident = id(token)
+    found = used.get(ident)
+    if found is None:
+        table = _kept.get(kind)
+        found = None if table is None else table.get(ident)
+        if found is None or found[0] is not token:
+            found = (token, compute(*args))
+        used[ident] = found
+    return found[1]
+
+
+def map_tokens(
+    kind: str, tokens: list[object], compute: Callable[[Any], T], items: list[Any]
+) -> list[T]:
+    """Return [compute(item) for item in items], inside `kept()` each kept by its token (the
+    token at the same place in `tokens`) as remember_one does: one call for a whole list."""
+    if not _state["on"]:
+        return [compute(item) for item in items]
+    used = _used.get(kind)
+    if used is None:
+        used = _used[kind] = {}
+    table = _kept.get(kind) or {}
+    out = []
+    for token, item in zip(tokens, items, strict=True):
+        ident = id(token)
+        found = used.get(ident)
+        if found is None:
+            found = table.get(ident)
+            if found is None or found[0] is not token:
+                found = (token, compute(item))
+            used[ident] = found
+        out.append(found[1])
+    return out
 
 
 def map_same(kind: str, items: list[Any], compute: Callable[[Any], T]) -> list[T]:

@@ -3,18 +3,29 @@
 A check is `def check_x(fleet) -> Iterable[Diagnostic]`, registered with @check; adding one is
 one function in the module of its topic. A component's check modules are named by its registry
 entry (gpuplan/components/), so a new component's checks need no line here.
+
+A check whose findings are each allocation's own is written `def check_x(alloc)` and registered
+with @allocation_check: `render --watch` then keeps a tenant's findings of all such checks at
+once, by its allocations' tokens, and an edit of one tenant checks that tenant again, not the fleet.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Iterable, Iterator
 
+from gpuplan import warm
 from gpuplan.diagnostics import Diagnostic, with_code
-from gpuplan.fleet import ClusterPlan, Fleet
+from gpuplan.entitlements import shared_token
+from gpuplan.fleet import AllocationPlan, ClusterPlan, Fleet
 
 Check = Callable[[Fleet], Iterable[Diagnostic]]
+AllocationCheck = Callable[[AllocationPlan], Iterable[Diagnostic]]
 CHECKS: list[Check] = []
+# a check registered with @allocation_check -> its findings of one allocation, and whether they
+# read the allocation's cohort (its lending) besides the allocation
+PER_ALLOCATION: dict[Check, tuple[AllocationCheck, bool]] = {}
 EXTRA_CODES: dict[str, str] = {}  # explicit code -> the check that reports it
 # Codes of the stages around the checks (sources.py, resolve.py, verify.py, ignores.py, `validate`).
 STAGE_CODES = (
@@ -33,6 +44,34 @@ def check(fn: Check) -> Check:
     """Register a check; its findings' code is derived from its name unless they carry one."""
     CHECKS.append(fn)
     return fn
+
+
+def allocation_check(cohort: bool = False) -> Callable[[AllocationCheck], Check]:
+    """Register a check made of each allocation's findings, found from that allocation alone.
+
+    The function is given one allocation and may read the allocation as written, its tenant's and
+    its cluster's models and what follows from them (pools, grants, figures of own_inputs in
+    gpuplan.entitlements), never another allocation; with `cohort`, also its cohort's lending
+    (entitlements.shared_inputs: the ceiling, the namespace quotas). What is registered, and
+    returned, is the check over the fleet: every allocation, clusters in name order.
+    """
+
+    def register(body: AllocationCheck) -> Check:
+        @functools.wraps(body)
+        def over_fleet(fleet: Fleet) -> Iterator[Diagnostic]:
+            for alloc in allocations(fleet):
+                yield from body(alloc)
+
+        PER_ALLOCATION[over_fleet] = (body, cohort)
+        return check(over_fleet)
+
+    return register
+
+
+def allocations(fleet: Fleet) -> Iterator[AllocationPlan]:
+    """Yield every allocation of the fleet: clusters in name order, each cluster's in its order."""
+    for name in sorted(fleet.clusters):
+        yield from fleet.clusters[name].allocations
 
 
 def codes(*names: str) -> Callable[[Check], Check]:
@@ -68,11 +107,65 @@ def clusters_with(fleet: Fleet, component: str) -> Iterator[ClusterPlan]:
 
 
 def run_checks(fleet: Fleet) -> list[Diagnostic]:
-    """Run every registered check and return all findings."""
+    """Run every registered check and return all findings.
+
+    Inside `render --watch` the allocation checks' findings are kept per tenant (_kept_findings):
+    the same findings, in another order (they are shown ordered, gpuplan.diagnostics.ordered).
+    """
+    keep = warm.active()
     found: list[Diagnostic] = []
     for fn in CHECKS:
-        found.extend(with_code(fn(fleet), code_of(fn)))
+        if not (keep and fn in PER_ALLOCATION):
+            found.extend(with_code(fn(fleet), code_of(fn)))
+    if keep:
+        found.extend(_kept_findings(fleet))
     return found
+
+
+Coded = tuple[tuple[AllocationCheck, str], ...]  # allocation checks and their codes
+
+
+def _kept_findings(fleet: Fleet) -> list[Diagnostic]:
+    """Return the findings of every allocation check, each tenant's kept by its allocations' tokens.
+
+    A tenant's findings of the checks that read its allocations alone are kept by their tokens
+    (AllocationPlan.token: the tenant's and each cluster's model, the index), those of the checks
+    that read the cohort too by their shared tokens (entitlements.shared_token: with the lending);
+    the checks themselves (functions and codes) are part of the key.
+    """
+    own: Coded = tuple(
+        (body, code_of(fn))
+        for fn, (body, cohort) in PER_ALLOCATION.items()
+        if not cohort and fn in CHECKS
+    )
+    shared: Coded = tuple(
+        (body, code_of(fn))
+        for fn, (body, cohort) in PER_ALLOCATION.items()
+        if cohort and fn in CHECKS
+    )
+    tenants: dict[int, list[AllocationPlan]] = {}
+    for alloc in allocations(fleet):
+        tenants.setdefault(id(alloc.tenant), []).append(alloc)
+    found: list[Diagnostic] = []
+    for group in tenants.values():
+        found += _findings("check/own", tuple(a.token for a in group), own, group)
+        found += _findings("check/shared", tuple(shared_token(a) for a in group), shared, group)
+    return found
+
+
+def _findings(
+    kind: str, tokens: tuple[object | None, ...], checks: Coded, group: list[AllocationPlan]
+) -> list[Diagnostic]:
+    """Return the checks' findings of the allocations, kept by their tokens (one per allocation)."""
+    if not checks:
+        return []
+    if None in tokens:  # allocations gpuplan.resolve did not make: nothing stands for them
+        return _check(checks, group)
+    return warm.remember_same(kind, tokens, checks, _check, checks, group)
+
+
+def _check(checks: Coded, group: list[AllocationPlan]) -> list[Diagnostic]:
+    return [d for alloc in group for body, code in checks for d in with_code(body(alloc), code)]
 
 
 def _register() -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpuplan import warm
 from gpuplan.check import check, codes
 from gpuplan.diagnostics import Diagnostic, Severity, format_path
-from gpuplan.fleet import ClusterPlan, Fleet, Grant
+from gpuplan.fleet import AllocationPlan, ClusterPlan, Fleet, Grant
 from gpuplan.pools import PoolPlan
 
 
@@ -105,49 +106,88 @@ def check_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
     otherwise at every contributing tenant's quota, each quoting that tenant's own share.
     """
     for cluster in fleet.clusters.values():
-        for (pool_name, resource), grants in sorted(_grants(cluster).items()):
-            pool = cluster.pools[pool_name]
-            asked = sum(g.nominal for g in grants)
-            most, least = pool.capacity(resource), pool.capacity(resource, at_least=True)
-            units = unit_name(pool, resource, asked)
-            per_node = _per_node_text(pool, resource)
-            if asked > most:
-                total = f"tenants ask {asked} {units} of pool {pool_name}, which has at most {most} ({_nodes(pool.nodes_most)} x {per_node})"
-                changed = _changed(fleet, cluster, pool, resource, grants)
-                if changed is None and _shrank(fleet, cluster, pool, resource):
-                    yield _pool_at(
-                        cluster,
-                        pool,
-                        ("nodes",),
-                        Severity.ERROR,
-                        f"{total}: the pool shrank below its quotas",
-                    )
-                    continue
-                for grant in changed or grants:
-                    file, line, col, path = _where(grant)
-                    yield Diagnostic(
-                        file, line, col, Severity.ERROR, path, f"{total}; {_share(grant, grants)}"
-                    )
-            elif asked > least and pool.spec.nodes.by_karpenter:
-                share = _addends(grants)
-                # Karpenter keeps no minimum, so no node of an autoscaled pool is always there
-                # (PoolPlan.nodes_least): every unit asked depends on Karpenter launching nodes.
-                kept = (
-                    f" (nodes.min {pool.spec.nodes.min} is not kept)" if pool.spec.nodes.min else ""
-                )
-                message = (
-                    f"tenants' {asked} {units} of pool {pool_name} ({share}) all depend on autoscaling: Karpenter "
-                    f"keeps no minimum, so none of the pool is always-on{kept}; "
-                    "for capacity that must stay up, use a static pool ({count: N})"
-                )
+        if warm.active() and fleet.base is None:
+            yield from _kept_capacity(fleet, cluster)
+        else:
+            yield from _capacity(fleet, cluster)
+
+
+def _kept_capacity(fleet: Fleet, cluster: ClusterPlan) -> list[Diagnostic]:
+    """Return _capacity's findings, inside `render --watch` kept by what they are made of.
+
+    Without a git base a pool's findings read the cluster's model, and of each allocation, in
+    order, its tenant's name and its grants' pools, resources and nominal quotas (_asked), except
+    an over-quota pool's errors, which also read where each quota stands in its tenant's file.
+    Whether a pool is over quota follows from the same values, so a result with no such error is
+    kept by them (equal values, interned, are the very same object from run to run) and another
+    is made again each time.
+    """
+    if any(a.token is None for a in cluster.allocations):  # not made by gpuplan.resolve
+        return list(_capacity(fleet, cluster))
+    asked = tuple(
+        warm.remember_one("capacity/asked", a.token, _asked, a) for a in cluster.allocations
+    )
+    found = warm.remember_same(
+        "check/pool-capacity", (cluster.spec, *asked), None, _if_kept, fleet, cluster
+    )
+    return list(_capacity(fleet, cluster)) if found is None else found
+
+
+def _asked(alloc: AllocationPlan) -> tuple[object, ...]:
+    """Return the allocation's tenant name and grants' (pool, resource, nominal), interned by value."""
+    value = (alloc.name, *((g[0], g[1], g[2]) for g in alloc.grant_values))
+    return warm.remember("capacity/asked-value", value, lambda: value)
+
+
+def _if_kept(fleet: Fleet, cluster: ClusterPlan) -> list[Diagnostic] | None:
+    """Return _capacity's findings, or None when they read the tenants' files (an over-quota pool)."""
+    found = list(_capacity(fleet, cluster))
+    return None if any(d.file != cluster.located.source.path for d in found) else found
+
+
+def _capacity(fleet: Fleet, cluster: ClusterPlan) -> Iterator[Diagnostic]:
+    """Yield the capacity findings of one cluster's pools (check_pool_capacity)."""
+    for (pool_name, resource), grants in sorted(_grants(cluster).items()):
+        pool = cluster.pools[pool_name]
+        asked = sum(g.nominal for g in grants)
+        most, least = pool.capacity(resource), pool.capacity(resource, at_least=True)
+        units = unit_name(pool, resource, asked)
+        per_node = _per_node_text(pool, resource)
+        if asked > most:
+            total = f"tenants ask {asked} {units} of pool {pool_name}, which has at most {most} ({_nodes(pool.nodes_most)} x {per_node})"
+            changed = _changed(fleet, cluster, pool, resource, grants)
+            if changed is None and _shrank(fleet, cluster, pool, resource):
                 yield _pool_at(
                     cluster,
                     pool,
-                    ("nodes", "min"),
-                    Severity.WARNING,
-                    message,
-                    "pool-capacity-autoscaled",
+                    ("nodes",),
+                    Severity.ERROR,
+                    f"{total}: the pool shrank below its quotas",
                 )
+                continue
+            for grant in changed or grants:
+                file, line, col, path = _where(grant)
+                yield Diagnostic(
+                    file, line, col, Severity.ERROR, path, f"{total}; {_share(grant, grants)}"
+                )
+        elif asked > least and pool.spec.nodes.by_karpenter:
+            share = _addends(grants)
+            # Karpenter keeps no minimum, so no node of an autoscaled pool is always there
+            # (PoolPlan.nodes_least): every unit asked depends on Karpenter launching nodes.
+            kept = f" (nodes.min {pool.spec.nodes.min} is not kept)" if pool.spec.nodes.min else ""
+            message = (
+                f"tenants' {asked} {units} of pool {pool_name} ({share}) all depend on autoscaling: Karpenter "
+                f"keeps no minimum, so none of the pool is always-on{kept}; "
+                "for capacity that must stay up, use a static pool ({count: N})"
+            )
+            yield _pool_at(
+                cluster,
+                pool,
+                ("nodes", "min"),
+                Severity.WARNING,
+                message,
+                "pool-capacity-autoscaled",
+            )
 
 
 def _pool_at(

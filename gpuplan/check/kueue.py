@@ -11,46 +11,46 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check, clusters_with
+from gpuplan.check import allocation_check, check, clusters_with
 from gpuplan.components.kueue import KueueRelease
 from gpuplan.diagnostics import Diagnostic
 from gpuplan.entitlements import covered_resources
-from gpuplan.fleet import Fleet
+from gpuplan.fleet import AllocationPlan, Fleet
 
 MAX_FLAVOR_LABELS = 8
 MAX_TOLERATIONS = 8
 
 
-@check
-def check_resource_group_size(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_resource_group_size(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when a tenant's one resource group would exceed Kueue's flavor or resource limits."""
-    for cluster in clusters_with(fleet, "kueue"):
-        release = cluster.release("kueue")
-        assert isinstance(release, KueueRelease)
-        most_flavors, most_covered, most_entries = (
-            release.max_flavors,
-            release.max_covered_resources,
-            release.max_group_entries,
+    release = alloc.cluster.release("kueue")
+    if release is None:
+        return  # the cluster does not run Kueue (or a version gpuplan does not know: resolve.py)
+    assert isinstance(release, KueueRelease)
+    most_flavors, most_covered, most_entries = (
+        release.max_flavors,
+        release.max_covered_resources,
+        release.max_group_entries,
+    )
+    kueue = f"Kueue {release.version}"
+    flavors, covered = len(alloc.pools()), len(covered_resources(alloc))
+    where = alloc.loc("quotas")
+    if flavors > most_flavors:
+        yield alloc.tenant.source.diagnostic(
+            where,
+            f"quota on {flavors} pools: a {kueue} resource group holds at most {most_flavors} flavors (one per pool)",
         )
-        kueue = f"Kueue {release.version}"
-        for alloc in cluster.allocations:
-            flavors, covered = len(alloc.pools()), len(covered_resources(alloc))
-            where = alloc.loc("quotas")
-            if flavors > most_flavors:
-                yield alloc.tenant.source.diagnostic(
-                    where,
-                    f"quota on {flavors} pools: a {kueue} resource group holds at most {most_flavors} flavors (one per pool)",
-                )
-            if covered > most_covered:
-                yield alloc.tenant.source.diagnostic(
-                    where,
-                    f"{covered} resources (cpu, memory and {covered - 2} GPU resources): a {kueue} resource group covers at most {most_covered}",
-                )
-            if most_entries is not None and flavors * covered > most_entries:
-                yield alloc.tenant.source.diagnostic(
-                    where,
-                    f"{flavors} pools x {covered} resources = {flavors * covered} quota entries: {kueue} allows at most {most_entries} in one resource group",
-                )
+    if covered > most_covered:
+        yield alloc.tenant.source.diagnostic(
+            where,
+            f"{covered} resources (cpu, memory and {covered - 2} GPU resources): a {kueue} resource group covers at most {most_covered}",
+        )
+    if most_entries is not None and flavors * covered > most_entries:
+        yield alloc.tenant.source.diagnostic(
+            where,
+            f"{flavors} pools x {covered} resources = {flavors * covered} quota entries: {kueue} allows at most {most_entries} in one resource group",
+        )
 
 
 @check
@@ -92,26 +92,27 @@ def check_admission_fair_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
             )
 
 
-@check
-def check_local_queue_weights(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_local_queue_weights(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error on a LocalQueue weight where Kueue does not order workloads by admission fair sharing.
 
     Kueue reads a LocalQueue's spec.fairSharing.weight only with admission fair sharing on (the
     Configuration's admissionFairSharing, the AdmissionFairSharing gate on by default from v0.15:
     kubernetes-sigs/kueue v0.15.8 pkg/cache/queue/cluster_queue.go); elsewhere it changes nothing.
     """
-    for cluster in clusters_with(fleet, "kueue"):
-        kueue = cluster.spec.components.kueue
-        if kueue is not None and kueue.admission_fair_sharing is not None:
-            continue  # before v0.15 check_admission_fair_sharing already refuses it
-        for alloc in cluster.allocations:
-            for index, queue in enumerate(alloc.spec.kueue.local_queues):
-                if queue.weight is not None:
-                    yield alloc.tenant.source.diagnostic(
-                        alloc.loc("kueue", "localQueues", index, "weight"),
-                        f"LocalQueue {queue.name} has a weight, which Kueue only reads under admission fair sharing: "
-                        f"set components.kueue.admissionFairSharing on cluster {cluster.name} (Kueue v0.15 or later) or drop the weight",
-                    )
+    cluster = alloc.cluster
+    if cluster.release("kueue") is None:
+        return  # the cluster does not run Kueue (or a version gpuplan does not know: resolve.py)
+    kueue = cluster.spec.components.kueue
+    if kueue is not None and kueue.admission_fair_sharing is not None:
+        return  # before v0.15 check_admission_fair_sharing already refuses it
+    for index, queue in enumerate(alloc.spec.kueue.local_queues):
+        if queue.weight is not None:
+            yield alloc.tenant.source.diagnostic(
+                alloc.loc("kueue", "localQueues", index, "weight"),
+                f"LocalQueue {queue.name} has a weight, which Kueue only reads under admission fair sharing: "
+                f"set components.kueue.admissionFairSharing on cluster {cluster.name} (Kueue v0.15 or later) or drop the weight",
+            )
 
 
 @check

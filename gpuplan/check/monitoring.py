@@ -5,10 +5,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
-from gpuplan.check import check
+from gpuplan.check import allocation_check, check
 from gpuplan.components.metrics import known_metrics, not_collected
 from gpuplan.diagnostics import Diagnostic, Severity, format_path
-from gpuplan.fleet import Fleet
+from gpuplan.fleet import AllocationPlan, Fleet
 
 
 @check
@@ -29,18 +29,14 @@ def check_monitoring_metrics(fleet: Fleet) -> Iterator[Diagnostic]:
             )
 
 
-@check
-def check_monitoring_autoscaling(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_monitoring_autoscaling(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error on GPU-metric autoscaling asked on a cluster without monitoring."""
-    for name in sorted(fleet.clusters):
-        cluster = fleet.clusters[name]
-        components = cluster.spec.components
-        for alloc in cluster.allocations:
-            if alloc.spec.gpu_metric_autoscaling and components.monitoring is None:
-                yield alloc.tenant.source.diagnostic(alloc.loc("gpuMetricAutoscaling"), (
-                    f"cluster {name} has no components.monitoring: no Prometheus Adapter rules are rendered, "
-                    "so an HPA on GPU utilisation finds no metric"
-                ))  # fmt: skip
+    if alloc.spec.gpu_metric_autoscaling and alloc.cluster.spec.components.monitoring is None:
+        yield alloc.tenant.source.diagnostic(alloc.loc("gpuMetricAutoscaling"), (
+            f"cluster {alloc.cluster.name} has no components.monitoring: no Prometheus Adapter rules are rendered, "
+            "so an HPA on GPU utilisation finds no metric"
+        ))  # fmt: skip
 
 
 @check

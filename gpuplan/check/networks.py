@@ -10,10 +10,10 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterator
 
-from gpuplan.check import check
+from gpuplan.check import allocation_check, check
 from gpuplan.components.karpenter import KarpenterRelease
 from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
-from gpuplan.fleet import ClusterPlan, Fleet
+from gpuplan.fleet import AllocationPlan, ClusterPlan, Fleet
 from gpuplan.model.cluster import Ipam, Network
 
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -209,27 +209,27 @@ def check_host_device_target(fleet: Fleet) -> Iterator[Diagnostic]:
                 yield cluster.located.source.diagnostic(("networks", index, "type"), message)
 
 
-@check
-def check_attached_networks(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_attached_networks(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when an allocation lists a network twice; warn when it has no quota where the network is."""
-    for cluster in _clusters(fleet):
-        networks = {n.name: n for n in cluster.spec.networks}
-        for alloc in cluster.allocations:
-            granted = {g.pool.name for g in alloc.grants}
-            seen: set[str] = set()
-            for n_index, name in enumerate(alloc.spec.networks):
-                loc = alloc.loc("networks", n_index)
-                if name in seen:
-                    yield alloc.tenant.source.diagnostic(loc, f"network {name} is listed already")
-                    continue
-                seen.add(name)
-                network = networks.get(name)
-                if network is None or not alloc.grants:
-                    continue  # unknown networks are errors in fleet.py
-                if not granted & set(network.pools):
-                    pools = ", ".join(dict.fromkeys(network.pools))
-                    message = f"network {name} reaches only pool(s) {pools}, where tenant {alloc.name} has no quota: its pods can never use it"
-                    yield _warning(alloc.tenant.source, loc, message)
+    if not alloc.spec.networks:
+        return
+    networks = {n.name: n for n in alloc.cluster.spec.networks}
+    granted = {g.pool.name for g in alloc.grants}
+    seen: set[str] = set()
+    for n_index, name in enumerate(alloc.spec.networks):
+        loc = alloc.loc("networks", n_index)
+        if name in seen:
+            yield alloc.tenant.source.diagnostic(loc, f"network {name} is listed already")
+            continue
+        seen.add(name)
+        network = networks.get(name)
+        if network is None or not alloc.grants:
+            continue  # unknown networks are errors in fleet.py
+        if not granted & set(network.pools):
+            pools = ", ".join(dict.fromkeys(network.pools))
+            message = f"network {name} reaches only pool(s) {pools}, where tenant {alloc.name} has no quota: its pods can never use it"
+            yield _warning(alloc.tenant.source, loc, message)
 
 
 # The RDMA shared device plugin advertises <resourcePrefix>/<resourceName>, prefix "rdma" unless

@@ -5,105 +5,93 @@ from __future__ import annotations
 from collections.abc import Iterator
 from fractions import Fraction
 
-from gpuplan.check import check
+from gpuplan.check import allocation_check, check
 from gpuplan.diagnostics import Diagnostic, Severity, format_path
 from gpuplan.fleet import AllocationPlan, Fleet, Grant
 from gpuplan.pools import GPU
 from gpuplan.quantity import format_bytes, format_cpu
 
 
-def _allocations(fleet: Fleet) -> Iterator[AllocationPlan]:
-    for name in sorted(fleet.clusters):
-        yield from fleet.clusters[name].allocations
-
-
-@check
-def check_lending_within_nominal(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_lending_within_nominal(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when a lending limit exceeds the quota it lends from (Kueue rejects it)."""
-    for alloc in _allocations(fleet):
-        for grant in alloc.grants:
-            if grant.lending is not None and grant.lending > grant.nominal:
-                loc = grant.loc[:4] + ("lendingLimit",)
-                if grant.loc[-1] not in ("gpus",):
-                    loc += (grant.loc[-1],)
+    for grant in alloc.grants:
+        if grant.lending is not None and grant.lending > grant.nominal:
+            loc = grant.loc[:4] + ("lendingLimit",)
+            if grant.loc[-1] not in ("gpus",):
+                loc += (grant.loc[-1],)
+            yield alloc.tenant.source.diagnostic(
+                loc,
+                f"lendingLimit {grant.lending} is above the quota {grant.nominal}: a tenant can lend at most what it has",
+            )
+
+
+@allocation_check()
+def check_limits_need_cohort(alloc: AllocationPlan) -> Iterator[Diagnostic]:
+    """Error when borrowing or lending limits are set without a cohort to borrow from."""
+    if alloc.spec.cohort is not None:
+        return
+    for q_index, quota in enumerate(alloc.spec.quotas):
+        for field, value in (
+            ("borrowingLimit", quota.borrowing_limit),
+            ("lendingLimit", quota.lending_limit),
+        ):
+            if value is not None:
+                loc = alloc.loc("quotas", q_index, field)
                 yield alloc.tenant.source.diagnostic(
-                    loc,
-                    f"lendingLimit {grant.lending} is above the quota {grant.nominal}: a tenant can lend at most what it has",
+                    loc, f"{field} needs a cohort: set allocations[{alloc.index}].cohort"
                 )
 
 
-@check
-def check_limits_need_cohort(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Error when borrowing or lending limits are set without a cohort to borrow from."""
-    for alloc in _allocations(fleet):
-        if alloc.spec.cohort is not None:
-            continue
-        for q_index, quota in enumerate(alloc.spec.quotas):
-            for field, value in (
-                ("borrowingLimit", quota.borrowing_limit),
-                ("lendingLimit", quota.lending_limit),
-            ):
-                if value is not None:
-                    loc = alloc.loc("quotas", q_index, field)
-                    yield alloc.tenant.source.diagnostic(
-                        loc, f"{field} needs a cohort: set allocations[{alloc.index}].cohort"
-                    )
-
-
-@check
-def check_max_gpus_per_pod(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_max_gpus_per_pod(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when maxGpusPerPod is above every granted pool's gpusPerNode (it never schedules)."""
-    for alloc in _allocations(fleet):
-        ceiling = alloc.spec.max_gpus_per_pod
-        pools = [g.pool for g in alloc.grants if g.resource == GPU]
-        if ceiling is None or not pools:
-            continue
-        largest = max(p.gpus_per_node for p in pools)
-        if ceiling > largest:
-            message = f"maxGpusPerPod {ceiling} is above the largest gpusPerNode {largest} of the tenant's pools: such a pod can never schedule"
-            yield alloc.tenant.source.diagnostic(alloc.loc("maxGpusPerPod"), message)
+    ceiling = alloc.spec.max_gpus_per_pod
+    pools = [g.pool for g in alloc.grants if g.resource == GPU]
+    if ceiling is None or not pools:
+        return
+    largest = max(p.gpus_per_node for p in pools)
+    if ceiling > largest:
+        message = f"maxGpusPerPod {ceiling} is above the largest gpusPerNode {largest} of the tenant's pools: such a pod can never schedule"
+        yield alloc.tenant.source.diagnostic(alloc.loc("maxGpusPerPod"), message)
 
 
-@check
-def check_scheduler_present(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_scheduler_present(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Warn when a tenant has quota on a cluster with neither Kueue, Volcano nor KAI to enforce it."""
-    for alloc in _allocations(fleet):
-        components = alloc.cluster.spec.components
-        if (
-            components.kueue is None
-            and components.volcano is None
-            and components.kai is None
-            and alloc.grants
-        ):
-            loc = alloc.loc("cluster")
-            line, col = alloc.tenant.source.position(loc)
-            message = f"cluster {alloc.cluster.name} has no Kueue or Volcano: only the namespace ResourceQuota enforces this quota"
-            yield Diagnostic(
-                alloc.tenant.source.path,
-                line,
-                col,
-                Severity.WARNING,
-                f"allocations[{alloc.index}].cluster",
-                message,
-            )
+    components = alloc.cluster.spec.components
+    if (
+        components.kueue is None
+        and components.volcano is None
+        and components.kai is None
+        and alloc.grants
+    ):
+        loc = alloc.loc("cluster")
+        line, col = alloc.tenant.source.position(loc)
+        message = f"cluster {alloc.cluster.name} has no Kueue or Volcano: only the namespace ResourceQuota enforces this quota"
+        yield Diagnostic(
+            alloc.tenant.source.path,
+            line,
+            col,
+            Severity.WARNING,
+            f"allocations[{alloc.index}].cluster",
+            message,
+        )
 
 
-@check
-def check_cpu_memory_within_pools(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_cpu_memory_within_pools(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when a tenant's cpu or memory total exceeds what its pools' nodes have."""
-    for alloc in _allocations(fleet):
-        for field in ("cpu", "memory"):
-            explicit = getattr(alloc.spec, field)
-            if explicit is None:
-                continue
-            pools = alloc.pools()
-            available = sum(
-                (getattr(p.spec, field) * p.nodes_most for p in pools), start=explicit * 0
-            )
-            if explicit > available:
-                names = ", ".join(p.name for p in pools)
-                message = f"{field} {getattr(alloc.spec, field)} is more than the {field} of every node of its pools ({names}) at their largest size"
-                yield alloc.tenant.source.diagnostic(alloc.loc(field), message)
+    for field in ("cpu", "memory"):
+        explicit = getattr(alloc.spec, field)
+        if explicit is None:
+            continue
+        pools = alloc.pools()
+        available = sum((getattr(p.spec, field) * p.nodes_most for p in pools), start=explicit * 0)
+        if explicit > available:
+            names = ", ".join(p.name for p in pools)
+            message = f"{field} {getattr(alloc.spec, field)} is more than the {field} of every node of its pools ({names}) at their largest size"
+            yield alloc.tenant.source.diagnostic(alloc.loc(field), message)
 
 
 def _cohort_lends(alloc: AllocationPlan) -> dict[tuple[str, str], int]:
@@ -135,30 +123,34 @@ def _lendable(alloc: AllocationPlan, grant: Grant) -> int:
     return _cohort_lends(alloc).get((grant.pool.name, grant.resource), 0) - own
 
 
-@check
-def check_borrowing_within_cohort(fleet: Fleet) -> Iterator[Diagnostic]:
+# What the cohort lends here (_cohort_lends) is, pool by pool and resource by resource, the GPU
+# part of gpuplan.entitlements' lending of the cohort: both sum each member's nominal, or its
+# lending limit, and a member has one grant per pool and resource (gpuplan.resolve takes one
+# quota per pool, and a MIG quota one count per profile). So the check reads the allocation and
+# its cohort's lending, as an allocation check with `cohort` may.
+@allocation_check(cohort=True)
+def check_borrowing_within_cohort(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Warn when a borrowing limit is larger than what the rest of the cohort can lend."""
-    for alloc in _allocations(fleet):
-        if alloc.spec.cohort is None:
+    if alloc.spec.cohort is None:
+        return
+    for grant in alloc.grants:
+        if grant.borrowing is None:
             continue
-        for grant in alloc.grants:
-            if grant.borrowing is None:
-                continue
-            lendable = _lendable(alloc, grant)
-            if grant.borrowing > lendable:
-                loc = (
-                    grant.loc[:4]
-                    + ("borrowingLimit",)
-                    + (() if grant.loc[-1] == "gpus" else (grant.loc[-1],))
-                )
-                line, col = alloc.tenant.source.position(loc)
-                message = (
-                    f"borrowingLimit {grant.borrowing} is more than the rest of cohort {alloc.spec.cohort} "
-                    f"can lend of {grant.resource} on pool {grant.pool.name} ({lendable})"
-                )
-                yield Diagnostic(
-                    alloc.tenant.source.path, line, col, Severity.WARNING, format_path(loc), message
-                )
+        lendable = _lendable(alloc, grant)
+        if grant.borrowing > lendable:
+            loc = (
+                grant.loc[:4]
+                + ("borrowingLimit",)
+                + (() if grant.loc[-1] == "gpus" else (grant.loc[-1],))
+            )
+            line, col = alloc.tenant.source.position(loc)
+            message = (
+                f"borrowingLimit {grant.borrowing} is more than the rest of cohort {alloc.spec.cohort} "
+                f"can lend of {grant.resource} on pool {grant.pool.name} ({lendable})"
+            )
+            yield Diagnostic(
+                alloc.tenant.source.path, line, col, Severity.WARNING, format_path(loc), message
+            )
 
 
 def _per_pool(alloc: AllocationPlan, what: str) -> dict[str, Fraction]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check
+from gpuplan.check import allocation_check
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.fleet import AllocationPlan, Fleet
+from gpuplan.fleet import AllocationPlan
 
 _MEANING = {
     "system:unauthenticated": "every anonymous request",
@@ -56,9 +56,7 @@ def _refused(alloc: AllocationPlan) -> Iterator[Diagnostic]:
         yield alloc.tenant.at("owners", index, message=message)
 
 
-@check
-def check_owner_subjects(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_owner_subjects(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when an owner is a system: identity or another namespace's service account, unless allowed."""
-    for name in sorted(fleet.clusters):
-        for alloc in fleet.clusters[name].allocations:
-            yield from _refused(alloc)
+    return _refused(alloc)

@@ -6,17 +6,12 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
-from gpuplan.check import check
+from gpuplan.check import allocation_check, check
 from gpuplan.diagnostics import Diagnostic, Key, Located, Severity, SourceFile, format_path
-from gpuplan.entitlements import CPU, MEMORY, kept, namespace_quotas, per_unit, quantity
+from gpuplan.entitlements import CPU, MEMORY, namespace_quotas, per_unit, quantity
 from gpuplan.fleet import AllocationPlan, ClusterPlan, Fleet
 from gpuplan.model.cluster import Network
 from gpuplan.quantity import format_bytes, format_cpu
-
-
-def _allocations(fleet: Fleet) -> Iterator[AllocationPlan]:
-    for name in sorted(fleet.clusters):
-        yield from fleet.clusters[name].allocations
 
 
 def _warning(source: SourceFile, loc: Key, message: str) -> Diagnostic:
@@ -43,25 +38,24 @@ def check_cpu_pool_names(fleet: Fleet) -> Iterator[Diagnostic]:
             seen.add(pool.name)
 
 
-@check
-def check_cpu_quota_pools(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_cpu_quota_pools(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when a cpuQuotas entry names no CPU pool of the cluster, or one named already."""
-    for alloc in _allocations(fleet):
-        pools = [p.name for p in alloc.cluster.spec.cpu_pools]
-        seen: set[str] = set()
-        for index, quota in enumerate(alloc.spec.cpu_quotas):
-            loc = alloc.loc("cpuQuotas", index, "pool")
-            if quota.pool not in pools:
-                known = ", ".join(pools) or "none"
-                yield alloc.tenant.source.diagnostic(
-                    loc,
-                    f"cluster {alloc.cluster.name} has no CPU pool {quota.pool!r} (its cpuPools: {known})",
-                )
-            elif quota.pool in seen:
-                yield alloc.tenant.source.diagnostic(
-                    loc, f"CPU pool {quota.pool} has a quota already in this allocation"
-                )
-            seen.add(quota.pool)
+    pools = [p.name for p in alloc.cluster.spec.cpu_pools]
+    seen: set[str] = set()
+    for index, quota in enumerate(alloc.spec.cpu_quotas):
+        loc = alloc.loc("cpuQuotas", index, "pool")
+        if quota.pool not in pools:
+            known = ", ".join(pools) or "none"
+            yield alloc.tenant.source.diagnostic(
+                loc,
+                f"cluster {alloc.cluster.name} has no CPU pool {quota.pool!r} (its cpuPools: {known})",
+            )
+        elif quota.pool in seen:
+            yield alloc.tenant.source.diagnostic(
+                loc, f"CPU pool {quota.pool} has a quota already in this allocation"
+            )
+        seen.add(quota.pool)
 
 
 def _cpu_grants(cluster: ClusterPlan, pool: str) -> list[tuple[AllocationPlan, int]]:
@@ -101,15 +95,9 @@ def check_cpu_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
                     )
 
 
-@check
-def check_cpu_only_work(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_cpu_only_work(alloc: AllocationPlan) -> list[Diagnostic]:
     """Warn when a tenant with GPU quota under Kueue has no CPU pool quota: its CPU-only jobs take a GPU flavor."""
-    for alloc in _allocations(fleet):
-        # the allocation, its cluster and pools only (render --watch keeps what they give)
-        yield from kept("check/cpu-only-work", alloc, _cpu_only_work, cohort=False)
-
-
-def _cpu_only_work(alloc: AllocationPlan) -> list[Diagnostic]:
     if alloc.cluster.spec.components.kueue is None or not alloc.grants or alloc.spec.cpu_quotas:
         return []
     first = alloc.pools()[0].name
@@ -122,36 +110,29 @@ def _cpu_only_work(alloc: AllocationPlan) -> list[Diagnostic]:
     return [_warning(alloc.tenant.source, alloc.loc("quotas"), message)]
 
 
-@check
-def check_namespace_shares(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_namespace_shares(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when namespaceShares does not list exactly the tenant's namespaces."""
-    for alloc in _allocations(fleet):
-        shares = alloc.spec.namespace_shares
-        if shares is None:
-            continue
-        names = alloc.namespaces
-        for namespace in sorted(set(shares) - set(names)):
-            yield alloc.tenant.source.diagnostic(
-                alloc.loc("namespaceShares", namespace),
-                f"{namespace} is not a namespace of tenant {alloc.name} ({', '.join(names)})",
-            )
-        missing = [n for n in names if n not in shares]
-        if missing:
-            yield alloc.tenant.source.diagnostic(
-                alloc.loc("namespaceShares"),
-                f"namespace {', '.join(missing)} has no share: list every namespace of the tenant",
-            )
+    shares = alloc.spec.namespace_shares
+    if shares is None:
+        return
+    names = alloc.namespaces
+    for namespace in sorted(set(shares) - set(names)):
+        yield alloc.tenant.source.diagnostic(
+            alloc.loc("namespaceShares", namespace),
+            f"{namespace} is not a namespace of tenant {alloc.name} ({', '.join(names)})",
+        )
+    missing = [n for n in names if n not in shares]
+    if missing:
+        yield alloc.tenant.source.diagnostic(
+            alloc.loc("namespaceShares"),
+            f"namespace {', '.join(missing)} has no share: list every namespace of the tenant",
+        )
 
 
-@check
-def check_container_defaults_fit(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check(cohort=True)  # the namespace quotas read the cohort's lending
+def check_container_defaults_fit(alloc: AllocationPlan) -> list[Diagnostic]:
     """Error when a default container request is above a namespace's cpu or memory quota (every such pod is rejected)."""
-    for alloc in _allocations(fleet):
-        # the namespace quotas read the cohort's lending (render --watch keeps what they give)
-        yield from kept("check/container-defaults-fit", alloc, _defaults_fit, cohort=True)
-
-
-def _defaults_fit(alloc: AllocationPlan) -> list[Diagnostic]:
     owner, loc = _defaults_at(alloc)
     defaults = alloc.tenant.model.container_defaults or alloc.cluster.spec.container_defaults
     found = []
@@ -179,24 +160,23 @@ def _defaults_at(alloc: AllocationPlan) -> tuple[Located[Any], Key]:
     return alloc.tenant, alloc.loc("quotas")
 
 
-@check
-def check_local_queues(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_local_queues(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error on a LocalQueue name given twice, or borrowWithinCohort preemption without a cohort."""
-    for alloc in _allocations(fleet):
-        settings = alloc.spec.kueue
-        seen: set[str] = set()
-        for index, queue in enumerate(settings.local_queues):
-            if queue.name in seen:
-                yield alloc.tenant.source.diagnostic(
-                    alloc.loc("kueue", "localQueues", index, "name"),
-                    f"LocalQueue {queue.name} is listed already",
-                )
-            seen.add(queue.name)
-        if alloc.spec.cohort is None and settings.preemption.borrow_within_cohort.policy != "Never":
-            loc = alloc.loc("kueue", "preemption", "borrowWithinCohort", "policy")
+    settings = alloc.spec.kueue
+    seen: set[str] = set()
+    for index, queue in enumerate(settings.local_queues):
+        if queue.name in seen:
             yield alloc.tenant.source.diagnostic(
-                loc, "borrowWithinCohort needs a cohort to borrow from: set the allocation's cohort"
+                alloc.loc("kueue", "localQueues", index, "name"),
+                f"LocalQueue {queue.name} is listed already",
             )
+        seen.add(queue.name)
+    if alloc.spec.cohort is None and settings.preemption.borrow_within_cohort.policy != "Never":
+        loc = alloc.loc("kueue", "preemption", "borrowWithinCohort", "policy")
+        yield alloc.tenant.source.diagnostic(
+            loc, "borrowWithinCohort needs a cohort to borrow from: set the allocation's cohort"
+        )
 
 
 def is_rdma(network: Network) -> bool:
@@ -209,24 +189,23 @@ def is_rdma(network: Network) -> bool:
     )
 
 
-@check
-def check_rdma_pod_security(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_rdma_pod_security(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Warn when a tenant attaches an RDMA network under PSA baseline or restricted (IPC_LOCK is refused)."""
-    for alloc in _allocations(fleet):
-        level = alloc.tenant.model.pod_security
-        if level == "privileged" or not alloc.spec.networks:
+    level = alloc.tenant.model.pod_security
+    if level == "privileged" or not alloc.spec.networks:
+        return
+    networks = {n.name: n for n in alloc.cluster.spec.networks}
+    for index, name in enumerate(alloc.spec.networks):
+        network = networks.get(name)
+        if network is None or not is_rdma(network):
             continue
-        networks = {n.name: n for n in alloc.cluster.spec.networks}
-        for index, name in enumerate(alloc.spec.networks):
-            network = networks.get(name)
-            if network is None or not is_rdma(network):
-                continue
-            # Pod Security Standards (kubernetes.io/docs/concepts/security/pod-security-standards):
-            # baseline allows adding only AUDIT_WRITE, CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, MKNOD,
-            # NET_BIND_SERVICE, SETFCAP, SETGID, SETPCAP, SETUID, SYS_CHROOT; restricted only NET_BIND_SERVICE.
-            message = (
-                f"network {name} is RDMA, and RDMA pods add the IPC_LOCK capability to pin memory, which PSA {level} "
-                f"refuses: set podSecurity: privileged for tenant {alloc.name}, or make the container runtime's memlock "
-                "limit unlimited on the network's nodes (then no IPC_LOCK is needed) and accept this warning"
-            )
-            yield _warning(alloc.tenant.source, alloc.loc("networks", index), message)
+        # Pod Security Standards (kubernetes.io/docs/concepts/security/pod-security-standards):
+        # baseline allows adding only AUDIT_WRITE, CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, MKNOD,
+        # NET_BIND_SERVICE, SETFCAP, SETGID, SETPCAP, SETUID, SYS_CHROOT; restricted only NET_BIND_SERVICE.
+        message = (
+            f"network {name} is RDMA, and RDMA pods add the IPC_LOCK capability to pin memory, which PSA {level} "
+            f"refuses: set podSecurity: privileged for tenant {alloc.name}, or make the container runtime's memlock "
+            "limit unlimited on the network's nodes (then no IPC_LOCK is needed) and accept this warning"
+        )
+        yield _warning(alloc.tenant.source, alloc.loc("networks", index), message)

@@ -4,30 +4,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check, clusters_with
+from gpuplan.check import allocation_check, check
 from gpuplan.components.volcano import RESERVED_QUEUES, VolcanoRelease
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.fleet import Fleet
+from gpuplan.fleet import AllocationPlan, Fleet
 
 
-@check
-def check_volcano_queues(fleet: Fleet) -> Iterator[Diagnostic]:
+@allocation_check()
+def check_volcano_queues(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error on queue weights above the Queue CRD's maximum and on Volcano's reserved names."""
-    for cluster in clusters_with(fleet, "volcano"):
-        name, release = cluster.name, cluster.release("volcano")
-        most = release.max_weight if isinstance(release, VolcanoRelease) else None
-        for alloc in cluster.allocations:
-            weight = alloc.spec.weight or 1
-            if most is not None and weight > most:
-                yield alloc.tenant.source.diagnostic(
-                    alloc.loc("weight"),
-                    f"weight {weight} is above {most}, the most a Volcano queue takes (cluster {name} runs Volcano)",
-                )
-            if alloc.name in RESERVED_QUEUES:
-                yield alloc.tenant.source.diagnostic(
-                    ("name",),
-                    f"tenant {alloc.name!r} would take over Volcano's own queue of that name on cluster {name}: rename the tenant",
-                )
+    cluster = alloc.cluster
+    name, release = cluster.name, cluster.release("volcano")
+    if release is None:
+        return  # the cluster does not run Volcano (or a version gpuplan does not know: resolve.py)
+    most = release.max_weight if isinstance(release, VolcanoRelease) else None
+    weight = alloc.spec.weight or 1
+    if most is not None and weight > most:
+        yield alloc.tenant.source.diagnostic(
+            alloc.loc("weight"),
+            f"weight {weight} is above {most}, the most a Volcano queue takes (cluster {name} runs Volcano)",
+        )
+    if alloc.name in RESERVED_QUEUES:
+        yield alloc.tenant.source.diagnostic(
+            ("name",),
+            f"tenant {alloc.name!r} would take over Volcano's own queue of that name on cluster {name}: rename the tenant",
+        )
 
 
 @check

@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 
-from gpuplan import warm
 from gpuplan.components import REGISTRY
 from gpuplan.components.base import load
 from gpuplan.emit import argocd, nodeclass, priorities, sriov, tenants
-from gpuplan.emit.meta import Manifest, finalize
+from gpuplan.emit.meta import Manifest, cluster_objects
 from gpuplan.fleet import ClusterPlan, Fleet
 
 ClusterEmitter = Callable[[ClusterPlan], list[Manifest]]
@@ -32,14 +31,6 @@ FLEET_EMITTERS: tuple[FleetEmitter, ...] = tuple(
 )
 
 
-def _objects(emitter: ClusterEmitter, cluster: ClusterPlan) -> list[Manifest]:
-    """Return emitter(cluster), kept by the cluster's model when the emitter reads nothing else."""
-    if getattr(emitter, "cluster_only", False):
-        kind = f"cluster/{emitter.__module__}"
-        return warm.remember_same(kind, (cluster.spec,), None, emitter, cluster)
-    return emitter(cluster)
-
-
 def emit(
     fleet: Fleet, only: Iterable[str] = (), output_path: str = argocd.OUTPUT_PATH
 ) -> list[Manifest]:
@@ -50,9 +41,8 @@ def emit(
         if wanted and name not in wanted:
             continue
         cluster = fleet.clusters[name]
-        emitted = [m for emitter in EMITTERS for m in _objects(emitter, cluster)]
-        # the same emitted object finalized gives the same object (gpuplan.emit.allocations)
-        cluster_manifests = warm.map_same("final", emitted, finalize)
+        # objects come finalized (gpuplan.emit.meta.cluster_objects, gpuplan.emit.allocations)
+        cluster_manifests = [m for emitter in EMITTERS for m in cluster_objects(emitter, cluster)]
         manifests.extend(cluster_manifests)
         manifests.append(argocd.kustomization(cluster, cluster_manifests))
     for fleet_emitter in FLEET_EMITTERS:

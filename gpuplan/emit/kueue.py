@@ -223,13 +223,17 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
         out.append(manifest(cluster.name, "kueue", obj, source))
     for item in cohorts(release, cluster):
         out.append(manifest(cluster.name, "kueue", cohort(release, item.name, item.parent), source))
-    for alloc in cluster.allocations:
-        # the ClusterQueue states the allocation's own amounts (lending limits, not the cohort's)
-        out += allocations.objects("kueue", alloc, allocation_objects, cohort=False)
     # Kueue's Configuration turns these gates on (emit/bootstrap/kueue.py): found here, before anything
     # can change the objects, so the bootstrap need not make them all again.
-    cluster.cache[GATES] = frozenset(feature_gates(out))
-    return out
+    gates = feature_gates(out)
+    # the ClusterQueue states the allocation's own amounts (lending limits, not the cohort's)
+    made = allocations.each("kueue", cluster.allocations, allocation_objects, cohort=False)
+    if (
+        made
+    ):  # every ClusterQueue of a cluster has the same admissionScope (cluster_queue): one tells
+        gates |= feature_gates(made[0])
+    cluster.cache[GATES] = frozenset(gates)
+    return out + [m for objects in made for m in objects]
 
 
 def allocation_objects(alloc: AllocationPlan) -> list[Manifest]:

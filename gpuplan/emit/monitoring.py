@@ -121,6 +121,9 @@ def objects(cluster: ClusterPlan) -> list[dict[str, Any]]:
 
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return the cluster's monitoring manifests, filed under monitoring/."""
+    made = objects(cluster)
+    if not made:
+        return []  # (no monitoring: the tenants' files need not be gathered)
     source = cluster.located.source.path
     tenants = sorted({alloc.tenant.source.path for alloc in cluster.allocations})
-    return [manifest(cluster.name, FOLDER, obj, source, *tenants) for obj in objects(cluster)]
+    return [manifest(cluster.name, FOLDER, obj, source, *tenants) for obj in made]

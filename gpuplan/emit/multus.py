@@ -104,7 +104,9 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     release = cluster.release("multus")
     if not isinstance(release, MultusRelease):
         return []  # components.multus.version names a release gpuplan does not know: an error already
-    out = []
+    out: list[Manifest] = []
+    if not any(n.attaches for n in cluster.spec.networks):
+        return out  # no network to attach: no allocation has one (attached)
     source = cluster.located.source.path
     for alloc in cluster.allocations:
         for network in attached(cluster, alloc):

@@ -215,11 +215,10 @@ QUOTA_BUILDERS = (resource_quota,)
 
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return the namespace-level objects of every tenant allocation on the cluster."""
-    out = []
-    for alloc in cluster.allocations:
-        out += allocations.objects("tenants", alloc, own_objects, cohort=False)
-        out += allocations.objects("tenants-quota", alloc, quota_objects, cohort=True)
-    return out
+    allocs = cluster.allocations
+    own = allocations.each("tenants", allocs, own_objects, cohort=False)
+    quotas = allocations.each("tenants-quota", allocs, quota_objects, cohort=True)
+    return [m for objects, more in zip(own, quotas) for part in (objects, more) for m in part]
 
 
 def own_objects(alloc: AllocationPlan) -> list[Manifest]:

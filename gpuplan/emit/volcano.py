@@ -73,11 +73,9 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     release = cluster.release("volcano")
     if not isinstance(release, VolcanoRelease):
         return []  # not a component here (an unknown version is reported by resolve.py)
-    out = []
-    for alloc in cluster.allocations:
-        # capability and deserved read the cohort's lending (entitlements.namespace_limits)
-        out += allocations.objects("volcano", alloc, allocation_objects, cohort=True)
-    return out
+    # capability and deserved read the cohort's lending (entitlements.namespace_limits)
+    made = allocations.each("volcano", cluster.allocations, allocation_objects, cohort=True)
+    return [m for objects in made for m in objects]
 
 
 def allocation_objects(alloc: AllocationPlan) -> list[Manifest]:

@@ -22,7 +22,7 @@ from gpuplan.emit.meta import Manifest
 from gpuplan.fleet import Fleet
 from gpuplan.locate import problem_path, split_path
 from gpuplan.overlay.extras import FOLDER as EXTRA_FOLDER
-from gpuplan.overlay.extras import collisions, read_extras
+from gpuplan.overlay.extras import Extra, collisions, read_extras
 from gpuplan.overlay.patches import FOLDER as PATCH_FOLDER
 from gpuplan.overlay.patches import Patch, apply_patches, patch_position, read_patches
 from gpuplan.overlay.values import FOLDER as VALUES_FOLDER
@@ -109,15 +109,36 @@ def _sets(data: object, key: Key) -> bool:
     )
 
 
+def _overlay(
+    fleet: Fleet,
+    extras: list[Extra],
+    applied: dict[str, list[Patch]],
+    values: dict[tuple[str, str], ValuesOverride],
+) -> Overlay:
+    return Overlay(
+        {e.manifest.path: e.source for e in extras},
+        applied,
+        {n: c.located.source for n, c in fleet.clusters.items()},
+        values,
+    )
+
+
 def apply_overlay(
     root: Path, fleet: Fleet, manifests: list[Manifest], output: str = "output"
 ) -> tuple[list[Manifest], Overlay, list[Diagnostic]]:
     """Add own manifests and apply patches to the emitted manifests; read values overrides."""
-    emitted = {m.cluster for m in manifests if m.cluster}
     extras, problems = read_extras(root, fleet.clusters)
     patches, found = read_patches(root, fleet.clusters)
     values, more = read_overrides(root, fleet.clusters)
     problems += found + more
+    if (
+        not extras
+        and not patches
+        and not values
+        and len({m.path for m in manifests}) == len(manifests)
+    ):  # nothing to add or apply, and each object has a path of its own: all stand as emitted
+        return list(manifests), _overlay(fleet, [], {}, {}), problems
+    emitted = {m.cluster for m in manifests if m.cluster}
     extras = [e for e in extras if e.manifest.cluster in emitted]
     patches = [p for p in patches if p.cluster in emitted]
     values = {key: v for key, v in values.items() if key[0] in emitted}
@@ -127,12 +148,7 @@ def apply_overlay(
     problems += found
     patched, applied, found = apply_patches(patches, generated)
     problems += found
-    overlay = Overlay(
-        {e.manifest.path: e.source for e in extras},
-        applied,
-        {n: c.located.source for n, c in fleet.clusters.items()},
-        values,
-    )
+    overlay = _overlay(fleet, extras, applied, values)
     if not extras:
         by_path = {m.path: m for m in patched}
         return [by_path.get(m.path, m) for m in manifests], overlay, problems

@@ -143,8 +143,8 @@ def root(fleet: Fleet, output_path: str) -> Manifest:
 def cluster_scoped(manifests: Iterable[Manifest]) -> dict[str, set[str]]:
     """Return per cluster the "group/Kind" of every cluster-scoped object of its folder."""
     found: dict[str, set[str]] = {}
-    for item in manifests:
-        if item.cluster is None or item.kind in ("", "Kustomization") or item.namespace:
+    for item in manifests:  # most objects are namespaced: asked first
+        if item.namespace or item.cluster is None or item.kind in ("", "Kustomization"):
             continue
         group = str(item.obj.get("apiVersion", "")).rpartition("/")[0]
         found.setdefault(item.cluster, set()).add(f"{group}/{item.kind}")
@@ -163,15 +163,14 @@ def complete_projects(
     if others is not None:
         for name in sorted(set(fleet.clusters) - set(scoped)):
             scoped |= {name: cluster_scoped(others(name)).get(name, set())}
-    out = []
-    for item in manifests:
-        if item.kind == "AppProject" and item.cluster is None:
+    out = list(manifests)
+    for index, item in enumerate(manifests):
+        if item.cluster is None and item.kind == "AppProject":
             obj = {**item.obj, "spec": dict(item.obj["spec"])}
             kinds = {f"{e['group']}/{e['kind']}" for e in obj["spec"]["clusterResourceWhitelist"]}
             for name, cluster in fleet.clusters.items():
                 if cluster.spec.gitops.project == item.name:
                     kinds |= scoped.get(name, set())
             obj["spec"]["clusterResourceWhitelist"] = [_kind(k) for k in sorted(kinds)]
-            item = Manifest(item.path, obj, item.sources, item.cluster, item.comments)
-        out.append(item)
+            out[index] = Manifest(item.path, obj, item.sources, item.cluster, item.comments)
     return out
