@@ -69,20 +69,35 @@ def signature(st: os.stat_result) -> Signature:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def scan(dir_fd: int, head: int = 0, known: Known | None = None) -> Listing:
+def scan(
+    dir_fd: int,
+    head: int = 0,
+    known: Known | None = None,
+    opened: Callable[[int], object] | None = None,
+) -> Listing:
     """List everything under an open folder without following any link (and each file's first bytes).
 
     With `known`, each regular file's lstat is kept in `stats`, and the first bytes of the files
     `known` vouches for are not read (the render cache: a file whose stat is as recorded).
+    `opened` is given each folder's fd (the folder's own first) before its entries are listed.
     """
     listing = Listing()
-    _scan(dir_fd, "", listing, head, known)
+    _scan(dir_fd, "", listing, head, known, opened)
     for entries in (listing.files, listing.dirs, listing.links, listing.other, listing.read_only):
         entries.sort()
     return listing
 
 
-def _scan(dir_fd: int, prefix: str, listing: Listing, head: int, known: Known | None) -> None:
+def _scan(
+    dir_fd: int,
+    prefix: str,
+    listing: Listing,
+    head: int,
+    known: Known | None,
+    opened: Callable[[int], object] | None = None,
+) -> None:
+    if opened is not None:
+        opened(dir_fd)
     with os.scandir(dir_fd) as entries:
         found = list(entries)  # in the folder's order: scan sorts every list at the end
     for entry in found:
@@ -95,7 +110,7 @@ def _scan(dir_fd: int, prefix: str, listing: Listing, head: int, known: Known | 
                 listing.read_only.append(relative)
             child = os.open(entry.name, DIR_FLAGS, dir_fd=dir_fd)
             try:
-                _scan(child, relative + "/", listing, head, known)
+                _scan(child, relative + "/", listing, head, known, opened)
             finally:
                 os.close(child)
         elif entry.is_file(follow_symlinks=False):

@@ -35,12 +35,17 @@ import stat
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gpuplan import safefs
+from gpuplan import notify, safefs
 from gpuplan.staging import SPARE
+
+if TYPE_CHECKING:
+    from gpuplan.write import OutputTree
 
 Signatures = dict[str, safefs.Signature]
 Stamp = tuple[int, int, int, int]  # a folder's inode, mode, mtime and ctime
+Identity = tuple[int, int]  # a folder's device and inode
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,9 @@ class Spare:
     dirs: tuple[str, ...]  # the output's folders (and the spare's)
     mine: Signatures  # the spare's files, its .gitignore included
     stamps: dict[str, Stamp]  # the output's folders: a chmod or an entry changes theirs
+    tree: OutputTree  # the output as recorded: its scan, and which files are gpuplan's
+    roots: tuple[Identity, Identity]  # the output's and the spare's own folder
+    watch: notify.Watch | None  # every folder of both trees, from before they were scanned
 
 
 @dataclass(frozen=True)
@@ -88,7 +96,11 @@ def take(
         return None
     from gpuplan.cache.output import as_recorded  # (it imports gpuplan.write, which imports this)
 
-    if (checked or _recorded_as(spare, tree)) and as_recorded(out.parent / spare.name, spare.mine):
+    watched = _watched(spare, parent_fd, out.name)  # the spare's files as recorded, unlooked
+    _close(spare)
+    if (checked or _recorded_as(spare, tree)) and (
+        watched or as_recorded(out.parent / spare.name, spare.mine)
+    ):
         fd = os.open(spare.name, safefs.DIR_FLAGS, dir_fd=parent_fd)
         try:
             os.unlink(IGNORE, dir_fd=fd)  # the copy's own: never swapped into the output
@@ -98,6 +110,56 @@ def take(
         return spare
     safefs.remove_big_tree(parent_fd, spare.name)
     return None
+
+
+def view(out: Path) -> OutputTree | None:
+    """Return the output as its spare recorded it, when the spare's watch proves that both trees
+    still hold what it recorded (no event since: gpuplan.notify), else None.
+
+    The tree is the one made when the spare was recorded, never changed since (the spare is
+    replaced, not changed, by the next record): it stands for the output as long as the watch
+    stays quiet, which `holds` asks again at write time.
+    """
+    out = Path(os.path.normpath(out.absolute()))
+    spare = _spares.get(str(out))
+    if spare is None or spare.watch is None:
+        return None
+    try:
+        with _parent(out.parent) as parent_fd:
+            return spare.tree if _watched(spare, parent_fd, out.name) else None
+    except OSError:
+        return None
+
+
+def holds(parent_fd: int, out: Path) -> bool:
+    """Tell whether the output's spare watch still proves both trees hold what it recorded."""
+    spare = _spares.get(str(out))
+    return spare is not None and _watched(spare, parent_fd, out.name)
+
+
+def _watched(spare: Spare, parent_fd: int, out_name: str) -> bool:
+    """Tell whether no event came since the spare was recorded, and the output's and the
+    spare's names still name the folders watched."""
+    if spare.watch is None or not spare.watch.quiet():
+        return False
+    try:
+        roots = (_identity(parent_fd, out_name), _identity(parent_fd, spare.name))
+    except OSError:
+        return False
+    return roots == spare.roots
+
+
+def _identity(dir_fd: int, name: str) -> Identity:
+    return _identity_of(os.stat(name, dir_fd=dir_fd, follow_symlinks=False))
+
+
+def _identity_of(st: os.stat_result) -> Identity:
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else (-1, -1)
+
+
+def _close(spare: Spare) -> None:
+    if spare.watch is not None:
+        spare.watch.close()
 
 
 def unchanged(out: Path, tree: safefs.Listing) -> bool:
@@ -249,7 +311,8 @@ def keep(parent: Path, out_name: str, old: str, done: Patch) -> None:
         gone = set(done.removed)
         expected = {p: s for p, s in done.taken.mine.items() if p not in gone and p != IGNORE}
         expected.update(done.written)
-        return _record(parent_fd, out_name, name, expected)
+        owned = done.taken.tree.owned_set.difference(gone).union(done.written)
+        return _record(parent_fd, out_name, name, expected, owned)
 
     _make(Path(os.path.normpath(parent / out_name)), build, old)
 
@@ -280,6 +343,9 @@ def _make(out: Path, build: Callable[[int, str], Spare | None], old: str | None 
         except OSError:
             made = None
         if made is not None:
+            replaced = _spares.pop(str(out), None)
+            if replaced is not None:
+                _close(replaced)
             _spares[str(out)] = made
             return
         safefs.remove_big_tree(parent_fd, name)
@@ -309,6 +375,7 @@ def drop_all() -> None:
     """Remove every spare of this process."""
     for out in sorted(_spares):
         spare = _spares.pop(out)
+        _close(spare)
         with contextlib.suppress(OSError), _parent(Path(out).parent) as parent_fd:
             safefs.remove_big_tree(parent_fd, spare.name)
 
@@ -350,7 +417,7 @@ def _copy(parent_fd: int, out_name: str, name: str) -> Spare | None:
         os.close(spare_fd)
     # A user's file linked into the spare changed its ctime: its signature is the one seen now.
     expected = {p: s for p, s in before.items() if p in copied}
-    return _record(parent_fd, out_name, name, expected, linked=set(before) - copied)
+    return _record(parent_fd, out_name, name, expected, copied, linked=set(before) - copied)
 
 
 def _record(
@@ -358,17 +425,48 @@ def _record(
     out_name: str,
     name: str,
     expected: Signatures,
+    owned: Collection[str],
     linked: Collection[str] = (),
 ) -> Spare | None:
     """Return the spare as both trees are now, or None unless the output still holds the files
-    the spare was brought up to date with (`expected`, by signature; `linked` are a user's files,
-    the same inodes on both sides) and the spare holds the same files and folders."""
+    the spare was brought up to date with (`expected`, by signature; `owned` are gpuplan's files
+    among them; `linked` are a user's files, the same inodes on both sides) and the spare holds
+    the same files and folders.
+
+    Each folder of both trees is watched (gpuplan.notify) before it is scanned: a change after
+    its scan is an event, one before it is in the scan.
+    """
+    watch = notify.Watch.start()
+    try:
+        spare = _scanned(parent_fd, out_name, name, expected, owned, linked, watch)
+    except BaseException:
+        if watch is not None:
+            watch.close()
+        raise
+    if spare is None and watch is not None:
+        watch.close()
+    return spare
+
+
+def _scanned(
+    parent_fd: int,
+    out_name: str,
+    name: str,
+    expected: Signatures,
+    owned: Collection[str],
+    linked: Collection[str],
+    watch: notify.Watch | None,
+) -> Spare | None:
+    from gpuplan.write import OutputTree  # (gpuplan.write imports this module)
+
+    opened = watch.add if watch is not None else None
     out_fd = os.open(out_name, safefs.DIR_FLAGS, dir_fd=parent_fd)
     spare_fd = os.open(name, safefs.DIR_FLAGS, dir_fd=parent_fd)
     try:
-        live = safefs.scan(out_fd, known=lambda relative, st: True)
+        live = safefs.scan(out_fd, known=lambda relative, st: True, opened=opened)
         stamps = {folder: _stamp(out_fd, folder) for folder in live.dirs}
-        mine = safefs.scan(spare_fd, known=lambda relative, st: True)
+        mine = safefs.scan(spare_fd, known=lambda relative, st: True, opened=opened)
+        roots = (_identity_of(os.fstat(out_fd)), _identity_of(os.fstat(spare_fd)))
     finally:
         os.close(out_fd)
         os.close(spare_fd)
@@ -384,7 +482,10 @@ def _record(
     if any(mine.stats[p].st_ino != live.stats[p].st_ino for p in linked):
         return None
     own = {p: safefs.signature(mine.stats[p]) for p in mine.files}
-    return Spare(name, signatures, tuple(live.dirs), own, stamps)
+    ours = frozenset(owned)
+    tree = OutputTree(live, tuple(p for p in live.files if p in ours), watched=True)
+    _ = tree.foreign, tree.empty_folders  # made now, while the watch waits
+    return Spare(name, signatures, tuple(live.dirs), own, stamps, tree, roots, watch)
 
 
 IGNORE = ".gitignore"

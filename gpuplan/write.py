@@ -53,17 +53,28 @@ def header(item: Manifest) -> str:
 
 
 def render_files(manifests: list[Manifest], reuse: Collection[str] = ()) -> dict[str, bytes]:
-    """Return relative path -> file bytes for every manifest (but those whose file on disk is reused)."""
-    files: dict[str, bytes] = {}
-    seen: set[str] = set()
-    for item in manifests:
-        safe_relative(item.path)
-        if item.path in seen:
-            raise WriteError(f"two objects would be written to {item.path}")
-        seen.add(item.path)
-        if item.path not in reuse:
-            files[item.path] = dump(item.obj, header(item)).encode("utf-8")
-    return files
+    """Return relative path -> file bytes for every manifest (but those whose file on disk is reused).
+
+    Every path is checked in one pass over all of them; only the files not reused are made.
+    """
+    paths = [item.path for item in manifests]
+    try:
+        all_safe_relative(paths)
+        clean = len(set(paths)) == len(paths)
+    except WriteError:
+        clean = False
+    if not clean:  # name the first problem, in the manifests' order
+        seen: set[str] = set()
+        for path in paths:
+            safe_relative(path)
+            if path in seen:
+                raise WriteError(f"two objects would be written to {path}")
+            seen.add(path)
+    return {
+        item.path: dump(item.obj, header(item)).encode("utf-8")
+        for item in manifests
+        if item.path not in reuse
+    }
 
 
 def output_path(root: Path, out: Path | None) -> str:
@@ -114,20 +125,41 @@ def all_safe_relative(paths: list[str]) -> None:
 
 @dataclass(frozen=True)
 class OutputTree:
-    """What the output folder holds: gpuplan's files and everything else, found without following links."""
+    """What the output folder holds: gpuplan's files and everything else, found without following links.
+
+    Never changed once made (its listing neither): what is derived from it is kept on it.
+    """
 
     listing: safefs.Listing
     owned: tuple[str, ...]  # files that start with OWNED_MARK
+    # the spare's record of the output, proven to hold by its watch (gpuplan.spare.view), not a scan
+    watched: bool = False
 
-    @property
+    @functools.cached_property
+    def owned_set(self) -> frozenset[str]:
+        """Return the owned files as a set."""
+        return frozenset(self.owned)
+
+    @functools.cached_property
     def foreign(self) -> list[str]:
         """Return every file, link and special entry gpuplan did not write."""
-        mine = set(self.owned)
+        mine = self.owned_set
         return sorted(
             [p for p in self.listing.files if p not in mine]
             + self.listing.links
             + self.listing.other
         )
+
+    @functools.cached_property
+    def empty_folders(self) -> list[str]:
+        """Return the folders that hold nothing: a user's, kept by every render."""
+        listing = self.listing
+        holding = {
+            p.rpartition("/")[0]
+            for part in (listing.files, listing.links, listing.other, listing.dirs)
+            for p in part
+        }
+        return [f for f in listing.dirs if f not in holding]
 
 
 def _state(out: Path) -> os.stat_result | None:
@@ -187,9 +219,15 @@ def _folders(paths: Iterable[str]) -> set[str]:
     return found
 
 
-def refuse_unsafe(out: Path, tree: OutputTree, files: dict[str, bytes]) -> None:
-    """Refuse links, files and foreign entries that stand where a generated file or folder goes."""
-    listing, owned = tree.listing, set(tree.owned)
+def refuse_unsafe(out: Path, tree: OutputTree, targets: Collection[str]) -> None:
+    """Refuse links, files and foreign entries that stand where a generated file or folder goes.
+
+    A target that is one of gpuplan's files on disk passes, its folders too (the scan reached it
+    through real folders only): only the others are looked at, so a render over an output that
+    holds its files costs what is new.
+    """
+    listing, owned = tree.listing, tree.owned_set
+    files = set(targets).difference(owned)
     folders = sorted(_folders(files), key=len)
     for folder in folders:
         kind = listing.kind(folder)
@@ -259,15 +297,27 @@ def compare(
     """
     try:
         tree = tree if tree is not None else read_tree(out)
-        refuse_unsafe(out, tree, {**files, **dict.fromkeys(same, b"")})
-        owned = {p for p in tree.owned if in_scope(p, scope)}
+        refuse_unsafe(out, tree, _targets(files, same))
+        owned = _owned_in(tree, scope)
         added = sorted(p for p in files if p not in owned)
         on_disk = _read_owned(out, sorted(p for p in files if p in owned))
         changed = sorted(p for p, data in on_disk.items() if data != files[p])
     except OSError as exc:
         raise WriteError(f"cannot read {out}: {exc.strerror or exc}; nothing was written") from None
-    removed = sorted(p for p in owned if p not in files and p not in same)
+    removed = sorted(owned.difference(files, same))
     return Changes(added, changed, removed)
+
+
+def _targets(files: dict[str, bytes], same: Collection[str]) -> set[str]:
+    """Return every file the render puts in the output: written or carried over."""
+    return set(files).union(same)
+
+
+def _owned_in(tree: OutputTree, scope: tuple[str, ...]) -> frozenset[str]:
+    """Return gpuplan's files on disk that belong to the clusters rendered."""
+    if not scope:
+        return tree.owned_set
+    return frozenset(p for p in tree.owned if in_scope(p, scope))
 
 
 def _exchange(parent_fd: int, a: str, b: str) -> bool:
@@ -313,7 +363,7 @@ def _stage(
         + [p for p in tree.owned if (not in_scope(p, scope) or p in same) and p not in files]
     )
     new = safefs.by_folder(files)
-    empty = _empty_folders(tree)  # a user's empty folder: kept
+    empty = tree.empty_folders  # a user's empty folder: kept
 
     def fill(folders: list[str]) -> None:
         with contextlib.ExitStack() as held:
@@ -333,17 +383,6 @@ def _stage(
     _sync_filesystem(staging_fd)
 
 
-def _empty_folders(tree: OutputTree) -> list[str]:
-    """Return the output's folders that hold nothing: a user's, kept by every render."""
-    listing = tree.listing
-    holding = {
-        p.rpartition("/")[0]
-        for part in (listing.files, listing.links, listing.other, listing.dirs)
-        for p in part
-    }
-    return [f for f in listing.dirs if f not in holding]
-
-
 def _patch(
     staging_fd: int,
     taken: spare.Spare,
@@ -353,9 +392,8 @@ def _patch(
     same: Collection[str],
 ) -> spare.Patch:
     """Patch a copy of the output into the tree _stage would have filled from scratch."""
-    kept = frozenset(same)
-    removed = [p for p in tree.owned if in_scope(p, scope) and p not in kept and p not in files]
-    done = spare.patch(staging_fd, taken, removed, files, set(_empty_folders(tree)), _write_new)
+    removed = sorted(_owned_in(tree, scope).difference(same, files))
+    done = spare.patch(staging_fd, taken, removed, files, set(tree.empty_folders), _write_new)
     _sync_filesystem(staging_fd)
     return done
 
@@ -502,8 +540,15 @@ def _write_at(
         if st is not None:
             out_fd = os.open(name, safefs.DIR_FLAGS, dir_fd=parent_fd)
         # render --watch: when the output is still exactly as its spare recorded it, and was so
-        # at this run's scan, that scan is the output now (one quick pass instead of a scan)
-        unchanged = warm.active() and seen is not None and spare.unchanged(out, seen.listing)
+        # at this run's scan, that scan is the output now: proven by the spare's watch (no event
+        # since it was recorded), else in one quick pass instead of a scan
+        unchanged = (
+            warm.active()
+            and seen is not None
+            and (
+                (seen.watched and spare.holds(parent_fd, out)) or spare.unchanged(out, seen.listing)
+            )
+        )
         if unchanged:
             assert seen is not None
             tree = seen
@@ -511,12 +556,11 @@ def _write_at(
             tree = _tree_at(out_fd, _unchanged_since(seen))
         else:
             tree = OutputTree(safefs.Listing(), ())
-        refuse_unsafe(out, tree, {**files, **dict.fromkeys(same, b"")})
+        refuse_unsafe(out, tree, _targets(files, same))
         _refuse_read_only(out, st, tree)
-        owned = set(tree.owned)
-        missing = [p for p in same if p not in owned]
+        missing = set(same).difference(tree.owned_set)
         if missing:
-            raise OSError(errno.ENOENT, "changed during the render", missing[0])
+            raise OSError(errno.ENOENT, "changed during the render", min(missing))
         taken = (
             spare.take(parent_fd, out, staging, tree.listing, unchanged) if warm.active() else None
         )

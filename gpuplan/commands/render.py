@@ -137,7 +137,13 @@ def _scan(options: Options, cache: RenderCache | None) -> OutputTree | None:
 
     The first bytes of a file whose lstat is the one the cache recorded (a file gpuplan wrote)
     are not read. None when the output cannot be scanned: each step then reports it its own way.
+    render --watch: when the output's spare proves that nothing changed since it recorded the
+    output (gpuplan.spare.view), that record is the scan.
     """
+    if warm.active():
+        seen = spare.view(options.output)
+        if seen is not None:
+            return seen
     files = cache.files if cache is not None else {}
 
     def as_recorded(relative: str, st: os.stat_result) -> bool:

@@ -1,0 +1,142 @@
+"""Tell, without looking at every file, whether anything in a set of folders changed: Linux inotify.
+
+`render --watch` keeps a spare copy of the output (gpuplan.spare) and records what both trees hold
+while it waits. Proving at the next run that both still hold it by stat takes one lstat per file
+(two trees of 18k files: ~0.1 s); a Watch instead asks the kernel to queue an event for every
+change in each watched folder, so the proof is one non-blocking read of an empty queue.
+
+A folder's watch reports (inotify(7)) an entry made, removed or renamed in it (IN_CREATE,
+IN_DELETE, IN_MOVED_FROM, IN_MOVED_TO), a file in it written or truncated (IN_MODIFY,
+IN_CLOSE_WRITE), the metadata of the folder or of a file in it changed, a chmod, a touch or a new
+hard link included (IN_ATTRIB), and the folder itself removed or renamed (IN_DELETE_SELF,
+IN_MOVE_SELF). A full queue queues IN_Q_OVERFLOW instead. Any event at all spoils the watch for
+good: the caller then proves by stat, as without it.
+
+What inotify does not see, and how that is kept out:
+- writes through a shared mmap(2) (inotify(7), "Limitations and caveats"): not by editors or git,
+  which write(2); the same writes change no lstat until written back either;
+- changes made by another host to a network file system: a watch is made only on a local file
+  system, by its statfs(2) type (LOCAL below);
+- a folder put in place of a watched one under its name (the watched one moved away first: that
+  move is an event); the caller compares the roots' inode with the recorded one too.
+A watch is added through /proc/self/fd/N of a folder the caller opened (never through a link), so
+it is on the very folder scanned. Anything unexpected (no inotify, no /proc, no room for more
+watches) gives no Watch: the caller proves by stat.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import struct
+
+IN_MODIFY = 0x2
+IN_ATTRIB = 0x4
+IN_CLOSE_WRITE = 0x8
+IN_MOVED_FROM = 0x40
+IN_MOVED_TO = 0x80
+IN_CREATE = 0x100
+IN_DELETE = 0x200
+IN_DELETE_SELF = 0x400
+IN_MOVE_SELF = 0x800
+IN_ONLYDIR = 0x01000000
+IN_NONBLOCK = os.O_NONBLOCK
+IN_CLOEXEC = os.O_CLOEXEC
+# Every change of an entry of the folder or of the folder itself (reads are not events).
+MASK = (
+    IN_MODIFY
+    | IN_ATTRIB
+    | IN_CLOSE_WRITE
+    | IN_MOVED_FROM
+    | IN_MOVED_TO
+    | IN_CREATE
+    | IN_DELETE
+    | IN_DELETE_SELF
+    | IN_MOVE_SELF
+    | IN_ONLYDIR
+)
+
+# statfs(2) f_type of the local file systems whose every change the kernel reports to inotify
+# (linux include/uapi/linux/magic.h): ext2/3/4, xfs, btrfs, tmpfs, f2fs.
+LOCAL = frozenset({0xEF53, 0x58465342, 0x9123683E, 0x01021994, 0xF2F52010})
+
+
+class _Libc:
+    """libc's inotify and fstatfs calls, looked up once (None when not there)."""
+
+    calls: ctypes.CDLL | None = None
+    tried = False
+
+    @classmethod
+    def get(cls) -> ctypes.CDLL | None:
+        if not cls.tried:
+            cls.tried = True
+            with contextlib.suppress(OSError, AttributeError):
+                libc = ctypes.CDLL(None, use_errno=True)
+                for name in ("inotify_init1", "inotify_add_watch", "fstatfs"):
+                    getattr(libc, name)
+                libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+                cls.calls = libc
+        return cls.calls
+
+
+def local(fd: int) -> bool:
+    """Tell whether an open folder is on a local file system whose changes inotify reports."""
+    libc = _Libc.get()
+    if libc is None:
+        return False
+    buffer = ctypes.create_string_buffer(256)  # struct statfs (120 bytes on 64-bit Linux)
+    if libc.fstatfs(fd, buffer) != 0:
+        return False
+    f_type = struct.unpack_from("l", buffer.raw)[0] & 0xFFFFFFFF  # __fsword_t, first
+    return f_type in LOCAL
+
+
+class Watch:
+    """An inotify instance over some folders; `quiet` while no event has been queued since."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+        self._spoiled = False
+
+    @classmethod
+    def start(cls) -> Watch | None:
+        """Return a new Watch with no folder yet, or None when inotify is not there."""
+        libc = _Libc.get()
+        if libc is None or not os.path.isdir("/proc/self/fd"):
+            return None
+        fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        return cls(fd) if fd >= 0 else None
+
+    def add(self, dir_fd: int) -> bool:
+        """Watch an open folder (the very one: through /proc/self/fd); False (and the watch
+        spoiled) when it cannot be watched."""
+        libc = _Libc.get()
+        if self._fd is None or libc is None or not local(dir_fd):
+            self._spoiled = True
+            return False
+        path = f"/proc/self/fd/{dir_fd}".encode()
+        if libc.inotify_add_watch(self._fd, path, MASK) < 0:
+            self._spoiled = True  # ENOSPC: fs.inotify.max_user_watches reached
+            return False
+        return True
+
+    def quiet(self) -> bool:
+        """Tell whether no event was queued since the folders were watched (reads the queue)."""
+        if self._fd is None or self._spoiled:
+            return False
+        try:
+            if os.read(self._fd, 65536):
+                self._spoiled = True
+        except BlockingIOError:
+            return True  # nothing queued
+        except OSError:
+            self._spoiled = True
+        return not self._spoiled
+
+    def close(self) -> None:
+        """Stop watching (the watch is then never quiet)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
