@@ -484,7 +484,7 @@ def _scanned(
     own = {p: safefs.signature(mine.stats[p]) for p in mine.files}
     ours = frozenset(owned)
     tree = OutputTree(live, tuple(p for p in live.files if p in ours), watched=True)
-    _ = tree.foreign, tree.empty_folders  # made now, while the watch waits
+    _ = tree.foreign, tree.empty_folders, tree.signatures  # made now, while the watch waits
     return Spare(name, signatures, tuple(live.dirs), own, stamps, tree, roots, watch)
 
 

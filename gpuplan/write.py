@@ -141,6 +141,11 @@ class OutputTree:
         return frozenset(self.owned)
 
     @functools.cached_property
+    def signatures(self) -> dict[str, safefs.Signature]:
+        """Return the signature of each regular file whose lstat the scan kept."""
+        return {p: safefs.signature(st) for p, st in self.listing.stats.items()}
+
+    @functools.cached_property
     def foreign(self) -> list[str]:
         """Return every file, link and special entry gpuplan did not write."""
         mine = self.owned_set

@@ -8,10 +8,11 @@ so a hand edit is always found. Entries are reached through directory fds, never
 from __future__ import annotations
 
 import hashlib
+import itertools
 import operator
 import os
 import stat
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from gpuplan import safefs, twocores
@@ -40,23 +41,22 @@ def stat_files(out: Path, paths: Iterable[str]) -> dict[str, Signature]:
 def same_files(
     out: Path,
     recorded: dict[str, tuple[str, Signature]],
-    stats: dict[str, os.stat_result] | None = None,
+    signatures: Mapping[str, Signature] | None = None,
 ) -> tuple[set[str], dict[str, Signature]]:
     """Return the recorded files still on disk as recorded (by signature, else by content).
 
     Also returns the new signatures of the files found the same by content (worth recording).
-    `stats` holds lstat results already taken (the scan's); the others are taken here.
+    `signatures` holds those already taken (the scan's: OutputTree.signatures); the others are
+    taken here.
     """
-    same: set[str] = set()
     seen: dict[str, Signature] = {}
-    known = stats or {}
-    unsure = {}
-    for relative, entry in recorded.items():
-        st = known.get(relative)
-        if st is not None and signature(st) == tuple(entry[1]):
-            same.add(relative)
-        else:
-            unsure[relative] = entry
+    known = signatures or {}
+    # one C-level pass (a warm render's every file): each path whose signature is the recorded one
+    found = map(operator.eq, map(known.get, recorded), map(_SECOND, recorded.values()))
+    same = set(itertools.compress(recorded, found))
+    if len(same) == len(recorded):
+        return same, seen
+    unsure = {p: entry for p, entry in recorded.items() if p not in same}
     if not unsure:
         return same, seen
     root = os.open(out, safefs.DIR_FLAGS)
@@ -180,6 +180,7 @@ def _matched(
     return count
 
 
+_SECOND = operator.itemgetter(1)
 # safefs.signature as one C call: (inode, size, mtime, ctime)
 _SIGNATURE = operator.attrgetter("st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")
 
@@ -204,7 +205,7 @@ def changes(
     refuse_unsafe(out, tree, dict.fromkeys(recorded, b""))
     owned = {p for p in tree.owned if in_scope(p, scope)}
     present = {p: recorded[p] for p in recorded if p in owned}
-    same, seen = same_files(out, present, tree.listing.stats) if present else (set(), {})
+    same, seen = same_files(out, present, tree.signatures) if present else (set(), {})
     added = sorted(p for p in recorded if p not in owned)
     changed = sorted(p for p in present if p not in same)
     removed = sorted(p for p in owned if p not in recorded)

@@ -280,9 +280,9 @@ def _same_on_disk(
     """Return the files whose object is unchanged since the last render and still on disk as written."""
     from gpuplan.cache.output import same_files
 
-    stats = tree.listing.stats if tree is not None else None
+    signatures = tree.signatures if tree is not None else None
     try:
-        return same_files(options.output, cache.unchanged(result.manifests), stats)[0]
+        return same_files(options.output, cache.unchanged(result.manifests), signatures)[0]
     except OSError:
         return set()  # the full comparison reads and reports it
 
