@@ -10,6 +10,7 @@ that appears between a check and the write.
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 import shutil
 import signal
@@ -58,6 +59,12 @@ def writable(st: os.stat_result) -> bool:
 # Given a regular file's relative path and lstat, whether its first bytes are already known.
 Known = Callable[[str, os.stat_result], bool]
 Signature = tuple[int, int, int, int]
+
+
+# signature() as one C call, for a pass over many files
+SIGNATURE: Callable[[os.stat_result], Signature] = operator.attrgetter(
+    "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns"
+)
 
 
 def signature(st: os.stat_result) -> Signature:

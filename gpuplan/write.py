@@ -18,7 +18,7 @@ import errno
 import functools
 import os
 import stat
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -143,7 +143,8 @@ class OutputTree:
     @functools.cached_property
     def signatures(self) -> dict[str, safefs.Signature]:
         """Return the signature of each regular file whose lstat the scan kept."""
-        return {p: safefs.signature(st) for p, st in self.listing.stats.items()}
+        stats = self.listing.stats
+        return dict(zip(stats, map(safefs.SIGNATURE, stats.values())))
 
     @functools.cached_property
     def foreign(self) -> list[str]:
@@ -294,19 +295,27 @@ def compare(
     scope: tuple[str, ...] = (),
     same: Collection[str] = (),
     tree: OutputTree | None = None,
+    held: Mapping[str, str] | None = None,
 ) -> Changes:
     """Compare the rendered files with gpuplan's files on disk; refuse an output gpuplan must not write.
 
     `same` names files known to be on disk as they would be rendered (gpuplan.cache); `tree` is
-    the output as this run already scanned it (read_tree), else it is scanned here.
+    the output as this run already scanned it (read_tree), else it is scanned here. `held` maps
+    files to the content hash of what they hold on disk, known without reading them (the render
+    cache's, for a file whose lstat is the one it recorded): compared by hash, not read.
     """
+    from gpuplan.cache.output import digest  # (gpuplan.cache.output imports this module)
+
+    held = held or {}
     try:
         tree = tree if tree is not None else read_tree(out)
         refuse_unsafe(out, tree, _targets(files, same))
         owned = _owned_in(tree, scope)
         added = sorted(p for p in files if p not in owned)
-        on_disk = _read_owned(out, sorted(p for p in files if p in owned))
-        changed = sorted(p for p, data in on_disk.items() if data != files[p])
+        on_disk = _read_owned(out, sorted(p for p in files if p in owned and p not in held))
+        changed = [p for p, data in on_disk.items() if data != files[p]]
+        changed += [p for p in files if p in owned and p in held and digest(files[p]) != held[p]]
+        changed.sort()
     except OSError as exc:
         raise WriteError(f"cannot read {out}: {exc.strerror or exc}; nothing was written") from None
     removed = sorted(owned.difference(files, same))

@@ -181,8 +181,7 @@ def _matched(
 
 
 _SECOND = operator.itemgetter(1)
-# safefs.signature as one C call: (inode, size, mtime, ctime)
-_SIGNATURE = operator.attrgetter("st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")
+_SIGNATURE = safefs.SIGNATURE
 
 
 def changes(

@@ -247,7 +247,8 @@ def _render(options: Options, check_only: bool, cache: RenderCache | None) -> in
             same = _same_on_disk(options, cache, result, tree) if cache is not None else set()
             files = render_files(result.manifests, reuse=same)
         with stage("compare with the output"):
-            changes = compare(options.output, files, _scope(options), same, tree)
+            held = _held(cache, files, tree)
+            changes = compare(options.output, files, _scope(options), same, tree, held)
         if check_only:
             code = _report_check(options, changes, len(result.manifests))
         elif changes.any:
@@ -285,6 +286,22 @@ def _same_on_disk(
         return same_files(options.output, cache.unchanged(result.manifests), signatures)[0]
     except OSError:
         return set()  # the full comparison reads and reports it
+
+
+def _held(
+    cache: RenderCache | None, files: dict[str, bytes], tree: OutputTree | None
+) -> dict[str, str]:
+    """Return the content hash of each file to write that is on disk as the record has it (by
+    its lstat in this run's scan): compare needs not read it."""
+    if cache is None or tree is None:
+        return {}
+    recorded, signatures = cache.files, tree.signatures
+    held = {}
+    for relative in files:
+        entry = recorded.get(relative)
+        if entry is not None and signatures.get(relative) == entry.signature:
+            held[relative] = entry.content
+    return held
 
 
 def _record(
