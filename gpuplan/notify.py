@@ -9,8 +9,11 @@ A folder's watch reports (inotify(7)) an entry made, removed or renamed in it (I
 IN_DELETE, IN_MOVED_FROM, IN_MOVED_TO), a file in it written or truncated (IN_MODIFY,
 IN_CLOSE_WRITE), the metadata of the folder or of a file in it changed, a chmod, a touch or a new
 hard link included (IN_ATTRIB), and the folder itself removed or renamed (IN_DELETE_SELF,
-IN_MOVE_SELF). A full queue queues IN_Q_OVERFLOW instead. Any event at all spoils the watch for
-good: the caller then proves by stat, as without it.
+IN_MOVE_SELF). A folder's watch sees a change made through a name in it only: a file written
+through a hard link in another folder is an event only on the file's own watch, so each file is
+watched too (its inode, through any name: a new link to it changes its link count, IN_ATTRIB).
+A full queue queues IN_Q_OVERFLOW instead. Any event at all spoils the watch for good: the
+caller then proves by stat, as without it.
 
 What inotify does not see, and how that is kept out:
 - writes through a shared mmap(2) (inotify(7), "Limitations and caveats"): not by editors or git,
@@ -56,6 +59,10 @@ MASK = (
     | IN_MOVE_SELF
     | IN_ONLYDIR
 )
+IN_DONT_FOLLOW = 0x02000000
+# A file's own watch: its inode changed through any of its names, or given another name (a hard
+# link made in a folder not watched changes its link count: IN_ATTRIB).
+FILE_MASK = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_DONT_FOLLOW
 
 # statfs(2) f_type of the local file systems whose every change the kernel reports to inotify
 # (linux include/uapi/linux/magic.h): ext2/3/4, xfs, btrfs, tmpfs, f2fs.
@@ -109,15 +116,20 @@ class Watch:
         fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         return cls(fd) if fd >= 0 else None
 
-    def add(self, dir_fd: int) -> bool:
-        """Watch an open folder (the very one: through /proc/self/fd); False (and the watch
-        spoiled) when it cannot be watched."""
+    def add(self, dir_fd: int, name: str | None = None) -> bool:
+        """Watch an open folder (the very one: through /proc/self/fd), or with `name` the file of
+        that name in it (never through a link); False (and the watch spoiled) when it cannot be
+        watched."""
         libc = _Libc.get()
-        if self._fd is None or libc is None or not local(dir_fd):
+        if self._fd is None or libc is None or (name is None and not local(dir_fd)):
             self._spoiled = True
             return False
-        path = f"/proc/self/fd/{dir_fd}".encode()
-        if libc.inotify_add_watch(self._fd, path, MASK) < 0:
+        if name is None:
+            path, mask = f"/proc/self/fd/{dir_fd}".encode(), MASK
+        else:
+            path = f"/proc/self/fd/{dir_fd}/{name}".encode("utf-8", "surrogateescape")
+            mask = FILE_MASK
+        if libc.inotify_add_watch(self._fd, path, mask) < 0:
             self._spoiled = True  # ENOSPC: fs.inotify.max_user_watches reached
             return False
         return True

@@ -80,13 +80,14 @@ def scan(
     dir_fd: int,
     head: int = 0,
     known: Known | None = None,
-    opened: Callable[[int], object] | None = None,
+    opened: Callable[[int, str | None], object] | None = None,
 ) -> Listing:
     """List everything under an open folder without following any link (and each file's first bytes).
 
     With `known`, each regular file's lstat is kept in `stats`, and the first bytes of the files
     `known` vouches for are not read (the render cache: a file whose stat is as recorded).
-    `opened` is given each folder's fd (the folder's own first) before its entries are listed.
+    `opened` is given each folder's fd (the folder's own first) before its entries are listed,
+    and each regular file's folder fd and name before its lstat is taken.
     """
     listing = Listing()
     _scan(dir_fd, "", listing, head, known, opened)
@@ -101,10 +102,10 @@ def _scan(
     listing: Listing,
     head: int,
     known: Known | None,
-    opened: Callable[[int], object] | None = None,
+    opened: Callable[[int, str | None], object] | None = None,
 ) -> None:
     if opened is not None:
-        opened(dir_fd)
+        opened(dir_fd, None)
     with os.scandir(dir_fd) as entries:
         found = list(entries)  # in the folder's order: scan sorts every list at the end
     for entry in found:
@@ -122,6 +123,8 @@ def _scan(
                 os.close(child)
         elif entry.is_file(follow_symlinks=False):
             listing.files.append(relative)
+            if opened is not None:
+                opened(dir_fd, entry.name)
             if known is not None:
                 st = listing.stats[relative] = entry.stat(follow_symlinks=False)
                 if known(relative, st):

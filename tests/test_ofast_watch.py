@@ -94,6 +94,27 @@ def test_a_file_edited_in_place_between_runs_is_seen(
     assert snapshot(root / "output") == _cold(tmp_path, fleet)
 
 
+def test_a_file_edited_through_a_link_made_elsewhere_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hard link in a folder nobody watches: the edit is an event of the file's own watch."""
+    root, fleet = _repo(tmp_path)
+    used = _checked_views(monkeypatch, root / "output")
+    elsewhere = tmp_path / "kustomization.yaml"
+
+    def link_and_edit() -> None:
+        os.link(root / "output/c00/kustomization.yaml", elsewhere)
+        _same_size_edit(elsewhere)
+
+    steps = [_edit(root, fleet, ("quota", 2))]
+    steps += [_edit(root, fleet, ("quota", 4), link_and_edit)]
+    between_runs(monkeypatch, steps)
+    code, stderr = watch_for(root, 3)
+    assert code == 0, stderr
+    assert used == [False, True, False]
+    assert snapshot(root / "output") == _cold(tmp_path, fleet)
+
+
 def test_a_file_added_between_runs_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root, fleet = _repo(tmp_path)
     used = _checked_views(monkeypatch, root / "output")
@@ -163,11 +184,12 @@ def test_a_watch_is_quiet_until_something_changes(tmp_path: Path) -> None:
         "touch": lambda: os.utime(tmp_path / "a/f"),
         "add": lambda: (tmp_path / "a/g").write_text(""),
         "read": lambda: (tmp_path / "a/f").read_text(),
+        "link": lambda: os.link(tmp_path / "a/f", tmp_path / "elsewhere"),
     }
     for name, change in cases.items():
         watch = notify.Watch.start()
         assert watch is not None
-        fd = os.open(tmp_path, safefs.DIR_FLAGS)
+        fd = os.open(tmp_path / "a", safefs.DIR_FLAGS)  # (not tmp_path: elsewhere is not in it)
         try:
             safefs.scan(fd, opened=watch.add)
         finally:
@@ -178,6 +200,7 @@ def test_a_watch_is_quiet_until_something_changes(tmp_path: Path) -> None:
         assert watch.quiet() == (name == "read"), name  # spoiled for good
         watch.close()
         os.chmod(tmp_path / "a", 0o755)
+        (tmp_path / "elsewhere").unlink(missing_ok=True)
         assert not watch.quiet()
 
 
