@@ -147,6 +147,10 @@ class Watch:
             self._spoiled = True
         return not self._spoiled
 
+    def spend(self) -> None:
+        """Never be quiet again (the caller is about to change what is watched)."""
+        self._spoiled = True
+
     def close(self) -> None:
         """Stop watching (the watch is then never quiet)."""
         if self._fd is not None:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuplan import notify, safefs
+from gpuplan import notify, safefs, warm
 from gpuplan.staging import SPARE
 
 if TYPE_CHECKING:
@@ -97,7 +97,10 @@ def take(
     from gpuplan.cache.output import as_recorded  # (it imports gpuplan.write, which imports this)
 
     watched = _watched(spare, parent_fd, out.name)  # the spare's files as recorded, unlooked
-    _close(spare)
+    if spare.watch is not None:  # spent: closed once the result is printed (tens of
+        spare.watch.spend()  # thousands of watches take a while to drop)
+        if not warm.later(spare.watch.close):
+            spare.watch.close()
     if (checked or _recorded_as(spare, tree)) and (
         watched or as_recorded(out.parent / spare.name, spare.mine)
     ):
