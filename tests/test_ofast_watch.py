@@ -38,7 +38,7 @@ def _as_scanned(tree: OutputTree) -> tuple[object, ...]:
     )
 
 
-def _checked_views(monkeypatch: pytest.MonkeyPatch, out: Path) -> list[bool]:
+def checked_views(monkeypatch: pytest.MonkeyPatch, out: Path) -> list[bool]:
     """Check every record spare.view gives against a fresh scan of the output; return, for
     each run, whether the record was used."""
     used: list[bool] = []
@@ -60,7 +60,7 @@ def test_each_record_taken_for_the_output_is_what_a_scan_finds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root, fleet = _repo(tmp_path)
-    used = _checked_views(monkeypatch, root / "output")
+    used = checked_views(monkeypatch, root / "output")
     edits = [("quota", 2), ("add", 3), ("pools", 0), ("remove", 3), ("cohort", 1)]
     between_runs(monkeypatch, [_edit(root, fleet, change) for change in edits])
     code, stderr = watch_for(root, len(edits) + 1)
@@ -82,7 +82,7 @@ def test_a_file_edited_in_place_between_runs_is_seen(
 ) -> None:
     """In the output (rendered again, as a cold render does) or in its copy (never swapped in)."""
     root, fleet = _repo(tmp_path)
-    used = _checked_views(monkeypatch, root / "output")
+    used = checked_views(monkeypatch, root / "output")
     folder = root / ("output" if where == "output" else f".output{SPARE}{os.getpid()}")
     target = folder / "c00/kustomization.yaml"  # an object the edits leave unchanged
     steps = [_edit(root, fleet, ("quota", 2))]
@@ -99,7 +99,7 @@ def test_a_file_edited_through_a_link_made_elsewhere_is_seen(
 ) -> None:
     """A hard link in a folder nobody watches: the edit is an event of the file's own watch."""
     root, fleet = _repo(tmp_path)
-    used = _checked_views(monkeypatch, root / "output")
+    used = checked_views(monkeypatch, root / "output")
     elsewhere = tmp_path / "kustomization.yaml"
 
     def link_and_edit() -> None:
@@ -117,7 +117,7 @@ def test_a_file_edited_through_a_link_made_elsewhere_is_seen(
 
 def test_a_file_added_between_runs_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root, fleet = _repo(tmp_path)
-    used = _checked_views(monkeypatch, root / "output")
+    used = checked_views(monkeypatch, root / "output")
     mine = root / "output/c00/kueue/notes.txt"
     between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2), lambda: mine.write_text("mine\n"))])
     code, stderr = watch_for(root, 2)
@@ -134,7 +134,7 @@ def test_a_folder_replaced_by_a_link_between_runs_is_refused(
 ) -> None:
     """As a cold render refuses it: gpuplan never writes through a link in the output."""
     root, fleet = _repo(tmp_path)
-    used = _checked_views(monkeypatch, root / "output")
+    used = checked_views(monkeypatch, root / "output")
     folder, elsewhere = root / "output/c00/kueue", tmp_path / "elsewhere"
 
     def replace() -> None:
@@ -161,7 +161,7 @@ def test_an_output_renamed_away_and_back_is_seen(
 ) -> None:
     """A copy put in place of the output under its name is not the folder watched."""
     root, fleet = _repo(tmp_path)
-    used = _checked_views(monkeypatch, root / "output")
+    used = checked_views(monkeypatch, root / "output")
 
     def replace() -> None:
         os.rename(root / "output", tmp_path / "old")
@@ -223,7 +223,7 @@ def test_a_folder_that_cannot_be_watched_spoils_the_watch(
 def test_without_a_watch_each_run_scans(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root, fleet = _repo(tmp_path)
     monkeypatch.setattr(notify.Watch, "start", classmethod(lambda cls: None))
-    used = _checked_views(monkeypatch, root / "output")
+    used = checked_views(monkeypatch, root / "output")
     between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2))])
     code, stderr = watch_for(root, 2)
     assert code == 0, stderr

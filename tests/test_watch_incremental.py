@@ -251,3 +251,25 @@ def test_an_edit_of_one_tenant_makes_only_what_it_changes_again(
     assert code == 0, stderr
     assert sorted(made) == sorted(item for item in remade for _ in CLUSTERS)
     assert not warm.active()
+
+
+@settings(
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(edits=EDITS)
+def test_each_record_taken_for_a_scan_of_the_output_is_what_a_scan_finds(
+    edits: list[tuple[str, int]],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run takes its spare's record for a scan of the output while the spare's watch saw no
+    event (gpuplan.spare.view): each record taken must equal a fresh scan of the output."""
+    from tests.test_ofast_watch import checked_views
+
+    base = tmp_path_factory.mktemp("watch")
+    with pytest.MonkeyPatch.context() as patched:
+        used = checked_views(patched, base / "live/output")
+        hold_to_cold(Fleet(), edits, base, monkeypatch)
+    assert used and not used[0]  # the first run scans (tests.test_ofast_watch: the others do not)
