@@ -23,6 +23,12 @@ removed and the render stages a fresh tree:
 - the spare's files are exactly the recorded ones, each with its recorded signature: any write
   into it changes a file's ctime.
 
+Both are proven without a look at every file while the spare's watch (gpuplan.notify: every
+folder and file of both trees, watched before they were scanned for the record) has seen no
+event and the output's and the spare's names still name the folders watched: the record then
+stands for a scan of the output (`view`, the run's scan; `holds`, at write time). Else they are
+proven by stat as above. The record is never changed once made (the next record replaces it).
+
 The spare is named `.<output>.gpuplan-spare-PID` and holds a `.gitignore` of its own: a killed
 watch leaves it to the next run's clean-up (gpuplan.staging), and a watch that ends removes it.
 """
