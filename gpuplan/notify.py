@@ -16,8 +16,9 @@ A full queue queues IN_Q_OVERFLOW instead. Any event at all spoils the watch for
 caller then proves by stat, as without it.
 
 What inotify does not see, and how that is kept out:
-- writes through a shared mmap(2) (inotify(7), "Limitations and caveats"): not by editors or git,
-  which write(2); the same writes change no lstat until written back either;
+- writes through a shared mmap(2) (inotify(7), "Limitations and caveats") of a file mapped
+  before the watch began: a file opened for writing after it is an event when closed
+  (IN_CLOSE_WRITE); editors and git write(2);
 - changes made by another host to a network file system: a watch is made only on a local file
   system, by its statfs(2) type (LOCAL below);
 - a folder put in place of a watched one under its name (the watched one moved away first: that
