@@ -442,8 +442,8 @@ def _record(
     among them; `linked` are a user's files, the same inodes on both sides) and the spare holds
     the same files and folders.
 
-    Each folder of both trees is watched (gpuplan.notify) before it is scanned: a change after
-    its scan is an event, one before it is in the scan.
+    Each folder and file of both trees is watched (gpuplan.notify) before it is scanned (a
+    file before its lstat): a change after its scan is an event, one before it is in the scan.
     """
     watch = notify.Watch.start()
     try:
