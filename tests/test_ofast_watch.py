@@ -19,7 +19,15 @@ from gpuplan.staging import SPARE
 from gpuplan.write import OutputTree, read_tree
 from tests.conftest import snapshot
 from tests.test_cache import Fleet
-from tests.test_render_watch import _cold, _edit, _repo, between_runs, cold_render, watch_for
+from tests.test_render_watch import (
+    _cold,
+    _edit,
+    _repo,
+    between_runs,
+    cold_render,
+    touch_all,
+    watch_for,
+)
 
 pytestmark = pytest.mark.usefixtures("cache_home")
 
@@ -232,3 +240,32 @@ def test_without_a_watch_each_run_scans(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 __all__ = ["Fleet"]
+
+
+def test_an_input_saved_unchanged_is_answered_without_a_look_at_the_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record answers (the same inputs), and the spare's record stands for the output."""
+    import gpuplan.cache.output
+
+    root, fleet = _repo(tmp_path)
+    used = checked_views(monkeypatch, root / "output")
+    looked: list[bool] = []
+    real = gpuplan.cache.output.as_recorded
+
+    def as_recorded(*args: object) -> bool:
+        looked.append(True)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gpuplan.cache.output, "as_recorded", as_recorded)
+
+    def add_mine() -> None:
+        (root / "output/c00/notes.txt").write_text("mine\n")
+        touch_all(root)
+
+    between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2)), lambda: touch_all(root), add_mine])
+    code, stderr = watch_for(root, 4)
+    assert code == 0, stderr
+    assert used == [False, True, True, False]  # render; answered; answered after notes.txt
+    assert looked == [True]  # only once the watch saw the user's file
+    assert "c00/notes.txt: warning: not written by gpuplan" in stderr

@@ -158,7 +158,6 @@ def _scan(options: Options, cache: RenderCache | None) -> OutputTree | None:
 
 def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int | None:
     """Answer from the last render of the same inputs; None when a render must run after all."""
-    from gpuplan.cache.output import as_recorded
     from gpuplan.cache.output import changes as recorded_changes
 
     shown = cache.shown() if options.fmt == "text" else None
@@ -168,7 +167,7 @@ def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int 
     try:
         refuse_holding(options.output, options.root)
         with stage("compare the output with the record"):
-            if as_recorded(options.output, signatures):  # the common case, in one pass
+            if _as_recorded(options, signatures):  # the common case, in one pass
                 changes, seen, tree = Changes([], [], []), {}, None
             else:
                 recorded = cache.recorded()
@@ -199,6 +198,18 @@ def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int 
     clean_stale(options.output.absolute())
     _report_render(options, changes, len(signatures))
     return ExitCode.OK
+
+
+def _as_recorded(options: Options, signatures: dict[str, Signature]) -> bool:
+    """Tell whether the output holds exactly the recorded files, each with its recorded lstat
+    (gpuplan.cache.output.as_recorded); render --watch: from the spare's record of the output
+    while its watch proves it still holds (gpuplan.spare.view), without a look at the files."""
+    from gpuplan.cache.output import as_recorded
+
+    seen = spare.view(options.output) if warm.active() else None
+    if seen is not None:  # (a spare's record holds no link or special file)
+        return seen.signatures == signatures
+    return as_recorded(options.output, signatures)
 
 
 def _print_shown(shown: Shown, strict: bool) -> bool:
