@@ -26,6 +26,11 @@ What inotify does not see, and how that is kept out:
 A watch is added through /proc/self/fd/N of a folder the caller opened (never through a link), so
 it is on the very folder scanned. Anything unexpected (no inotify, no /proc, no room for more
 watches) gives no Watch: the caller proves by stat.
+
+Watches are the user's to share: fs.inotify.max_user_watches bounds them per user, across every
+process (inotify(7), "/proc interfaces"), and an editor or a file syncer that finds none left stops
+seeing changes. A Watch therefore holds at most a quarter of that limit (`budget`), and one that
+would need more, or that the kernel refuses one, lets all of its watches go at once.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import ctypes
 import os
 import struct
 
+# The event bits and flags: linux include/uapi/linux/inotify.h (and inotify(7)).
 IN_MODIFY = 0x2
 IN_ATTRIB = 0x4
 IN_CLOSE_WRITE = 0x8
@@ -101,12 +107,25 @@ def local(fd: int) -> bool:
     return f_type in LOCAL
 
 
+MAX_USER_WATCHES = "/proc/sys/fs/inotify/max_user_watches"
+
+
+def budget() -> int:
+    """Return how many watches one Watch may hold: a quarter of the user's limit (0 when unknown)."""
+    try:
+        with open(MAX_USER_WATCHES, "rb") as handle:
+            return max(0, int(handle.read()) // 4)
+    except (OSError, ValueError):
+        return 0
+
+
 class Watch:
     """An inotify instance over some folders; `quiet` while no event has been queued since."""
 
     def __init__(self, fd: int) -> None:
         self._fd: int | None = fd
         self._spoiled = False
+        self._left = budget()  # watches it may still add
 
     @classmethod
     def start(cls) -> Watch | None:
@@ -125,13 +144,17 @@ class Watch:
         if self._fd is None or libc is None or (name is None and not local(dir_fd)):
             self._spoiled = True
             return False
+        if self._left <= 0:  # more than its share of the user's watches: let them all go
+            self.close()
+            return False
+        self._left -= 1
         if name is None:
             path, mask = f"/proc/self/fd/{dir_fd}".encode(), MASK
         else:
             path = f"/proc/self/fd/{dir_fd}/{name}".encode("utf-8", "surrogateescape")
             mask = FILE_MASK
         if libc.inotify_add_watch(self._fd, path, mask) < 0:
-            self._spoiled = True  # ENOSPC: fs.inotify.max_user_watches reached
+            self.close()  # ENOSPC (the user's watches are used up): give back those it took
             return False
         return True
 
@@ -154,6 +177,7 @@ class Watch:
 
     def close(self) -> None:
         """Stop watching (the watch is then never quiet)."""
+        self._spoiled = True
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

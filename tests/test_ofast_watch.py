@@ -228,6 +228,28 @@ def test_a_folder_that_cannot_be_watched_spoils_the_watch(
     watch.close()
 
 
+def test_a_watch_holds_at_most_its_share_of_the_users_watches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quarter of fs.inotify.max_user_watches: one that needs more gives back all it took."""
+    limit = tmp_path / "max_user_watches"
+    for name in "abc":
+        (tmp_path / "tree" / name).mkdir(parents=True)
+    monkeypatch.setattr(notify, "MAX_USER_WATCHES", str(limit))
+    for value, fits in (("16\n", True), ("12\n", False), ("", False)):  # 4 folders: 4 watches
+        limit.write_text(value)
+        watch = notify.Watch.start()
+        assert watch is not None
+        fd = os.open(tmp_path / "tree", safefs.DIR_FLAGS)
+        try:
+            safefs.scan(fd, opened=watch.add)
+        finally:
+            os.close(fd)
+        assert watch.quiet() == fits, value
+        assert (watch._fd is not None) == fits, value  # the watches it took are given back
+        watch.close()
+
+
 def test_without_a_watch_each_run_scans(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root, fleet = _repo(tmp_path)
     monkeypatch.setattr(notify.Watch, "start", classmethod(lambda cls: None))
