@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from gpuplan import warm
 from tests.test_render_watch import between_runs, hold_to_cold, touch_all, watch_for
 
-pytestmark = pytest.mark.usefixtures("cache_home")  # a render cache of each test's own
+pytestmark = pytest.mark.usefixtures("cache_home", "quick_settle")  # a render cache of its own
 
 CLUSTERS = ("c00", "c01")
 KINDS = (
@@ -266,10 +266,10 @@ def test_each_record_taken_for_a_scan_of_the_output_is_what_a_scan_finds(
 ) -> None:
     """A run takes its spare's record for a scan of the output while the spare's watch saw no
     event (gpuplan.spare.view): each record taken must equal a fresh scan of the output."""
-    from tests.test_ofast_watch import checked_views
+    from tests.test_watch_output_notify import checked_views
 
     base = tmp_path_factory.mktemp("watch")
     with pytest.MonkeyPatch.context() as patched:
         used = checked_views(patched, base / "live/output")
         hold_to_cold(Fleet(), edits, base, monkeypatch)
-    assert used and not used[0]  # the first run scans (tests.test_ofast_watch: the others do not)
+    assert used and not used[0]  # the first run scans (tests.test_watch_output_notify: the others do not)

@@ -28,6 +28,8 @@ from gpuplan.emit import kueue
 from gpuplan.pipeline import Compiled, compile_fleet
 from tests import test_watch_incremental as incremental
 
+pytestmark = pytest.mark.usefixtures("quick_settle")  # (tests/conftest.py)
+
 KINDS = (*incremental.KINDS, "borrow", "overquota", "weight")
 
 

@@ -23,6 +23,8 @@ from tests.test_render_watch import hold_to_cold
 from tests.test_validate_references import OPTIONS, _objects
 from tests.test_watch_incremental import Fleet
 
+pytestmark = pytest.mark.usefixtures("quick_settle")  # (tests/conftest.py)
+
 
 @pytest.fixture
 def checked(monkeypatch: pytest.MonkeyPatch) -> None:
