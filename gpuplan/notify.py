@@ -36,9 +36,12 @@ would need more, or that the kernel refuses one, lets all of its watches go at o
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import struct
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ctypes
 
 # The event bits and flags: linux include/uapi/linux/inotify.h (and inotify(7)).
 IN_MODIFY = 0x2
@@ -86,6 +89,8 @@ class _Libc:
     def get(cls) -> ctypes.CDLL | None:
         if not cls.tried:
             cls.tried = True
+            import ctypes  # (not at import: a cached `render --check` watches nothing)
+
             with contextlib.suppress(OSError, AttributeError):
                 libc = ctypes.CDLL(None, use_errno=True)
                 for name in ("inotify_init1", "inotify_add_watch", "fstatfs"):
@@ -100,6 +105,8 @@ def local(fd: int) -> bool:
     libc = _Libc.get()
     if libc is None:
         return False
+    import ctypes
+
     buffer = ctypes.create_string_buffer(256)  # struct statfs (120 bytes on 64-bit Linux)
     if libc.fstatfs(fd, buffer) != 0:
         return False
