@@ -24,7 +24,7 @@ from gpuplan.validate.graph import (
     expand_application_sets,
 )
 from gpuplan.validate.promql import query_problems as promql_problems
-from gpuplan.validate.reuse import OTHER, canonical, interned, kept_objects, regroup
+from gpuplan.validate.reuse import bucket_of, canonical, interned, kept_objects, regroup
 from gpuplan.write import header
 from gpuplan.yamlout import dump
 
@@ -92,9 +92,6 @@ def _at(
 class Proven(Protocol):
     """Objects already proven valid by the same gpuplan against the same schemas (gpuplan.cache)."""
 
-    def known(self, item: Manifest, against: str) -> bool:
-        """Tell whether this object was proven valid against these schemas."""
-
     def unproven(self, items: list[Manifest], against: str) -> list[Manifest]:
         """Return the objects not proven valid against these schemas (the others' proofs are used)."""
 
@@ -152,9 +149,7 @@ def _itself(item: Manifest) -> Manifest:
 
 
 def _kind_of(item: Manifest) -> str:
-    """Return the bucket of an object (as gpuplan.validate.reuse.objects_by_kind)."""
-    kind = item.obj.get("kind")
-    return kind if isinstance(kind, str) else OTHER
+    return bucket_of(item.obj)
 
 
 def _object(item: Manifest) -> dict[str, Any]:

@@ -235,10 +235,6 @@ class RenderCache:
         return digest.hexdigest()[:32]
 
     # gpuplan.verify.Proven
-    def known(self, item: Manifest, against: str) -> bool:
-        """Tell whether this object was proven valid against these schemas."""
-        return not self.unproven([item], against)
-
     def unproven(self, items: list[Manifest], against: str) -> list[Manifest]:
         """Return the objects not proven valid against these schemas (the others' proofs are used)."""
         proofs = self._proofs(items, against)

@@ -42,9 +42,14 @@ def objects_by_kind(objects: Iterable[Any]) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {}
     for obj in objects:
         if isinstance(obj, dict):
-            kind = obj.get("kind")
-            found.setdefault(kind if isinstance(kind, str) else OTHER, []).append(obj)
+            found.setdefault(bucket_of(obj), []).append(obj)
     return found
+
+
+def bucket_of(obj: Mapping[str, Any]) -> str:
+    """Return the bucket of an object: its kind, or OTHER when it has no text kind."""
+    kind = obj.get("kind")
+    return kind if isinstance(kind, str) else OTHER
 
 
 def regroup(
