@@ -100,6 +100,11 @@ class _Libc:
         return cls.calls
 
 
+def libc() -> ctypes.CDLL | None:
+    """Return libc with its inotify calls typed, or None when there is no inotify."""
+    return _Libc.get()
+
+
 def local(fd: int) -> bool:
     """Tell whether an open folder is on a local file system whose changes inotify reports."""
     libc = _Libc.get()

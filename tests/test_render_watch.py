@@ -50,11 +50,11 @@ def between_runs(monkeypatch: pytest.MonkeyPatch, steps: list[Callable[[], None]
     """Instead of sleeping between looks, do the next step (each look after the last: nothing)."""
     pending = list(steps)
 
-    def sleep(seconds: float) -> None:
+    def sleep(wake: object, seconds: float) -> None:
         if pending:
             pending.pop(0)()
 
-    monkeypatch.setattr(watch.time, "sleep", sleep)
+    monkeypatch.setattr(watch, "pause", sleep)
 
 
 def watch_for(root: Path, looks: int) -> tuple[int, str]:

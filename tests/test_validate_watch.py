@@ -32,12 +32,12 @@ def _edits(monkeypatch: pytest.MonkeyPatch, manifest: Path, texts: list[str | No
     """Instead of sleeping between looks, apply the next edit (None: leave the file alone)."""
     pending = list(texts)
 
-    def sleep(seconds: float) -> None:
+    def sleep(wake: object, seconds: float) -> None:
         text = pending.pop(0)
         if text is not None:
             manifest.write_text(text, encoding="utf-8")
 
-    monkeypatch.setattr(watch.time, "sleep", sleep)
+    monkeypatch.setattr(watch, "pause", sleep)
 
 
 def test_watch_revalidates_each_change_only(

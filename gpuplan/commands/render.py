@@ -119,7 +119,7 @@ def render_watch(options: Options, watch: Watch, use_cache: bool = True) -> int:
 
     try:
         with warm.kept():
-            return loop(lambda: stamps(paths), once, watch, options.fmt == "text", idle)
+            return loop(lambda: stamps(paths), once, watch, options.fmt == "text", idle, paths)
     finally:
         spare.drop_all()  # the spare's files are its own: the record's signatures still hold
 

@@ -69,7 +69,7 @@ def _watch(paths: list[Path], validators: Validators, fmt: str, strict: bool, wa
         validators.forget_folders()  # a kustomization header may name other versions now
         return _once(paths, validators, fmt, strict)
 
-    return loop(lambda: _snapshot(paths), once, watch, fmt == "text")
+    return loop(lambda: _snapshot(paths), once, watch, fmt == "text", paths=paths)
 
 
 def _once(paths: list[Path], validators: Validators, fmt: str, strict: bool) -> int:

@@ -1,13 +1,19 @@
 """`--watch`: run a command again whenever the files it reads change, in one long-lived process.
 
-Changes are found by polling each file's lstat (no dependency, any file system, any editor's way
-of saving). The run's findings and the line "watching for changes" are printed and flushed after
-each run, so an editor or a script can read the result as soon as it is complete.
+Changes are found by comparing each file's lstat with the last look's (no dependency, any file
+system, any editor's way of saving). Between looks the loop waits for the interval, or on Linux
+until inotify reports a change in a watched folder (`Wake`), whichever comes first: a save is
+seen at once, not up to an interval later. The events only wake the loop; the lstat comparison
+alone decides whether anything changed, so a missed event costs one interval, never a run. The
+run's findings and the line "watching for changes" are printed and flushed after each run, so an
+editor or a script can read the result as soon as it is complete.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import sys
 import time
 from collections.abc import Callable, Hashable, Iterable
@@ -31,16 +37,37 @@ def loop(
     watch: Watch,
     text: bool,
     idle: Callable[[], None] = lambda: None,
+    paths: Iterable[Path] = (),
 ) -> int:
     """Run `once` now and after every change of `snapshot()`; return the last run's exit code.
 
     `idle` runs after each run's result is printed (work put off until then). With `text`, the
-    line WATCHING follows it on stderr.
+    line WATCHING follows it on stderr. `paths` are the files and folders whose changes wake the
+    wait between looks early (`Wake`).
     """
+    wake = Wake.start()
+    try:
+        return _loop(snapshot, once, watch, text, idle, list(paths), wake)
+    finally:
+        if wake is not None:
+            wake.close()
+
+
+def _loop(
+    snapshot: Callable[[], Hashable],
+    once: Callable[[], int],
+    watch: Watch,
+    text: bool,
+    idle: Callable[[], None],
+    paths: list[Path],
+    wake: Wake | None,
+) -> int:
     seen: Hashable | None = None
     code = 0
     cycle = 0
     while watch.max_cycles is None or cycle < watch.max_cycles:
+        if wake is not None:
+            wake.arm(paths)  # before the look: a change after it is an event
         now = snapshot()  # before the run: a file saved during it is seen at the next look
         if now != seen:
             code = once()
@@ -54,8 +81,112 @@ def loop(
             sys.stderr.flush()
         cycle += 1
         if watch.max_cycles is None or cycle < watch.max_cycles:
-            time.sleep(watch.interval)
+            pause(wake, watch.interval)
     return code
+
+
+def pause(wake: Wake | None, seconds: float) -> None:
+    """Wait until the next look: `seconds`, or less when a watched folder reports a change."""
+    if wake is None:
+        time.sleep(seconds)
+    else:
+        wake.wait(seconds)
+
+
+# What wakes the loop (inotify(7); the bits: linux include/uapi/linux/inotify.h, as in
+# gpuplan.notify): an entry of a watched folder written, closed after writing, its metadata
+# changed, made, removed or renamed in or out; the watched folder or file itself removed or
+# renamed. Reads are not events.
+WAKE_MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
+QUIET = 0.02  # seconds without another event before the look: one save is often several events
+MOST_WATCHES = 4096  # folders: a tree bigger than this is left to the interval alone
+
+
+class Wake:
+    """Linux inotify over the watched folders (and files), read only to end a wait early.
+
+    It never decides anything: a change it reports is looked for by lstat, and one it misses is
+    found by the look after the interval. Watches are added through the path, links followed as
+    the look follows them; adding a folder watched already only finds its watch. A tree of more
+    than MOST_WATCHES folders, a refused watch or no inotify at all leaves the loop to the
+    interval alone.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    @classmethod
+    def start(cls) -> Wake | None:
+        from gpuplan import notify
+
+        libc = notify.libc()
+        if libc is None:
+            return None
+        fd = libc.inotify_init1(notify.IN_NONBLOCK | notify.IN_CLOEXEC)
+        return cls(fd) if fd >= 0 else None
+
+    def arm(self, paths: Iterable[Path]) -> None:
+        """Watch each path and every folder below it (those watched already are kept)."""
+        from gpuplan import notify
+
+        libc = notify.libc()
+        if self._fd is None or libc is None:
+            return
+        wanted: list[str] = []
+        for path in paths:
+            _folders(str(path), wanted, 0)
+        if len(wanted) > MOST_WATCHES:
+            self.close()
+            return
+        for name in wanted:
+            added = libc.inotify_add_watch(self._fd, os.fsencode(name), WAKE_MASK)
+            if added < 0 and os.path.exists(name):
+                self.close()  # ENOSPC: the user's watches are used up (a path gone is no fault)
+                return
+
+    def wait(self, seconds: float) -> None:
+        """Return after `seconds`, or once events stop coming for QUIET after the first one."""
+        if self._fd is None:
+            time.sleep(seconds)
+            return
+        end = time.monotonic() + seconds
+        timeout = seconds
+        while timeout > 0:
+            ready, _, _ = select.select([self._fd], [], [], timeout)
+            if not ready:
+                return  # the interval is up, or QUIET passed after an event
+            self._drain()
+            timeout = min(QUIET, end - time.monotonic())
+
+    def _drain(self) -> None:
+        assert self._fd is not None
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self._fd, 65536):
+                pass
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _folders(path: str, found: list[str], depth: int) -> None:
+    """Add a path (a file given by name) and every folder below it (links followed, as `stamps`)."""
+    if depth == 0 and not os.path.isdir(path):
+        if os.path.exists(path):
+            found.append(path)
+        return
+    if depth > 32 or len(found) > MOST_WATCHES:  # a link cycle, or too big to watch
+        return
+    found.append(path)
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.is_dir():
+                _folders(entry.path, found, depth + 1)
 
 
 Stamp = tuple[str, int, int, int, int]
