@@ -23,7 +23,7 @@ from gpuplan.commands.watch import Wake, Watch, loop, stamps
 LONG = 30.0  # seconds: an interval no test waits out
 WOKEN = 10.0  # seconds: a wait the events ended returns well within this
 
-pytestmark = pytest.mark.skipif(notify.libc() is None, reason="no inotify on this system")
+inotify = pytest.mark.skipif(notify.libc() is None, reason="no inotify on this system")
 
 
 def later(seconds: float, step: Callable[[], None]) -> threading.Thread:
@@ -45,6 +45,7 @@ def armed(paths: list[Path]) -> Wake:
     return wake
 
 
+@inotify
 def test_a_save_ends_the_wait_early(tmp_path: Path) -> None:
     (tmp_path / "tenant.yaml").write_text("name: a\n")
     wake = armed([tmp_path])
@@ -57,6 +58,7 @@ def test_a_save_ends_the_wait_early(tmp_path: Path) -> None:
         wake.close()
 
 
+@inotify
 def test_with_no_event_the_wait_lasts_the_interval(tmp_path: Path) -> None:
     wake = armed([tmp_path])
     try:
@@ -67,6 +69,7 @@ def test_with_no_event_the_wait_lasts_the_interval(tmp_path: Path) -> None:
         wake.close()
 
 
+@inotify
 def test_a_folder_made_after_the_watch_began_is_watched_from_the_next_arm(tmp_path: Path) -> None:
     wake = armed([tmp_path])
     try:
@@ -81,6 +84,7 @@ def test_a_folder_made_after_the_watch_began_is_watched_from_the_next_arm(tmp_pa
         wake.close()
 
 
+@inotify
 def test_an_editors_save_by_rename_wakes_it(tmp_path: Path) -> None:
     target = tmp_path / "tenant.yaml"
     target.write_text("name: a\n")
@@ -99,6 +103,7 @@ def test_an_editors_save_by_rename_wakes_it(tmp_path: Path) -> None:
         wake.close()
 
 
+@inotify
 def test_a_tree_too_big_to_watch_leaves_the_wait_to_the_interval(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -124,6 +129,7 @@ def test_without_inotify_the_loop_sleeps_the_interval(monkeypatch: pytest.Monkey
     assert slept == [0.5]
 
 
+@inotify
 def test_a_save_during_the_wait_runs_the_loop_again_at_once(tmp_path: Path) -> None:
     """The loop itself: a 30 s interval, and the second run follows the save, not the interval."""
     tenant = tmp_path / "tenants" / "a.yaml"
@@ -145,6 +151,7 @@ def test_a_save_during_the_wait_runs_the_loop_again_at_once(tmp_path: Path) -> N
     assert time.monotonic() - start < WOKEN
 
 
+@inotify
 def test_an_event_without_a_change_wakes_the_look_but_runs_nothing(tmp_path: Path) -> None:
     """A file made and removed again is an event, and the look finds nothing changed."""
     runs: list[float] = []
@@ -161,3 +168,32 @@ def test_an_event_without_a_change_wakes_the_look_but_runs_nothing(tmp_path: Pat
     loop(lambda: stamps(paths), once, Watch(LONG, 2), False, paths=[tmp_path])
     assert len(runs) == 1
     assert time.monotonic() - start < WOKEN
+
+
+def test_settle_walks_everything_kept_only_now_and_then(monkeypatch: pytest.MonkeyPatch) -> None:
+    """warm.settle: a full collection first, then only the objects made since, every FULL_EVERY
+    settles a full one again, and one as soon as the frozen objects grew by more than a quarter."""
+    import gc
+
+    from gpuplan import warm
+
+    full: list[int] = []
+    monkeypatch.setattr(warm.gc, "unfreeze", lambda: full.append(len(calls)))
+    calls: list[int] = []
+    monkeypatch.setattr(warm.gc, "collect", lambda: calls.append(1) or 0)
+    monkeypatch.setattr(warm.gc, "freeze", lambda: None)
+    frozen = [1000]
+    monkeypatch.setattr(warm.gc, "get_freeze_count", lambda: frozen[0])
+    try:
+        with warm.kept():
+            for _ in range(warm.FULL_EVERY + 2):
+                warm.settle()
+            assert full == [0, warm.FULL_EVERY + 1]  # the first settle's, then FULL_EVERY later
+            frozen[0] = 1300  # grew by more than a quarter
+            warm.settle()
+            assert full[-1] == warm.FULL_EVERY + 2
+            warm.settle()  # and not again while it stays there
+            assert len(full) == 3
+    finally:
+        monkeypatch.undo()
+        gc.unfreeze()
