@@ -135,6 +135,27 @@ def test_objects_alike_take_the_last_runs_place_and_true_is_not_one() -> None:
         assert moved[0] is other[0] and moved[1] is first[1]
 
 
+def test_an_object_found_alike_once_is_not_compared_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its maker keeps the new object while the checks see the old one: the next runs, given the
+    same new object, take the old one without comparing (or they would slow with every edit)."""
+    first = [{"kind": "A", "v": 1}, {"kind": "A", "v": 2}]
+    remade = [first[0], copy.deepcopy(first[1])]
+    compared: list[object] = []
+    code = reuse._code
+    monkeypatch.setattr(reuse, "_code", lambda obj: compared.append(obj) or code(obj))
+    with warm.kept():
+        reuse.canonical("c", reuse.objects_by_kind(first))
+        warm.settle()
+        alike = reuse.canonical("c", reuse.objects_by_kind(remade))["A"]
+        assert alike[1] is first[1] and len(compared) == 2  # compared once: it and the old one
+        warm.settle()
+        again = reuse.canonical("c", reuse.objects_by_kind(remade))["A"]
+        assert again is alike and len(compared) == 2
+        changed = {"kind": "A", "v": 3}
+        moved = reuse.canonical("c", reuse.objects_by_kind([first[0], changed]))["A"]
+        assert moved[1] is changed
+
+
 # --- the cross-object checks: the cold answer through edits ---------------------------------
 
 

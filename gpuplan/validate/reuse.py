@@ -124,10 +124,16 @@ def canonical(key: Hashable, buckets: dict[str, list[Any]]) -> dict[str, list[An
     that object, and each bucket whose objects all are by the last run's list (`key` names the
     cluster). Alike: equal (compared in C; most changed objects differ early) and of equal
     marshal bytes (1 == True == 1.0, but a message prints them apart).
+
+    An object the last run was given at the same place stands for what the last run returned
+    there: it was compared then. Else an object found alike once (its maker keeps it, while the
+    checks see the older one) would be compared again in every later run, and the runs would
+    grow slower with each tenant edited.
     """
     if not warm.active():
         return buckets
     slot: dict[str, list[Any]] = warm.remember("canonical", key, dict)
+    given: dict[str, list[Any]] = warm.remember("canonical-given", key, dict)
     codes: dict[str, list[bytes | None]] = warm.remember("canonical-codes", key, dict)
     checking = warm.checking()
     if checking:  # every object kept: unchanged since (its bytes were taken when it was kept)
@@ -141,13 +147,19 @@ def canonical(key: Hashable, buckets: dict[str, list[Any]]) -> dict[str, list[An
             out[name] = old if len(old) == len(bucket) else bucket
             continue
         merged, changed = list(old), False
-        for i in warm.changed_places(bucket, old):
+        last = given.get(name)
+        places = warm.changed_places(bucket, old)
+        if last is not None and len(last) == len(bucket):
+            places = [i for i in places if bucket[i] is not last[i]]
+        for i in places:
             now, then = bucket[i], old[i]
             if now != then or (mine := _code(now)) is None or mine != _code(then):
                 merged[i], changed = now, True
         out[name] = merged if changed else old
     slot.clear()
     slot.update(out)
+    given.clear()
+    given.update({name: list(bucket) for name, bucket in buckets.items()})
     codes.clear()
     if checking:
         codes.update({name: [_code(obj) for obj in bucket] for name, bucket in out.items()})
