@@ -57,7 +57,7 @@ def kept() -> Iterator[None]:
             _kept.clear()
             _used.clear()
             gc.unfreeze()
-            _gc.update(since=0, after_full=0)
+            _gc.update(since=FULL_EVERY, added=0, after_full=0)
 
 
 def active() -> bool:
@@ -200,23 +200,27 @@ def _collect() -> None:
     A collection of the objects made since the last settle is enough for most runs (a one-tenant
     edit's, in milliseconds); walking everything kept takes ~0.35 s at 18k manifests, and the
     next edit's run waits behind it. Cycles among objects frozen before (a replaced tenant's) are
-    freed by the full collection, every FULL_EVERY settles or as soon as the frozen objects grew
-    by a quarter since the last one: what waits to be freed stays a small, bounded share.
+    freed by the full collection, every FULL_EVERY settles or as soon as the objects set aside
+    since the last one number a quarter of those it left: what waits to be freed stays a
+    small, bounded share. (gc.get_freeze_count walks every frozen object: it is asked once per
+    full collection; the survivors of a young one are counted from its own generation.)
     """
-    frozen = gc.get_freeze_count()
-    if _gc["since"] >= FULL_EVERY or frozen > _gc["after_full"] * 5 // 4:
+    if _gc["since"] >= FULL_EVERY or _gc["added"] > _gc["after_full"] // 4:
         gc.unfreeze()
         gc.collect()
         gc.freeze()
-        _gc["since"], _gc["after_full"] = 0, gc.get_freeze_count()
+        _gc.update(since=0, added=0, after_full=gc.get_freeze_count())
         return
     gc.collect()  # the frozen objects are not walked (gc.freeze: the permanent generation)
+    _gc["added"] += len(gc.get_objects(2))  # the survivors, all in the oldest generation now
     gc.freeze()
     _gc["since"] += 1
 
 
 FULL_EVERY = 16  # settles between full collections
-_gc = {"since": 0, "after_full": 0}  # settles since the last full collection; frozen after it
+# settles since the last full collection (the first settle makes one), objects set aside
+# since, objects frozen after it
+_gc = {"since": FULL_EVERY, "added": 0, "after_full": 0}
 
 
 CHECK_ENV = "GPUPLAN_WARM_CHECK"  # "1": recompute what is kept by identity and compare (tests)

@@ -172,27 +172,32 @@ def test_an_event_without_a_change_wakes_the_look_but_runs_nothing(tmp_path: Pat
 
 def test_settle_walks_everything_kept_only_now_and_then(monkeypatch: pytest.MonkeyPatch) -> None:
     """warm.settle: a full collection first, then only the objects made since, every FULL_EVERY
-    settles a full one again, and one as soon as the frozen objects grew by more than a quarter."""
+    settles a full one again, and one as soon as the objects set aside since the last full one
+    number more than a quarter of those it left."""
     import gc
 
     from gpuplan import warm
 
     full: list[int] = []
-    monkeypatch.setattr(warm.gc, "unfreeze", lambda: full.append(len(calls)))
     calls: list[int] = []
+    survivors = [10]  # objects each young collection leaves
+    monkeypatch.setattr(warm.gc, "unfreeze", lambda: full.append(len(calls)))
     monkeypatch.setattr(warm.gc, "collect", lambda: calls.append(1) or 0)
     monkeypatch.setattr(warm.gc, "freeze", lambda: None)
-    frozen = [1000]
-    monkeypatch.setattr(warm.gc, "get_freeze_count", lambda: frozen[0])
+    monkeypatch.setattr(warm.gc, "get_freeze_count", lambda: 1000)
+    monkeypatch.setattr(warm.gc, "get_objects", lambda generation: [None] * survivors[0])
     try:
         with warm.kept():
             for _ in range(warm.FULL_EVERY + 2):
                 warm.settle()
             assert full == [0, warm.FULL_EVERY + 1]  # the first settle's, then FULL_EVERY later
-            frozen[0] = 1300  # grew by more than a quarter
-            warm.settle()
-            assert full[-1] == warm.FULL_EVERY + 2
-            warm.settle()  # and not again while it stays there
+            survivors[0] = 300  # a quarter of the 1000 left, passed at once
+            warm.settle()  # young: 300 set aside
+            assert len(full) == 2
+            warm.settle()  # 300 > 1000 // 4: a full one
+            assert full[-1] == warm.FULL_EVERY + 3
+            survivors[0] = 10
+            warm.settle()  # and not again
             assert len(full) == 3
     finally:
         monkeypatch.undo()
