@@ -45,15 +45,20 @@ def armed(paths: list[Path]) -> Wake:
     return wake
 
 
+def woken(wake: Wake, step: Callable[[], object]) -> bool:
+    """Tell whether `step`, done in another thread while the wake waits LONG, ended the wait."""
+    later(0.1, step)
+    start = time.monotonic()
+    wake.wait(LONG)
+    return time.monotonic() - start < WOKEN
+
+
 @inotify
 def test_a_save_ends_the_wait_early(tmp_path: Path) -> None:
     (tmp_path / "tenant.yaml").write_text("name: a\n")
     wake = armed([tmp_path])
     try:
-        later(0.1, lambda: (tmp_path / "tenant.yaml").write_text("name: b\n"))
-        start = time.monotonic()
-        wake.wait(LONG)
-        assert time.monotonic() - start < WOKEN
+        assert woken(wake, lambda: (tmp_path / "tenant.yaml").write_text("name: b\n"))
     finally:
         wake.close()
 
@@ -76,10 +81,7 @@ def test_a_folder_made_after_the_watch_began_is_watched_from_the_next_arm(tmp_pa
         (tmp_path / "team").mkdir()  # an event itself: let it pass
         wake.wait(0.05)
         wake.arm([tmp_path])
-        later(0.1, lambda: (tmp_path / "team" / "t.yaml").write_text("name: t\n"))
-        start = time.monotonic()
-        wake.wait(LONG)
-        assert time.monotonic() - start < WOKEN
+        assert woken(wake, lambda: (tmp_path / "team" / "t.yaml").write_text("name: t\n"))
     finally:
         wake.close()
 
@@ -95,10 +97,7 @@ def test_an_editors_save_by_rename_wakes_it(tmp_path: Path) -> None:
         (tmp_path / ".tenant.yaml.swp").replace(target)
 
     try:
-        later(0.1, save)
-        start = time.monotonic()
-        wake.wait(LONG)
-        assert time.monotonic() - start < WOKEN
+        assert woken(wake, save)
     finally:
         wake.close()
 
