@@ -129,26 +129,13 @@ def view(out: Path) -> OutputTree | None:
     replaced, not changed, by the next record): it stands for the output as long as the watch
     stays quiet, which `holds` asks again at write time.
     """
-    spare = _proven(out)
-    return spare.tree if spare is not None else None
-
-
-def live(out: Path) -> Signatures | None:
-    """Return the signature of each of the output's files as its spare recorded them, while the
-    spare's watch proves them current (as `view`), else None."""
-    spare = _proven(out)
-    return spare.live if spare is not None else None
-
-
-def _proven(out: Path) -> Spare | None:
-    """Return the output's spare when its watch proves both trees hold what it recorded."""
     out = Path(os.path.normpath(out.absolute()))
     spare = _spares.get(str(out))
     if spare is None or spare.watch is None:
         return None
     try:
         with _parent(out.parent) as parent_fd:
-            return spare if _watched(spare, parent_fd, out.name) else None
+            return spare.tree if _watched(spare, parent_fd, out.name) else None
     except OSError:
         return None
 

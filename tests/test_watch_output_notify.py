@@ -77,32 +77,6 @@ def test_each_record_taken_for_the_output_is_what_a_scan_finds(
     assert snapshot(root / "output") == _cold(tmp_path, fleet)
 
 
-def test_the_signatures_recorded_after_each_run_are_what_an_lstat_finds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The render record takes the output's signatures from the spare's record while its watch
-    proves them current (spare.live): each must be the file's lstat now."""
-    root, fleet = _repo(tmp_path)
-    out = root / "output"
-    given: list[bool] = []
-    real = spare.live
-
-    def live(where: Path) -> dict[str, safefs.Signature] | None:
-        found = real(where)
-        given.append(found is not None)
-        if found is not None:
-            fresh = read_tree(out, known=lambda relative, st: True)
-            assert found == fresh.signatures
-        return found
-
-    monkeypatch.setattr(spare, "live", live)
-    edits = [("quota", 2), ("add", 3), ("remove", 3)]
-    between_runs(monkeypatch, [_edit(root, fleet, change) for change in edits])
-    code, stderr = watch_for(root, len(edits) + 1)
-    assert code == 0, stderr
-    assert given == [True] * (len(edits) + 1)  # every record, the first run's too
-
-
 def _same_size_edit(path: Path) -> None:
     """Edit a file in place, its size kept (only its mtime and ctime tell)."""
     data = path.read_bytes()

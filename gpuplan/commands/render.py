@@ -324,6 +324,8 @@ def _record(
     stale: Changes | None,
 ) -> None:
     """Record this render (with --check, only the files found as rendered get a signature)."""
+    from gpuplan.cache.output import stat_files
+
     assert result.fleet is not None
     paths = [m.path for m in result.manifests]
     if stale is not None:
@@ -331,7 +333,7 @@ def _record(
         paths = [p for p in paths if p not in differ]
     with stage("render cache: save the record"):
         try:
-            signatures = _signatures_now(options, paths)
+            signatures = stat_files(options.output, paths)
         except OSError:
             return
         cache.save(
@@ -340,17 +342,3 @@ def _record(
             signatures,
             (compiled, result.notes, sorted(result.fleet.clusters)),
         )
-
-
-def _signatures_now(options: Options, paths: list[str]) -> dict[str, Signature]:
-    """Return the signature of each of the output's files now: render --watch, from the record
-    its spare just made of the output while its watch proves nothing changed since
-    (gpuplan.spare.live), else by lstat."""
-    from gpuplan.cache.output import stat_files
-
-    known = spare.live(options.output) if warm.active() else None
-    if known is not None:
-        found = {p: known[p] for p in paths if p in known}
-        if len(found) == len(paths):
-            return found
-    return stat_files(options.output, paths)
