@@ -41,6 +41,7 @@ _state: dict[str, Any] = {"on": False}
 _kept: dict[str, dict[Hashable, Any]] = {}
 _used: dict[str, dict[Hashable, Any]] = {}
 _later: list[Callable[[], None]] = []
+_firsts = [0]  # how many of the works put off were put first
 
 
 @contextlib.contextmanager
@@ -170,17 +171,27 @@ def map_same(kind: str, items: list[Any], compute: Callable[[Any], T]) -> list[T
     return out
 
 
-def later(work: Callable[[], None]) -> bool:
-    """Put work off until `settle()` inside `kept()`; False (nothing done) outside it."""
+def later(work: Callable[[], None], first: bool = False) -> bool:
+    """Put work off until `settle()` inside `kept()`; False (nothing done) outside it.
+
+    `first`: before the work put off without it (in order among such work): what a one-shot
+    render waiting for the watch needs (gpuplan.cache.watching) goes before what only the next
+    run of the watch does.
+    """
     if not _state["on"]:
         return False
-    _later.append(work)
+    if first:
+        _later.insert(_firsts[0], work)
+        _firsts[0] += 1
+    else:
+        _later.append(work)
     return True
 
 
 def settle() -> None:
     """Do the work put off, in order; keep only what the runs since the last settle used."""
     while _later:
+        _firsts[0] = max(0, _firsts[0] - 1)
         _later.pop(0)()
     if _used:  # a run answered from the render cache's record used nothing: keep everything
         _kept.clear()

@@ -597,8 +597,8 @@ def _write_at(
             warm.later(functools.partial(spare.ensure, out))
         elif done is not None:
             warm.later(functools.partial(spare.keep, out.parent, name, staging, done))
-        elif not warm.later(functools.partial(spare.retire, out.parent, staging, out)):
-            safefs.remove_big_tree(parent_fd, staging)
+        elif not warm.later(functools.partial(spare.retire, out.parent, staging, out), first=True):
+            safefs.remove_big_tree(parent_fd, staging)  # (first: before the render's record)
         # The swap is done: a failed flush changes nothing on disk.
         with contextlib.suppress(OSError):
             os.fsync(parent_fd)

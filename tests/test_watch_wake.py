@@ -201,3 +201,25 @@ def test_settle_walks_everything_kept_only_now_and_then(monkeypatch: pytest.Monk
     finally:
         monkeypatch.undo()
         gc.unfreeze()
+
+
+def test_work_put_first_goes_before_the_rest_in_the_order_it_came(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """warm.later(first=True): the render record and what a waiting one-shot render is told go
+    before the spare's upkeep, which was put off earlier in the run."""
+    from gpuplan import warm
+
+    monkeypatch.setattr(warm, "_collect", lambda: None)
+    done: list[str] = []
+    with warm.kept():
+        warm.later(lambda: done.append("keep"))
+        warm.later(lambda: done.append("record"), first=True)
+        warm.later(lambda: done.append("told"), first=True)
+        warm.later(lambda: done.append("more upkeep"))
+        warm.settle()
+        assert done == ["record", "told", "keep", "more upkeep"]
+        warm.later(lambda: done.append("next"))
+        warm.later(lambda: done.append("next first"), first=True)
+        warm.settle()
+        assert done[4:] == ["next first", "next"]

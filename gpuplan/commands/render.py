@@ -33,6 +33,7 @@ from gpuplan.write import (
 
 if TYPE_CHECKING:
     from gpuplan.cache.record import RenderCache, Shown
+    from gpuplan.cache.watching import Held
     from gpuplan.commands.watch import Watch
     from gpuplan.pipeline import Compiled
     from gpuplan.safefs import Signature
@@ -73,11 +74,66 @@ def render_fleet(
     with store.disabled(not use_cache):
         with stage("render cache: input key and record"):
             cache = _open_cache(options)
+        _keys[:] = [cache.key] if cache is not None else []
         if cache is not None and cache.hit and not compile_now:
             code = _from_record(options, cache, check_only)
             if code is not None:
                 return code
+        if cache is not None and not cache.hit and not warm.active():
+            code = _from_watch(options, cache, check_only)
+            if code is not None:
+                return code
         return _render(options, check_only, cache)
+
+
+_keys: list[str] = []  # the input key of this process's last render (render --watch tells it)
+POLL = 0.02  # seconds between looks at a running watch's state
+SEEN_WITHIN = 0.5  # seconds, beyond a watch's interval, for it to start a run of a change
+WAIT_MOST = 120.0  # seconds a one-shot render waits for a watch in all
+
+
+def _from_watch(options: Options, cache: RenderCache, check_only: bool) -> int | None:
+    """Answer from the record of a running `render --watch` of the same repository once it has
+    rendered these inputs (gpuplan.cache.watching); None, when it does not, to render here.
+
+    The watch's state is read every POLL; each time it finishes a run, the cache is opened again
+    (the inputs are read again: a save meanwhile is the watch's to render too). The render here
+    goes ahead when the watch ends, when it finished a run of exactly these inputs and recorded
+    none (its findings hold an error: they are printed from a render here), when it waits
+    longer than its interval and SEEN_WITHIN without starting a run, or after WAIT_MOST.
+    """
+    import time
+
+    from gpuplan.cache import watching
+
+    home, slot = cache.home, cache.slot
+    if not watching.running(home, slot):
+        return None
+    if options.fmt == "text":
+        sys.stderr.write("note: waiting for the running `gpuplan render --watch` of this output\n")
+    start, seen, waiting_since = time.monotonic(), -1, None
+    while time.monotonic() - start < WAIT_MOST:
+        told = watching.state(home, slot)
+        if told is not None and told.phase == watching.WAITING:
+            if told.run != seen:  # a run finished: is its record this render's answer?
+                seen = told.run
+                cache = _open_cache(options) or cache
+                if cache.hit:
+                    return _from_record(options, cache, check_only)
+                if told.key == cache.key:
+                    return None  # rendered, and nothing recorded: its findings hold an error
+                waiting_since = time.monotonic()
+            elif (
+                waiting_since is not None
+                and time.monotonic() - waiting_since > told.interval + SEEN_WITHIN
+            ):
+                return None  # the watch does not see these inputs
+        else:
+            waiting_since = None
+        time.sleep(POLL)
+        if not watching.running(home, slot):
+            return None
+    return None
 
 
 def check_from_record(options: Options) -> int | None:
@@ -106,11 +162,18 @@ def render_watch(options: Options, watch: Watch, use_cache: bool = True) -> int:
     paths += [crds] if crds is not None else []
 
     runs: list[int] = []
+    held = _hold(options) if use_cache else None
 
     def once() -> int:
+        if held is not None:
+            held.running(watch.interval)
         code = render_fleet(options, use_cache=use_cache, compile_now=not runs)
         runs.append(code)
         timings.report_run()
+        if held is not None:  # once the record is saved, before the spare's upkeep
+            key = _keys[-1] if _keys else ""
+            if not warm.later(functools.partial(held.waiting, key, watch.interval), first=True):
+                held.waiting(key, watch.interval)
         return code
 
     def idle() -> None:
@@ -122,6 +185,19 @@ def render_watch(options: Options, watch: Watch, use_cache: bool = True) -> int:
             return loop(lambda: stamps(paths), once, watch, options.fmt == "text", idle, paths)
     finally:
         spare.drop_all()  # the spare's files are its own: the record's signatures still hold
+        if held is not None:
+            held.release()
+
+
+def _hold(options: Options) -> Held | None:
+    """Take the render cache's watch lock of this output (a one-shot render then waits for this
+    watch's runs instead of compiling beside it: gpuplan.cache.watching)."""
+    from gpuplan.cache import watching
+
+    home = store.cache_home()
+    if home is None or options.clusters:
+        return None
+    return watching.Held.take(home, store.slot(options.root, options.output))
 
 
 def _unmanaged(
@@ -269,7 +345,7 @@ def _render(options: Options, check_only: bool, cache: RenderCache | None) -> in
             clean_stale(
                 options.output.absolute()
             )  # a killed render's staging, even with nothing to write
-            warm.later(functools.partial(spare.ensure, options.output))  # before the record
+            warm.later(functools.partial(spare.ensure, options.output))
     except WriteError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return ExitCode.FAILED
@@ -277,8 +353,10 @@ def _render(options: Options, check_only: bool, cache: RenderCache | None) -> in
         record = functools.partial(
             _record, options, cache, result, files, compiled, changes if check_only else None
         )
-        # render --watch records once the old tree is gone (its removal changes the files' ctime)
-        if check_only or not warm.later(record):
+        # render --watch records once the result is printed, after the removal of an old tree
+        # that shares the output's inodes (it changes their ctime: write_tree puts that first)
+        # and before the spare's upkeep, which does not touch the output's files
+        if check_only or not warm.later(record, first=True):
             record()
     if check_only:
         return code
