@@ -20,6 +20,18 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Watched:
+    """What the edits in one running watch measured."""
+
+    latencies: list[float] = field(default_factory=list)  # each edit's, wall seconds
+    runs: list[dict[str, float]] = field(default_factory=list)  # each edit's run: stage -> CPU s
+    results: list[str] = field(default_factory=list)  # each edit's "rendered ..." line
+    hurried: list[float] = field(default_factory=list)  # each second edit saved at once
+    beside: list[float] = field(default_factory=list)  # each one-shot render beside the watch
 
 
 def watch_edits(
@@ -27,13 +39,16 @@ def watch_edits(
     env: dict[str, str],
     edits: list[Callable[[], None]],
     hurried: Sequence[tuple[Callable[[], None], Callable[[], None]]] = (),
-) -> tuple[list[float], list[dict[str, float]], list[str], list[float]]:
+    beside: Sequence[Callable[[], None]] = (),
+) -> Watched:
     """Start the watch, wait for its first run, then apply each edit and time its run.
 
-    Returns each edit's latency (wall seconds), the CPU seconds of each stage of its run
+    Measures each edit's latency (wall seconds), the CPU seconds of each stage of its run
     (GPUPLAN_TIMINGS=1 prints them after the run; "this run's stages" is their sum) and its
     "rendered ..." line (how many files it added, changed and removed); then, for each pair of
-    `hurried` edits, the latency of the second, saved as soon as the first is rendered.
+    `hurried` edits, the latency of the second, saved as soon as the first is rendered; then for
+    each edit `beside`, the wall time from the save to the end of a one-shot `command` started at
+    once (it waits for the watch's run and answers from its record).
     """
     child = subprocess.Popen(
         [*command, "--watch"],
@@ -65,7 +80,7 @@ def watch_edits(
             if word in line:
                 return time.perf_counter(), line.strip()
 
-    latencies, runs, results, hurried_latencies = [], [], [], []
+    watched = Watched()
     try:
         until("watching for changes")
         for edit in edits:
@@ -73,22 +88,28 @@ def watch_edits(
             start = time.perf_counter()
             edit()
             end, result = until("rendered ")
-            latencies.append(end - start)
-            results.append(result)
+            watched.latencies.append(end - start)
+            watched.results.append(result)
             until("this run's stages", stages)  # the run's stages follow its result
             until("watching for changes")  # what waited until the result was printed
-            runs.append(stages)
+            watched.runs.append(stages)
         for first, second in hurried:
             first()
             start, _ = until("rendered ")
             second()
             end, _ = until("rendered ")  # (the first's put-off work and its line come before)
-            hurried_latencies.append(end - start)
+            watched.hurried.append(end - start)
+            until("watching for changes")
+        for edit in beside:
+            start = time.perf_counter()
+            edit()
+            subprocess.run(command, env=env, capture_output=True, check=True)
+            watched.beside.append(time.perf_counter() - start)
             until("watching for changes")
     finally:
         child.terminate()
         child.wait()
-    return latencies, runs, results, hurried_latencies
+    return watched
 
 
 def median_run(
