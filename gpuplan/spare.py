@@ -372,12 +372,11 @@ def _parent(folder: Path) -> Iterator[int]:
         os.close(fd)
 
 
-def retire(parent: Path, old: str, out: Path) -> None:
+def retire(parent: Path, old: str) -> None:
     """Remove the old tree of a write that could not use the spare (it shares the new output's
-    inodes), then give the output a fresh spare."""
+    inodes: the render's record waits for this); `ensure` then gives the output a fresh spare."""
     with contextlib.suppress(OSError), _parent(parent) as parent_fd:
         safefs.remove_big_tree(parent_fd, old)
-    ensure(out)
 
 
 def drop_all() -> None:

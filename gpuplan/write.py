@@ -597,8 +597,10 @@ def _write_at(
             warm.later(functools.partial(spare.ensure, out))
         elif done is not None:
             warm.later(functools.partial(spare.keep, out.parent, name, staging, done))
-        elif not warm.later(functools.partial(spare.retire, out.parent, staging, out), first=True):
-            safefs.remove_big_tree(parent_fd, staging)  # (first: before the render's record)
+        elif warm.later(functools.partial(spare.retire, out.parent, staging), first=True):
+            warm.later(functools.partial(spare.ensure, out))  # (the removal: before the record)
+        else:
+            safefs.remove_big_tree(parent_fd, staging)
         # The swap is done: a failed flush changes nothing on disk.
         with contextlib.suppress(OSError):
             os.fsync(parent_fd)

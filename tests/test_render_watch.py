@@ -326,6 +326,33 @@ def test_a_copy_that_may_differ_from_the_output_is_not_used(
     assert ours == _cold(tmp_path, fleet)
 
 
+@pytest.mark.parametrize("tampered", [False, True])
+def test_the_record_holds_each_files_lstat_whichever_way_it_was_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tampered: bool
+) -> None:
+    """The watch saves its record before the spare's upkeep, and after the removal of an old tree
+    that shares the output's inodes (a write that could not use the spare: `tampered`): each
+    recorded signature is the file's lstat once the watch is done."""
+    from gpuplan.cache.record import RenderCache
+    from gpuplan.safefs import signature
+
+    root, fleet = _repo(tmp_path)
+    taken = _spy_spare(monkeypatch)
+
+    def tamper() -> None:
+        if tampered:
+            (root / f".output{SPARE}{os.getpid()}" / "c00/notes.txt").write_text("mine\n")
+
+    between_runs(monkeypatch, [_edit(root, fleet, ("quota", 2), tamper)])
+    code, stderr = watch_for(root, 2)
+    assert code == 0, stderr
+    assert taken[-1] == (True, not tampered)
+    cache = RenderCache.open(root, None, None)
+    assert cache is not None and cache.hit
+    on_disk = {p: signature(os.lstat(root / "output" / p)) for p in cache.files}
+    assert {p: e.signature for p, e in cache.files.items()} == on_disk
+
+
 @pytest.mark.parametrize("what", ["add", "edit", "chmod"])
 def test_an_output_changed_during_a_run_is_scanned_again_before_the_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str
