@@ -36,14 +36,15 @@ watch leaves it to the next run's clean-up (gpuplan.staging), and a watch that e
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import stat
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from gpuplan import notify, safefs, warm
+from gpuplan import notify, safefs, twocores, warm
 from gpuplan.staging import SPARE
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 Signatures = dict[str, safefs.Signature]
 Stamp = tuple[int, int, int, int]  # a folder's inode, mode, mtime and ctime
 Identity = tuple[int, int]  # a folder's device and inode
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -456,6 +458,16 @@ def _record(
     return spare
 
 
+class _Seen(NamedTuple):
+    """What the spare's scan found, as a forked worker sends it back (gpuplan.twocores)."""
+
+    files: list[str]
+    dirs: list[str]
+    odd: bool  # a link or a special file
+    signatures: Signatures
+    intact: bool  # every watch asked for was added (notify.Watch.intact)
+
+
 def _scanned(
     parent_fd: int,
     out_name: str,
@@ -467,33 +479,99 @@ def _scanned(
 ) -> Spare | None:
     from gpuplan.write import OutputTree  # (gpuplan.write imports this module)
 
-    opened = watch.add if watch is not None else None
     out_fd = os.open(out_name, safefs.DIR_FLAGS, dir_fd=parent_fd)
     spare_fd = os.open(name, safefs.DIR_FLAGS, dir_fd=parent_fd)
     try:
-        live = safefs.scan(out_fd, known=lambda relative, st: True, opened=opened)
-        stamps = {folder: _stamp(out_fd, folder) for folder in live.dirs}
-        mine = safefs.scan(spare_fd, known=lambda relative, st: True, opened=opened)
+        (live, stamps), mine = _both_trees(out_fd, spare_fd, watch)
         roots = (_identity_of(os.fstat(out_fd)), _identity_of(os.fstat(spare_fd)))
     finally:
         os.close(out_fd)
         os.close(spare_fd)
-    if live.links or live.other or mine.links or mine.other or IGNORE not in mine.files:
+    if watch is not None and not mine.intact:
+        watch.close()  # the worker's copy was refused a watch: let them all go (never quiet)
+    if live.links or live.other or mine.odd or IGNORE not in mine.signatures:
         return None
-    signatures = {p: safefs.signature(live.stats[p]) for p in live.files}
+    signatures = _signatures(live)
     if set(signatures) != set(expected) | set(linked) or mine.dirs != live.dirs:
         return None
     if any(signatures[p] != s for p, s in expected.items()):
         return None  # the output changed while the spare caught up
     if [p for p in mine.files if p != IGNORE] != live.files:
         return None
-    if any(mine.stats[p].st_ino != live.stats[p].st_ino for p in linked):
+    if any(mine.signatures[p][0] != live.stats[p].st_ino for p in linked):
         return None
-    own = {p: safefs.signature(mine.stats[p]) for p in mine.files}
     ours = frozenset(owned)
     tree = OutputTree(live, tuple(p for p in live.files if p in ours), watched=True)
     _ = tree.foreign, tree.empty_folders, tree.signatures  # made now, while the watch waits
-    return Spare(name, signatures, tuple(live.dirs), own, stamps, tree, roots, watch)
+    return Spare(name, signatures, tuple(live.dirs), mine.signatures, stamps, tree, roots, watch)
+
+
+def _both_trees(
+    out_fd: int, spare_fd: int, watch: notify.Watch | None
+) -> tuple[tuple[safefs.Listing, dict[str, Stamp]], _Seen]:
+    """Scan the output (with its folders' stamps) here and the spare in a forked worker at once,
+    each folder and file watched before it is scanned (a file before its lstat).
+
+    Two processes, not two threads: the scans are one short system call per file (an lstat, an
+    inotify_add_watch), and two threads hand the GIL back and forth at each (measured: both scans
+    slower on two threads than one after the other). The worker inherits the Watch's inotify
+    descriptor, so its watches are the Watch's; its copy of the Watch counts its own share of the
+    budget (`divide`), so the two never hold more than the Watch may, and it tells whether each
+    watch it asked for was added. twocores.both returns only once the worker is done or killed.
+    Each scan runs in a thread with a working folder of its own (notify.own_folder), to name
+    what it watches from there.
+    """
+
+    def output() -> tuple[safefs.Listing, dict[str, Stamp]]:
+        if watch is not None:
+            watch.take(here)
+        return _with_own_folder(watch, lambda own: _output(out_fd, watch, own))
+
+    def copy() -> _Seen:  # in the worker, or here when it failed (twocores.both)
+        if watch is not None:
+            watch.take(there)
+        return _with_own_folder(watch, lambda own: _copy_seen(spare_fd, watch, own))
+
+    here, there = watch.divide() if watch is not None else (0, 0)  # the spare: one file more
+    return twocores.both(output, copy)
+
+
+def _with_own_folder(watch: notify.Watch | None, job: Callable[[bool], T]) -> T:
+    """Return job(own): in a thread with a working folder of its own when there is a watch."""
+    return job(False) if watch is None else notify.own_folder(job)
+
+
+def _opened(watch: notify.Watch | None, own: bool) -> Callable[[int, str | None], bool] | None:
+    """Return what a scan calls on each folder and file before it looks at it: watch it."""
+    return None if watch is None else functools.partial(watch.add, here=own)
+
+
+def _output(
+    out_fd: int, watch: notify.Watch | None, own: bool
+) -> tuple[safefs.Listing, dict[str, Stamp]]:
+    """Scan the output, and take its folders' stamps."""
+    live = safefs.scan(out_fd, known=_every, opened=_opened(watch, own))
+    return live, {folder: _stamp(out_fd, folder) for folder in live.dirs}
+
+
+def _copy_seen(spare_fd: int, watch: notify.Watch | None, own: bool) -> _Seen:
+    """Scan the spare; return what the record needs of it."""
+    mine = safefs.scan(spare_fd, known=_every, opened=_opened(watch, own))
+    signatures = _signatures(mine)
+    intact = watch is None or watch.intact()
+    return _Seen(mine.files, mine.dirs, bool(mine.links or mine.other), signatures, intact)
+
+
+def _signatures(listing: safefs.Listing) -> Signatures:
+    """Return the signature of each file of a scan that kept every file's lstat."""
+    return dict(
+        zip(listing.files, map(safefs.SIGNATURE, map(listing.stats.__getitem__, listing.files)))
+    )
+
+
+def _every(relative: str, st: os.stat_result) -> bool:
+    """Keep every file's lstat (safefs.scan's `known`: no file's first bytes are read)."""
+    return True
 
 
 IGNORE = ".gitignore"
