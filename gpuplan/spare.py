@@ -477,68 +477,82 @@ def _scanned(
     linked: Collection[str],
     watch: notify.Watch | None,
 ) -> Spare | None:
-    from gpuplan.write import OutputTree  # (gpuplan.write imports this module)
+    """Scan the output here and the spare in a forked worker at once (gpuplan.twocores), each
+    folder and file watched before it is scanned (a file before its lstat).
 
+    Two processes, not two threads: the scans are one short system call per file (an lstat, an
+    inotify_add_watch), and two threads hand the GIL back and forth at each (measured: the two
+    scans slower on two threads than one after the other). The worker inherits the Watch's
+    inotify descriptor, so its watches are the Watch's; its copy of the Watch counts its own
+    share of the budget (`divide`), so the two never hold more than the Watch may, and it tells
+    whether each watch it asked for was added. twocores.both returns only once the worker is
+    done or killed.
+    """
     out_fd = os.open(out_name, safefs.DIR_FLAGS, dir_fd=parent_fd)
     spare_fd = os.open(name, safefs.DIR_FLAGS, dir_fd=parent_fd)
     try:
-        (live, stamps), mine = _both_trees(out_fd, spare_fd, watch)
+        here, there = watch.divide() if watch is not None else (0, 0)  # the spare: one file more
+        found, mine = twocores.both(
+            lambda: _with_share(
+                watch, here, lambda own: _output(out_fd, watch, own, expected, owned, linked)
+            ),
+            lambda: _with_share(watch, there, lambda own: _copy_seen(spare_fd, watch, own)),
+        )
         roots = (_identity_of(os.fstat(out_fd)), _identity_of(os.fstat(spare_fd)))
     finally:
         os.close(out_fd)
         os.close(spare_fd)
     if watch is not None and not mine.intact:
         watch.close()  # the worker's copy was refused a watch: let them all go (never quiet)
-    if live.links or live.other or mine.odd or IGNORE not in mine.signatures:
+    if found is None or mine.odd or IGNORE not in mine.signatures:
         return None
-    signatures = _signatures(live)
-    if set(signatures) != set(expected) | set(linked) or mine.dirs != live.dirs:
-        return None
-    if any(signatures[p] != s for p, s in expected.items()):
-        return None  # the output changed while the spare caught up
-    if [p for p in mine.files if p != IGNORE] != live.files:
+    tree, stamps = found
+    live = tree.listing
+    if mine.dirs != live.dirs or [p for p in mine.files if p != IGNORE] != live.files:
         return None
     if any(mine.signatures[p][0] != live.stats[p].st_ino for p in linked):
         return None
+    return Spare(
+        name, tree.signatures, tuple(live.dirs), mine.signatures, stamps, tree, roots, watch
+    )
+
+
+def _with_share(watch: notify.Watch | None, share: int, job: Callable[[bool], T]) -> T:
+    """Return job(own): with a watch, given `share` of its budget (`divide`) and run in a thread
+    whose working folder is its own when `own` (notify.own_folder), to name what it watches
+    from there."""
+    if watch is None:
+        return job(False)
+    watch.take(share)
+    return notify.own_folder(job)
+
+
+def _output(
+    out_fd: int,
+    watch: notify.Watch | None,
+    own: bool,
+    expected: Signatures,
+    owned: Collection[str],
+    linked: Collection[str],
+) -> tuple[OutputTree, dict[str, Stamp]] | None:
+    """Scan the output and take its folders' stamps; None unless it holds exactly the files the
+    spare was brought up to date with (`expected` by signature, `linked` a user's), and no link
+    or special file. What the spare keeps of it is made here, while the worker still scans."""
+    from gpuplan.write import OutputTree  # (gpuplan.write imports this module)
+
+    live = safefs.scan(out_fd, known=_every, opened=_opened(watch, own))
+    stamps = {folder: _stamp(out_fd, folder) for folder in live.dirs}
+    if live.links or live.other:
+        return None
     ours = frozenset(owned)
     tree = OutputTree(live, tuple(p for p in live.files if p in ours), watched=True)
-    _ = tree.foreign, tree.empty_folders, tree.signatures  # made now, while the watch waits
-    return Spare(name, signatures, tuple(live.dirs), mine.signatures, stamps, tree, roots, watch)
-
-
-def _both_trees(
-    out_fd: int, spare_fd: int, watch: notify.Watch | None
-) -> tuple[tuple[safefs.Listing, dict[str, Stamp]], _Seen]:
-    """Scan the output (with its folders' stamps) here and the spare in a forked worker at once,
-    each folder and file watched before it is scanned (a file before its lstat).
-
-    Two processes, not two threads: the scans are one short system call per file (an lstat, an
-    inotify_add_watch), and two threads hand the GIL back and forth at each (measured: both scans
-    slower on two threads than one after the other). The worker inherits the Watch's inotify
-    descriptor, so its watches are the Watch's; its copy of the Watch counts its own share of the
-    budget (`divide`), so the two never hold more than the Watch may, and it tells whether each
-    watch it asked for was added. twocores.both returns only once the worker is done or killed.
-    Each scan runs in a thread with a working folder of its own (notify.own_folder), to name
-    what it watches from there.
-    """
-
-    def output() -> tuple[safefs.Listing, dict[str, Stamp]]:
-        if watch is not None:
-            watch.take(here)
-        return _with_own_folder(watch, lambda own: _output(out_fd, watch, own))
-
-    def copy() -> _Seen:  # in the worker, or here when it failed (twocores.both)
-        if watch is not None:
-            watch.take(there)
-        return _with_own_folder(watch, lambda own: _copy_seen(spare_fd, watch, own))
-
-    here, there = watch.divide() if watch is not None else (0, 0)  # the spare: one file more
-    return twocores.both(output, copy)
-
-
-def _with_own_folder(watch: notify.Watch | None, job: Callable[[bool], T]) -> T:
-    """Return job(own): in a thread with a working folder of its own when there is a watch."""
-    return job(False) if watch is None else notify.own_folder(job)
+    signatures = tree.signatures
+    if signatures.keys() != set(expected).union(linked):
+        return None
+    if any(signatures[p] != s for p, s in expected.items()):
+        return None  # the output changed while the spare caught up
+    _ = tree.foreign, tree.empty_folders  # made now, while the watch waits
+    return tree, stamps
 
 
 def _opened(watch: notify.Watch | None, own: bool) -> Callable[[int, str | None], bool] | None:
@@ -546,27 +560,13 @@ def _opened(watch: notify.Watch | None, own: bool) -> Callable[[int, str | None]
     return None if watch is None else functools.partial(watch.add, here=own)
 
 
-def _output(
-    out_fd: int, watch: notify.Watch | None, own: bool
-) -> tuple[safefs.Listing, dict[str, Stamp]]:
-    """Scan the output, and take its folders' stamps."""
-    live = safefs.scan(out_fd, known=_every, opened=_opened(watch, own))
-    return live, {folder: _stamp(out_fd, folder) for folder in live.dirs}
-
-
 def _copy_seen(spare_fd: int, watch: notify.Watch | None, own: bool) -> _Seen:
     """Scan the spare; return what the record needs of it."""
     mine = safefs.scan(spare_fd, known=_every, opened=_opened(watch, own))
-    signatures = _signatures(mine)
+    stats = mine.stats
+    signatures = dict(zip(mine.files, map(safefs.SIGNATURE, map(stats.__getitem__, mine.files))))
     intact = watch is None or watch.intact()
     return _Seen(mine.files, mine.dirs, bool(mine.links or mine.other), signatures, intact)
-
-
-def _signatures(listing: safefs.Listing) -> Signatures:
-    """Return the signature of each file of a scan that kept every file's lstat."""
-    return dict(
-        zip(listing.files, map(safefs.SIGNATURE, map(listing.stats.__getitem__, listing.files)))
-    )
 
 
 def _every(relative: str, st: os.stat_result) -> bool:
