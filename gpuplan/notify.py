@@ -24,13 +24,16 @@ What inotify does not see, and how that is kept out:
 - a folder put in place of a watched one under its name (the watched one moved away first: that
   move is an event); the caller compares the roots' inode with the recorded one too.
 A watch is added through /proc/self/fd/N of a folder the caller opened (never through a link), so
-it is on the very folder scanned. Anything unexpected (no inotify, no /proc, no room for more
-watches) gives no Watch: the caller proves by stat.
+it is on the very folder scanned; or, in a thread whose working folder is its own, by name from
+that folder, made the open folder first (`own_folder`). Anything unexpected (no inotify, no
+/proc, no room for more watches) gives no Watch: the caller proves by stat.
 
 Watches are the user's to share: fs.inotify.max_user_watches bounds them per user, across every
 process (inotify(7), "/proc interfaces"), and an editor or a file syncer that finds none left stops
 seeing changes. A Watch therefore holds at most a quarter of that limit (`budget`), and one that
-would need more, or that the kernel refuses one, lets all of its watches go at once.
+would need more, or that the kernel refuses one, lets all of its watches go at once. A forked
+worker that adds watches to the same instance (its copy of the descriptor) counts a share of the
+budget of its own (`divide`); its watches go once the Watch is closed and the worker is done.
 """
 
 from __future__ import annotations
