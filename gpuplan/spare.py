@@ -80,8 +80,41 @@ class Patch:
     kept_empty: frozenset[str]
     written: Signatures  # the written files' signatures in the tree swapped in
 
+    def swapped_in(self) -> Signatures:
+        """Return each file's signature in the tree swapped in, as the write left it: the
+        spare's recorded files it did not remove (renaming their folder changes none of the
+        four numbers), and those it wrote."""
+        gone = set(self.removed)
+        found = {p: s for p, s in self.taken.mine.items() if p not in gone and p != IGNORE}
+        found.update(self.written)
+        return found
+
 
 _spares: dict[str, Spare] = {}  # output path (absolute, normalized) -> its spare
+_swapped: dict[str, Patch] = {}  # output path -> the patch its last write swapped in
+
+
+def swapped(out: Path, done: Patch | None) -> None:
+    """Note the patch a write just swapped into the output (for `written_signatures`); None
+    forgets an earlier one."""
+    where = str(Path(os.path.normpath(out.absolute())))
+    if done is None:
+        _swapped.pop(where, None)
+    else:
+        _swapped[where] = done
+
+
+def written_signatures(out: Path) -> Signatures | None:
+    """Return, once, the signatures of the output's files as the last write swapped them in
+    (Patch.swapped_in), or None after a write that did not use the spare.
+
+    The render's record takes them instead of an lstat of every file. A file changed since is
+    recorded with the signature it had when written, which its lstat then no longer matches: its
+    content is compared, as for any file not as recorded. Only a signature taken from a file
+    as it is now could vouch for content gpuplan did not write, and none is taken here.
+    """
+    done = _swapped.pop(str(Path(os.path.normpath(out.absolute()))), None)
+    return done.swapped_in() if done is not None else None
 
 
 def name_for(out_name: str) -> str:
@@ -319,10 +352,8 @@ def keep(parent: Path, out_name: str, old: str, done: Patch) -> None:
         finally:
             os.close(fd)
         # The output as the swap left it: the spare's files before the patch, and those written.
-        gone = set(done.removed)
-        expected = {p: s for p, s in done.taken.mine.items() if p not in gone and p != IGNORE}
-        expected.update(done.written)
-        owned = done.taken.tree.owned_set.difference(gone).union(done.written)
+        expected = done.swapped_in()
+        owned = done.taken.tree.owned_set.difference(done.removed).union(done.written)
         return _record(parent_fd, out_name, name, expected, owned)
 
     _make(Path(os.path.normpath(parent / out_name)), build, old)

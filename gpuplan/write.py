@@ -596,6 +596,7 @@ def _write_at(
         if st is None:  # a first output: render --watch copies it for the next run
             warm.later(functools.partial(spare.ensure, out))
         elif done is not None:
+            spare.swapped(out, done)
             warm.later(functools.partial(spare.keep, out.parent, name, staging, done))
         elif warm.later(functools.partial(spare.retire, out.parent, staging), first=True):
             warm.later(functools.partial(spare.ensure, out))  # (the removal: before the record)

@@ -333,11 +333,15 @@ def test_the_record_holds_each_files_lstat_whichever_way_it_was_written(
     """The watch saves its record before the spare's upkeep, and after the removal of an old tree
     that shares the output's inodes (a write that could not use the spare: `tampered`): each
     recorded signature is the file's lstat once the watch is done."""
+    from gpuplan.cache import output
     from gpuplan.cache.record import RenderCache
     from gpuplan.safefs import signature
 
     root, fleet = _repo(tmp_path)
     taken = _spy_spare(monkeypatch)
+    looked: list[int] = []
+    real = output.stat_files
+    monkeypatch.setattr(output, "stat_files", lambda *a: looked.append(1) or real(*a))
 
     def tamper() -> None:
         if tampered:
@@ -347,6 +351,7 @@ def test_the_record_holds_each_files_lstat_whichever_way_it_was_written(
     code, stderr = watch_for(root, 2)
     assert code == 0, stderr
     assert taken[-1] == (True, not tampered)
+    assert len(looked) == (2 if tampered else 1)  # a patched spare's write: signatures as written
     cache = RenderCache.open(root, None, None)
     assert cache is not None and cache.hit
     on_disk = {p: signature(os.lstat(root / "output" / p)) for p in cache.files}

@@ -316,6 +316,8 @@ def _render(options: Options, check_only: bool, cache: RenderCache | None) -> in
     """Compile, validate and write the fleet (objects the cache knows are neither proven nor written again)."""
     from gpuplan.pipeline import compile_fleet
 
+    spare.swapped(options.output, None)  # an earlier run's, if its record was not saved
+
     result = compile_fleet(
         options.root, options.clusters, options.crds, out=options.out, proven=cache
     )
@@ -402,8 +404,6 @@ def _record(
     stale: Changes | None,
 ) -> None:
     """Record this render (with --check, only the files found as rendered get a signature)."""
-    from gpuplan.cache.output import stat_files
-
     assert result.fleet is not None
     paths = [m.path for m in result.manifests]
     if stale is not None:
@@ -411,7 +411,7 @@ def _record(
         paths = [p for p in paths if p not in differ]
     with stage("render cache: save the record"):
         try:
-            signatures = stat_files(options.output, paths)
+            signatures = _signatures(options, paths)
         except OSError:
             return
         cache.save(
@@ -420,3 +420,16 @@ def _record(
             signatures,
             (compiled, result.notes, sorted(result.fleet.clusters)),
         )
+
+
+def _signatures(options: Options, paths: list[str]) -> dict[str, Signature]:
+    """Return the signature of each of the output's files: render --watch, as its write just
+    swapped them in (gpuplan.spare.written_signatures), else by lstat."""
+    from gpuplan.cache.output import stat_files
+
+    known = spare.written_signatures(options.output) if warm.active() else None
+    if known is not None:
+        found = {p: known[p] for p in paths if p in known}
+        if len(found) == len(paths):
+            return found
+    return stat_files(options.output, paths)
