@@ -10,6 +10,7 @@ watch that ended).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -157,44 +158,61 @@ def _slot(repo: Path) -> tuple[Path, str]:
     return home, store.slot(repo, repo / "output")
 
 
-def test_a_watch_that_does_not_see_the_change_is_waited_for_its_interval_alone(
-    repo: Path, compiled: list[Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A process that holds the lock and waits, telling another input key, never runs: the
-    render goes ahead once that watch's interval and SEEN_WITHIN have passed."""
-    assert run("render", "--root", str(repo)).code == 0
+@contextlib.contextmanager
+def _holder(repo: Path, setup: str) -> Iterator[None]:
+    """Hold the output's watch lock in another process, doing `setup` with it (`held`), as a
+    watch that never runs would."""
     home, slot = _slot(repo)
+    code = (
+        "import os, sys, time; from pathlib import Path; from gpuplan.cache import watching; "
+        "held = watching.Held.take(Path(sys.argv[1]), sys.argv[2]); "
+        f"{setup}; print('held', flush=True); time.sleep(120)"
+    )
     holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time; from pathlib import Path; from gpuplan.cache import watching; "
-            "held = watching.Held.take(Path(sys.argv[1]), sys.argv[2]); "
-            "held.running(0.05); held.waiting('another key', 0.05); print('held', flush=True); "
-            "time.sleep(120)",
-            str(home),
-            slot,
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-c", code, str(home), slot], stdout=subprocess.PIPE, text=True
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         assert watching.running(home, slot)
-        monkeypatch.setattr(render_command, "SEEN_WITHIN", 0.2)
-        _edit(repo)
-        start = time.monotonic()
-        result = run("render", "--root", str(repo))
-        assert time.monotonic() - start < 60  # not WAIT_MOST
-        assert result.code == 0, result.stderr
-        assert WAITED in result.stderr
-        assert len(compiled) == 2
+        yield
     finally:
         holder.kill()
         holder.wait()
         assert holder.stdout is not None
         holder.stdout.close()
     assert not watching.running(home, slot)  # its lock went with it
+
+
+def _renders_itself_soon(repo: Path, compiled: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A render after an edit waits, then renders itself well before WAIT_MOST."""
+    monkeypatch.setattr(render_command, "SEEN_WITHIN", 0.2)
+    _edit(repo)
+    start = time.monotonic()
+    result = run("render", "--root", str(repo))
+    assert time.monotonic() - start < 60
+    assert result.code == 0, result.stderr
+    assert WAITED in result.stderr
+    assert len(compiled) == 2
+
+
+def test_a_watch_that_does_not_see_the_change_is_waited_for_its_interval_alone(
+    repo: Path, compiled: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that holds the lock and waits, telling another input key, never runs: the
+    render goes ahead once that watch's interval and SEEN_WITHIN have passed."""
+    assert run("render", "--root", str(repo)).code == 0
+    with _holder(repo, "held.running(0.05); held.waiting('another key', 0.05)"):
+        _renders_itself_soon(repo, compiled, monkeypatch)
+
+
+def test_a_watch_whose_state_cannot_be_read_is_not_waited_for_long(
+    repo: Path, compiled: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock is held, but the state file is gone (a watch that could not write it)."""
+    assert run("render", "--root", str(repo)).code == 0
+    with _holder(repo, "os.unlink(Path(sys.argv[1], sys.argv[2], watching.STATE))"):
+        assert watching.state(*_slot(repo)) is None
+        _renders_itself_soon(repo, compiled, monkeypatch)
 
 
 def test_one_watch_of_an_output_holds_its_lock(repo: Path) -> None:

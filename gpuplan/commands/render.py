@@ -100,7 +100,8 @@ def _from_watch(options: Options, cache: RenderCache, check_only: bool) -> int |
     (the inputs are read again: a save meanwhile is the watch's to render too). The render here
     goes ahead when the watch ends, when it finished a run of exactly these inputs and recorded
     none (its findings hold an error: they are printed from a render here), when it waits
-    longer than its interval and SEEN_WITHIN without starting a run, or after WAIT_MOST.
+    longer than its interval and SEEN_WITHIN without starting a run, when its state cannot be
+    read for SEEN_WITHIN, or after WAIT_MOST.
     """
     import time
 
@@ -111,9 +112,15 @@ def _from_watch(options: Options, cache: RenderCache, check_only: bool) -> int |
         return None
     if options.fmt == "text":
         sys.stderr.write("note: waiting for the running `gpuplan render --watch` of this output\n")
-    start, seen, waiting_since = time.monotonic(), -1, None
+    start, seen, waiting_since, unknown_since = time.monotonic(), -1, None, None
     while time.monotonic() - start < WAIT_MOST:
         told = watching.state(home, slot)
+        if told is None:  # a watch that cannot tell its state (a full disk): not for long
+            unknown_since = unknown_since or time.monotonic()
+            if time.monotonic() - unknown_since > SEEN_WITHIN:
+                return None
+        else:
+            unknown_since = None
         if told is not None and told.phase == watching.WAITING:
             if told.run != seen:  # a run finished: is its record this render's answer?
                 seen = told.run
