@@ -68,7 +68,7 @@ def _watch(what: str) -> Callable[[F], F]:
                     type=click.FloatRange(min=0.05),
                     default=1.0,
                     show_default=True,
-                    help="With --watch: seconds between looks for changed files (on Linux a save in a watched folder is looked at once).",
+                    help="With --watch: seconds between looks for changed files (on Linux a save wakes it at once).",
                 ),
                 click.option(
                     "--max-cycles",
