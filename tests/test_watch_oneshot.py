@@ -229,3 +229,20 @@ def test_one_watch_of_an_output_holds_its_lock(repo: Path) -> None:
     again = watching.Held.take(home, slot)
     assert again is not None
     again.release()
+
+
+def test_a_watch_takes_its_lock_past_a_one_shot_renders_look(repo: Path) -> None:
+    """A one-shot render's look holds the lock shared for an instant: a watch starting then
+    still takes it."""
+    import fcntl
+
+    home, slot = _slot(repo)
+    first = watching.Held.take(home, slot)
+    assert first is not None
+    first.release()
+    look = os.open(home / slot / watching.LOCK, os.O_RDONLY)
+    fcntl.flock(look, fcntl.LOCK_SH)
+    threading.Timer(0.015, os.close, (look,)).start()  # the look ends
+    again = watching.Held.take(home, slot)
+    assert again is not None
+    again.release()

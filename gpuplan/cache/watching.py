@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import json
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +71,7 @@ class Held:
                 fd = os.open(LOCK, flags, 0o600, dir_fd=slot_fd)
             finally:
                 os.close(slot_fd)
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock(fd)
         except OSError:  # BlockingIOError: another watch holds it
             if fd >= 0:
                 os.close(fd)
@@ -102,6 +103,21 @@ class Held:
         with contextlib.suppress(OSError), _slot(self._home, self._slot) as slot_fd:
             os.unlink(STATE, dir_fd=slot_fd)
         os.close(self._fd)
+
+
+def _lock(fd: int) -> None:
+    """Take the lock, or raise BlockingIOError when another watch holds it. A one-shot render's
+    look (`running`) holds it shared for an instant: that is tried past a few times."""
+    for _ in range(TRIES - 1):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            time.sleep(0.01)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+TRIES = 5
 
 
 def _last_key(home: Path, slot: str) -> str:
