@@ -62,8 +62,9 @@ IN_MOVE_SELF = 0x800
 IN_ONLYDIR = 0x01000000
 IN_NONBLOCK = os.O_NONBLOCK
 IN_CLOEXEC = os.O_CLOEXEC
-# Every change of an entry of the folder or of the folder itself (reads are not events).
-MASK = (
+# Every change of an entry of a folder or of the watched folder or file itself (reads are not
+# events); MASK: of a folder only.
+CHANGES = (
     IN_MODIFY
     | IN_ATTRIB
     | IN_CLOSE_WRITE
@@ -73,8 +74,8 @@ MASK = (
     | IN_DELETE
     | IN_DELETE_SELF
     | IN_MOVE_SELF
-    | IN_ONLYDIR
 )
+MASK = CHANGES | IN_ONLYDIR
 IN_DONT_FOLLOW = 0x02000000
 # A file's own watch: its inode changed through any of its names, or given another name (a hard
 # link made in a folder not watched changes its link count: IN_ATTRIB).

@@ -94,14 +94,18 @@ _spares: dict[str, Spare] = {}  # output path (absolute, normalized) -> its spar
 _swapped: dict[str, Patch] = {}  # output path -> the patch its last write swapped in
 
 
+def _key(out: Path) -> str:
+    """Return an output's key in this module's tables: its absolute, normalized path."""
+    return os.path.normpath(out.absolute())
+
+
 def swapped(out: Path, done: Patch | None) -> None:
     """Note the patch a write just swapped into the output (for `written_signatures`); None
     forgets an earlier one."""
-    where = str(Path(os.path.normpath(out.absolute())))
     if done is None:
-        _swapped.pop(where, None)
+        _swapped.pop(_key(out), None)
     else:
-        _swapped[where] = done
+        _swapped[_key(out)] = done
 
 
 def written_signatures(out: Path) -> Signatures | None:
@@ -113,7 +117,7 @@ def written_signatures(out: Path) -> Signatures | None:
     content is compared, as for any file not as recorded. Only a signature taken from a file
     as it is now could vouch for content gpuplan did not write, and none is taken here.
     """
-    done = _swapped.pop(str(Path(os.path.normpath(out.absolute()))), None)
+    done = _swapped.pop(_key(out), None)
     return done.swapped_in() if done is not None else None
 
 

@@ -51,7 +51,7 @@ class Held:
 
     def __init__(self, home: Path, slot: str, fd: int) -> None:
         self._home, self._slot, self._fd = home, slot, fd
-        self._run = 0
+        self._run, self._key = 0, ""  # its runs so far, the input key of the last one
 
     @classmethod
     def take(cls, home: Path, slot: str) -> Held | None:
@@ -85,11 +85,12 @@ class Held:
     def running(self, interval: float) -> None:
         """Tell that a run begins."""
         self._run += 1
-        self._tell(RUNNING, _last_key(self._home, self._slot), interval)
+        self._tell(RUNNING, self._key, interval)
 
     def waiting(self, key: str, interval: float) -> None:
         """Tell that the run is over, its record (if any) saved, and the watch waits; `key` is
         the input key of the run."""
+        self._key = key
         self._tell(WAITING, key, interval)
 
     def _tell(self, phase: str, key: str, interval: float) -> None:
@@ -118,11 +119,6 @@ def _lock(fd: int) -> None:
 
 
 TRIES = 5
-
-
-def _last_key(home: Path, slot: str) -> str:
-    told = state(home, slot)
-    return told.key if told is not None else ""
 
 
 def running(home: Path, slot: str) -> bool:

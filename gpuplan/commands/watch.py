@@ -93,11 +93,6 @@ def pause(wake: Wake | None, seconds: float) -> None:
         wake.wait(seconds)
 
 
-# What wakes the loop (inotify(7); the bits: linux include/uapi/linux/inotify.h, as in
-# gpuplan.notify): an entry of a watched folder written, closed after writing, its metadata
-# changed, made, removed or renamed in or out; the watched folder or file itself removed or
-# renamed. Reads are not events.
-WAKE_MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
 QUIET = 0.02  # seconds without another event before the look: one save is often several events
 MOST_WATCHES = 4096  # folders: a tree bigger than this is left to the interval alone
 
@@ -139,7 +134,8 @@ class Wake:
             self.close()
             return
         for name in wanted:
-            added = libc.inotify_add_watch(self._fd, os.fsencode(name), WAKE_MASK)
+            # every change in the folder, or of the file given (gpuplan.notify.CHANGES)
+            added = libc.inotify_add_watch(self._fd, os.fsencode(name), notify.CHANGES)
             if added < 0 and os.path.exists(name):
                 self.close()  # ENOSPC: the user's watches are used up (a path gone is no fault)
                 return
