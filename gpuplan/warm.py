@@ -40,8 +40,8 @@ T = TypeVar("T")
 _state: dict[str, Any] = {"on": False}
 _kept: dict[str, dict[Hashable, Any]] = {}
 _used: dict[str, dict[Hashable, Any]] = {}
+_first: list[Callable[[], None]] = []  # work put off with first=True, done before _later
 _later: list[Callable[[], None]] = []
-_firsts = [0]  # how many of the works put off were put first
 
 
 @contextlib.contextmanager
@@ -180,19 +180,14 @@ def later(work: Callable[[], None], first: bool = False) -> bool:
     """
     if not _state["on"]:
         return False
-    if first:
-        _later.insert(_firsts[0], work)
-        _firsts[0] += 1
-    else:
-        _later.append(work)
+    (_first if first else _later).append(work)
     return True
 
 
 def settle() -> None:
     """Do the work put off, in order; keep only what the runs since the last settle used."""
-    while _later:
-        _firsts[0] = max(0, _firsts[0] - 1)
-        _later.pop(0)()
+    while _first or _later:
+        (_first or _later).pop(0)()
     if _used:  # a run answered from the render cache's record used nothing: keep everything
         _kept.clear()
         _kept.update(_used)
