@@ -433,7 +433,7 @@ def _copy(parent_fd: int, out_name: str, name: str) -> Spare | None:
     out_fd = os.open(out_name, safefs.DIR_FLAGS, dir_fd=parent_fd)
     spare_fd = os.open(name, safefs.DIR_FLAGS, dir_fd=parent_fd)
     try:
-        live = safefs.scan(out_fd, known=lambda relative, st: True)
+        live = safefs.scan(out_fd, known=_every)
         if live.links or live.other or IGNORE in live.files:
             return None  # links are compared by name only; a root .gitignore: no way to hide
         before = {p: safefs.signature(live.stats[p]) for p in live.files}
