@@ -232,8 +232,8 @@ def refuse_unsafe(out: Path, tree: OutputTree, targets: Collection[str]) -> None
     through real folders only): only the others are looked at, so a render over an output that
     holds its files costs what is new.
     """
-    listing, owned = tree.listing, tree.owned_set
-    files = set(targets).difference(owned)
+    listing = tree.listing
+    files = set(targets).difference(tree.owned_set)
     folders = sorted(_folders(files), key=len)
     for folder in folders:
         kind = listing.kind(folder)
@@ -251,7 +251,7 @@ def refuse_unsafe(out: Path, tree: OutputTree, targets: Collection[str]) -> None
             raise WriteError(
                 f"{out / relative} is a symbolic link named like a generated file: remove it (gpuplan never writes through links)"
             )
-        if kind is not None and relative not in owned:
+        if kind is not None:  # (not one of gpuplan's files: those left `files` above)
             raise WriteError(
                 f"{out / relative} exists and was not written by gpuplan: move it away"
             )
@@ -310,7 +310,7 @@ def compare(
     try:
         tree = tree if tree is not None else read_tree(out)
         refuse_unsafe(out, tree, _targets(files, same))
-        owned = _owned_in(tree, scope)
+        owned = owned_in(tree, scope)
         added = sorted(p for p in files if p not in owned)
         on_disk = _read_owned(out, sorted(p for p in files if p in owned and p not in held))
         changed = [p for p, data in on_disk.items() if data != files[p]]
@@ -327,7 +327,7 @@ def _targets(files: dict[str, bytes], same: Collection[str]) -> set[str]:
     return set(files).union(same)
 
 
-def _owned_in(tree: OutputTree, scope: tuple[str, ...]) -> frozenset[str]:
+def owned_in(tree: OutputTree, scope: tuple[str, ...]) -> frozenset[str]:
     """Return gpuplan's files on disk that belong to the clusters rendered."""
     if not scope:
         return tree.owned_set
@@ -406,7 +406,7 @@ def _patch(
     same: Collection[str],
 ) -> spare.Patch:
     """Patch a copy of the output into the tree _stage would have filled from scratch."""
-    removed = sorted(_owned_in(tree, scope).difference(same, files))
+    removed = sorted(owned_in(tree, scope).difference(same, files))
     done = spare.patch(staging_fd, taken, removed, files, set(tree.empty_folders), _write_new)
     _sync_filesystem(staging_fd)
     return done
@@ -525,7 +525,7 @@ def _unchanged_since(seen: OutputTree | None) -> safefs.Known | None:
     """Vouch for gpuplan's files of an earlier scan whose lstat has not changed since."""
     if seen is None or not seen.listing.stats:
         return None
-    owned, stats = frozenset(seen.owned), seen.listing.stats
+    owned, stats = seen.owned_set, seen.listing.stats
 
     def known(relative: str, st: os.stat_result) -> bool:
         before = stats.get(relative)

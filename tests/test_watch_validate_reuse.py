@@ -202,10 +202,9 @@ def test_each_runs_references_and_graph_are_a_cold_checks(
         {
             "kind": "Application",
             "metadata": {"name": name, "labels": {"gpuplan.io/cluster": "c"}},
-            "metadata_wave": wave,
             "spec": {"source": {"path": path}},
         }
-        for name, path, wave in (("c-kueue", "charts/kueue", -1), ("c", "output/c", 0))
+        for name, path in (("c-kueue", "charts/kueue"), ("c", "output/c"))
     ]
     for app, wave in zip(apps, (-1, 0), strict=True):
         app["metadata"]["annotations"] = {"argocd.argoproj.io/sync-wave": str(wave)}

@@ -18,7 +18,7 @@ from pathlib import Path
 from gpuplan import safefs, twocores
 from gpuplan.safefs import Signature as Signature  # re-exported: the record uses output.*
 from gpuplan.safefs import signature
-from gpuplan.write import Changes, OutputTree, in_scope, read_tree, refuse_unsafe
+from gpuplan.write import Changes, OutputTree, owned_in, read_tree, refuse_unsafe
 
 
 def digest(data: bytes) -> str:
@@ -57,14 +57,12 @@ def same_files(
     if len(same) == len(recorded):
         return same, seen
     unsure = {p: entry for p, entry in recorded.items() if p not in same}
-    if not unsure:
-        return same, seen
     root = os.open(out, safefs.DIR_FLAGS)
     try:
         for fd, name, relative in safefs.each_file(root, unsure):
             content, before = unsure[relative]
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            if signature(st) == tuple(before):
+            if signature(st) == before:
                 same.add(relative)
             elif stat.S_ISREG(st.st_mode) and _holds(fd, name, content):
                 same.add(relative)
@@ -169,7 +167,7 @@ def _matched(
     get = recorded.get
     for entry in entries:  # files first: nearly every entry is one
         if entry.is_file(follow_symlinks=False):
-            if _SIGNATURE(entry.stat(follow_symlinks=False)) != get(prefix + entry.name):
+            if signature(entry.stat(follow_symlinks=False)) != get(prefix + entry.name):
                 raise _Differs(prefix + entry.name)  # (a path not recorded: None)
             count += 1
             continue
@@ -181,7 +179,6 @@ def _matched(
 
 
 _SECOND = operator.itemgetter(1)
-_SIGNATURE = safefs.SIGNATURE
 
 
 def changes(
@@ -198,11 +195,11 @@ def changes(
         # A file whose lstat is the one recorded is the file gpuplan wrote (see the module doc):
         # its first bytes (gpuplan's mark) need not be read.
         entry = recorded.get(relative)
-        return entry is not None and signature(st) == tuple(entry[1])
+        return entry is not None and signature(st) == entry[1]
 
     tree = read_tree(out, known=as_recorded)
-    refuse_unsafe(out, tree, dict.fromkeys(recorded, b""))
-    owned = {p for p in tree.owned if in_scope(p, scope)}
+    refuse_unsafe(out, tree, recorded)
+    owned = owned_in(tree, scope)
     present = {p: recorded[p] for p in recorded if p in owned}
     same, seen = same_files(out, present, tree.signatures) if present else (set(), {})
     added = sorted(p for p in recorded if p not in owned)

@@ -203,15 +203,11 @@ class RenderCache:
         found, notes, clusters = self._findings  # (Diagnostic is frozen: the lists are copied)
         return list(found), list(notes), list(clusters)
 
-    def object_key(self, item: Manifest) -> str:
-        """Return the key of one object: the same key gives the same file bytes and validation."""
-        return self._key(item)
-
-    def object_keys(self, items: list[Manifest], name: str = "all") -> list[str]:
-        """Return the key of each object (`object_key`).
+    def object_keys(self, items: list[Manifest]) -> list[str]:
+        """Return the key of each object: the same key gives the same file bytes and validation.
 
         Inside `render --watch` (gpuplan.warm) a key is kept by the object's identity from run to
-        run, with the list named `name` (gpuplan.warm.map_kept): an unchanged allocation's or
+        run (gpuplan.warm.map_kept): an unchanged allocation's or
         cluster's objects are the very same objects in every run (gpuplan.emit), and no object is
         changed once made (gpuplan.emit.meta.finalize, the overlay's patches and values copy
         before they change anything; validation only reads). GPUPLAN_WARM_CHECK=1 computes every
@@ -219,7 +215,7 @@ class RenderCache:
         """
         if not warm.active():
             return [self._key(item) for item in items]
-        return warm.map_kept(f"object-key\0{self.environment}", name, items, self._key)
+        return warm.map_kept(f"object-key\0{self.environment}", "all", items, self._key)
 
     def _key(self, item: Manifest) -> str:
         """Return the key of an object, computed once in this render (the objects outlive it)."""

@@ -78,12 +78,6 @@ def open_home(home: Path, create: bool) -> int:
     return fd
 
 
-def load(home: Path, name: str) -> dict[str, Any] | None:
-    """Return a slot's record, or None when there is none or it cannot be trusted to be whole."""
-    data = read(home, name)
-    return parse(data) if data is not None else None
-
-
 def read(home: Path, name: str) -> bytes | None:
     """Return a slot's record as stored, or None when there is none or it cannot be read."""
     try:
