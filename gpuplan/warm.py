@@ -9,7 +9,7 @@ Kept, each by the complete input it was computed from (never by a file's name or
 Both are pure functions of that key, and the models are frozen (gpuplan.model.common), so a kept
 result is the one a cold run would compute. The model of an unchanged file is therefore the very
 same object from run to run, and what is derived from models alone is kept by their identity
-(`remember_same`, `map_same`): a cluster's pools and an allocation's grants (gpuplan.resolve),
+(`remember_same`): a cluster's pools and an allocation's grants (gpuplan.resolve),
 an allocation's entitlements and findings (gpuplan.entitlements.kept), and the objects of an
 allocation or of a cluster (gpuplan.emit), each keyed by every model and derived value it reads.
 The kept grants of an allocation are its token (gpuplan.fleet.AllocationPlan.token): the same
@@ -153,24 +153,6 @@ def map_tokens(
     return out
 
 
-def map_same(kind: str, items: list[Any], compute: Callable[[Any], T]) -> list[T]:
-    """Return [compute(item) for item in items], each kept by the item's identity as remember_same does."""
-    if not _state["on"]:
-        return [compute(item) for item in items]
-    used = _used.setdefault(kind, {})
-    table = _kept.get(kind, {})
-    out = []
-    for item in items:
-        found = used.get(id(item))
-        if found is None:
-            found = table.get(id(item))
-            if found is None or found[0] is not item:
-                found = (item, compute(item))
-            used[id(item)] = found
-        out.append(found[1])
-    return out
-
-
 def later(work: Callable[[], None], first: bool = False) -> bool:
     """Put work off until `settle()` inside `kept()`; False (nothing done) outside it.
 
@@ -254,7 +236,7 @@ def map_kept(kind: str, key: Hashable, items: list[Any], compute: Callable[[Any]
     """Return [compute(item) for item in items], reusing inside `kept()` the value the last run's
     list under (kind, key) had for the very same object (by identity, the old list kept alive).
 
-    As map_same, for objects never changed once made; quicker for long lists that are mostly the
+    For objects never changed once made, as remember_same; quicker for long lists that are mostly the
     same objects: the lists are compared and looked up in C, and only new objects are computed.
     """
     if not _state["on"]:

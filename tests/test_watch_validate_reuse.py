@@ -265,3 +265,22 @@ def test_only_the_checks_that_read_a_changed_kind_run_again(
         [edited] = [o for o in changed if o == queue][:1]
         edited["spec"]["clusterQueue"] = "missing"
         assert run(changed) == ["check_local_queues", "check_namespaces"]
+
+
+def test_a_check_that_reads_a_kind_it_does_not_note_is_caught(checked: None) -> None:
+    """kept_check keeps an answer while the kinds a check noted are the same lists; one that
+    read another kind without noting it would be kept stale, and the guard raises."""
+    first = {"A": [{"kind": "A"}], "B": [{"kind": "B", "v": 1}]}
+    then = {"A": first["A"], "B": [{"kind": "B", "v": 2}]}
+
+    def unnoted(reading: reuse.Reading) -> int:
+        reading.kinds.add("A")
+        return int(buckets["B"][0]["v"])  # B read, never noted
+
+    with warm.kept():
+        buckets = first
+        assert reuse.kept_check("check", "c", (), buckets, unnoted) == 1
+        warm.settle()
+        buckets = then
+        with pytest.raises(warm.ChangedAfterKept):
+            reuse.kept_check("check", "c", (), buckets, unnoted)

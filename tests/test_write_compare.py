@@ -74,6 +74,10 @@ def test_a_link_where_a_new_file_goes_is_refused_but_not_an_owned_file(tmp_path:
     out = _output(tmp_path)
     (out / "b").symlink_to(tmp_path, target_is_directory=True)
     tree = write.read_tree(out)
+    looked: list[str] = []
+    kind = tree.listing.kind
+    tree.listing.kind = lambda relative: looked.append(relative) or kind(relative)  # type: ignore[method-assign]
     write.refuse_unsafe(out, tree, ["a/x.yaml"])
+    assert looked == []  # gpuplan's file and its folder: not looked at
     with pytest.raises(WriteError, match="b is a symbolic link"):
         write.refuse_unsafe(out, tree, ["a/x.yaml", "b/y.yaml"])

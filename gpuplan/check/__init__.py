@@ -133,16 +133,7 @@ def _kept_findings(fleet: Fleet) -> list[Diagnostic]:
     that read the cohort too by their shared tokens (entitlements.shared_token: with the lending);
     the checks themselves (functions and codes) are part of the key.
     """
-    own: Coded = tuple(
-        (body, code_of(fn))
-        for fn, (body, cohort) in PER_ALLOCATION.items()
-        if not cohort and fn in CHECKS
-    )
-    shared: Coded = tuple(
-        (body, code_of(fn))
-        for fn, (body, cohort) in PER_ALLOCATION.items()
-        if cohort and fn in CHECKS
-    )
+    own, shared = _coded(cohort=False), _coded(cohort=True)
     tenants: dict[int, list[AllocationPlan]] = {}
     for alloc in allocations(fleet):
         tenants.setdefault(id(alloc.tenant), []).append(alloc)
@@ -151,6 +142,12 @@ def _kept_findings(fleet: Fleet) -> list[Diagnostic]:
         found += _findings("check/own", tuple(a.token for a in group), own, group)
         found += _findings("check/shared", tuple(shared_token(a) for a in group), shared, group)
     return found
+
+
+def _coded(cohort: bool) -> Coded:
+    """Return the allocation checks (registered through `check`: all in CHECKS) that read the
+    cohort's lending, or those that do not, each with its code."""
+    return tuple((body, code_of(fn)) for fn, (body, c) in PER_ALLOCATION.items() if c == cohort)
 
 
 def _findings(

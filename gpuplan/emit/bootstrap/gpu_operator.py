@@ -25,8 +25,12 @@ NAME = "gpu-operator"
 def _policy_spec(cluster: ClusterPlan) -> dict[str, Any]:
     """Return the spec of the ClusterPolicy gpuplan emits for the cluster (read, not recomputed)."""
     # inside `render --watch` the emitter's kept objects (finalized: the spec is the same)
-    made = cluster_objects(policy_emitter.emit, cluster) if warm.active() else None
-    for item in made if made is not None else policy_emitter.emit(cluster):
+    made = (
+        cluster_objects(policy_emitter.emit, cluster)
+        if warm.active()
+        else policy_emitter.emit(cluster)
+    )
+    for item in made:
         if item.kind == "ClusterPolicy":
             return dict(item.obj.get("spec") or {})
     return {}
