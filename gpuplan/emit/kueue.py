@@ -228,10 +228,8 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     gates = feature_gates(out)
     # the ClusterQueue states the allocation's own amounts (lending limits, not the cohort's)
     made = allocations.each("kueue", cluster.allocations, allocation_objects, cohort=False)
-    if (
-        made
-    ):  # every ClusterQueue of a cluster has the same admissionScope (cluster_queue): one tells
-        gates |= feature_gates(made[0])
+    if cluster.allocations and admission_fair_sharing(release, cluster):
+        gates.add("AdmissionFairSharing")  # every ClusterQueue's admissionScope (cluster_queue)
     cluster.cache[GATES] = frozenset(gates)
     return out + [m for objects in made for m in objects]
 

@@ -182,8 +182,7 @@ def _by_kind(objects: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str
     """Return every object by kind, in order (as gpuplan.validate.reuse.objects_by_kind)."""
     found: dict[str, list[Mapping[str, Any]]] = {}
     for obj in objects:
-        kind = obj.get("kind")
-        found.setdefault(kind if isinstance(kind, str) else reuse.OTHER, []).append(obj)
+        found.setdefault(reuse.bucket_of(obj), []).append(obj)
     return found
 
 
