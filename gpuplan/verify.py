@@ -382,9 +382,9 @@ def query_problems(
         known = known_metrics(cluster)
         given = interned("query-metrics", name, tuple(sorted(known.items())))
         by_kind = groups.by_kind(name)
+        check = functools.partial(_queries, known)
         for kind in QUERY_KINDS:
             bucket = by_kind.get(kind, [])
-            check = functools.partial(_queries, known)
             wrong = kept_objects("queries", name, kind, bucket, check, _numbered, given)
             if wrong:
                 of_kind = [m for m in items if m.obj.get("kind") == kind]  # as the bucket
