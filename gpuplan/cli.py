@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from gpuplan.exitcode import ExitCode
-from gpuplan.process import GC_THRESHOLDS, code_of, find_root, guarded, leave
+from gpuplan.runtime.process import GC_THRESHOLDS, code_of, find_root, guarded, leave
 
 # Each command imports its module when it runs, so `gpuplan --help` stays quick.
 
@@ -139,13 +139,13 @@ def render(
 ) -> None:
     """Load, check, compile, validate and write the fleet."""
     from gpuplan.commands import render as command
-    from gpuplan.commands.common import Options
+    from gpuplan.commands.options import Options
 
     options = Options(root, out, clusters, strict, fmt, crds)
     if watch and check_only:
         raise click.UsageError("--watch writes the output: use it without --check")
     if watch:
-        from gpuplan.commands.watch import Watch
+        from gpuplan.commands.options import Watch
 
         sys.exit(command.render_watch(options, Watch(interval, max_cycles), not no_cache))
     sys.exit(command.render_fleet(options, check_only, use_cache=not no_cache))
@@ -165,7 +165,7 @@ def render(
 def check(root: Path, strict: bool, fmt: str, crds: Path | None, base: str | None) -> None:
     """Everything render does except writing."""
     from gpuplan.commands.check import check as run
-    from gpuplan.commands.common import Options
+    from gpuplan.commands.options import Options
 
     sys.exit(run(Options(root, strict=strict, fmt=fmt, crds=crds, base=base)))
 
@@ -192,7 +192,7 @@ def schema(kind: str) -> None:
 def capacity(root: Path, cluster: str | None, fmt: str) -> None:
     """Per cluster and pool: GPUs, schedulable units, quota per tenant, headroom, overcommit."""
     from gpuplan.commands.capacity import capacity as run
-    from gpuplan.commands.common import Options
+    from gpuplan.commands.options import Options
 
     sys.exit(run(Options(root), cluster, fmt))
 
@@ -210,7 +210,7 @@ def capacity(root: Path, cluster: str | None, fmt: str) -> None:
 )
 def requirements(root: Path, cluster: str | None, fmt: str) -> None:
     """What node groups and hosts must carry: Cluster Autoscaler tags and sizes, GKE flags, SR-IOV VFs and CNI binaries."""
-    from gpuplan.commands.common import Options
+    from gpuplan.commands.options import Options
     from gpuplan.commands.requirements import requirements as run
 
     sys.exit(run(Options(root), cluster, fmt))
@@ -248,8 +248,8 @@ def validate(
     max_cycles: int | None,
 ) -> None:
     """Validate any manifest files or folders: strict schemas, CEL, webhook rules, references."""
+    from gpuplan.commands.options import Watch
     from gpuplan.commands.validate import validate as run
-    from gpuplan.commands.watch import Watch
 
     sys.exit(
         run(

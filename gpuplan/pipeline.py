@@ -9,21 +9,22 @@ from functools import lru_cache
 from pathlib import Path
 
 from gpuplan.check import known_codes, run_checks
+from gpuplan.check.ignores import accept, unknown_codes, unused
+from gpuplan.check.ignores import rules as ignore_rules
 from gpuplan.diagnostics import Diagnostic, error, has_errors, with_code
 from gpuplan.emit import emit
-from gpuplan.emit.bootstrap.fleet import complete_projects
-from gpuplan.emit.meta import Manifest
-from gpuplan.fleet import Fleet
-from gpuplan.ignores import accept, unknown_codes, unused
-from gpuplan.ignores import rules as ignore_rules
+from gpuplan.emit.bootstrap import installs as graph
+from gpuplan.emit.bootstrap.roots import complete_projects
+from gpuplan.inputs.sources import read_inputs
+from gpuplan.model.manifest import Manifest
 from gpuplan.overlay import Overlay, apply_overlay
 from gpuplan.overlay.extras import read_extras
-from gpuplan.resolve import build_fleet
-from gpuplan.sources import read_inputs
-from gpuplan.timings import stage
+from gpuplan.plan.fleet import Fleet
+from gpuplan.plan.resolve import build_fleet
+from gpuplan.runtime.timings import stage
 from gpuplan.validate import CrdIndex, CrdLoadError
-from gpuplan.verify import Proven, verify
-from gpuplan.write import output_path as output_path  # re-exported: commands use pipeline.*
+from gpuplan.validate.prove import Installs, Proven, verify
+from gpuplan.writer.tree import output_path as output_path  # re-exported: commands use pipeline.*
 
 CRDS_ENV = "GPUPLAN_CRDS"
 
@@ -83,7 +84,7 @@ def compile_fleet(
 
     verify_output=False skips proving the emitted objects (diff does: it shows what changes,
     render and check in CI prove it). base, a git revision, lets the checks tell which quota
-    changed (raises gitbase.UsageError when it names no commit). proven (gpuplan.cache) names
+    changed (raises gpuplan.inputs.git.UsageError when it names no commit). proven (gpuplan.cache) names
     objects already proven valid, whose schema validation is skipped.
     """
     with stage("read inputs"):
@@ -91,7 +92,7 @@ def compile_fleet(
     found = with_code(found, "input")
     at_base, owners = None, None
     if base is not None:
-        from gpuplan import gitbase  # git only when asked for
+        from gpuplan.plan import base as gitbase  # git only when asked for
 
         at_base = gitbase.base_fleet(root, base)
         owners = gitbase.namespace_owners(at_base)  # a namespace clash is blamed on the newer file
@@ -149,10 +150,17 @@ def validate_manifests(
         index = load_crds(crds.absolute()) if crds is not None else None
     except (CrdLoadError, OSError) as exc:
         return [error(str(crds), 0, 0, "", f"cannot read the CRDs: {exc}")]
+    fleet = result.fleet
+    installs = Installs(
+        graph.installs(fleet),
+        graph.cluster_kinds(fleet),
+        {name: graph.external(cluster) for name, cluster in fleet.clusters.items()},
+    )
     problems, notes = verify(
         result.manifests,
-        result.fleet,
+        fleet,
         index,
+        installs,
         where,
         result.overlay.place if result.overlay else None,
         proven,

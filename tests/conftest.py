@@ -135,16 +135,3 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "cache"
     monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(home))
     return home
-
-
-@pytest.fixture
-def quick_settle(monkeypatch: pytest.MonkeyPatch) -> None:
-    """gpuplan.warm.settle without its full garbage collection.
-
-    The collection only frees memory (what a watch keeps is the same either way), and inside a
-    test process that holds every earlier test's objects each one costs ~0.1 s: tests that
-    settle after every edit of many examples would spend most of their time in it.
-    """
-    from gpuplan import warm
-
-    monkeypatch.setattr(warm, "_collect", lambda: None)

@@ -138,7 +138,7 @@ def placeable(model: str, layout: dict[str, int]) -> bool | None:
 
 
 # --------------------------------------------------------------------------------------------
-# Kubernetes quantities, parsed independently of gpuplan.quantity.
+# Kubernetes quantities, parsed independently of gpuplan.model.quantity.
 # --------------------------------------------------------------------------------------------
 
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$")

@@ -10,8 +10,8 @@ import pytest
 
 from gpuplan.components import namespaces_of
 from gpuplan.components.kai import authority
-from gpuplan.emit.bootstrap.graph import installs
-from gpuplan.emit.meta import Manifest
+from gpuplan.emit.bootstrap.installs import installs
+from gpuplan.model.manifest import Manifest
 from gpuplan.pipeline import compile_fleet
 from gpuplan.validate.graph import check_cluster, check_projects, expand_application_sets, group_of
 from tests.conftest import copy_example, run

@@ -309,27 +309,6 @@ def test_a_damaged_record_is_ignored(tmp_path: Path, cache_home: Path, damage) -
     assert "up to date" in _render(root, "--check")
 
 
-def _parsed_by_ruamel(root: Path) -> None:
-    """Give every tenant file a tab: libyaml's fast path leaves it to ruamel, whose parse is cached."""
-    for path in (root / "tenants").iterdir():
-        path.write_text("#\tparsed by ruamel\n" + path.read_text())
-
-
-def test_damaged_parsed_entries_are_parsed_again(tmp_path: Path, cache_home: Path) -> None:
-    root = tmp_path / "repo"
-    Fleet().write(root)
-    _parsed_by_ruamel(root)
-    _render(root)
-    cold = snapshot(root / "output")
-    assert len(list((cache_home / "parsed").iterdir())) == 2
-    for entry in (cache_home / "parsed").iterdir():
-        entry.write_bytes(entry.read_bytes()[:10])
-    shutil.rmtree(cache_home / "render")
-    shutil.rmtree(root / "output")
-    _render(root)
-    assert snapshot(root / "output") == cold
-
-
 def test_the_cache_is_never_used_through_a_link(tmp_path: Path, cache_home: Path) -> None:
     root = tmp_path / "repo"
     Fleet().write(root)
@@ -401,9 +380,9 @@ def test_after_a_change_only_the_changed_files_are_written(
 def test_an_interrupted_carry_over_leaves_the_old_output(
     tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpuplan import safefs
-    from gpuplan.commands.common import Options
+    from gpuplan.commands.options import Options
     from gpuplan.commands.render import render_fleet
+    from gpuplan.writer import safefs
 
     root = tmp_path / "repo"
     fleet = Fleet()
@@ -452,7 +431,6 @@ def test_a_cache_folder_others_may_write_is_not_used(
 
     root = tmp_path / "repo"
     Fleet().write(root)
-    _parsed_by_ruamel(root)
     _render(root)
     compiled, real = [], gpuplan.pipeline.compile_fleet
 
@@ -463,7 +441,7 @@ def test_a_cache_folder_others_may_write_is_not_used(
     monkeypatch.setattr(gpuplan.pipeline, "compile_fleet", counted)
     assert "up to date" in _render(root, "--check")
     assert compiled == []  # a private cache answers
-    for folder in ("render", "parsed"):
+    for folder in ("render",):
         (cache_home / folder).chmod(0o777)
     try:
         before = {p: p.read_bytes() for p in cache_home.rglob("*") if p.is_file()}
@@ -473,7 +451,7 @@ def test_a_cache_folder_others_may_write_is_not_used(
         after = {p: p.read_bytes() for p in cache_home.rglob("*") if p.is_file()}
         assert after == before  # ...nor written
     finally:
-        for folder in ("render", "parsed"):
+        for folder in ("render",):
             (cache_home / folder).chmod(0o700)
 
 
@@ -544,42 +522,3 @@ def test_the_quick_comparison_with_folders_sees_a_folder_added_or_gone(
         assert as_recorded(out, recorded)  # without folders: not compared
         (out / where).rmdir()
     assert as_recorded(out, recorded, folders)
-
-
-def test_a_watch_reads_its_own_record_back_without_parsing_it(
-    tmp_path: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Inside `render --watch` the record the process wrote is taken as written (equal to what
-    parsing its bytes gives); a record another writer left is parsed."""
-    from gpuplan import warm
-    from gpuplan.cache.record import RenderCache
-    from gpuplan.commands.common import Options
-    from gpuplan.commands.render import render_fleet
-
-    root = tmp_path / "repo"
-    Fleet().write(root)
-    parsed: list[bytes] = []
-    real = store.parse
-
-    def counted(data: bytes) -> dict[str, Any] | None:
-        parsed.append(data)
-        return real(data)
-
-    monkeypatch.setattr(store, "parse", counted)
-    with warm.kept():
-        assert render_fleet(Options(root=root), compile_now=True) == 0
-        warm.settle()  # the record is written once the result is printed
-        parsed.clear()
-        cache = RenderCache.open(root, None, None)
-        assert cache is not None and cache.hit and parsed == []
-        with monkeypatch.context() as m:
-            m.setattr(warm, "_state", {"on": False})  # the same bytes read as a one-shot would
-            cold = RenderCache.open(root, None, None)
-        assert cold is not None and parsed == [_record(cache_home).read_bytes()]
-        assert cache.previous == cold.previous and cache.files == cold.files
-        assert cache._table == cold._table and cache._valid == cold._valid
-        data = _record(cache_home).read_bytes()  # another writer: the same record, other bytes
-        _record(cache_home).write_bytes(json.dumps(json.loads(data), indent=1).encode())
-        parsed.clear()
-        again = RenderCache.open(root, None, None)
-        assert again is not None and again.hit and len(parsed) == 1

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from gpuplan.capacity import QUEUE_HEAD
+from gpuplan.plan.headroom import QUEUE_HEAD
 from tests.conftest import PROJECT, copy_example, run
 
 

@@ -283,8 +283,8 @@ def test_each_example_cluster_gets_its_own_sets_with_or_without_the_registry(
 ) -> None:
     import gpuplan.components
     from gpuplan.crds import cluster_components
-    from gpuplan.resolve import build_fleet
-    from gpuplan.sources import read_inputs
+    from gpuplan.inputs.sources import read_inputs
+    from gpuplan.plan.resolve import build_fleet
 
     inputs, _ = read_inputs(PROJECT)
     fleet, _ = build_fleet(inputs)

@@ -303,8 +303,8 @@ def test_check_prints_codes_in_every_format(tmp_path: Path, fmt: str) -> None:
 
 
 def test_a_pool_entry_silences_only_inside_its_pool() -> None:
-    from gpuplan.ignores import Rule
-    from gpuplan.load import SourceFile
+    from gpuplan.check.ignores import Rule
+    from gpuplan.inputs.load import SourceFile
     from gpuplan.model.common import Ignore
 
     rule = Rule(

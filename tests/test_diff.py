@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from gpuplan.diff.command import diff, from_folders
+from gpuplan.commands.diff import diff
 from gpuplan.diff.disruptions import find
+from gpuplan.diff.markdown import Limits, as_markdown
 from gpuplan.diff.objects import Entry, Side, compare, format_path, key_of
-from gpuplan.diff.report import Limits, as_markdown
+from gpuplan.diff.sides import from_folders
 from tests.conftest import copy_example, run, snapshot
 
 GIT_ENV = {

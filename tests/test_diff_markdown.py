@@ -12,8 +12,8 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from gpuplan.diff.command import from_folders, from_git
 from gpuplan.diff.markdown import MAX_COMMENT, as_markdown, marker
+from gpuplan.diff.sides import from_folders, from_git
 from tests.conftest import copy_example
 from tests.test_diff import GIT_ENV, edit_yaml
 

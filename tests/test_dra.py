@@ -10,9 +10,9 @@ import pytest
 
 from gpuplan.check import dra as check_dra
 from gpuplan.components import REGISTRY
-from gpuplan.dra import DraClass
 from gpuplan.emit.dra import claim_template, device_class
 from gpuplan.pipeline import compile_fleet
+from gpuplan.plan.dra import DraClass
 from gpuplan.validate import Validator
 from gpuplan.validate.cel import K8S_FUNCTIONS, cel
 from gpuplan.validate.deviceclass import selector_problems

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuplan.drivers import default_mode, ships_toolkit
 from gpuplan.gpus.catalog import CATALOG
 from gpuplan.model.drivers import branch
+from gpuplan.plan.drivers import default_mode, ships_toolkit
 from tests.conftest import run, write_repo
 
 # Line numbers (for the positions below):

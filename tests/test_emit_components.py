@@ -14,9 +14,9 @@ import yaml
 
 from gpuplan.check.nfd import re2_problem
 from gpuplan.emit import emit, multus, nfd, volcano
+from gpuplan.inputs.sources import read_inputs
 from gpuplan.pipeline import compile_fleet
-from gpuplan.resolve import build_fleet
-from gpuplan.sources import read_inputs
+from gpuplan.plan.resolve import build_fleet
 from gpuplan.validate import CrdIndex, Validator
 from tests.conftest import PROJECT, run, write_repo
 
@@ -195,7 +195,7 @@ def test_queue_exact(tmp_path: Path) -> None:
 
 def test_queue_capability_equals_resource_quota(tmp_path: Path) -> None:
     found = objects(tmp_path)
-    from gpuplan.quantity import parse_quantity
+    from gpuplan.model.quantity import parse_quantity
 
     for name in ("alpha", "beta"):
         queue = found[("Queue", None, name)]["spec"]

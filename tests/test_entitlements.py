@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuplan.entitlements import (
+from gpuplan.inputs.sources import read_inputs
+from gpuplan.model.quantity import format_bytes, format_count, format_cpu
+from gpuplan.plan.entitlements import (
     CPU,
     MEMORY,
     MIB,
@@ -25,11 +27,9 @@ from gpuplan.entitlements import (
     namespace_weights,
     quantity,
 )
-from gpuplan.fleet import Fleet
-from gpuplan.kai_quota import leaf_limit, leaf_quota
-from gpuplan.quantity import format_bytes, format_count, format_cpu
-from gpuplan.resolve import build_fleet
-from gpuplan.sources import read_inputs
+from gpuplan.plan.fleet import Fleet
+from gpuplan.plan.kai_quota import leaf_limit, leaf_quota
+from gpuplan.plan.resolve import build_fleet
 from tests.conftest import EXAMPLE, write_repo
 from tests.fleet17 import CLUSTER, COMPONENTS, _tenant
 

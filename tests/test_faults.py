@@ -1,6 +1,6 @@
 """Fault injection: a render killed at any moment, a full disk, a read-only folder.
 
-The writer's promise (gpuplan/write.py, spec/output.md): the output folder holds exactly the old
+The writer's promise (gpuplan/writer/tree.py, spec/output.md): the output folder holds exactly the old
 render or exactly the new one, never a mix; a killed render's staging folder is cleaned by the
 next run; a render that cannot write says so, exits 1 and leaves the old output as it was.
 """
@@ -23,8 +23,7 @@ from typing import Any, Self
 import pytest
 
 from benchmarks.synth import write_fleet
-from gpuplan import write
-from gpuplan.staging import SPARE
+from gpuplan.writer import tree as write
 from tests.conftest import PROJECT, copy_example, run
 
 SEED = 20240917
@@ -33,7 +32,6 @@ WRITE_KILLS = 6  # delays inside the write phase, counted from the staging folde
 SWAP_KILLS = 4  # delays of 0-100 ms after the swap, while the old output is being removed
 FLEET = (3, 6, 10)  # clusters x pools x tenants: ~340 files, a render of about a second
 STAGING = write.STAGING
-SPARE_NAME = f".output{SPARE}"
 Tree = dict[str, Any]
 
 
@@ -257,7 +255,7 @@ def rendered_example(tmp_path: Path) -> Path:
 
 
 class _FullDisk:
-    """Stands in for open() in gpuplan.write: the Nth file opened for writing fails with ENOSPC,
+    """Stands in for open() in gpuplan.writer.tree: the Nth file opened for writing fails with ENOSPC,
     at open or at its first write."""
 
     def __init__(self, nth: int, at_write: bool) -> None:
@@ -370,7 +368,7 @@ WATCH_KILLS = 6  # render --watch runs killed at a random moment after an edit
 
 
 def start_watch(root: Path) -> subprocess.Popen[bytes]:
-    """Start `render --watch` and return once its first run is done and its copy is made."""
+    """Start `render --watch` and return once its first run is done."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "gpuplan", "render", "--root", str(root), "--watch",
          "--interval", "0.05"],
@@ -383,11 +381,11 @@ def start_watch(root: Path) -> subprocess.Popen[bytes]:
     raise AssertionError(f"render --watch ended: {proc.wait()}")
 
 
-def test_a_watch_killed_while_it_patches_its_copy_leaves_the_old_or_the_new_output(
+def test_a_watch_killed_after_an_edit_leaves_the_old_or_the_new_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A watch writes by patching its copy of the output (gpuplan.spare) and swapping it in: a
-    kill at any moment after an edit leaves the old or the new output, and the next run cleans."""
+    """A watch's run is the one-shot render: a kill at any moment after an edit leaves the old or
+    the new output, and the next render cleans what the kill left."""
     monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path / "cache"))
     root = tmp_path / "repo"
     rng = random.Random(SEED + 1)
@@ -405,34 +403,18 @@ def test_a_watch_killed_while_it_patches_its_copy_leaves_the_old_or_the_new_outp
     duration = time.perf_counter() - started
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
-    current, landed, patching = "A", [], []
+    current = "A"
     for i in range(WATCH_KILLS):
         proc = start_watch(root)
-        assert any(SPARE_NAME in name for name in leftovers(root))  # the copy it will patch
         target = "A" if current == "B" else "B"
         set_inputs(root, target)
-        staging = staging_of(root, proc.pid)
-        if i % 2:  # aimed at the patch: once the copy stands under the staging name
-            waited = time.perf_counter()
-            while not staging.exists() and time.perf_counter() - waited < 10 * duration:
-                time.sleep(0.0002)
-            time.sleep(rng.random() * 0.005)
-        else:
-            time.sleep((i // 2 + rng.random()) * duration)  # in the 1st, 2nd, 3rd duration
-        patching.append(staging.exists())
+        time.sleep((i // 2 + rng.random()) * duration)  # in the 1st, 2nd, 3rd duration
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
         after = tree(root / "output")
         assert after in (trees["A"], trees["B"]), f"kill {i}: neither the old nor the new output"
-        landed.append("new" if after == trees[target] else "old")
         result = run("render", "--root", str(root))
         assert result.code == 0, result.stderr
         assert tree(root / "output") == trees[target]
         assert leftovers(root) == [], f"left behind after the next render: {leftovers(root)}"
         current = target
-    print(
-        f"watch kills: output old {landed.count('old')}, new {landed.count('new')}; "
-        f"{sum(patching)} while the patched copy stood under the staging name"
-    )
-    assert "new" in landed and "old" in landed, landed
-    assert sum(patching) >= 1, "some kills must land while the copy is patched"

@@ -18,12 +18,12 @@ from gpuplan.emit.gpu_operator_objects import (
     DEVICE_PLUGIN_DEFAULT_CONFIG,
     MIG_CONFIG_LABEL,
     MIG_PARTED_CONFIG_KEY,
-    cluster_policy,
     config_map,
     device_plugin_config,
     mig_entry,
     mig_parted_config,
 )
+from gpuplan.emit.gpu_operator_policy import cluster_policy
 
 CRD_FILE = Path("gpu-operator") / "nvidia.com_clusterpolicies.yaml"
 

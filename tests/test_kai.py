@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from gpuplan.capacity import kai_queues
-from gpuplan.kai_quota import gpu_units
 from gpuplan.pipeline import compile_fleet
+from gpuplan.plan.headroom import kai_queues
+from gpuplan.plan.kai_quota import gpu_units
 from tests.conftest import PROJECT, run
 
 CASE = Path(__file__).resolve().parent / "cases" / "kai-queues" / "input"

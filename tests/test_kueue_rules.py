@@ -47,7 +47,7 @@ def _kueue_objects() -> list[dict]:
 def test_every_rule_left_to_a_check_names_a_registered_check() -> None:
     import re
 
-    from gpuplan.check import CHECKS
+    from gpuplan.check.registry import CHECKS
 
     registered = {fn.__name__ for fn in CHECKS}
     named = {name for reason in RULES.values() for name in re.findall(r"check_\w+", reason)}

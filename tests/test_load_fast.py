@@ -1,6 +1,6 @@
 """The libyaml fast path of the loader reads every document exactly as ruamel's round trip does.
 
-gpuplan.yamlevents builds the data and positions from libyaml's events and declines whatever it
+gpuplan.inputs.yamlevents builds the data and positions from libyaml's events and declines whatever it
 does not know to read the same way; load.parse then falls back to ruamel. These tests hold the
 two paths to the same data (types and a float's source text included), the same position of
 every key and value, and the same diagnostics, on generated YAML text of many shapes and styles.
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from ruamel.yaml.error import YAMLWarning
 
 from benchmarks.synth import write_fleet
-from gpuplan import load, yamlevents
-from gpuplan.load import MAX_DEPTH, MAX_NODES, SourceFloat
+from gpuplan.inputs import load, yamlevents
+from gpuplan.inputs.load import MAX_DEPTH, MAX_NODES, SourceFloat
 from tests.conftest import PROJECT
 
 

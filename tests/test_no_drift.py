@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from gpuplan.crds import index_for, parse_components
-from gpuplan.quantity import format_bytes, format_count, format_cpu
+from gpuplan.model.quantity import format_bytes, format_count, format_cpu
 from gpuplan.validate.cel import apply_defaults
 from gpuplan.validate.crds import CrdIndex
 from tests.conftest import copy_example, run
@@ -446,7 +446,7 @@ def test_rendered_quantities_are_stored_as_written(
     assert not wrong, "quantities the API server would rewrite:\n" + "\n".join(wrong)
 
 
-# gpuplan.quantity's formatters against the canonical form, on values the fleet can produce.
+# gpuplan.model.quantity's formatters against the canonical form, on values the fleet can produce.
 @pytest.mark.parametrize(
     "value",
     [Fraction(n) for n in (0, 1, 7, 64, 384, 999, 1001, 1024, 1500)]

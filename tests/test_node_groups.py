@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gpuplan.emit.gpu_operator_values import NFD_WORKER_DEFAULT_TOLERATIONS, chart_values
-from gpuplan.fleet import ClusterPlan
 from gpuplan.pipeline import compile_fleet
+from gpuplan.plan.fleet import ClusterPlan
 from tests.conftest import run, write_repo
 
 CLUSTER = """\

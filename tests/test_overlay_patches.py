@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.emit.meta import Manifest
+from gpuplan.inputs.sources import read_inputs
+from gpuplan.model.manifest import Manifest
 from gpuplan.overlay.values import ValuesOverride, apply_values, read_overrides, values_for
-from gpuplan.resolve import build_fleet
-from gpuplan.sources import read_inputs
+from gpuplan.plan.resolve import build_fleet
 from tests.conftest import run, snapshot, write_repo
 from tests.test_overlay import CLUSTER, NODE_CLASS, errors, one_cluster_repo, render
 

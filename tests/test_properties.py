@@ -22,7 +22,7 @@ from gpuplan.crds import newest_index
 from gpuplan.diagnostics import Severity, has_errors
 from gpuplan.pipeline import Compiled, compile_fleet, load_crds
 from gpuplan.validate import Validator, newest
-from gpuplan.write import render_files
+from gpuplan.writer.tree import render_files
 from tests import strategies as S
 from tests.conftest import PROJECT, run, snapshot
 

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from gpuplan.quantity import QuantityError, format_bytes, format_cpu, parse_quantity
+from gpuplan.model.quantity import QuantityError, format_bytes, format_cpu, parse_quantity
 
 
 @pytest.mark.parametrize(

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuplan.capacity import ResourceRow, TenantShare
 from gpuplan.commands.init import init_repo
 from gpuplan.commands.report import write_report
 from gpuplan.gpus.catalog import lookup
 from gpuplan.gpus.mig import layout_text, place
-from gpuplan.report import (
+from gpuplan.plan.headroom import ResourceRow, TenantShare
+from gpuplan.views.html import (
     BAR_WIDTH,
     CELL,
     HEADROOM,

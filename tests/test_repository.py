@@ -117,7 +117,7 @@ def test_location_types_come_from_diagnostics() -> None:
         f"{p.relative_to(PROJECT)}: from {module} import {name}"
         for p in sorted(PACKAGE.rglob("*.py"))
         for module, name in _imports(p)
-        if module in ("gpuplan.load", "gpuplan.sources") and name in LOCATION_TYPES
+        if module in ("gpuplan.inputs.load", "gpuplan.inputs.sources") and name in LOCATION_TYPES
     ]
     assert wrong == []
 
@@ -181,7 +181,7 @@ def test_exit_codes_come_from_the_enum() -> None:
 # No machine's paths
 
 
-# GKE's node folder for the NVIDIA driver (gpuplan.drivers.COS_INSTALL_DIR) is a node path, not a person's home.
+# GKE's node folder for the NVIDIA driver (gpuplan.plan.drivers.COS_INSTALL_DIR) is a node path, not a person's home.
 MACHINE_PATH = re.compile(
     r"(?<![\w.~-])/(?:" + "|".join(("work", "root", "home(?!/kubernetes/)")) + r")/"
 )

@@ -25,12 +25,15 @@ from pydantic import BeforeValidator, TypeAdapter, ValidationError
 from ruamel.yaml import YAML
 
 from benchmarks.synth import write_fleet
-from gpuplan import load, safefs, twocores, write
-from gpuplan.commands.common import Options
+from gpuplan.commands.options import Options
 from gpuplan.commands.render import render_fleet
+from gpuplan.inputs import load
 from gpuplan.model.cluster import Revision, Url, _regex
 from gpuplan.model.tenant import Subject
 from gpuplan.pipeline import compile_fleet
+from gpuplan.runtime import workers as twocores
+from gpuplan.writer import safefs
+from gpuplan.writer import tree as write
 from tests.conftest import PROJECT, run, write_repo
 from tests.test_bad_inputs import CLUSTER, TENANT
 from tests.test_faults import tree
@@ -333,20 +336,29 @@ def test_a_failing_worker_is_not_trusted_its_half_is_computed_again() -> None:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc to find the worker")
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_while_parsing_on_two_cores_exits_promptly_and_leaves_no_worker(
+def test_a_signal_while_validating_on_two_cores_exits_promptly_and_leaves_no_worker(
     tmp_path: Path, number: int
 ) -> None:
-    root = write_fleet(tmp_path / "fleet", 1, 3, 600)
-    for path in (root / "tenants").iterdir():  # a tab: libyaml's fast path leaves them to ruamel
-        path.write_text("#\tparsed by ruamel, on two cores\n" + path.read_text())
-    proc = _start(root, "check")
+    folder = tmp_path / "manifests"
+    folder.mkdir()
+    for i in range(800):  # enough files for `validate` to split them over two cores
+        (folder / f"cm-{i:03d}.yaml").write_text(
+            f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm-{i}, namespace: a}}\n"
+            f"data: {{key: value-{i}}}\n"
+        )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpuplan", "validate", str(folder)],
+        env=dict(os.environ, PYTHONPATH=str(PROJECT)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     workers = _wait_for(proc, lambda: _children(proc.pid))
     proc.send_signal(number)
     _, err = proc.communicate(timeout=HANG)  # returns only once no process holds the pipes
     stderr = err.decode()
     assert proc.returncode == EXPECTED[number], stderr
     assert "Traceback" not in stderr and stderr.strip() in ("interrupted", "terminated"), stderr
-    assert not any(_running(pid) for pid in workers), "the parsing worker outlived gpuplan"
+    assert not any(_running(pid) for pid in workers), "the worker outlived gpuplan"
 
 
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpuplan.entitlements import apportion
-from gpuplan.quantity import parse_quantity
+from gpuplan.model.quantity import parse_quantity
+from gpuplan.plan.entitlements import apportion
 from tests.conftest import PROJECT, run, write_repo
 from tests.fleet17 import CLUSTER, COMPONENTS, MIG, _tenant
 

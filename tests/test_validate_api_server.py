@@ -422,7 +422,7 @@ def test_render_checks_each_cluster_against_its_own_kueue_version(
 ) -> None:
     from dataclasses import replace
 
-    from gpuplan.verify import schema_problems
+    from gpuplan.validate.prove import schema_problems
 
     result = _compiled(monkeypatch)
     broken = []
@@ -440,8 +440,8 @@ def test_render_checks_each_cluster_against_its_own_kueue_version(
 def test_render_names_a_missing_crd_without_calling_it_a_bug(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from gpuplan.emit.meta import Manifest
-    from gpuplan.verify import schema_problems
+    from gpuplan.model.manifest import Manifest
+    from gpuplan.validate.prove import schema_problems
 
     result = _compiled(monkeypatch)
     gizmo = Manifest(

@@ -9,7 +9,7 @@ import cel
 import pytest
 import yaml
 
-from gpuplan.emit.gpu_operator_objects import cluster_policy
+from gpuplan.emit.gpu_operator_policy import cluster_policy
 from gpuplan.validate import CrdIndex, Problem, Validator
 from gpuplan.validate.cel import (
     K8S_FUNCTIONS,

@@ -167,7 +167,7 @@ def test_fast_reader_agrees_with_pyyaml_on_everything_rendered() -> None:
     """yaml-rs reads manifests for speed; it must read them exactly as PyYAML does."""
     import yaml
 
-    from gpuplan.validate.command import fast_documents
+    from gpuplan.validate.files import fast_documents
 
     files = sorted((PROJECT / "output").rglob("*.yaml")) + sorted(
         (PROJECT / "tests" / "cases").rglob("*.yaml")
@@ -198,7 +198,7 @@ def test_fast_reader_agrees_with_pyyaml_on_everything_rendered() -> None:
     ],
 )
 def test_fast_reader_leaves_yaml_1_1_scalars_and_oddities_to_pyyaml(text: str) -> None:
-    from gpuplan.validate.command import fast_documents
+    from gpuplan.validate.files import fast_documents
 
     assert fast_documents(text) in (None, [["a", "b"]])
 
@@ -210,6 +210,6 @@ def test_fast_reader_reads_words_that_only_contain_such_scalars(text: str) -> No
     """A "-" or ":" inside a word is no indicator: both readers read the same string."""
     import yaml
 
-    from gpuplan.validate.command import fast_documents
+    from gpuplan.validate.files import fast_documents
 
     assert fast_documents(text) == list(yaml.safe_load_all(text))

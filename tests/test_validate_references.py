@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuplan.emit import gpu_operator_objects as gpu_objects
+from gpuplan.emit.gpu_operator_policy import cluster_policy
 from gpuplan.validate import CrdIndex, ReferenceProblem, Validator, check_references, references
 
 OPERATOR_NS = "gpu-operator"
@@ -31,7 +32,7 @@ def _objects() -> list[dict]:
             mig_strategy="mixed", sharing="time-slicing", replicas=4, resources=["nvidia.com/gpu"]
         ),
     }
-    policy = gpu_objects.cluster_policy(
+    policy = cluster_policy(
         operator_version="v26.7.0",
         driver_version="580.95.05",
         mig_strategy="mixed",

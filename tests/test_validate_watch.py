@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.commands import watch
+from gpuplan.runtime import watch
 from gpuplan.validate import choose
 from tests.conftest import run
 

@@ -1,6 +1,6 @@
 """`--watch` between looks: a save wakes the wait at once (Linux inotify), and the look decides.
 
-The loop waits for its interval or until a watched folder reports a change (gpuplan.commands.watch
+The loop waits for its interval or until a watched folder reports a change (gpuplan.runtime.watch
 `Wake`). The events only end the wait: a run follows only a change the lstat comparison finds, a
 folder made after the watch began is watched from the next look, and without inotify (or with too
 many folders to watch) the loop waits the interval as before. The intervals here are long (30 s)
@@ -16,14 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan import notify
-from gpuplan.commands import watch
-from gpuplan.commands.watch import Wake, Watch, loop, stamps
+from gpuplan.runtime import watch
+from gpuplan.runtime.watch import Wake, Watch, loop, stamps
 
 LONG = 30.0  # seconds: an interval no test waits out
 WOKEN = 10.0  # seconds: a wait the events ended returns well within this
 
-inotify = pytest.mark.skipif(notify.libc() is None, reason="no inotify on this system")
+inotify = pytest.mark.skipif(Wake.start() is None, reason="no inotify on this system")
 
 
 def later(seconds: float, step: Callable[[], None]) -> threading.Thread:
@@ -119,15 +118,6 @@ def test_a_tree_too_big_to_watch_leaves_the_wait_to_the_interval(
         wake.close()
 
 
-def test_without_inotify_the_loop_sleeps_the_interval(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(notify, "libc", lambda: None)
-    assert Wake.start() is None
-    slept: list[float] = []
-    monkeypatch.setattr(watch.time, "sleep", slept.append)
-    watch.pause(None, 0.5)
-    assert slept == [0.5]
-
-
 @inotify
 def test_a_save_during_the_wait_runs_the_loop_again_at_once(tmp_path: Path) -> None:
     """The loop itself: a 30 s interval, and the second run follows the save, not the interval."""
@@ -167,59 +157,3 @@ def test_an_event_without_a_change_wakes_the_look_but_runs_nothing(tmp_path: Pat
     loop(lambda: stamps(paths), once, Watch(LONG, 2), False, paths=[tmp_path])
     assert len(runs) == 1
     assert time.monotonic() - start < WOKEN
-
-
-def test_settle_walks_everything_kept_only_now_and_then(monkeypatch: pytest.MonkeyPatch) -> None:
-    """warm.settle: a full collection first, then only the objects made since, every FULL_EVERY
-    settles a full one again, and one as soon as the objects set aside since the last full one
-    number more than a quarter of those it left."""
-    import gc
-
-    from gpuplan import warm
-
-    full: list[int] = []
-    calls: list[int] = []
-    survivors = [10]  # objects each young collection leaves
-    monkeypatch.setattr(warm.gc, "unfreeze", lambda: full.append(len(calls)))
-    monkeypatch.setattr(warm.gc, "collect", lambda: calls.append(1) or 0)
-    monkeypatch.setattr(warm.gc, "freeze", lambda: None)
-    monkeypatch.setattr(warm.gc, "get_freeze_count", lambda: 1000)
-    monkeypatch.setattr(warm.gc, "get_objects", lambda generation: [None] * survivors[0])
-    try:
-        with warm.kept():
-            for _ in range(warm.FULL_EVERY + 2):
-                warm.settle()
-            assert full == [0, warm.FULL_EVERY + 1]  # the first settle's, then FULL_EVERY later
-            survivors[0] = 300  # a quarter of the 1000 left, passed at once
-            warm.settle()  # young: 300 set aside
-            assert len(full) == 2
-            warm.settle()  # 300 > 1000 // 4: a full one
-            assert full[-1] == warm.FULL_EVERY + 3
-            survivors[0] = 10
-            warm.settle()  # and not again
-            assert len(full) == 3
-    finally:
-        monkeypatch.undo()
-        gc.unfreeze()
-
-
-def test_work_put_first_goes_before_the_rest_in_the_order_it_came(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """warm.later(first=True): the render record and what a waiting one-shot render is told go
-    before the spare's upkeep, which was put off earlier in the run."""
-    from gpuplan import warm
-
-    monkeypatch.setattr(warm, "_collect", lambda: None)
-    done: list[str] = []
-    with warm.kept():
-        warm.later(lambda: done.append("keep"))
-        warm.later(lambda: done.append("record"), first=True)
-        warm.later(lambda: done.append("told"), first=True)
-        warm.later(lambda: done.append("more upkeep"))
-        warm.settle()
-        assert done == ["record", "told", "keep", "more upkeep"]
-        warm.later(lambda: done.append("next"))
-        warm.later(lambda: done.append("next first"), first=True)
-        warm.settle()
-        assert done[4:] == ["next first", "next"]

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan import safefs, write
-from gpuplan.write import OWNED_MARK, WriteError, compare, write_tree
+from gpuplan.writer import safefs
+from gpuplan.writer import tree as write
+from gpuplan.writer.tree import OWNED_MARK, WriteError, compare, write_tree
 from tests.conftest import snapshot
 
 A = (OWNED_MARK + "\nkind: A\n").encode()

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from gpuplan import safefs, write
-from gpuplan.cache.output import digest
-from gpuplan.emit.meta import Manifest
-from gpuplan.write import OWNED_MARK, WriteError, compare, render_files
+from gpuplan.model.manifest import Manifest
+from gpuplan.writer import safefs
+from gpuplan.writer import tree as write
+from gpuplan.writer.tree import OWNED_MARK, WriteError, compare, digest, render_files
 
 
 def _manifest(path: str) -> Manifest:

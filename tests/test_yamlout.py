@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from gpuplan.yamlout import dump
+from gpuplan.writer.yamlout import dump
 from tests import yamlout_reference
 from tests.conftest import PROJECT
 

@@ -1,6 +1,6 @@
 """gpuplan's canonical YAML writer as it was before it was made faster: the bytes it must keep.
 
-gpuplan.yamlout writes the same text with fewer calls and memoised scalars; tests/test_yamlout.py
+gpuplan.writer.yamlout writes the same text with fewer calls and memoised scalars; tests/test_yamlout.py
 holds the two to identical bytes on generated objects and on every rendered file. How one scalar
 is quoted did not change and is shared; the layout of mappings and lists is the old code.
 """
@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuplan.yamlout import TOP_ORDER, _literal, _scalar  # unchanged: how one scalar is written
+from gpuplan.writer.yamlout import (  # unchanged: how one scalar is written
+    TOP_ORDER,
+    _literal,
+    _scalar,
+)
 
 
 def _key(key: Any) -> str:

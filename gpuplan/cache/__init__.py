@@ -8,12 +8,11 @@ object in it, its content hash and its stat signature. With that record:
   answers without loading anything (gpuplan.cache.output);
 - a render after a change skips validating and serializing every object whose key is unchanged
   and whose file on disk is still the recorded one, and carries those files over instead of
-  writing them (gpuplan.cache.record);
-- input files ruamel parses (those libyaml's fast path leaves to it) are kept parsed by content,
-  for every command (gpuplan.cache.parsed).
+  writing them (gpuplan.cache.record).
 
-The cache lives in $GPUPLAN_CACHE_DIR/render and /parsed (default ~/.cache/gpuplan/; "off" or
-`render --no-cache` disables it), never in the repository or the output folder. Deleting it is always safe: the next render is a cold one. A
+The cache lives in $GPUPLAN_CACHE_DIR/render (default ~/.cache/gpuplan/; "off" or
+`render --no-cache` disables it), never in the repository or the output folder. Deleting it is
+always safe: the next render is a cold one. A
 record that is unreadable, truncated, of another format or from another gpuplan is ignored, and
 cache files are never opened through a symbolic link (gpuplan.cache.store).
 """

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import gpuplan
-from gpuplan.safefs import Signature, signature
+from gpuplan.writer.safefs import Signature, signature
 
 INPUT_FOLDERS = ("clusters", "tenants", "extra", "patches", "values")
 

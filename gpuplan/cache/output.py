@@ -7,7 +7,6 @@ so a hand edit is always found. Entries are reached through directory fds, never
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import operator
 import os
@@ -15,15 +14,11 @@ import stat
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
-from gpuplan import safefs, twocores
-from gpuplan.safefs import Signature as Signature  # re-exported: the record uses output.*
-from gpuplan.safefs import signature
-from gpuplan.write import Changes, OutputTree, owned_in, read_tree, refuse_unsafe
-
-
-def digest(data: bytes) -> str:
-    """Return the content hash a record keeps for a file."""
-    return hashlib.sha256(data).hexdigest()[:32]
+from gpuplan.runtime import workers
+from gpuplan.writer import safefs
+from gpuplan.writer.safefs import Signature as Signature  # re-exported: the record uses output.*
+from gpuplan.writer.safefs import signature
+from gpuplan.writer.tree import Changes, OutputTree, digest, owned_in, read_tree, refuse_unsafe
 
 
 def stat_files(out: Path, paths: Iterable[str]) -> dict[str, Signature]:
@@ -101,7 +96,7 @@ def as_recorded(
         with os.scandir(fd) as listing:
             top = sorted(e.name for e in listing if e.is_dir(follow_symlinks=False))
         # The top folder's own files here; its folders split over two cores (every other one).
-        mine, theirs = twocores.both(
+        mine, theirs = workers.both(
             lambda: _count(fd, recorded, expected, top[::2], top=True),
             lambda: _count(fd, recorded, expected, top[1::2]),
             short=True,
@@ -187,7 +182,7 @@ def changes(
     """Compare the output on disk with the recorded files; refuse an output gpuplan must not write.
 
     Returns the changes a render would make, the new signatures of files found the same by
-    content, and the output tree. Raises WriteError as gpuplan.write.compare does, OSError when
+    content, and the output tree. Raises WriteError as gpuplan.writer.tree.compare does, OSError when
     the output cannot be read.
     """
 

@@ -14,7 +14,7 @@ import sys
 from array import array
 from collections.abc import Iterable
 
-from gpuplan.safefs import Signature
+from gpuplan.writer.safefs import Signature
 
 WIDTH = 32  # the width of every hash the record keeps (hex digits)
 

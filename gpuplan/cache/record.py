@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gpuplan import warm
 from gpuplan.cache import packed, store
 from gpuplan.cache.key import (
     InputFile,
@@ -21,12 +20,12 @@ from gpuplan.cache.key import (
     input_key,
     trusted,
 )
-from gpuplan.cache.output import Signature, digest
+from gpuplan.cache.output import Signature
 from gpuplan.diagnostics import Diagnostic, Severity, has_errors, ordered, render
-from gpuplan.write import WriteError, all_safe_relative, header, output_path
+from gpuplan.writer.tree import WriteError, all_safe_relative, digest, header, output_path
 
 if TYPE_CHECKING:
-    from gpuplan.emit.meta import Manifest
+    from gpuplan.model.manifest import Manifest
 
 NO_SIGNATURE: Signature = (0, 0, 0, 0)  # never matches a file: its content is compared
 
@@ -82,16 +81,12 @@ class RenderCache:
             taken = time.time_ns()
             inputs = input_files(root)
             raw = store.read(home, name)
-            kept = _written(home, name, raw)
-            previous = kept.previous if kept is not None else store.parse(raw) if raw else None
+            previous = store.parse(raw) if raw else None
             digests = input_digests(inputs, _known_digests(previous, inputs))
             key = input_key(environment, output_path(root, out), inputs, digests)
         except (Uncacheable, OSError):
             return None
         cache = cls(home, name, environment, key, previous, inputs, digests, taken)
-        if kept is not None:  # read back as this process wrote it: checked when it was made
-            cache._table, cache._files, cache._valid = kept.table, dict(kept.files), set(kept.valid)
-            return cache
         try:
             cache._table = cache._checked_table()
         except (KeyError, TypeError, ValueError):  # a damaged record is no record
@@ -204,18 +199,8 @@ class RenderCache:
         return list(found), list(notes), list(clusters)
 
     def object_keys(self, items: list[Manifest]) -> list[str]:
-        """Return the key of each object: the same key gives the same file bytes and validation.
-
-        Inside `render --watch` (gpuplan.warm) a key is kept by the object's identity from run to
-        run (gpuplan.warm.map_kept): an unchanged allocation's or
-        cluster's objects are the very same objects in every run (gpuplan.emit), and no object is
-        changed once made (gpuplan.emit.meta.finalize, the overlay's patches and values copy
-        before they change anything; validation only reads). GPUPLAN_WARM_CHECK=1 computes every
-        kept key again and fails when one differs (the tests).
-        """
-        if not warm.active():
-            return [self._key(item) for item in items]
-        return warm.map_kept(f"object-key\0{self.environment}", "all", items, self._key)
+        """Return the key of each object: the same key gives the same file bytes and validation."""
+        return [self._key(item) for item in items]
 
     def _key(self, item: Manifest) -> str:
         """Return the key of an object, computed once in this render (the objects outlive it)."""
@@ -230,7 +215,7 @@ class RenderCache:
         digest.update(_content(item.obj))
         return digest.hexdigest()[:32]
 
-    # gpuplan.verify.Proven
+    # gpuplan.validate.prove.Proven
     def unproven(self, items: list[Manifest], against: str) -> list[Manifest]:
         """Return the objects not proven valid against these schemas (the others' proofs are used)."""
         proofs = self._proofs(items, against)
@@ -261,13 +246,8 @@ class RenderCache:
             self._valid = {k for k in self._valid if kind_of.get(k) not in kinds}
 
     def _proofs(self, items: list[Manifest], against: str) -> list[str]:
-        """Return each object's proof against these schemas: a hash of its key and of `against`.
-
-        Kept by the object's identity inside `render --watch`, as its key is (`object_keys`).
-        """
-        name = (items[0].cluster or "") if items else ""  # most often one cluster's objects
-        kind = f"proof\0{self.environment}\0{against}"
-        proofs = warm.map_kept(kind, name, items, lambda item: _proof(self._key(item), against))
+        """Return each object's proof against these schemas: a hash of its key and of `against`."""
+        proofs = [_proof(self._key(item), against) for item in items]
         self._proved.append((proofs, items))
         return proofs
 
@@ -336,15 +316,7 @@ class RenderCache:
             "notes": list(notes),
             "clusters": list(clusters),
         }
-        data = store.save(self.home, self.slot, record)
-        if data is not None and warm.active():
-            table = (paths, keys, contents, signatures)
-            previous = {"format": store.FORMAT, **record}
-            if warm.checking() and store.parse(data) != previous:
-                raise warm.ChangedAfterKept("the render record differs from the bytes written")
-            _slot(self.home, self.slot)["written"] = _Written(
-                data, previous, table, dict(entries), frozenset(valid)
-            )
+        store.save(self.home, self.slot, record)
 
     def refresh(self, signatures: dict[str, Signature]) -> None:
         """Write the record again with files' new signatures (seen with the recorded content)."""
@@ -357,31 +329,6 @@ class RenderCache:
             p: e._replace(signature=signatures.get(p, e.signature)) for p, e in self.files.items()
         }
         self.store(entries, found, sorted(self._valid))
-
-
-class _Written(NamedTuple):
-    """A record as `render --watch` wrote it, with what reading it back would make of it."""
-
-    data: bytes  # the record's bytes, as stored
-    previous: dict[str, Any]  # what store.parse makes of them (JSON-native values throughout)
-    table: tuple[list[str], str, str, list[Signature]]  # RenderCache._table
-    files: dict[str, Entry]  # RenderCache.files
-    valid: frozenset[str]  # the proofs it keeps
-
-
-def _slot(home: Path, name: str) -> dict[str, _Written]:
-    return warm.remember("render-record", (str(home), name), dict)
-
-
-def _written(home: Path, name: str, raw: bytes | None) -> _Written | None:
-    """Return the record this process last wrote to the slot, inside `render --watch` and when
-    the slot holds exactly its bytes still: the next run then neither parses nor checks it again
-    (18k files' entries, ~0.05 s a run at fleet scale). Another writer's record differs in its
-    bytes and is read as usual."""
-    if raw is None or not warm.active():
-        return None
-    written = _slot(home, name).get("written")
-    return written if written is not None and written.data == raw else None
 
 
 def _known_digests(previous: dict[str, Any] | None, inputs: list[InputFile]) -> dict[str, str]:

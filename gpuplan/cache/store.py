@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gpuplan import safefs
+from gpuplan.writer import safefs
 
 FORMAT = 3  # bumped when the record's shape changes: an older record is then ignored
 KEEP = 32  # repositories whose records are kept; the least recently used ones go first

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check
+from gpuplan.check.registry import check
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.fleet import ClusterPlan, Fleet
+from gpuplan.plan.fleet import ClusterPlan, Fleet
 
 
 def _fixed(cluster: ClusterPlan) -> dict[str, str]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check
+from gpuplan.check.registry import check
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.fleet import Fleet
+from gpuplan.plan.fleet import Fleet
 
 AKS_SPOT_TAINT = {
     "key": "kubernetes.azure.com/scalesetpriority",

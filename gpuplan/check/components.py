@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check, clusters_with
+from gpuplan.check.registry import check, clusters_with
 from gpuplan.components.gpu_operator import CHART_DEPLOY_CR, GpuOperatorRelease
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.fleet import Fleet
+from gpuplan.plan.fleet import Fleet
 
 
 @check

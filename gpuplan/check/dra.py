@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check
+from gpuplan.check.registry import check
 from gpuplan.components.dra_driver import (
     BETA_APIS,
     GPU_OPERATOR_SINCE,
@@ -26,9 +26,9 @@ from gpuplan.components.kai import authority
 from gpuplan.components.kueue import MAX_DEVICE_CLASS_MAPPINGS, KueueRelease
 from gpuplan.components.volcano import VolcanoRelease
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.dra import DraClass, classes, dra_pools, driver_roots, resource_api, strategy_of
-from gpuplan.fleet import ClusterPlan, Fleet
-from gpuplan.gke import google_stack
+from gpuplan.plan.dra import DraClass, classes, dra_pools, driver_roots, resource_api, strategy_of
+from gpuplan.plan.fleet import ClusterPlan, Fleet
+from gpuplan.plan.gke import google_stack
 
 # The chart's own DeviceClasses (templates/deviceclass-*.yaml at v0.4.1): a gpuplan class of the same name
 # would fight the chart over the object.

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check, clusters_with
+from gpuplan.check.registry import check, clusters_with
 from gpuplan.components.gpu_operator import GpuOperatorRelease
 from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
-from gpuplan.drivers import default_mode, pool_drivers
-from gpuplan.fleet import ClusterPlan, Fleet
 from gpuplan.model.drivers import branch
+from gpuplan.plan.drivers import default_mode, pool_drivers
+from gpuplan.plan.fleet import ClusterPlan, Fleet
 
 _OPERATOR = ("components", "gpuOperator")
 

@@ -1,4 +1,4 @@
-"""GKE's own GPU stack: what a node pool can be set to (gpuplan/gke.py has the facts and sources).
+"""GKE's own GPU stack: what a node pool can be set to (gpuplan/plan/gke.py has the facts and sources).
 
 GKE partitions every GPU of a node pool into one MIG size (gpu-partition-size) and time-shares each
 GPU among at most 48 clients, advertising both as nvidia.com/gpu; a layout it cannot set up would
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check
+from gpuplan.check.registry import check
 from gpuplan.diagnostics import Diagnostic, Severity, format_path
-from gpuplan.fleet import ClusterPlan, Fleet
-from gpuplan.gke import ACCELERATOR_LABEL, MAX_SHARED_CLIENTS, google_stack
-from gpuplan.pools import PoolPlan
+from gpuplan.plan.fleet import ClusterPlan, Fleet
+from gpuplan.plan.gke import ACCELERATOR_LABEL, MAX_SHARED_CLIENTS, google_stack
+from gpuplan.plan.pools import PoolPlan
 
 
 def _gke_pools(fleet: Fleet) -> Iterator[tuple[ClusterPlan, PoolPlan]]:

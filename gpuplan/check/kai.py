@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check, clusters_with
+from gpuplan.check.registry import check, clusters_with
 from gpuplan.components.kai import RESERVED_QUEUES, running_schedulers
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.fleet import ClusterPlan, Fleet
-from gpuplan.kai_quota import RESOURCES, cohorts, leaf_quota, parent_quota
+from gpuplan.plan.fleet import ClusterPlan, Fleet
+from gpuplan.plan.kai_quota import RESOURCES, cohorts, leaf_quota, parent_quota
 
 UNITS = {"gpu": "GPUs", "cpu": "millicores of cpu", "memory": "MB of memory"}  # KAI's units
 

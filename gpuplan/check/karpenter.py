@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check, clusters_with
+from gpuplan.check.registry import check, clusters_with
 from gpuplan.components.karpenter import RELEASES, KarpenterRelease
 from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
-from gpuplan.fleet import INSTANCE_GPUS, ClusterPlan, Fleet
 from gpuplan.model.common import LABEL_VALUE
-from gpuplan.pools import GPU, PoolPlan
+from gpuplan.plan.fleet import INSTANCE_GPUS, ClusterPlan, Fleet
+from gpuplan.plan.pools import GPU, PoolPlan
 
 
 def _warning(source: SourceFile, loc: Key, message: str, at_key: bool = False) -> Diagnostic:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check, clusters_with
+from gpuplan.check.registry import check, clusters_with
 from gpuplan.diagnostics import Diagnostic, Severity, format_path
-from gpuplan.fleet import Fleet
+from gpuplan.plan.fleet import Fleet
 
 WHERE = ("components", "karpenter")
 REQUIRED = (

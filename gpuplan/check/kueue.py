@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import allocation_check, check, clusters_with
+from gpuplan.check.registry import allocation_check, check, clusters_with
 from gpuplan.components.kueue import KueueRelease
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.entitlements import covered_resources
-from gpuplan.fleet import AllocationPlan, Fleet
+from gpuplan.plan.entitlements import covered_resources
+from gpuplan.plan.fleet import AllocationPlan, Fleet
 
 MAX_FLAVOR_LABELS = 8
 MAX_TOLERATIONS = 8
 
 
-@allocation_check()
+@allocation_check
 def check_resource_group_size(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when a tenant's one resource group would exceed Kueue's flavor or resource limits."""
     release = alloc.cluster.release("kueue")
@@ -92,7 +92,7 @@ def check_admission_fair_sharing(fleet: Fleet) -> Iterator[Diagnostic]:
             )
 
 
-@allocation_check()
+@allocation_check
 def check_local_queue_weights(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error on a LocalQueue weight where Kueue does not order workloads by admission fair sharing.
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
-from gpuplan.check import allocation_check, check
+from gpuplan.check.registry import allocation_check, check
 from gpuplan.components.metrics import known_metrics, not_collected
 from gpuplan.diagnostics import Diagnostic, Severity, format_path
-from gpuplan.fleet import AllocationPlan, Fleet
+from gpuplan.plan.fleet import AllocationPlan, Fleet
 
 
 @check
@@ -29,7 +29,7 @@ def check_monitoring_metrics(fleet: Fleet) -> Iterator[Diagnostic]:
             )
 
 
-@allocation_check()
+@allocation_check
 def check_monitoring_autoscaling(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error on GPU-metric autoscaling asked on a cluster without monitoring."""
     if alloc.spec.gpu_metric_autoscaling and alloc.cluster.spec.components.monitoring is None:

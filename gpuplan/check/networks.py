@@ -10,11 +10,11 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterator
 
-from gpuplan.check import allocation_check, check
+from gpuplan.check.registry import allocation_check, check
 from gpuplan.components.karpenter import KarpenterRelease
 from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
-from gpuplan.fleet import AllocationPlan, ClusterPlan, Fleet
 from gpuplan.model.cluster import Ipam, Network
+from gpuplan.plan.fleet import AllocationPlan, ClusterPlan, Fleet
 
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -209,7 +209,7 @@ def check_host_device_target(fleet: Fleet) -> Iterator[Diagnostic]:
                 yield cluster.located.source.diagnostic(("networks", index, "type"), message)
 
 
-@allocation_check()
+@allocation_check
 def check_attached_networks(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when an allocation lists a network twice; warn when it has no quota where the network is."""
     if not alloc.spec.networks:

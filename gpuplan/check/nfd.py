@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check
 from gpuplan.check.karpenter import _domain, _in_domain, _pools, _warning
+from gpuplan.check.registry import check
 from gpuplan.components.nfd import taint_refused
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.fleet import Fleet
-from gpuplan.pools import NODE_GROUP_LABELS, POOL_LABEL
+from gpuplan.plan.fleet import Fleet
+from gpuplan.plan.pools import NODE_GROUP_LABELS, POOL_LABEL
 
 _KUBERNETES_IO = "kubernetes.io"
 _NFD_ALLOWED = ("feature.node.kubernetes.io", "profile.node.kubernetes.io")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check, clusters_with
+from gpuplan.check.registry import check, clusters_with
 from gpuplan.components.karpenter import NODE_CLASSES, KarpenterRelease
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.fleet import Fleet
+from gpuplan.plan.fleet import Fleet
 
 SETTINGS = {"aws": "aws", "azure": "azure"}  # nodeClass key -> provider it renders for
 

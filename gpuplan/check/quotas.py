@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from fractions import Fraction
 
-from gpuplan.check import allocation_check, check
+from gpuplan.check.registry import allocation_check, check
 from gpuplan.diagnostics import Diagnostic, Severity, format_path
-from gpuplan.fleet import AllocationPlan, Fleet, Grant
-from gpuplan.pools import GPU
-from gpuplan.quantity import format_bytes, format_cpu
+from gpuplan.model.quantity import format_bytes, format_cpu
+from gpuplan.plan.entitlements import cohort_lends
+from gpuplan.plan.fleet import AllocationPlan, Fleet, Grant
+from gpuplan.plan.pools import GPU
 
 
-@allocation_check()
+@allocation_check
 def check_lending_within_nominal(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when a lending limit exceeds the quota it lends from (Kueue rejects it)."""
     for grant in alloc.grants:
@@ -26,7 +27,7 @@ def check_lending_within_nominal(alloc: AllocationPlan) -> Iterator[Diagnostic]:
             )
 
 
-@allocation_check()
+@allocation_check
 def check_limits_need_cohort(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when borrowing or lending limits are set without a cohort to borrow from."""
     if alloc.spec.cohort is not None:
@@ -43,7 +44,7 @@ def check_limits_need_cohort(alloc: AllocationPlan) -> Iterator[Diagnostic]:
                 )
 
 
-@allocation_check()
+@allocation_check
 def check_max_gpus_per_pod(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when maxGpusPerPod is above every granted pool's gpusPerNode (it never schedules)."""
     ceiling = alloc.spec.max_gpus_per_pod
@@ -56,7 +57,7 @@ def check_max_gpus_per_pod(alloc: AllocationPlan) -> Iterator[Diagnostic]:
         yield alloc.tenant.source.diagnostic(alloc.loc("maxGpusPerPod"), message)
 
 
-@allocation_check()
+@allocation_check
 def check_scheduler_present(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Warn when a tenant has quota on a cluster with neither Kueue, Volcano nor KAI to enforce it."""
     components = alloc.cluster.spec.components
@@ -79,7 +80,7 @@ def check_scheduler_present(alloc: AllocationPlan) -> Iterator[Diagnostic]:
         )
 
 
-@allocation_check()
+@allocation_check
 def check_cpu_memory_within_pools(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when a tenant's cpu or memory total exceeds what its pools' nodes have."""
     for field in ("cpu", "memory"):
@@ -94,24 +95,6 @@ def check_cpu_memory_within_pools(alloc: AllocationPlan) -> Iterator[Diagnostic]
             yield alloc.tenant.source.diagnostic(alloc.loc(field), message)
 
 
-def _cohort_lends(alloc: AllocationPlan) -> dict[tuple[str, str], int]:
-    """Return (pool, resource) -> GPU units the whole cohort lends, summed once per cluster."""
-    root = alloc.cluster.cohort_root(alloc.spec.cohort)
-    key = f"gpu-lends/{root}"
-    if key not in alloc.cluster.cache:
-        total: dict[tuple[str, str], int] = {}
-        for member in alloc.cluster.allocations:
-            if (
-                member.spec.cohort is not None
-                and alloc.cluster.cohort_root(member.spec.cohort) == root
-            ):
-                for grant in member.grants:
-                    where = (grant.pool.name, grant.resource)
-                    total[where] = total.get(where, 0) + _lend(grant)
-        alloc.cluster.cache[key] = total
-    return alloc.cluster.cache[key]  # type: ignore[return-value]
-
-
 def _lend(grant: Grant) -> int:
     return grant.nominal if grant.lending is None else grant.lending
 
@@ -120,15 +103,10 @@ def _lendable(alloc: AllocationPlan, grant: Grant) -> int:
     own = sum(
         _lend(g) for g in alloc.grants if g.pool is grant.pool and g.resource == grant.resource
     )
-    return _cohort_lends(alloc).get((grant.pool.name, grant.resource), 0) - own
+    return cohort_lends(alloc).get(grant.pool.name, {}).get(grant.resource, 0) - own
 
 
-# What the cohort lends here (_cohort_lends) is, pool by pool and resource by resource, the GPU
-# part of gpuplan.entitlements' lending of the cohort: both sum each member's nominal, or its
-# lending limit, and a member has one grant per pool and resource (gpuplan.resolve takes one
-# quota per pool, and a MIG quota one count per profile). So the check reads the allocation and
-# its cohort's lending, as an allocation check with `cohort` may.
-@allocation_check(cohort=True)
+@allocation_check
 def check_borrowing_within_cohort(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Warn when a borrowing limit is larger than what the rest of the cohort can lend."""
     if alloc.spec.cohort is None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import allocation_check
+from gpuplan.check.registry import allocation_check
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.fleet import AllocationPlan
+from gpuplan.plan.fleet import AllocationPlan
 
 _MEANING = {
     "system:unauthenticated": "every anonymous request",
@@ -56,7 +56,7 @@ def _refused(alloc: AllocationPlan) -> Iterator[Diagnostic]:
         yield alloc.tenant.at("owners", index, message=message)
 
 
-@allocation_check()
+@allocation_check
 def check_owner_subjects(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when an owner is a system: identity or another namespace's service account, unless allowed."""
     return _refused(alloc)

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
-from gpuplan.check import allocation_check, check
+from gpuplan.check.registry import allocation_check, check
 from gpuplan.diagnostics import Diagnostic, Key, Located, Severity, SourceFile, format_path
-from gpuplan.entitlements import CPU, MEMORY, namespace_quotas, per_unit, quantity
-from gpuplan.fleet import AllocationPlan, ClusterPlan, Fleet
 from gpuplan.model.cluster import Network
-from gpuplan.quantity import format_bytes, format_cpu
+from gpuplan.model.quantity import format_bytes, format_cpu
+from gpuplan.plan.entitlements import CPU, MEMORY, namespace_quotas, per_unit, quantity
+from gpuplan.plan.fleet import AllocationPlan, ClusterPlan, Fleet
 
 
 def _warning(source: SourceFile, loc: Key, message: str) -> Diagnostic:
@@ -38,7 +38,7 @@ def check_cpu_pool_names(fleet: Fleet) -> Iterator[Diagnostic]:
             seen.add(pool.name)
 
 
-@allocation_check()
+@allocation_check
 def check_cpu_quota_pools(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when a cpuQuotas entry names no CPU pool of the cluster, or one named already."""
     pools = [p.name for p in alloc.cluster.spec.cpu_pools]
@@ -95,7 +95,7 @@ def check_cpu_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
                     )
 
 
-@allocation_check()
+@allocation_check
 def check_cpu_only_work(alloc: AllocationPlan) -> list[Diagnostic]:
     """Warn when a tenant with GPU quota under Kueue has no CPU pool quota: its CPU-only jobs take a GPU flavor."""
     if alloc.cluster.spec.components.kueue is None or not alloc.grants or alloc.spec.cpu_quotas:
@@ -110,7 +110,7 @@ def check_cpu_only_work(alloc: AllocationPlan) -> list[Diagnostic]:
     return [_warning(alloc.tenant.source, alloc.loc("quotas"), message)]
 
 
-@allocation_check()
+@allocation_check
 def check_namespace_shares(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error when namespaceShares does not list exactly the tenant's namespaces."""
     shares = alloc.spec.namespace_shares
@@ -130,7 +130,7 @@ def check_namespace_shares(alloc: AllocationPlan) -> Iterator[Diagnostic]:
         )
 
 
-@allocation_check(cohort=True)  # the namespace quotas read the cohort's lending
+@allocation_check  # the namespace quotas read the cohort's lending
 def check_container_defaults_fit(alloc: AllocationPlan) -> list[Diagnostic]:
     """Error when a default container request is above a namespace's cpu or memory quota (every such pod is rejected)."""
     owner, loc = _defaults_at(alloc)
@@ -160,7 +160,7 @@ def _defaults_at(alloc: AllocationPlan) -> tuple[Located[Any], Key]:
     return alloc.tenant, alloc.loc("quotas")
 
 
-@allocation_check()
+@allocation_check
 def check_local_queues(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error on a LocalQueue name given twice, or borrowWithinCohort preemption without a cohort."""
     settings = alloc.spec.kueue
@@ -189,7 +189,7 @@ def is_rdma(network: Network) -> bool:
     )
 
 
-@allocation_check()
+@allocation_check
 def check_rdma_pod_security(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Warn when a tenant attaches an RDMA network under PSA baseline or restricted (IPC_LOCK is refused)."""
     level = alloc.tenant.model.pod_security

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import check, clusters_with
+from gpuplan.check.registry import check, clusters_with
 from gpuplan.components.kueue import KueueRelease
 from gpuplan.diagnostics import Diagnostic, Severity, format_path
-from gpuplan.fleet import ClusterPlan, Fleet
-from gpuplan.pools import PoolPlan
-from gpuplan.topology import HOSTNAME, carried, node_label
+from gpuplan.plan.fleet import ClusterPlan, Fleet
+from gpuplan.plan.pools import PoolPlan
+from gpuplan.plan.topology import HOSTNAME, carried, node_label
 
 
 @check

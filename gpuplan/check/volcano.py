@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check import allocation_check, check
+from gpuplan.check.registry import allocation_check, check
 from gpuplan.components.volcano import RESERVED_QUEUES, VolcanoRelease
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.fleet import AllocationPlan, Fleet
+from gpuplan.plan.fleet import AllocationPlan, Fleet
 
 
-@allocation_check()
+@allocation_check
 def check_volcano_queues(alloc: AllocationPlan) -> Iterator[Diagnostic]:
     """Error on queue weights above the Queue CRD's maximum and on Volcano's reserved names."""
     cluster = alloc.cluster

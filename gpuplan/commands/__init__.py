@@ -19,7 +19,7 @@ __all__ = ["FAILED", "INTERNAL", "OK", "USAGE", "ExitCode", "Options", "render_f
 def __getattr__(name: str) -> Any:
     """Import Options and render_fleet on first use: `validate` must not load the pipeline."""
     if name == "Options":
-        from gpuplan.commands.common import Options
+        from gpuplan.commands.options import Options
 
         return Options
     if name == "render_fleet":

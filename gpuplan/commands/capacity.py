@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from gpuplan.capacity import as_json, as_markdown, as_text, capacity_rows, kai_queues
-from gpuplan.commands.common import Options, checked_fleet
+from gpuplan.commands.options import Options, checked_fleet
 from gpuplan.exitcode import ExitCode
-from gpuplan.kai_quota import queue_tree
+from gpuplan.plan.headroom import as_json, as_markdown, as_text, capacity_rows, kai_queues
+from gpuplan.plan.kai_quota import queue_tree
 
 
 def capacity(options: Options, cluster: str | None, fmt: str) -> int:

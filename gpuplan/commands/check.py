@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from gpuplan.commands.common import Options, print_findings
+from gpuplan.commands.options import Options, print_findings
 from gpuplan.exitcode import ExitCode
-from gpuplan.gitbase import UsageError
+from gpuplan.inputs.git import UsageError
 from gpuplan.pipeline import compile_fleet
 
 

@@ -5,17 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gpuplan.diff.command import (
-    FORMATS,
-    InputErrors,
-    UsageError,
-    from_folders,
-    from_git,
-    repository_path,
-)
 from gpuplan.diff.gate import matching, parse_fail_on, usage_hint
 from gpuplan.diff.markdown import marker
+from gpuplan.diff.sides import FORMATS, InputErrors, from_folders, from_git
 from gpuplan.exitcode import ExitCode
+from gpuplan.inputs.git import UsageError, repository_path
+from gpuplan.runtime.workers import both
 
 
 def diff(
@@ -38,7 +33,7 @@ def diff(
             )
         _check_usage(base, old_dir, new_dir, fmt)
         if base is not None:
-            result = from_git(root, base, crds)
+            result = from_git(root, base, crds, both)
         else:
             assert old_dir is not None and new_dir is not None
             result = from_folders(old_dir, new_dir)

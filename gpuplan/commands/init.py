@@ -7,7 +7,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from gpuplan import __version__
-from gpuplan.commands.common import Options
+from gpuplan.commands.options import Options
 from gpuplan.commands.render import render_fleet
 from gpuplan.exitcode import ExitCode
 

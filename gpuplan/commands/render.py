@@ -2,24 +2,24 @@
 
 With the render cache (gpuplan.cache), unchanged inputs are answered from the last render's
 record without loading anything, and after a change only the objects whose key changed are
-validated, serialized and written.
+validated, serialized and written. `render --watch` runs the same render after each change.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpuplan import safefs, spare, timings, warm
 from gpuplan.cache import store
-from gpuplan.commands.common import Options, print_findings
+from gpuplan.commands.options import Options, print_findings
 from gpuplan.diagnostics import Diagnostic, has_errors
 from gpuplan.exitcode import ExitCode
-from gpuplan.timings import stage
-from gpuplan.write import (
+from gpuplan.runtime import timings
+from gpuplan.runtime.timings import stage
+from gpuplan.writer import safefs
+from gpuplan.writer.tree import (
     Changes,
     OutputTree,
     WriteError,
@@ -33,10 +33,9 @@ from gpuplan.write import (
 
 if TYPE_CHECKING:
     from gpuplan.cache.record import RenderCache, Shown
-    from gpuplan.cache.watching import Held
-    from gpuplan.commands.watch import Watch
     from gpuplan.pipeline import Compiled
-    from gpuplan.safefs import Signature
+    from gpuplan.runtime.watch import Watch
+    from gpuplan.writer.safefs import Signature
 
 
 @dataclass
@@ -63,148 +62,36 @@ def _open_cache(options: Options) -> RenderCache | None:
     return RenderCache.open(options.root, options.out, options.crds)
 
 
-def render_fleet(
-    options: Options, check_only: bool = False, use_cache: bool = True, compile_now: bool = False
-) -> int:
-    """Compile and write the fleet, or with check_only report what would change.
-
-    compile_now compiles even where the cache's record could answer (render --watch's first run,
-    which reads and validates every input for the runs after it).
-    """
+def render_fleet(options: Options, check_only: bool = False, use_cache: bool = True) -> int:
+    """Compile and write the fleet, or with check_only report what would change."""
     with store.disabled(not use_cache):
         with stage("render cache: input key and record"):
             cache = _open_cache(options)
-        _keys[:] = [cache.key] if cache is not None else []
-        if cache is not None and cache.hit and not compile_now:
+        if cache is not None and cache.hit:
             code = _from_record(options, cache, check_only)
-            if code is not None:
-                return code
-        if cache is not None and not cache.hit and not warm.active():
-            code = _from_watch(options, cache, check_only)
             if code is not None:
                 return code
         return _render(options, check_only, cache)
 
 
-_keys: list[str] = []  # the input key of this process's last render (render --watch tells it)
-POLL = 0.02  # seconds between looks at a running watch's state
-SEEN_WITHIN = 0.5  # seconds, beyond a watch's interval, for it to start a run of a change
-WAIT_MOST = 120.0  # seconds a one-shot render waits for a watch in all
-
-
-def _from_watch(options: Options, cache: RenderCache, check_only: bool) -> int | None:
-    """Answer from the record of a running `render --watch` of the same repository once it has
-    rendered these inputs (gpuplan.cache.watching); None, when it does not, to render here.
-
-    The watch's state is read every POLL; each time it finishes a run, the cache is opened again
-    (the inputs are read again: a save meanwhile is the watch's to render too). The render here
-    goes ahead when the watch ends, when it finished a run of exactly these inputs and recorded
-    none (its findings hold an error: they are printed from a render here), when it waits
-    longer than its interval and SEEN_WITHIN without starting a run, when its state cannot be
-    read for SEEN_WITHIN, or after WAIT_MOST.
-    """
-    import time
-
-    from gpuplan.cache import watching
-
-    home, slot = cache.home, cache.slot
-    if not watching.running(home, slot):
-        return None
-    if options.fmt == "text":
-        sys.stderr.write("note: waiting for the running `gpuplan render --watch` of this output\n")
-    start, seen, waiting_since, unknown_since = time.monotonic(), -1, None, None
-    while time.monotonic() - start < WAIT_MOST:
-        told = watching.state(home, slot)
-        if told is None:  # a watch that cannot tell its state (a full disk): not for long
-            unknown_since = unknown_since or time.monotonic()
-            if time.monotonic() - unknown_since > SEEN_WITHIN:
-                return None
-        else:
-            unknown_since = None
-        if told is not None and told.phase == watching.WAITING:
-            if told.run != seen:  # a run finished: is its record this render's answer?
-                seen = told.run
-                cache = _open_cache(options) or cache
-                if cache.hit:
-                    return _from_record(options, cache, check_only)
-                if told.key == cache.key:
-                    return None  # rendered, and nothing recorded: its findings hold an error
-                waiting_since = time.monotonic()
-            elif (
-                waiting_since is not None
-                and time.monotonic() - waiting_since > told.interval + SEEN_WITHIN
-            ):
-                return None  # the watch does not see these inputs
-        else:
-            waiting_since = None
-        time.sleep(POLL)
-        if not watching.running(home, slot):
-            return None
-    return None
-
-
-def check_from_record(options: Options) -> int | None:
-    """Answer `render --check` from the render cache's record alone (gpuplan.quick); None, with
-    nothing printed, when it cannot: render_fleet then runs."""
-    with stage("render cache: input key and record"):
-        cache = _open_cache(options)
-    if cache is None or not cache.hit:
-        return None
-    return _from_record(options, cache, check_only=True)
-
-
 def render_watch(options: Options, watch: Watch, use_cache: bool = True) -> int:
-    """Render now and after every change of an input file, in one process; return the last code.
+    """Render now and after every change of an input file; return the last run's code.
 
-    The process keeps what does not change between runs (gpuplan.warm): its imports and compiled
-    validators, and each unchanged input file as read and validated. Each run is a whole render
-    (the checks see the whole fleet; only changed objects are validated and written, as with the
-    cache); removing the old tree and recording the render wait until the result is printed.
+    Each run is the plain one-shot render (gpuplan.runtime.watch only decides when to run it).
     """
     from gpuplan.cache.key import INPUT_FOLDERS, crds_folder
-    from gpuplan.commands.watch import loop, stamps
+    from gpuplan.runtime.watch import loop, stamps
 
     paths = [options.root / folder for folder in INPUT_FOLDERS]
     crds = crds_folder(options.crds)
     paths += [crds] if crds is not None else []
 
-    runs: list[int] = []
-    held = _hold(options) if use_cache else None
-
     def once() -> int:
-        if held is not None:
-            held.running(watch.interval)
-        code = render_fleet(options, use_cache=use_cache, compile_now=not runs)
-        runs.append(code)
+        code = render_fleet(options, use_cache=use_cache)
         timings.report_run()
-        if held is not None:  # once the record is saved, before the spare's upkeep
-            key = _keys[-1] if _keys else ""
-            if not warm.later(functools.partial(held.waiting, key, watch.interval), first=True):
-                held.waiting(key, watch.interval)
         return code
 
-    def idle() -> None:
-        warm.settle()
-        timings.report_run()
-
-    try:
-        with warm.kept():
-            return loop(lambda: stamps(paths), once, watch, options.fmt == "text", idle, paths)
-    finally:
-        spare.drop_all()  # the spare's files are its own: the record's signatures still hold
-        if held is not None:
-            held.release()
-
-
-def _hold(options: Options) -> Held | None:
-    """Take the render cache's watch lock of this output (a one-shot render then waits for this
-    watch's runs instead of compiling beside it: gpuplan.cache.watching)."""
-    from gpuplan.cache import watching
-
-    home = store.cache_home()
-    if home is None or options.clusters:
-        return None
-    return watching.Held.take(home, store.slot(options.root, options.output))
+    return loop(lambda: stamps(paths), once, watch, options.fmt == "text", paths=paths)
 
 
 def _unmanaged(
@@ -220,13 +107,7 @@ def _scan(options: Options, cache: RenderCache | None) -> OutputTree | None:
 
     The first bytes of a file whose lstat is the one the cache recorded (a file gpuplan wrote)
     are not read. None when the output cannot be scanned: each step then reports it its own way.
-    render --watch: when the output's spare proves that nothing changed since it recorded the
-    output (gpuplan.spare.view), that record is the scan.
     """
-    if warm.active():
-        seen = spare.view(options.output)
-        if seen is not None:
-            return seen
     files = cache.files if cache is not None else {}
 
     def as_recorded(relative: str, st: os.stat_result) -> bool:
@@ -241,6 +122,7 @@ def _scan(options: Options, cache: RenderCache | None) -> OutputTree | None:
 
 def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int | None:
     """Answer from the last render of the same inputs; None when a render must run after all."""
+    from gpuplan.cache.output import as_recorded
     from gpuplan.cache.output import changes as recorded_changes
 
     shown = cache.shown() if options.fmt == "text" else None
@@ -250,7 +132,7 @@ def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int 
     try:
         refuse_holding(options.output, options.root)
         with stage("compare the output with the record"):
-            if _as_recorded(options, signatures):  # the common case, in one pass
+            if as_recorded(options.output, signatures):  # the common case, in one pass
                 changes, seen, tree = Changes([], [], []), {}, None
             else:
                 recorded = cache.recorded()
@@ -283,18 +165,6 @@ def _from_record(options: Options, cache: RenderCache, check_only: bool) -> int 
     return ExitCode.OK
 
 
-def _as_recorded(options: Options, signatures: dict[str, Signature]) -> bool:
-    """Tell whether the output holds exactly the recorded files, each with its recorded lstat
-    (gpuplan.cache.output.as_recorded); render --watch: from the spare's record of the output
-    while its watch proves it still holds (gpuplan.spare.view), without a look at the files."""
-    from gpuplan.cache.output import as_recorded
-
-    seen = spare.view(options.output) if warm.active() else None
-    if seen is not None:  # (a spare's record holds no link or special file)
-        return seen.signatures == signatures
-    return as_recorded(options.output, signatures)
-
-
 def _print_shown(shown: Shown, strict: bool) -> bool:
     """Print recorded findings as print_findings prints them in text; tell whether they fail."""
     if shown.text:
@@ -323,8 +193,6 @@ def _render(options: Options, check_only: bool, cache: RenderCache | None) -> in
     """Compile, validate and write the fleet (objects the cache knows are neither proven nor written again)."""
     from gpuplan.pipeline import compile_fleet
 
-    spare.swapped(options.output, None)  # an earlier run's, if its record was not saved
-
     result = compile_fleet(
         options.root, options.clusters, options.crds, out=options.out, proven=cache
     )
@@ -351,22 +219,12 @@ def _render(options: Options, check_only: bool, cache: RenderCache | None) -> in
             with stage("write (staged tree, swapped in)"):
                 write_tree(options.output, files, _scope(options), same, seen=tree)
         else:
-            clean_stale(
-                options.output.absolute()
-            )  # a killed render's staging, even with nothing to write
-            warm.later(functools.partial(spare.ensure, options.output))
+            clean_stale(options.output.absolute())  # a killed render's staging
     except WriteError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return ExitCode.FAILED
     if cache is not None and not has_errors(compiled):
-        record = functools.partial(
-            _record, options, cache, result, files, compiled, changes if check_only else None
-        )
-        # render --watch records once the result is printed, after the removal of an old tree
-        # that shares the output's inodes (it changes their ctime: write_tree puts that first)
-        # and before the spare's upkeep, which does not touch the output's files
-        if check_only or not warm.later(record, first=True):
-            record()
+        _record(options, cache, result, files, compiled, changes if check_only else None)
     if check_only:
         return code
     _report_render(options, changes, len(result.manifests))
@@ -430,13 +288,7 @@ def _record(
 
 
 def _signatures(options: Options, paths: list[str]) -> dict[str, Signature]:
-    """Return the signature of each of the output's files: render --watch, as its write just
-    swapped them in (gpuplan.spare.written_signatures), else by lstat."""
+    """Return the signature (lstat) of each of the output's files."""
     from gpuplan.cache.output import stat_files
 
-    known = spare.written_signatures(options.output) if warm.active() else None
-    if known is not None:
-        found = {p: known[p] for p in paths if p in known}
-        if len(found) == len(paths):
-            return found
     return stat_files(options.output, paths)

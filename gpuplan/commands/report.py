@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gpuplan.commands.common import Options, print_findings
+from gpuplan.commands.options import Options, print_findings
 from gpuplan.diagnostics import Severity, ordered
 from gpuplan.exitcode import ExitCode
 from gpuplan.pipeline import compile_fleet
-from gpuplan.report import DEFAULT_NAME, build_views, render_html
+from gpuplan.views.html import DEFAULT_NAME, build_views, render_html
 
 
 def write_report(root: Path, out: Path | None, cluster: str | None) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from gpuplan.commands.common import Options, checked_fleet
+from gpuplan.commands.options import Options, checked_fleet
 from gpuplan.exitcode import ExitCode
 from gpuplan.requirements import requirements as fleet_requirements
 

@@ -10,8 +10,9 @@ from gpuplan.exitcode import ExitCode
 
 def schema(kind: str) -> int:
     """Print the JSON Schema of an input file kind; return the exit code."""
-    from gpuplan.model import Cluster, Tenant
+    from gpuplan.model.cluster import Cluster
     from gpuplan.model.common import Model
+    from gpuplan.model.tenant import Tenant
 
     models: dict[str, type[Model]] = {"cluster": Cluster, "tenant": Tenant}
     model = models[kind]

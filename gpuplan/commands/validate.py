@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from gpuplan.commands.watch import Watch, loop
 from gpuplan.diagnostics import has_errors, render, with_code
 from gpuplan.exitcode import ExitCode
+from gpuplan.runtime.watch import Watch, loop
 from gpuplan.validate.choose import UsageError, Validators, chosen_sets
-from gpuplan.validate.command import manifest_files, validate_paths
 from gpuplan.validate.core import UnknownKubernetesVersion, core_schemas, minor_version, newest
 from gpuplan.validate.crds import CrdIndex, CrdLoadError
+from gpuplan.validate.files import manifest_files, validate_paths
 
 
 def validate(
@@ -74,7 +76,7 @@ def _watch(paths: list[Path], validators: Validators, fmt: str, strict: bool, wa
 
 def _once(paths: list[Path], validators: Validators, fmt: str, strict: bool) -> int:
     """Validate the paths once with validators compiled before; print the findings; return the exit code."""
-    docs, files, found, skipped = validate_paths(paths, validators, strict)
+    docs, files, found, skipped = validate_paths(paths, validators, strict, _both)
     found = with_code(
         found, "manifest"
     )  # every finding of `validate` is about a manifest it was given
@@ -87,3 +89,10 @@ def _once(paths: list[Path], validators: Validators, fmt: str, strict: bool) -> 
         if not found:
             sys.stderr.write(f"{len(docs)} objects in {files} files are valid\n")
     return ExitCode.FAILED if has_errors(found, strict) else ExitCode.OK
+
+
+def _both(first: Callable[[], Any], second: Callable[[], Any]) -> tuple[Any, Any]:
+    """Run two halves on two cores (imported only when there are many files to split)."""
+    from gpuplan.runtime.workers import both
+
+    return both(first, second)

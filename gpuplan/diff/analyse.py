@@ -8,7 +8,7 @@ from gpuplan.diff.kinds import Blast, Context, Disruption
 from gpuplan.diff.nodes import KARPENTER, mig_changes
 from gpuplan.diff.objects import FieldChange, ObjectChange, ObjectKey, Side, compare, field_changes
 from gpuplan.diff.renames import Aligned, Rename, aligned_side, substitute
-from gpuplan.diff.report import CapacityChange, DiffResult
+from gpuplan.diff.result import CapacityChange, DiffResult
 from gpuplan.emit.meta import SYNC_OPTIONS
 
 

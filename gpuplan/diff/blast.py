@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.capacity import capacity_rows
 from gpuplan.diff.kinds import Blast, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import Side
-from gpuplan.fleet import Fleet
-from gpuplan.pools import GPU, POOL_LABEL
-from gpuplan.quantity import QuantityError, parse_quantity
+from gpuplan.model.quantity import QuantityError, parse_quantity
+from gpuplan.plan.fleet import Fleet
+from gpuplan.plan.headroom import capacity_rows
+from gpuplan.plan.pools import GPU, POOL_LABEL
 
 KARPENTER = "karpenter.sh"
 KUEUE = "kueue.x-k8s.io"

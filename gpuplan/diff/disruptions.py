@@ -16,8 +16,8 @@ from gpuplan.diff.blast import Facts
 from gpuplan.diff.kinds import Blast, Context, Disruption, Rule, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import ObjectChange, ObjectKey, Side
 from gpuplan.emit.meta import SYNC_OPTIONS
-from gpuplan.pools import POOL_LABEL
-from gpuplan.quantity import QuantityError, parse_quantity
+from gpuplan.model.quantity import QuantityError, parse_quantity
+from gpuplan.plan.pools import POOL_LABEL
 
 KUEUE = "kueue.x-k8s.io"
 VOLCANO = "scheduling.volcano.sh"

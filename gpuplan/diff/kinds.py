@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from gpuplan.diff.objects import ObjectChange, ObjectKey, Side
-
-if TYPE_CHECKING:
-    from gpuplan.diff.blast import Facts
 
 DISRUPTIVE, RISK = "disruptive", "risk"
 SEVERITIES = (DISRUPTIVE, RISK)
@@ -124,6 +121,16 @@ def both(old: Side, new: Side, key: ObjectKey) -> tuple[dict[str, Any], dict[str
     """Return an object as it was and as it is (empty mappings where missing)."""
     before, after = old.get(key), new.get(key)
     return (before.obj if before else {}), (after.obj if after else {})
+
+
+class Facts(Protocol):
+    """What each pool puts at stake (gpuplan.diff.blast.Facts): the blast radius of a change."""
+
+    def pool(self, scope: str, pool: str, tenants: tuple[str, ...] | None = None) -> Blast: ...
+
+    def cluster(self, scope: str) -> Blast: ...
+
+    def model(self, scope: str, pool: str) -> str | None: ...
 
 
 @dataclass

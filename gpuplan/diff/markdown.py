@@ -19,7 +19,7 @@ import jinja2
 from gpuplan.diff import migview
 from gpuplan.diff.kinds import DISRUPTIVE, RISK, Disruption
 from gpuplan.diff.objects import FLEET, ObjectChange
-from gpuplan.diff.report import WORKING_TREE, DiffResult, field_line, summary
+from gpuplan.diff.result import WORKING_TREE, DiffResult, field_line, summary
 
 MAX_COMMENT = 60_000  # GitHub refuses comments over 65,536 characters
 MARKER = "<!-- gpuplan-diff: {path} -->"  # the sticky comment's first line, one per repository path

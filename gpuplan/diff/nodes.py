@@ -11,7 +11,7 @@ from gpuplan.diff import migview
 from gpuplan.diff.kinds import Context, Disruption, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import ObjectKey, Side
 from gpuplan.gpus.catalog import GpuModel
-from gpuplan.pools import MIG_CONFIG_LABEL, POOL_LABEL
+from gpuplan.plan.pools import MIG_CONFIG_LABEL, POOL_LABEL
 
 KARPENTER = "karpenter.sh"
 NFD = "nfd.k8s-sigs.io"

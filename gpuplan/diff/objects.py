@@ -23,8 +23,8 @@ from deepdiff import DeepDiff
 from deepdiff.helper import NotPresent
 
 from gpuplan.diagnostics import Diagnostic, error
-from gpuplan.emit.meta import Manifest
-from gpuplan.validate.command import fast_documents
+from gpuplan.model.manifest import Manifest
+from gpuplan.validate.files import fast_documents
 
 FLEET = "argocd"  # fleet-level files (Argo CD Applications, app of apps), not a cluster
 REDACTED = "<redacted>"
@@ -33,7 +33,7 @@ SECRET_FIELDS = ("data", "stringData")
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """PyYAML's loader (libyaml when built with it) with timestamps kept as their text: what
-    yaml-rs gives (gpuplan.validate.command.fast_documents), so either reader gives one value."""
+    yaml-rs gives (gpuplan.validate.files.fast_documents), so either reader gives one value."""
 
 
 _Loader.add_constructor(

@@ -20,7 +20,7 @@ from typing import Any
 from gpuplan.diff.kinds import dig, is_kind, listing, mapping
 from gpuplan.diff.objects import Entry, ObjectKey, Side, field_changes
 from gpuplan.diff.scheduling import KAI, parents
-from gpuplan.pools import POOL_LABEL
+from gpuplan.plan.pools import POOL_LABEL
 
 KUEUE = "kueue.x-k8s.io"
 LIKENESS = 0.25  # at most this share of a defining object's fields may differ beyond the name

@@ -12,8 +12,8 @@ from operator import attrgetter
 from gpuplan.components import REGISTRY
 from gpuplan.components.base import load
 from gpuplan.emit import argocd, nodeclass, priorities, sriov, tenants
-from gpuplan.emit.meta import Manifest, cluster_objects
-from gpuplan.fleet import ClusterPlan, Fleet
+from gpuplan.emit.meta import Manifest, finalized
+from gpuplan.plan.fleet import ClusterPlan, Fleet
 
 ClusterEmitter = Callable[[ClusterPlan], list[Manifest]]
 FleetEmitter = Callable[[Fleet, str], list[Manifest]]
@@ -41,8 +41,7 @@ def emit(
         if wanted and name not in wanted:
             continue
         cluster = fleet.clusters[name]
-        # objects come finalized (gpuplan.emit.meta.cluster_objects, gpuplan.emit.allocations)
-        cluster_manifests = [m for emitter in EMITTERS for m in cluster_objects(emitter, cluster)]
+        cluster_manifests = [m for emitter in EMITTERS for m in finalized(emitter(cluster))]
         manifests.extend(cluster_manifests)
         manifests.append(argocd.kustomization(cluster, cluster_manifests))
     for fleet_emitter in FLEET_EMITTERS:

@@ -7,10 +7,10 @@ from typing import Any
 
 from gpuplan.crds.versions import cluster_components, fleet_components, header_line
 from gpuplan.emit.bootstrap import appset, health
-from gpuplan.emit.bootstrap import fleet as bootstrap
+from gpuplan.emit.bootstrap import roots as bootstrap
 from gpuplan.emit.bootstrap.app import CLUSTER_LABEL, OUTPUT_PATH, RETRY
 from gpuplan.emit.meta import Manifest, finalize, k8s
-from gpuplan.fleet import ClusterPlan, Fleet
+from gpuplan.plan.fleet import ClusterPlan, Fleet
 
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 APPS = "argocd"

@@ -13,15 +13,14 @@ GKE's autoscaler has no priority expander to configure.
 from __future__ import annotations
 
 from gpuplan.components.cluster_autoscaler import PRIORITY_CONFIGMAP
-from gpuplan.emit.meta import Manifest, cluster_only, k8s, manifest
-from gpuplan.expander import expander_priorities, scaled_pools
-from gpuplan.fleet import ClusterPlan
+from gpuplan.emit.meta import Manifest, k8s, manifest
+from gpuplan.plan.expander import expander_priorities, scaled_pools
+from gpuplan.plan.fleet import ClusterPlan
 
 FOLDER = "cluster-autoscaler"
 AKS_NAMESPACE = "kube-system"
 
 
-@cluster_only
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return the priority expander's ConfigMap of an azure cluster with Cluster Autoscaler pools."""
     if cluster.spec.provider != "azure" or not scaled_pools(cluster):

@@ -1,6 +1,6 @@
 """DRA: the DeviceClasses of the cluster's DRA pools and, per tenant namespace, ResourceClaimTemplates.
 
-Written in the resource.k8s.io version the cluster serves (gpuplan/dra.py resource_api): v1 from 1.34,
+Written in the resource.k8s.io version the cluster serves (gpuplan/plan/dra.py resource_api): v1 from 1.34,
 else the beta version its components.draDriver.resourceApi states. Shapes (the kubernetes_validate
 schemas of each release, which `validate` checks them against; kubernetes/kubernetes
 staging/src/k8s.io/api/resource/<version>/types.go at release-1.32 for v1beta1, release-1.33 for
@@ -9,7 +9,7 @@ all three; ResourceClaimTemplate spec.spec.devices.requests[] {name, exactly {de
 allocationMode, count}} in v1 and v1beta2, with deviceClassName, allocationMode and count on the
 request itself in v1beta1. Kueue admits only ExactCount requests of templates, without per-request
 config (kubernetes-sigs/kueue v0.19.2 site/content/en/docs/concepts/dynamic_resource_allocation.md,
-"Limitations"), so the templates are that and the sharing sits on the class (gpuplan/dra.py).
+"Limitations"), so the templates are that and the sharing sits on the class (gpuplan/plan/dra.py).
 The ResourceQuota limits on each class's devices are written with the other quotas (emit/tenants.py).
 """
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.components.dra_driver import FLAT_REQUEST_APIS, RESOURCE_API
-from gpuplan.dra import DraClass, classes, opaque_config, resource_api, selector
 from gpuplan.emit.meta import Manifest, k8s, manifest
-from gpuplan.fleet import AllocationPlan, ClusterPlan
+from gpuplan.plan.dra import DraClass, classes, opaque_config, resource_api, selector
+from gpuplan.plan.fleet import AllocationPlan, ClusterPlan
 
 FOLDER = "dra"
 REQUEST = "device"  # the request's name in every template (a DNS label)

@@ -7,15 +7,15 @@ from dataclasses import replace
 from typing import Any
 
 from gpuplan.components.dra_driver import KUBELET_PLUGIN_LABEL
-from gpuplan.dra import dra_pools
-from gpuplan.drivers import DriverLayout
-from gpuplan.drivers import layout as driver_layout
 from gpuplan.emit import gpu_operator_objects as objects
 from gpuplan.emit import gpu_operator_policy as policy
-from gpuplan.emit.meta import Manifest, cluster_only, manifest
-from gpuplan.fleet import ClusterPlan
+from gpuplan.emit.meta import Manifest, manifest
 from gpuplan.model.cluster import GpuOperator
-from gpuplan.pools import PoolPlan, mig_resource
+from gpuplan.plan.dra import dra_pools
+from gpuplan.plan.drivers import DriverLayout
+from gpuplan.plan.drivers import layout as driver_layout
+from gpuplan.plan.fleet import ClusterPlan
+from gpuplan.plan.pools import PoolPlan, mig_resource
 
 MIG_CONFIG_MAP = "gpuplan-mig-parted-config"
 DEVICE_PLUGIN_CONFIG_MAP = "gpuplan-device-plugin-config"
@@ -137,7 +137,6 @@ def _nvidia_drivers(
     return out
 
 
-@cluster_only
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return the GPU Operator objects of a cluster, or nothing without the component."""
     operator = cluster.spec.components.gpu_operator

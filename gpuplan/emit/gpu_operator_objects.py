@@ -158,13 +158,6 @@ def config_map(name: str, namespace: str, data: Mapping[str, dict]) -> dict:
     }
 
 
-def cluster_policy(**kwargs: Any) -> dict:
-    """Return the ClusterPolicy (gpuplan.emit.gpu_operator_policy.cluster_policy)."""
-    from gpuplan.emit.gpu_operator_policy import cluster_policy as build  # it imports this module
-
-    return build(**kwargs)
-
-
 # --- helpers ---------------------------------------------------------------------------
 
 

@@ -28,7 +28,6 @@ from gpuplan.components.gpu_operator import (
     Image,
     release,
 )
-from gpuplan.drivers import COS_INSTALL_DIR
 from gpuplan.emit.gpu_operator_objects import (
     DEVICE_PLUGIN_DEFAULT_CONFIG,
     MIG_MANAGER_DEFAULTS,
@@ -40,6 +39,7 @@ from gpuplan.emit.gpu_operator_objects import (
 )
 from gpuplan.model.common import DNS1123_LABEL, DNS1123_SUBDOMAIN
 from gpuplan.model.drivers import DRIVER_VERSION
+from gpuplan.plan.drivers import COS_INSTALL_DIR
 
 DRIVER_INSTALL_DIR = "/run/nvidia/driver"  # values.yaml hostPaths.driverInstallDir
 TOOLKIT_INSTALL_DIR = "/usr/local/nvidia"  # values.yaml toolkit.installDir (CRD default)
@@ -66,7 +66,7 @@ class Settings:
     driver_enabled: bool = True
     use_driver_crd: bool = False
     toolkit: bool = True
-    cos: bool = False  # GKE COS: the toolkit installs under gpuplan.drivers.COS_INSTALL_DIR
+    cos: bool = False  # GKE COS: the toolkit installs under gpuplan.plan.drivers.COS_INSTALL_DIR
     rdma: bool = False
     use_host_mofed: bool = False
     upgrade: Upgrade = Upgrade()

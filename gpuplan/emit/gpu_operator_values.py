@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.components.gpu_operator import CHART_DEPLOY_CR, release
-from gpuplan.drivers import layout
 from gpuplan.emit.nfd import master_values as nfd_master_values
-from gpuplan.fleet import ClusterPlan
+from gpuplan.plan.drivers import layout
+from gpuplan.plan.fleet import ClusterPlan
 
 # The bundled NFD worker's tolerations in values.yaml (v25.3.x also had node-role.../master,
 # which no supported Kubernetes sets any more): a values list replaces the chart's whole list,

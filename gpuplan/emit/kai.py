@@ -9,7 +9,7 @@ webhook rejects a Queue without `resources` (pkg/admission/webhook/queuehooks/qu
 - A leaf's quota is the allocation's nominal quota, its limit what the namespaces' ResourceQuotas
   allow (`entitlements.namespace_limits`, nominal plus what it may borrow), its overQuotaWeight the
   allocation's weight (default 1): the same numbers Kueue, Volcano and the quotas are written from.
-- GPUs as KAI counts them (a MIG instance of Ng is N GPUs): gpuplan/kai_quota.py.
+- GPUs as KAI counts them (a MIG instance of Ng is N GPUs): gpuplan/plan/kai_quota.py.
 - A parent's quota is the cohort's entry in components.kai.parents, else its children's sum; its limit
   is unlimited (the children's limits bound their use).
 - A pool with topology levels gets a Topology (kai.scheduler/v1alpha1, spec.levels[].nodeLabel:
@@ -24,8 +24,8 @@ from typing import Any
 
 from gpuplan.components.kai import API_VERSION, TOPOLOGY_API_VERSION, UNLIMITED, authority
 from gpuplan.emit.meta import Manifest, k8s, manifest
-from gpuplan.fleet import AllocationPlan, ClusterPlan
-from gpuplan.kai_quota import (
+from gpuplan.plan.fleet import AllocationPlan, ClusterPlan
+from gpuplan.plan.kai_quota import (
     DEFAULT_WEIGHT,
     RESOURCES,
     cohorts,
@@ -34,7 +34,7 @@ from gpuplan.kai_quota import (
     leaf_weight,
     parent_quota,
 )
-from gpuplan.topology import labels_of
+from gpuplan.plan.topology import labels_of
 
 FOLDER = "kai"
 

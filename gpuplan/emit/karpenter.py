@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.components.karpenter import NODEPOOL_API, KarpenterRelease
-from gpuplan.emit.meta import Manifest, cluster_only, k8s, manifest
-from gpuplan.fleet import ClusterPlan
+from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.model.cluster import Karpenter, MaintenanceWindow
-from gpuplan.pools import GPU, PoolPlan
+from gpuplan.plan.fleet import ClusterPlan
+from gpuplan.plan.pools import GPU, PoolPlan
 
 FOLDER = "karpenter"
 
@@ -185,7 +185,6 @@ def node_pool(api: str, karpenter: Karpenter, pool: PoolPlan) -> dict[str, Any]:
     return k8s(api, "NodePool", pool.name, spec=spec)
 
 
-@cluster_only
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return a NodePool per pool Karpenter makes, or nothing without the Karpenter component."""
     karpenter, release = cluster.spec.components.karpenter, cluster.release("karpenter")

@@ -10,17 +10,15 @@ from functools import lru_cache
 from typing import Any
 
 from gpuplan.components.kueue import GROUP, KueueRelease
-from gpuplan.emit import allocations
 from gpuplan.emit.meta import Manifest, k8s, manifest
-from gpuplan.entitlements import Amount, covered_resources, flavor_amounts, quantity
-from gpuplan.fleet import AllocationPlan, ClusterPlan
 from gpuplan.model.cluster import Cohort, CpuPool
 from gpuplan.model.tenant import LocalQueue
-from gpuplan.pools import PoolPlan
-from gpuplan.topology import labels_of
+from gpuplan.plan.entitlements import Amount, covered_resources, flavor_amounts, quantity
+from gpuplan.plan.fleet import AllocationPlan, ClusterPlan
+from gpuplan.plan.pools import PoolPlan
+from gpuplan.plan.topology import labels_of
 
 NAMESPACE_NAME = "kubernetes.io/metadata.name"
-GATES = "kueue-gates"  # ClusterPlan.cache: the feature gates of the objects emit() made last
 
 
 def tolerations(pool: PoolPlan) -> list[dict[str, str]]:
@@ -197,8 +195,8 @@ def _gpu_flavors(release: KueueRelease, cluster: ClusterPlan) -> list[dict[str, 
     return out
 
 
-def emit(cluster: ClusterPlan) -> list[Manifest]:
-    """Return every Kueue object of the cluster, or nothing when Kueue is not a component."""
+def _cluster_objects(cluster: ClusterPlan) -> list[Manifest]:
+    """Return the Kueue objects of the cluster that belong to no allocation."""
     release = cluster.release("kueue")
     if not isinstance(release, KueueRelease):
         return []  # not a component here (an unknown version is reported by resolve.py)
@@ -223,15 +221,32 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
         out.append(manifest(cluster.name, "kueue", obj, source))
     for item in cohorts(release, cluster):
         out.append(manifest(cluster.name, "kueue", cohort(release, item.name, item.parent), source))
-    # Kueue's Configuration turns these gates on (emit/bootstrap/kueue.py): found here, before anything
-    # can change the objects, so the bootstrap need not make them all again.
-    gates = feature_gates(out)
+    return out
+
+
+def emit(cluster: ClusterPlan) -> list[Manifest]:
+    """Return every Kueue object of the cluster, or nothing when Kueue is not a component."""
+    if not isinstance(cluster.release("kueue"), KueueRelease):
+        return []  # not a component here (an unknown version is reported by resolve.py)
     # the ClusterQueue states the allocation's own amounts (lending limits, not the cohort's)
-    made = allocations.each("kueue", cluster.allocations, allocation_objects, cohort=False)
-    if cluster.allocations and admission_fair_sharing(release, cluster):
-        gates.add("AdmissionFairSharing")  # every ClusterQueue's admissionScope (cluster_queue)
-    cluster.cache[GATES] = frozenset(gates)
-    return out + [m for objects in made for m in objects]
+    return _cluster_objects(cluster) + [
+        m for alloc in cluster.allocations for m in allocation_objects(alloc)
+    ]
+
+
+def gates(cluster: ClusterPlan) -> set[str]:
+    """Return the feature gates the cluster's Kueue objects rely on (emit/bootstrap/kueue.py turns
+    them on in Kueue's Configuration): those of its cluster objects, and AdmissionFairSharing
+    when every ClusterQueue states an admissionScope (cluster_queue)."""
+    found = feature_gates(_cluster_objects(cluster))
+    release = cluster.release("kueue")
+    if (
+        isinstance(release, KueueRelease)
+        and cluster.allocations
+        and admission_fair_sharing(release, cluster)
+    ):
+        found.add("AdmissionFairSharing")
+    return found
 
 
 def allocation_objects(alloc: AllocationPlan) -> list[Manifest]:

@@ -24,7 +24,7 @@ from gpuplan.components.monitoring import (
 )
 from gpuplan.emit import monitoring_adapter, monitoring_dashboards, monitoring_rules
 from gpuplan.emit.meta import Manifest, k8s, manifest
-from gpuplan.fleet import ClusterPlan
+from gpuplan.plan.fleet import ClusterPlan
 
 FOLDER = "monitoring"
 NODE_RELABELING = {

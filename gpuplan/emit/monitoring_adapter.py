@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.emit.meta import k8s
-from gpuplan.fleet import ClusterPlan
 from gpuplan.model.monitoring import Monitoring
-from gpuplan.yamlout import dump
+from gpuplan.plan.fleet import ClusterPlan
+from gpuplan.writer.yamlout import dump
 
 NAME = "gpuplan-prometheus-adapter"
 # Custom metric served -> DCGM exporter series and the aggregation over a pod's GPUs.

@@ -7,8 +7,8 @@ import re
 from fractions import Fraction
 
 from gpuplan.components.metrics import KSM_LABEL_PREFIX, known_metrics
-from gpuplan.fleet import ClusterPlan
-from gpuplan.pools import PoolPlan
+from gpuplan.plan.fleet import ClusterPlan
+from gpuplan.plan.pools import PoolPlan
 
 __all__ = ["in_pool", "known_metrics", "ksm_label", "pool_nodes", "quota_gpus"]
 

@@ -14,9 +14,9 @@ from typing import Any
 from gpuplan.components.monitoring import DASHBOARD_LABEL
 from gpuplan.emit.meta import k8s
 from gpuplan.emit.monitoring_common import in_pool, known_metrics, pool_nodes
-from gpuplan.fleet import ClusterPlan
 from gpuplan.model.monitoring import Monitoring
-from gpuplan.pools import PoolPlan
+from gpuplan.plan.fleet import ClusterPlan
+from gpuplan.plan.pools import PoolPlan
 
 SCHEMA_VERSION = 39
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}

@@ -19,9 +19,9 @@ from typing import Any
 from gpuplan.components.monitoring import API_VERSION, DCGM_JOB, MIG_CONFIG_STATE_LABEL
 from gpuplan.emit.meta import k8s
 from gpuplan.emit.monitoring_common import in_pool, ksm_label, pool_nodes, quota_gpus
-from gpuplan.fleet import ClusterPlan
 from gpuplan.model.monitoring import Monitoring
-from gpuplan.pools import MIG_CONFIG_LABEL, PoolPlan
+from gpuplan.plan.fleet import ClusterPlan
+from gpuplan.plan.pools import MIG_CONFIG_LABEL, PoolPlan
 
 XID_FALLEN_OFF_BUS = 79  # NVIDIA XID catalogue: "GPU has fallen off the bus"
 

@@ -35,8 +35,8 @@ from typing import Any
 
 from gpuplan.components.multus import MultusRelease
 from gpuplan.emit.meta import Manifest, k8s, manifest
-from gpuplan.fleet import AllocationPlan, ClusterPlan
 from gpuplan.model.cluster import Ipam, Network
+from gpuplan.plan.fleet import AllocationPlan, ClusterPlan
 
 RESOURCE_NAME = "k8s.v1.cni.cncf.io/resourceName"
 MACVLAN_MODE = "bridge"

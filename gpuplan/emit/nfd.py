@@ -27,9 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.components.nfd import NfdRelease, taint_refused
-from gpuplan.emit.meta import Manifest, cluster_only, k8s, manifest
-from gpuplan.fleet import ClusterPlan
-from gpuplan.pools import PoolPlan
+from gpuplan.emit.meta import Manifest, k8s, manifest
+from gpuplan.plan.fleet import ClusterPlan
+from gpuplan.plan.pools import PoolPlan
 
 FOLDER = "nfd"
 NAME_PREFIX = "gpuplan-"  # NodeFeatureRules are cluster-wide and other vendors ship their own
@@ -76,7 +76,6 @@ def node_feature_rule(release: NfdRelease, pool: PoolPlan) -> dict[str, Any]:
     return k8s(release.rule_api_version, "NodeFeatureRule", rule_name(pool), spec={"rules": [rule]})
 
 
-@cluster_only
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return a NodeFeatureRule per static pool with hostnames, when the GPU Operator or Kueue need labels."""
     release = cluster.release("nfd")

@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.components.karpenter import KarpenterRelease
-from gpuplan.drivers import layout, pool_os
-from gpuplan.emit.meta import Manifest, cluster_only, k8s, manifest
-from gpuplan.fleet import ClusterPlan
+from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.model.nodeclass import AksNodeClassSettings, Ec2NodeClassSettings
+from gpuplan.plan.drivers import layout, pool_os
+from gpuplan.plan.fleet import ClusterPlan
 
 FOLDER = "karpenter"
 IMDS_V2 = {
@@ -106,7 +106,6 @@ def aks_node_class(
     return k8s(release.node_class.api_version, release.node_class.kind, name, spec=spec)
 
 
-@cluster_only
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return the node class gpuplan renders for the cluster, if its settings are in the model."""
     karpenter = cluster.spec.components.karpenter

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuplan.emit.meta import Manifest, cluster_only, k8s, manifest
-from gpuplan.fleet import ClusterPlan
+from gpuplan.emit.meta import Manifest, k8s, manifest
+from gpuplan.plan.fleet import ClusterPlan
 
 
-@cluster_only
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return a PriorityClass per priority class of the cluster."""
     out = []

@@ -27,8 +27,8 @@ import json
 from typing import Any
 
 from gpuplan.emit.meta import Manifest, k8s, manifest
-from gpuplan.fleet import ClusterPlan
 from gpuplan.model.cluster import Network
+from gpuplan.plan.fleet import ClusterPlan
 
 VERSION = "v3.11.0"
 IMAGE = f"ghcr.io/k8snetworkplumbingwg/sriov-network-device-plugin:{VERSION}"

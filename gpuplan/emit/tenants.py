@@ -6,13 +6,12 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from gpuplan.dra import is_dra_resource
-from gpuplan.emit import allocations
 from gpuplan.emit.meta import Manifest, k8s, manifest
-from gpuplan.entitlements import CPU, MEMORY, exact_quantity, namespace_quotas, quantity
-from gpuplan.fleet import AllocationPlan, ClusterPlan
 from gpuplan.model.common import ContainerDefaults
-from gpuplan.pools import GPU
+from gpuplan.plan.dra import is_dra_resource
+from gpuplan.plan.entitlements import CPU, MEMORY, exact_quantity, namespace_quotas, quantity
+from gpuplan.plan.fleet import AllocationPlan, ClusterPlan
+from gpuplan.plan.pools import GPU
 
 TENANT_LABEL = "gpuplan.io/tenant"
 NAMESPACE_NAME = "kubernetes.io/metadata.name"
@@ -215,10 +214,7 @@ QUOTA_BUILDERS = (resource_quota,)
 
 def emit(cluster: ClusterPlan) -> list[Manifest]:
     """Return the namespace-level objects of every tenant allocation on the cluster."""
-    allocs = cluster.allocations
-    own = allocations.each("tenants", allocs, own_objects, cohort=False)
-    quotas = allocations.each("tenants-quota", allocs, quota_objects, cohort=True)
-    return [m for objects, more in zip(own, quotas) for part in (objects, more) for m in part]
+    return [m for a in cluster.allocations for m in own_objects(a) + quota_objects(a)]
 
 
 def own_objects(alloc: AllocationPlan) -> list[Manifest]:

@@ -24,11 +24,10 @@ from functools import lru_cache
 from typing import Any
 
 from gpuplan.components.volcano import API_VERSION, VolcanoRelease
-from gpuplan.dra import QUOTA_SUFFIX, is_dra_resource
-from gpuplan.emit import allocations
 from gpuplan.emit.meta import Manifest, k8s, manifest
-from gpuplan.entitlements import namespace_limits, nominal_totals, quantity
-from gpuplan.fleet import AllocationPlan, ClusterPlan
+from gpuplan.plan.dra import QUOTA_SUFFIX, is_dra_resource
+from gpuplan.plan.entitlements import namespace_limits, nominal_totals, quantity
+from gpuplan.plan.fleet import AllocationPlan, ClusterPlan
 
 FOLDER = "volcano"
 DEFAULT_WEIGHT = 1
@@ -74,8 +73,7 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     if not isinstance(release, VolcanoRelease):
         return []  # not a component here (an unknown version is reported by resolve.py)
     # capability and deserved read the cohort's lending (entitlements.namespace_limits)
-    made = allocations.each("volcano", cluster.allocations, allocation_objects, cohort=True)
-    return [m for objects in made for m in objects]
+    return [m for alloc in cluster.allocations for m in allocation_objects(alloc)]
 
 
 def allocation_objects(alloc: AllocationPlan) -> list[Manifest]:

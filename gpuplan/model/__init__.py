@@ -1,6 +1,4 @@
-"""Input models: one file per kind."""
+"""Input models, one file per kind (cluster, tenant); quantities and names; `Manifest`.
 
-from gpuplan.model.cluster import Cluster, NodePool
-from gpuplan.model.tenant import Tenant
-
-__all__ = ["Cluster", "NodePool", "Tenant"]
+Nothing is imported here: `gpuplan validate` reads names and quantities without pydantic.
+"""

@@ -74,7 +74,7 @@ OneLine = Annotated[
 def _kubernetes_version(value: Any) -> Any:
     """Return an unquoted version as the YAML source wrote it (1.30, not the number 1.3), or refuse it."""
     if isinstance(value, float) and not isinstance(value, bool):
-        text = getattr(value, "text", None)  # gpuplan.load.SourceFloat
+        text = getattr(value, "text", None)  # gpuplan.inputs.load.SourceFloat
         if isinstance(text, str) and re.fullmatch(KUBERNETES_VERSION, text):
             return text
         raise ValueError(

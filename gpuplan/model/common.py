@@ -17,8 +17,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from gpuplan.names import DNS1123_LABEL, DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
-from gpuplan.quantity import QuantityError, parse_quantity
+from gpuplan.model.names import DNS1123_LABEL, DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
+from gpuplan.model.quantity import QuantityError, parse_quantity
 
 VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]+)?$")
 

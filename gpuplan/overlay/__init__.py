@@ -18,15 +18,15 @@ from pathlib import Path
 
 from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile
 from gpuplan.emit.argocd import kustomization
-from gpuplan.emit.meta import Manifest
-from gpuplan.fleet import Fleet
-from gpuplan.locate import problem_path, split_path
+from gpuplan.model.manifest import Manifest
 from gpuplan.overlay.extras import FOLDER as EXTRA_FOLDER
 from gpuplan.overlay.extras import Extra, collisions, read_extras
 from gpuplan.overlay.patches import FOLDER as PATCH_FOLDER
 from gpuplan.overlay.patches import Patch, apply_patches, patch_position, read_patches
 from gpuplan.overlay.values import FOLDER as VALUES_FOLDER
 from gpuplan.overlay.values import ValuesOverride, apply_values, read_overrides
+from gpuplan.plan.fleet import Fleet
+from gpuplan.validate.locate import problem_path, split_path
 
 FOLDERS = (
     EXTRA_FOLDER,

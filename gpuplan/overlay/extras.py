@@ -16,7 +16,7 @@ from typing import Any
 
 from gpuplan.diagnostics import Diagnostic, SourceFile, error
 from gpuplan.emit.meta import SYNC_WAVE, WAVES, Manifest
-from gpuplan.load import parse
+from gpuplan.inputs.load import parse
 
 FOLDER = "extra"  # in the input repository: extra/<cluster>/
 OUTPUT_FOLDER = "extra"  # in the output: output/<cluster>/extra/

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.diagnostics import Diagnostic, Key, SourceFile, error, warning
-from gpuplan.emit.meta import Manifest
-from gpuplan.load import parse
+from gpuplan.inputs.load import parse
+from gpuplan.model.manifest import Manifest
 from gpuplan.overlay.extras import identity
 from gpuplan.overlay.jsonpatch import PatchError, apply_json_patch, parse_pointer
 from gpuplan.overlay.owned import owned_changes

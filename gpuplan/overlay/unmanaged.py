@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.overlay.extras import FOLDER as EXTRA_FOLDER
-from gpuplan.write import OutputTree, WriteError, in_scope, read_tree
+from gpuplan.writer.tree import OutputTree, WriteError, in_scope, read_tree
 
 CODE = "unmanaged-file"
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from gpuplan.components import REGISTRY, release_of
 from gpuplan.diagnostics import Diagnostic, SourceFile, error, warning
-from gpuplan.emit.meta import Manifest
-from gpuplan.load import parse
+from gpuplan.inputs.load import parse
+from gpuplan.model.manifest import Manifest
 
 FOLDER = "values"
 CLUSTER_POLICY_WHY = "gpuplan renders and proves the ClusterPolicy itself (MIG strategy, mig-parted and device-plugin configs): the chart must not create its own"

@@ -8,7 +8,7 @@ the Terraform attributes of each node group's resource (terraform).
 
 from __future__ import annotations
 
-from gpuplan.fleet import Fleet
+from gpuplan.plan.fleet import Fleet
 from gpuplan.requirements import terraform, text
 
 FORMATS = {"text": text.cluster_requirements, "terraform": terraform.cluster_requirements}

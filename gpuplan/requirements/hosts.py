@@ -7,7 +7,7 @@ binaries the NetworkAttachmentDefinitions name is host (or SR-IOV / NVIDIA Netwo
 
 from __future__ import annotations
 
-from gpuplan.fleet import ClusterPlan
+from gpuplan.plan.fleet import ClusterPlan
 
 # Where the CNI binaries of the NetworkAttachmentDefinitions come from (each ships an image that copies
 # its binary to the host's /opt/cni/bin, or the NVIDIA Network Operator's secondaryNetwork installs them).

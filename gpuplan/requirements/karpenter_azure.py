@@ -10,8 +10,8 @@ az-create-federated-cred).
 
 from __future__ import annotations
 
-from gpuplan.fleet import ClusterPlan
 from gpuplan.model.karpenter_azure import SelfHostedAzure
+from gpuplan.plan.fleet import ClusterPlan
 from gpuplan.requirements.hcl import Block, Expr, identifier
 
 SERVICE_ACCOUNT = "karpenter"  # the chart's fullname for the release gpuplan installs (see above)

@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.components.cluster_autoscaler import NODE_TEMPLATE_TAG
-from gpuplan.expander import settings
-from gpuplan.fleet import ClusterPlan
-from gpuplan.pools import NODE_GROUP_LABELS, PoolPlan
+from gpuplan.plan.expander import settings
+from gpuplan.plan.fleet import ClusterPlan
+from gpuplan.plan.pools import NODE_GROUP_LABELS, PoolPlan
 
 ACCELERATOR_LABEL_AWS = "k8s.amazonaws.com/accelerator"
 DISCOVERY_TAG = "k8s.io/cluster-autoscaler"

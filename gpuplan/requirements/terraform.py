@@ -24,8 +24,8 @@ node groups (their roles, subnets, machine types and the like are the IaC's own)
 
 from __future__ import annotations
 
-from gpuplan.fleet import ClusterPlan
-from gpuplan.gke import (
+from gpuplan.plan.fleet import ClusterPlan
+from gpuplan.plan.gke import (
     ACCELERATOR_LABEL,
     CLIENTS_LABEL,
     PARTITION_LABEL,
@@ -33,7 +33,7 @@ from gpuplan.gke import (
     google_stack,
     node_labels,
 )
-from gpuplan.pools import PoolPlan
+from gpuplan.plan.pools import PoolPlan
 from gpuplan.requirements.hcl import Block, Expr, identifier, render
 from gpuplan.requirements.karpenter_azure import terraform_blocks
 from gpuplan.requirements.nodegroup import (

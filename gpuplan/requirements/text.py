@@ -21,9 +21,9 @@ Facts beyond gpuplan/requirements/nodegroup.py:
 
 from __future__ import annotations
 
-from gpuplan.fleet import ClusterPlan
-from gpuplan.gke import ACCELERATOR_LABEL, gcloud_accelerator, google_stack
-from gpuplan.pools import PoolPlan
+from gpuplan.plan.fleet import ClusterPlan
+from gpuplan.plan.gke import ACCELERATOR_LABEL, gcloud_accelerator, google_stack
+from gpuplan.plan.pools import PoolPlan
 from gpuplan.requirements.hosts import sriov_hosts
 from gpuplan.requirements.karpenter_azure import self_hosted_karpenter
 from gpuplan.requirements.nodegroup import (

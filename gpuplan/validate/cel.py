@@ -40,7 +40,7 @@ from typing import Any
 from gpuplan.validate.celfast import Proof, Unsure, compile_rule
 from gpuplan.validate.celwalk import MissingDefault, compile_walk
 from gpuplan.validate.crds import CelRule, CrdVersion
-from gpuplan.validate.engine import Problem
+from gpuplan.validate.messages import Problem
 
 
 def _import_cel() -> Any:

@@ -18,12 +18,9 @@ proves on objects needing no default, and nothing on any other object.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpuplan.validate.celfast import Unsure
-
-if TYPE_CHECKING:
-    from gpuplan.validate.cel import _Node
 
 
 class MissingDefault(Exception):
@@ -39,7 +36,7 @@ def _unproven() -> None:
 
 
 def compile_walk(
-    root: _Node, assumed: frozenset[tuple[str, str]] = frozenset()
+    root: Any, assumed: frozenset[tuple[str, str]] = frozenset()
 ) -> Callable[[Any], None] | None:
     """The proof walk of a rule tree as one generated function; None when it cannot be built.
 
@@ -77,7 +74,7 @@ def proves_nothing(walk: Callable[[Any], None] | None) -> bool:
     return walk is _nothing
 
 
-def _unassumed(node: _Node, assumed: frozenset[tuple[str, str]]) -> bool:
+def _unassumed(node: Any, assumed: frozenset[tuple[str, str]]) -> bool:
     """Whether a rule of the tree under ``node`` is not among the ``assumed``."""
     if any((rule.rule.path_pattern, rule.rule.rule) not in assumed for rule in node.rules):
         return True
@@ -108,7 +105,7 @@ class _Writer:
         self.constants[name] = value
         return name
 
-    def function(self, node: _Node) -> str | None:
+    def function(self, node: Any) -> str | None:
         """Write the function of ``node`` (and the functions it calls first); None when empty."""
         body = self.body(node, "v0", 0)
         if not body:
@@ -119,7 +116,7 @@ class _Writer:
         self.lines += [f"    {line}" for line in body]
         return name
 
-    def body(self, node: _Node, v: str, depth: int) -> list[str]:
+    def body(self, node: Any, v: str, depth: int) -> list[str]:
         """The statements checking ``node`` on the value in variable ``v``; [] when none."""
         inner: list[str] = [
             f"if {v}.get({self.constant(d)}) is None: _missing()" for d in node.defaults

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.validate.cel import _DATA_ERRORS, K8S_FUNCTIONS, _unsupported, cel
-from gpuplan.validate.engine import Problem
+from gpuplan.validate.messages import Problem
 
 GROUP = "resource.k8s.io"
 _COMMON = {

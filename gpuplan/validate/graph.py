@@ -14,12 +14,11 @@ Works on plain objects (no emit/ import): the caller says which kinds each Appli
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from gpuplan.validate import reuse
+from gpuplan.validate.buckets import bucket_of
 
 CLUSTER_LABEL = "gpuplan.io/cluster"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -94,7 +93,6 @@ def check_cluster(
     external: Collection[tuple[str, str]] = (),
     namespaces: Collection[str] = (),
     by_kind: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
-    kept: bool = False,
 ) -> list[GraphProblem]:
     """Check one cluster's folder against the Applications of that cluster.
 
@@ -102,9 +100,8 @@ def check_cluster(
     Application installs are checked: others (the Prometheus Operator's) are the user's to install.
     `external`: kinds the platform provides (AKS Node Auto Provisioning's Karpenter CRDs);
     `namespaces`: namespaces the user provides (those of components gpuplan configures but does not install).
-    `by_kind`: the objects already grouped by kind (gpuplan.validate.reuse.objects_by_kind); the
-    problems come kind by kind. `kept`: in `render --watch`, each kind's problems are kept while its
-    objects are the same and the cluster's context is equal (gpuplan.validate.reuse).
+    `by_kind`: the objects already grouped by kind (gpuplan.validate.buckets.objects_by_kind); the
+    problems come kind by kind.
     """
     known = {k for kinds in installs.values() for k in kinds}
     mine = _cluster_apps(apps, cluster)
@@ -114,7 +111,6 @@ def check_cluster(
         if (a.get("spec") or {}).get("source", {}).get("chart") is None
         and str((a.get("spec") or {}).get("source", {}).get("path", "")).endswith(f"/{cluster}")
     ]
-    problems: list[GraphProblem] = []
     if not own:
         return [
             GraphProblem(
@@ -137,15 +133,7 @@ def check_cluster(
     created |= _created_namespaces(mine) | BUILTIN_NAMESPACES | set(namespaces)
     kinds = None  # (group, kind) of every object: NodePools ask
     if "NodePool" in buckets:
-        kinds = frozenset(
-            k
-            for name, bucket in buckets.items()
-            for k in (
-                reuse.kept_objects("graph-kinds", cluster, name, bucket, _kind, _set)
-                if kept
-                else {_kind(o) for o in bucket}
-            )
-        )
+        kinds = frozenset(_kind(o) for bucket in buckets.values() for o in bucket)
     context = _Context(
         cluster,
         wave,
@@ -155,15 +143,7 @@ def check_cluster(
         frozenset(created),
         kinds,
     )
-    if not kept:
-        return [p for bucket in buckets.values() for o in bucket for p in _problems(context, o)]
-    context = reuse.interned("graph-context", cluster, context)
-    check = functools.partial(_problems, context)
-    for name, bucket in buckets.items():
-        problems += reuse.kept_objects(
-            "graph", cluster, name, bucket, check, reuse.flatten, context
-        )
-    return problems
+    return [p for bucket in buckets.values() for o in bucket for p in _problems(context, o)]
 
 
 class _Context(NamedTuple):
@@ -179,10 +159,10 @@ class _Context(NamedTuple):
 
 
 def _by_kind(objects: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    """Return every object by kind, in order (as gpuplan.validate.reuse.objects_by_kind)."""
+    """Return every object by kind, in order (as gpuplan.validate.buckets.objects_by_kind)."""
     found: dict[str, list[Mapping[str, Any]]] = {}
     for obj in objects:
-        found.setdefault(reuse.bucket_of(obj), []).append(obj)
+        found.setdefault(bucket_of(obj), []).append(obj)
     return found
 
 

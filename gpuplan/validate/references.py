@@ -28,17 +28,16 @@ Decisions:
 
 from __future__ import annotations
 
-import functools
 import json
 import posixpath
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
 import yaml
 
-from gpuplan.validate import reuse
+from gpuplan.validate.buckets import OTHER, objects_by_kind
 
 Severity = Literal["error", "warning"]
 KUEUE = "kueue.x-k8s.io"
@@ -108,24 +107,18 @@ class ClusterObjects:
         self.node_labels = [dict(labels) for labels in node_labels]
         self.external_namespaces = set(external_namespaces)
         self.skipped: list[str] = []
-        # The buckets the running check read, and the cluster's name in `render --watch`
-        # (gpuplan.validate.reuse, check_references).
-        self.reading = reuse.Reading()
-        self.kept: Hashable | None = None
         self._gpu: list[_GpuConfig | None] = []
 
     @property
     def objects(self) -> list[dict]:
         """Every object (given by kind: kind by kind)."""
-        self.reading.kinds.add(reuse.ALL)
         if self._objects is None:
             self._objects = [o for bucket in self.by_kind.values() for o in bucket]
         return self._objects
 
     def of(self, group: str, kind: str) -> list[dict]:
         """The objects of one group and kind (any version), in input order."""
-        self.reading.kinds.add(kind)
-        if kind == reuse.OTHER:
+        if kind == OTHER:
             return []
         return [o for o in self.by_kind.get(kind, ()) if _group(o) == group]
 
@@ -133,7 +126,7 @@ class ClusterObjects:
     def by_kind(self) -> dict[str, list[dict]]:
         """The objects by kind, in input order (each check asks for a few kinds of thousands)."""
         if self._kinds is None:
-            self._kinds = reuse.objects_by_kind(self._objects or [])
+            self._kinds = objects_by_kind(self._objects or [])
         return self._kinds
 
     def names(self, group: str, kind: str) -> set[str]:
@@ -147,41 +140,14 @@ class ClusterObjects:
     @property
     def gpu(self) -> _GpuConfig | None:
         """The GPU Operator configuration the first ClusterPolicy points at (made once)."""
-        self.reading.kinds |= {"ClusterPolicy", "ConfigMap"}  # what it is made of, each time
         if not self._gpu:
             policies = sorted(self.of("nvidia.com", "ClusterPolicy"), key=_name)
             self._gpu.append(_GpuConfig(self, policies[0]) if policies else None)
         return self._gpu[0]
 
     def namespaced(self) -> list[tuple[dict, str]]:
-        """(object, namespace) of every namespaced object (kept by kind in `render --watch`)."""
-        self.reading.kinds.add(reuse.ALL)
-        if self.kept is None:
-            return _namespaced(self.objects)
-        return [
-            pair
-            for kind, bucket in self.by_kind.items()
-            for pair in reuse.kept_objects(
-                "namespaced", self.kept, kind, bucket, _namespace, _with_namespace
-            )
-        ]
-
-    def given(self) -> Hashable:
-        """Everything the checks read besides the objects (for gpuplan.validate.reuse)."""
-        return (
-            None if self.paths is None else frozenset(self.paths),
-            self.operator_namespace,
-            tuple(tuple(sorted(labels.items())) for labels in self.node_labels),
-            frozenset(self.external_namespaces),
-        )
-
-
-def _namespaced(objects: Sequence[dict]) -> list[tuple[dict, str]]:
-    return _with_namespace(objects, [_namespace(o) for o in objects])
-
-
-def _with_namespace(objects: Sequence[dict], namespaces: list[str]) -> list[tuple[dict, str]]:
-    return [(o, namespace) for o, namespace in zip(objects, namespaces, strict=True) if namespace]
+        """(object, namespace) of every namespaced object."""
+        return [(o, namespace) for o in self.objects if (namespace := _namespace(o))]
 
 
 Check = Callable[[ClusterObjects], list[ReferenceProblem]]
@@ -195,7 +161,6 @@ def check_references(
     node_labels: Iterable[Mapping[str, str]] = (),
     external_namespaces: Iterable[str] = (),
     by_kind: dict[str, list[dict]] | None = None,
-    kept: Hashable | None = None,
 ) -> ReferenceReport:
     """Check every reference between the objects of one cluster.
 
@@ -204,8 +169,6 @@ def check_references(
     ``node_labels``: label sets nodes are known to carry besides NodePools and NFD rules.
     ``external_namespaces``: namespaces that exist without a Namespace object in the set.
     ``by_kind``: the objects already grouped by kind (objects_by_kind), instead of ``objects``.
-    ``kept``: names the cluster in `render --watch`, where each check's answer is kept while the
-    objects it read are the same (gpuplan.validate.reuse).
     """
     cluster = ClusterObjects(
         objects,
@@ -215,32 +178,10 @@ def check_references(
         external_namespaces=external_namespaces,
         by_kind=by_kind,
     )
-    cluster.kept = kept
     problems: list[ReferenceProblem] = []
-    skipped: list[str] = []
-    given = cluster.given() if kept is not None else None
     for check in CHECKS:
-        if kept is None:
-            found, notes = _run(check, cluster, reuse.Reading())
-        else:
-            found, notes = reuse.kept_check(
-                "references",
-                (kept, check.__name__),
-                given,
-                cluster.by_kind,
-                functools.partial(_run, check, cluster),
-            )
-        problems += found
-        skipped += notes
-    return ReferenceReport(sorted(set(problems)), skipped)
-
-
-def _run(
-    check: Check, cluster: ClusterObjects, reading: reuse.Reading
-) -> tuple[list[ReferenceProblem], list[str]]:
-    """Run one check, noting what it reads; return its problems and the notes it skipped with."""
-    cluster.reading, cluster.skipped = reading, []
-    return check(cluster), cluster.skipped
+        problems += check(cluster)
+    return ReferenceReport(sorted(set(problems)), cluster.skipped)
 
 
 # --- Kueue ----------------------------------------------------------------------------------

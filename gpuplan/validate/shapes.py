@@ -52,7 +52,7 @@ QUEUE_ABSENT: frozenset[tuple[str, ...]] = frozenset(
 )
 # Weight texts of 0 or at least 1u (a positive weight of 1n or less collapses to zero in Kueue's
 # fair sharing: webhooks.fair_sharing_problems); a subset of Kueue's quantity pattern.
-# (No exa suffix: gpuplan.quantity cannot read it, so the webhook's rules let it through unread.)
+# (No exa suffix: gpuplan.model.quantity cannot read it, so the webhook's rules let it through unread.)
 USUAL_WEIGHT = {"pattern": "^(0(\\.0*)?|[1-9][0-9]*(\\.[0-9]*)?([KMGTP]i|[mukMGTP])?)$"}
 
 _STREAK = 3  # queues in a row of one shape before the next is tried on its schema first

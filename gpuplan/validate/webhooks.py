@@ -35,10 +35,10 @@ from functools import lru_cache
 from itertools import chain, repeat
 from typing import Any, NamedTuple
 
-from gpuplan.names import DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
-from gpuplan.quantity import QuantityError, parse_quantity
-from gpuplan.validate.engine import Problem
+from gpuplan.model.names import DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
+from gpuplan.model.quantity import QuantityError, parse_quantity
 from gpuplan.validate.listmaps import ITEMS
+from gpuplan.validate.messages import Problem
 from gpuplan.validate.restate import restate_queue_rules
 
 GROUP = "kueue.x-k8s.io"

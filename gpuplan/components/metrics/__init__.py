@@ -112,7 +112,7 @@ def kueue_tags() -> tuple[str, ...]:
 def known_metrics(cluster: Any) -> dict[str, frozenset[str]]:
     """Return {metric: labels} of every series a cluster's monitoring may use, at its pinned versions.
 
-    `cluster` is a gpuplan.fleet.ClusterPlan (read duck-typed: `release(name)`).
+    `cluster` is a gpuplan.plan.fleet.ClusterPlan (read duck-typed: `release(name)`).
     """
     known: dict[str, frozenset[str]] = dict(KSM) | dict(PROMETHEUS)
     operator = cluster.release("gpu-operator")

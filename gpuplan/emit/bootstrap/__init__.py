@@ -31,7 +31,7 @@ from gpuplan.emit.bootstrap.monitoring import operators as monitoring
 from gpuplan.emit.bootstrap.multus import operators as multus
 from gpuplan.emit.bootstrap.nfd import operators as nfd
 from gpuplan.emit.bootstrap.volcano import operators as volcano
-from gpuplan.fleet import ClusterPlan
+from gpuplan.plan.fleet import ClusterPlan
 
 __all__ = [
     "CLUSTER_LABEL", "COMPONENT_LABEL", "CRD_WAVE", "OPERATOR_WAVE", "Operator",

@@ -18,7 +18,7 @@ from typing import Any
 
 from gpuplan.components.base import Chart
 from gpuplan.emit.meta import MANAGED_BY, SYNC_WAVE, k8s
-from gpuplan.fleet import ClusterPlan
+from gpuplan.plan.fleet import ClusterPlan
 
 OUTPUT_PATH = "output"  # where the rendered fleet lives in the git repository
 CRD_KIND = "apiextensions.k8s.io/CustomResourceDefinition"

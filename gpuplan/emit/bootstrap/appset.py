@@ -14,7 +14,7 @@ from typing import Any
 
 from gpuplan.emit.bootstrap.app import CLUSTER_LABEL, RETRY
 from gpuplan.emit.meta import MANAGED_BY, SYNC_WAVE, Manifest, k8s
-from gpuplan.fleet import ClusterPlan, Fleet
+from gpuplan.plan.fleet import ClusterPlan, Fleet
 
 APPS = "argocd"
 

@@ -2,7 +2,7 @@
 
 Facts: kubernetes/autoscaler at cluster-autoscaler-chart-9.59.0 (gpuplan/components/cluster_autoscaler.py).
 - The priority expander's order (higher wins, a catch-all `.*` at 1) and the node-group names it
-  matches: gpuplan/expander.py.
+  matches: gpuplan/plan/expander.py.
 - The chart writes `expanderPriorities` (a string is written verbatim) into the ConfigMap
   cluster-autoscaler-priority-expander only when `extraArgs.expander` names priority
   (templates/priority-expander-configmap.yaml, templates/_helpers.tpl priorityExpanderEnabled).
@@ -19,8 +19,8 @@ from typing import Any
 
 from gpuplan.components.cluster_autoscaler import IMAGE_TAGS
 from gpuplan.emit.bootstrap.app import Operator
-from gpuplan.expander import expander_priorities, scaled_pools, settings
-from gpuplan.fleet import ClusterPlan
+from gpuplan.plan.expander import expander_priorities, scaled_pools, settings
+from gpuplan.plan.fleet import ClusterPlan
 
 NAME = "cluster-autoscaler"
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.components.dra_driver import KUBELET_PLUGIN_LABEL, SHARING_GATES, DraDriverRelease
-from gpuplan.dra import HOST_ROOT, dra_pools, driver_roots, resource_api, strategy_of
 from gpuplan.emit.bootstrap.app import Operator
 from gpuplan.emit.kueue import tolerations
-from gpuplan.fleet import ClusterPlan
+from gpuplan.plan.dra import HOST_ROOT, dra_pools, driver_roots, resource_api, strategy_of
+from gpuplan.plan.fleet import ClusterPlan
 
 NAME = "dra-driver"
 # templates/deviceclass-*.yaml, validatingadmissionpolicy*.yaml at v0.4.1 and v25.12.0

@@ -29,8 +29,8 @@ from gpuplan.check.networks import RDMA_SHARED_PREFIX, rdma_shared
 from gpuplan.components.base import Chart
 from gpuplan.emit.bootstrap.app import Operator
 from gpuplan.emit.sriov import CONFIG_DIGEST
-from gpuplan.fleet import ClusterPlan
 from gpuplan.model.cluster import Network
+from gpuplan.plan.fleet import ClusterPlan
 
 NAMESPACE = (
     "kube-system"  # both plugins' own namespace (the manifest's; the chart's release namespace)

@@ -11,26 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuplan import warm
 from gpuplan.components import REGISTRY
 from gpuplan.emit import gpu_operator as policy_emitter
 from gpuplan.emit.bootstrap.app import Operator
 from gpuplan.emit.gpu_operator_values import chart_values
-from gpuplan.emit.meta import cluster_objects
-from gpuplan.fleet import ClusterPlan
+from gpuplan.plan.fleet import ClusterPlan
 
 NAME = "gpu-operator"
 
 
 def _policy_spec(cluster: ClusterPlan) -> dict[str, Any]:
     """Return the spec of the ClusterPolicy gpuplan emits for the cluster (read, not recomputed)."""
-    # inside `render --watch` the emitter's kept objects (finalized: the spec is the same)
-    made = (
-        cluster_objects(policy_emitter.emit, cluster)
-        if warm.active()
-        else policy_emitter.emit(cluster)
-    )
-    for item in made:
+    for item in policy_emitter.emit(cluster):
         if item.kind == "ClusterPolicy":
             return dict(item.obj.get("spec") or {})
     return {}

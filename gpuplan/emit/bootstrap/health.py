@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.emit.meta import MANAGED_BY, SYNC_WAVE, Manifest, k8s
-from gpuplan.fleet import Fleet
+from gpuplan.plan.fleet import Fleet
 
 FOLDER = "argocd/argocd-cm"
 CONFIG_MAP = "argocd-cm"

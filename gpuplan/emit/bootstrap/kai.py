@@ -15,7 +15,7 @@ from __future__ import annotations
 from gpuplan.components import REGISTRY
 from gpuplan.components.kai import authority
 from gpuplan.emit.bootstrap.app import Operator
-from gpuplan.fleet import ClusterPlan
+from gpuplan.plan.fleet import ClusterPlan
 
 NAME = "kai-scheduler"
 CLUSTER_KINDS = (

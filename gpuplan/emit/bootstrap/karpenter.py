@@ -18,7 +18,7 @@ from gpuplan.components import REGISTRY
 from gpuplan.components.karpenter import KarpenterRelease
 from gpuplan.emit.bootstrap import karpenter_azure
 from gpuplan.emit.bootstrap.app import CRD_WAVE, Operator
-from gpuplan.fleet import ClusterPlan
+from gpuplan.plan.fleet import ClusterPlan
 
 NAME = "karpenter"
 

@@ -16,12 +16,12 @@ from typing import Any
 
 from gpuplan.components import REGISTRY
 from gpuplan.components.kueue import KueueRelease
-from gpuplan.dra import classes
 from gpuplan.emit import kueue as kueue_emitter
 from gpuplan.emit.bootstrap.app import WEBHOOKS, Operator
 from gpuplan.emit.bootstrap.fabrics import device_resources
-from gpuplan.fleet import ClusterPlan
-from gpuplan.yamlout import dump
+from gpuplan.plan.dra import classes
+from gpuplan.plan.fleet import ClusterPlan
+from gpuplan.writer.yamlout import dump
 
 NAME = "kueue"
 CONFIG_GROUP = "config.kueue.x-k8s.io"
@@ -49,11 +49,8 @@ def _selected(namespaces: list[str]) -> dict[str, Any]:
 
 
 def needed_gates(cluster: ClusterPlan) -> set[str]:
-    """Return the feature gates the emitted Kueue objects rely on (as the emitter found them, if it ran)."""
-    found = cluster.cache.get(kueue_emitter.GATES)
-    if found is None:
-        found = kueue_emitter.feature_gates(kueue_emitter.emit(cluster))
-    return set(found)  # type: ignore[call-overload]
+    """Return the feature gates the emitted Kueue objects rely on."""
+    return kueue_emitter.gates(cluster)
 
 
 def device_class_mappings(cluster: ClusterPlan, release: KueueRelease) -> list[dict[str, Any]]:

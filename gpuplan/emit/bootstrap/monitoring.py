@@ -20,8 +20,8 @@ from gpuplan.components.monitoring import (
 from gpuplan.emit.bootstrap.app import WEBHOOKS, Operator
 from gpuplan.emit.monitoring_adapter import NAME as ADAPTER_RULES
 from gpuplan.emit.monitoring_adapter import autoscaled_namespaces
-from gpuplan.fleet import ClusterPlan
-from gpuplan.pools import MIG_CONFIG_LABEL, POOL_LABEL
+from gpuplan.plan.fleet import ClusterPlan
+from gpuplan.plan.pools import MIG_CONFIG_LABEL, POOL_LABEL
 
 NAME = "monitoring"
 # Prometheus Adapter: an APIService for custom.metrics.k8s.io (templates/custom-metrics-apiservice.yaml).

@@ -19,8 +19,8 @@ from typing import Any
 from gpuplan.components import REGISTRY
 from gpuplan.components.multus import MultusRelease
 from gpuplan.emit.bootstrap.app import CRD_WAVE, Operator
-from gpuplan.fleet import ClusterPlan
 from gpuplan.manifests import objects
+from gpuplan.plan.fleet import ClusterPlan
 
 MANIFEST = "multus-daemonset-thick.yml"
 NAMESPACE = "kube-system"  # the manifest's own namespace

@@ -8,7 +8,7 @@ from gpuplan.components import REGISTRY
 from gpuplan.emit import nfd as nfd_emitter
 from gpuplan.emit.bootstrap.app import Operator
 from gpuplan.emit.gpu_operator_values import nfd_worker_tolerations
-from gpuplan.fleet import ClusterPlan
+from gpuplan.plan.fleet import ClusterPlan
 
 NAME = "nfd"
 NAMESPACE = "node-feature-discovery"

@@ -14,10 +14,10 @@ from typing import Any
 
 from gpuplan.components import REGISTRY
 from gpuplan.components.kai import authority
-from gpuplan.dra import dra_pools
 from gpuplan.emit import volcano as volcano_emitter
 from gpuplan.emit.bootstrap.app import WEBHOOKS, Operator
-from gpuplan.fleet import ClusterPlan
+from gpuplan.plan.dra import dra_pools
+from gpuplan.plan.fleet import ClusterPlan
 
 NAME = "volcano"
 

@@ -1,0 +1,1 @@
+"""The resolved fleet: every reference followed, pools, grants, entitlements and headroom known."""

@@ -1,0 +1,1 @@
+"""Views of the checked fleet for people: the HTML report."""
