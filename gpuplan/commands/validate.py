@@ -6,8 +6,9 @@ import os
 import sys
 from pathlib import Path
 
+from gpuplan.commands.common import write_findings
 from gpuplan.commands.watch import Watch, loop
-from gpuplan.diagnostics import has_errors, render, with_code
+from gpuplan.diagnostics import has_errors, with_code
 from gpuplan.exitcode import ExitCode
 from gpuplan.validate.choose import UsageError, Validators, chosen_sets
 from gpuplan.validate.command import manifest_files, validate_paths
@@ -78,7 +79,7 @@ def _once(paths: list[Path], validators: Validators, fmt: str, strict: bool) -> 
     found = with_code(
         found, "manifest"
     )  # every finding of `validate` is about a manifest it was given
-    (sys.stdout if fmt == "json" else sys.stderr).write(render(found, fmt))  # json is a result
+    write_findings(found, fmt)
     if fmt == "text":
         for rule in sorted(skipped):
             sys.stderr.write(
