@@ -3,11 +3,12 @@
 Both libyaml (through PyYAML) and ruamel.yaml hand out the same events, one at a time, each with
 its start mark, and neither recurses to make them: counting open collections over them refuses a
 document at its first node one level too deep after reading only that far. Neither parser's own
-limits are relied upon: libyaml 0.2.5 has none, while the libyaml in PyYAML 6.0.4's wheels (0.2.6)
-stops a flow collection at its 1,000th level before handing out the events of the first ones
+limits are relied upon. libyaml 0.2.5 has none (PyYAML 6.0.3 builds its wheels on it: yaml/pyyaml
+tag 6.0.3, .github/workflows/ci.yaml, LIBYAML_REF). A limit of 1,000 levels came after it
 (yaml/libyaml commit 51843fe, "Limit depth of nesting by default", src/parser.c
-MAX_NESTING_LEVEL; PyYAML 6.0.3 built its wheels on libyaml 0.2.5: yaml/pyyaml tag 6.0.3,
-.github/workflows/ci.yaml LIBYAML_REF), so load asks ruamel's events whenever libyaml's stop early.
+MAX_NESTING_LEVEL), and the libyaml 0.2.6 of PyYAML 6.0.4's wheels (`yaml._yaml.get_version_string()`)
+stops 200,000 nested brackets at the 1,000th while reading ahead, before any event of the first
+levels: load then counts on ruamel's events instead.
 """
 
 from __future__ import annotations
