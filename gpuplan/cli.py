@@ -319,11 +319,21 @@ def diff(
 
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".")
-def init(directory: Path) -> None:
+@click.option(
+    "--install-from",
+    "source",
+    default="index",
+    show_default=True,
+    metavar="index|git|WHEEL",
+    help="where the workflow and pre-commit hook install this gpuplan version from: the package "
+    "index (the version must be published there), this repository's tag v<version>, or the "
+    "path of a gpuplan wheel of this version (copied into wheels/)",
+)
+def init(directory: Path, source: str) -> None:
     """A new repository: example cluster and tenant, CI workflow, pre-commit hook, README."""
     from gpuplan.commands.init import init_repo
 
-    sys.exit(init_repo(directory))
+    sys.exit(init_repo(directory, source))
 
 
 @cli.command()

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     crds = P.CRDS
     print(f"gpuplan nightly properties: {args.examples} examples, seed {seed}")
     print(
-        f"CRDs: {crds if crds else 'none (set GPUPLAN_CRDS): custom resources are not re-validated'}"
+        f"CRDs: {crds if crds else 'the newest shipped sets (GPUPLAN_CRDS adds or replaces kinds)'}"
     )
     chosen = [
         p

@@ -632,11 +632,14 @@ def test_github_format(tmp_path: Path) -> None:
     )
 
 
-def test_json_format(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["check", "render"])
+def test_json_format(tmp_path: Path, command: str) -> None:
     repo = _many_errors_repo(tmp_path / "repo")
-    result = run("check", "--root", str(repo), "--format", "json")
-    assert result.code == 1
-    rows = json.loads(result.stderr)
+    result = run(command, "--root", str(repo), "--format", "json")
+    assert result.code == 1 and not (repo / "output").exists()
+    # the result, on stdout and nothing else: `check --format json > f` keeps all of it
+    assert result.stderr == ""
+    rows = json.loads(result.stdout)
     assert isinstance(rows, list) and len(rows) >= 2
     want = {
         "file": "clusters/c1.yaml",

@@ -4,7 +4,6 @@ and the ClusterPolicy checked strictly against the upstream CRD."""
 from __future__ import annotations
 
 import copy
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +23,7 @@ from gpuplan.emit.gpu_operator_objects import (
     mig_parted_config,
 )
 from gpuplan.emit.gpu_operator_policy import cluster_policy
-
-CRD_FILE = Path("gpu-operator") / "nvidia.com_clusterpolicies.yaml"
-
+from gpuplan.validate.crds import CrdIndex
 
 # --- strict CRD schema -----------------------------------------------------------------
 
@@ -50,13 +47,10 @@ def _strict(schema: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def crd_schema() -> dict:
-    """Return the ClusterPolicy openAPIV3Schema (not yet made strict)."""
-    folder = os.environ.get("GPUPLAN_CRDS")
-    if not folder:
-        pytest.skip("GPUPLAN_CRDS is not set: upstream CRDs needed")
-    crd = yaml.safe_load((Path(folder) / CRD_FILE).read_text())
-    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+def crd_schema(crds: CrdIndex) -> dict:
+    """Return the ClusterPolicy openAPIV3Schema (not yet made strict) of the tests' CRDs."""
+    [crd] = crds.lookup("nvidia.com", "ClusterPolicy")
+    return crd.versions["v1"].schema
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,7 +14,9 @@ import pytest
 import yaml
 
 from gpuplan import __version__
-from gpuplan.commands.init import FILES, HOOK_REPO, init_repo
+from gpuplan.commands.init import FILES, init_repo
+from gpuplan.commands.installation import FILES as HOOK_FILES
+from gpuplan.commands.installation import HOOK_REPO
 from tests.conftest import PROJECT, run, snapshot
 
 EXPECTED = (
@@ -97,13 +100,71 @@ def test_init_workflow_checks_drift_and_comments_the_diff(fresh: Path) -> None:
     ]  # no third-party action
 
 
-def test_init_pre_commit_config_uses_this_repositorys_hook(fresh: Path) -> None:
+def test_init_pre_commit_config_installs_this_version_from_the_index(fresh: Path) -> None:
     config = yaml.safe_load((fresh / ".pre-commit-config.yaml").read_text())
+    (repo,) = config["repos"]
+    assert repo["repo"] == "local"  # no tag of gpuplan's repository needed
+    (hook,) = repo["hooks"]
+    assert hook["language"] == "python" and hook["entry"] == "gpuplan render"
+    assert hook["additional_dependencies"] == [f"gpuplan=={__version__}"]
+    assert hook["files"] == HOOK_FILES and hook["pass_filenames"] is False
+
+
+@pytest.mark.parametrize("changed", ["extra/c/x.yaml", "patches/c/p.yaml", "values/c/v.yaml"])
+def test_the_hooks_run_when_any_input_changes(fresh: Path, changed: str) -> None:
+    # the input folders gpuplan renders from (overlay: extra/, patches/, values/)
+    config = yaml.safe_load((fresh / ".pre-commit-config.yaml").read_text())
+    shipped = yaml.safe_load((PROJECT / ".pre-commit-hooks.yaml").read_text())
+    for hook in [*config["repos"][0]["hooks"], *shipped]:
+        assert re.search(hook["files"], changed), hook
+        assert not re.search(hook["files"], "output/c/x.yaml")
+
+
+def test_init_from_git_pins_the_tag_of_this_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert init_repo(tmp_path / "fleet", "git") == 0
+    assert "note:" not in capsys.readouterr().err  # a release: the tag can exist
+    config = yaml.safe_load((tmp_path / "fleet/.pre-commit-config.yaml").read_text())
     hooks = {h["id"] for h in yaml.safe_load((PROJECT / ".pre-commit-hooks.yaml").read_text())}
     (repo,) = config["repos"]
-    assert repo["repo"] == HOOK_REPO
-    assert repo["rev"] == f"v{__version__}"
+    assert (repo["repo"], repo["rev"]) == (HOOK_REPO, f"v{__version__}")
     assert {h["id"] for h in repo["hooks"]} <= hooks
+    assert all(h["files"] == HOOK_FILES for h in repo["hooks"])
+    runs = "\n".join(s.get("run", "") for s in _steps(_workflow(tmp_path / "fleet")))
+    assert f'pip install "gpuplan @ git+{HOOK_REPO}@v{__version__}"' in runs
+
+
+def test_init_from_a_wheel_copies_it_and_installs_it_from_the_checkout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel = tmp_path / f"gpuplan-{__version__}-py3-none-any.whl"
+    wheel.write_bytes(b"a wheel")
+    assert init_repo(tmp_path / "fleet", str(wheel)) == 0
+    root = tmp_path / "fleet"
+    assert (root / "wheels" / wheel.name).read_bytes() == b"a wheel"
+    runs = "\n".join(s.get("run", "") for s in _steps(_workflow(root)))
+    assert f"pip install ./wheels/{wheel.name}" in runs
+    assert f"pip install ./wheels/{wheel.name}" in (root / "README.md").read_text()
+    (repo,) = yaml.safe_load((root / ".pre-commit-config.yaml").read_text())["repos"]
+    # pre-commit installs a hook's dependencies elsewhere: the hook runs the installed gpuplan
+    assert [(h["language"], h["entry"]) for h in repo["hooks"]] == [("system", "gpuplan render")]
+
+
+@pytest.mark.parametrize(
+    ("wheel", "message"),
+    [
+        ("gpuplan-0.0.1-py3-none-any.whl", "wheel (gpuplan-"),  # another version
+        ("pypi", "expected index, git or the path"),
+        (f"missing/gpuplan-{__version__}-py3-none-any.whl", "no such file"),
+    ],
+)
+def test_init_refuses_a_source_it_cannot_install_this_version_from(
+    tmp_path: Path, wheel: str, message: str
+) -> None:
+    result = run("init", str(tmp_path / "fleet"), "--install-from", wheel)
+    assert result.code == 2 and message in result.stderr
+    assert not (tmp_path / "fleet").exists()
 
 
 def test_init_readme_says_how_to_render_check_and_diff(fresh: Path) -> None:
@@ -180,7 +241,7 @@ def test_pre_commit_hooks() -> None:
     for hook in hooks.values():
         assert hook["language"] == "python"
         assert hook["pass_filenames"] is False
-        assert hook["files"] == "^(clusters|tenants)/"
+        assert hook["files"] == HOOK_FILES
         assert hook["name"]
 
 

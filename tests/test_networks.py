@@ -71,7 +71,7 @@ def check(
     write_repo(root, files)
     result = run("check", "--root", str(root), "--format", "json")
     assert "Traceback" not in result.stderr
-    return json.loads(result.stderr[result.stderr.index("[") : result.stderr.rindex("]") + 1])
+    return json.loads(result.stdout)
 
 
 def where(root: Path, file: str, needle: str, occurrence: int = 1) -> tuple[int, int]:

@@ -77,3 +77,5 @@ def test_the_version_is_single_sourced_from_the_package_metadata() -> None:
     declared = tomllib.loads((PROJECT / "pyproject.toml").read_text())["project"]["version"]
     assert __version__ == importlib.metadata.version("gpuplan") == declared
     assert run("--version").stdout.strip() == f"gpuplan, version {declared}"
+    changelog = (PROJECT / "CHANGELOG.md").read_text().splitlines()
+    assert f"## {declared}" in changelog  # each release has its entry

@@ -56,12 +56,13 @@ CRDS = _crds()
 @cache
 def _validator(version: str) -> Validator:
     """A strict validator per Kubernetes version (CRDs, CEL rules and webhook rules)."""
-    assert CRDS is not None
-    # The upstream CRDs first, gpuplan's shipped sets for kinds they lack (Karpenter's Azure provider).
-    return Validator(newest_index(load_crds(CRDS)), version or newest(), cel=True, webhooks=True)
+    # gpuplan's newest shipped sets; with GPUPLAN_CRDS, those CRDs first and the shipped sets for
+    # kinds they lack (Karpenter's Azure provider).
+    extra = load_crds(CRDS) if CRDS is not None else None
+    return Validator(newest_index(extra), version or newest(), cel=True, webhooks=True)
 
 
-VALIDATORS = _validator if CRDS is not None else None
+VALIDATORS = _validator
 
 
 def _kubernetes_validate(obj: dict[str, Any], version: str) -> None:

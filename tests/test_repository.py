@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import tomllib
 from collections.abc import Iterator
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -189,27 +191,19 @@ TEXT_SUFFIXES = {".py", ".md", ".toml", ".yaml", ".yml", ".txt", ".j2", ".cfg", 
 
 
 def _repository_text_files() -> Iterator[Path]:
-    skip = {
-        ".git",
-        "output",
-        "__pycache__",
-        ".pytest_cache",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".hypothesis",
-        ".benchmarks",
-        "build",
-        "dist",
-    }
-    for path in sorted(PROJECT.rglob("*")):
-        parts = set(path.relative_to(PROJECT).parts)
-        if (
-            path.is_file()
-            and not parts & skip
-            and not any(p.endswith(".egg-info") for p in parts)
-            and path.suffix in TEXT_SUFFIXES
-        ):
-            yield path
+    # the folders .gitignore lists (a virtual environment, caches, build output) are not the
+    # repository's: `python3 -m venv .venv` inside a clone writes its own absolute paths there
+    lines = (PROJECT / ".gitignore").read_text().splitlines()
+    skip = [".git", "output", *(line.rstrip("/") for line in lines if line.endswith("/"))]
+    found = []
+    for folder, subfolders, names in os.walk(PROJECT):
+        subfolders[:] = [d for d in subfolders if not any(fnmatch(d, p) for p in skip)]
+        found += [
+            Path(folder, name)
+            for name in names
+            if name != ".git" and Path(name).suffix in TEXT_SUFFIXES  # a worktree's .git file
+        ]
+    yield from sorted(found)
 
 
 def test_no_absolute_path_of_a_machine_in_the_repository() -> None:

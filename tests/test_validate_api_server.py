@@ -11,12 +11,13 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT, copy_example, run
+from tests.conftest import PROJECT, copy_example, run, snapshot
 
 NO_ENV = {"GPUPLAN_CRDS": ""}
 
@@ -327,8 +328,8 @@ def test_json_goes_to_stdout(tmp_path: Path) -> None:
 # --- a fresh install ---------------------------------------------------------------------------------
 
 
-def test_a_fresh_install_validates_custom_resources_strictly(tmp_path: Path) -> None:
-    """pip install . (no GPUPLAN_CRDS): the shipped CRDs come with the package."""
+def _wheel(tmp_path: Path) -> Path:
+    """Build gpuplan's wheel offline with this environment's setuptools and wheel (the test extra)."""
     source = tmp_path / "src"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -336,30 +337,57 @@ def test_a_fresh_install_validates_custom_resources_strictly(tmp_path: Path) -> 
     shutil.copytree(
         PROJECT / "gpuplan", source / "gpuplan", ignore=shutil.ignore_patterns("__pycache__")
     )
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    env = {k: v for k, v in os.environ.items() if k not in ("GPUPLAN_CRDS", "PYTHONPATH")}
-    install = subprocess.run(
-        [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            str(source),
-        ],
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+        + ["--no-index", "-w", str(tmp_path / "dist"), str(source)],
         capture_output=True,
         text=True,
-        env=env,
         cwd=tmp_path,
     )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("gpuplan-*.whl")
+    return wheel
+
+
+def _fresh_venv(venv: Path, wheel: Path) -> dict[str, str]:
+    """Install the wheel, offline and alone, into a new virtual environment; return its env.
+
+    The venv sees this environment's site-packages for the dependencies (a path in a .pth file:
+    the editable gpuplan installed here is not imported through it), and nothing else.
+    """
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    paths = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    Path(site, "dependencies.pth").write_text("".join(f"{path}\n" for path in paths))
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
+        + ["--no-index", str(wheel)],
+        capture_output=True,
+        text=True,
+    )
     assert install.returncode == 0, install.stderr
+    drop = ("GPUPLAN_CRDS", "PYTHONPATH", "VIRTUAL_ENV")
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
+def test_the_wheel_installed_in_a_fresh_venv_renders_and_validates(tmp_path: Path) -> None:
+    """pip install gpuplan-*.whl (no GPUPLAN_CRDS): what it needs ships in the wheel."""
+    wheel = _wheel(tmp_path)
+    venv = tmp_path / "venv"
+    env = _fresh_venv(venv, wheel)
+
+    def gpuplan(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(venv / "bin" / "gpuplan"), *args]
+        return subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+
     where = subprocess.run(
-        [str(python), "-c", "import gpuplan.crds; print(gpuplan.crds.DATA)"],
+        [str(venv / "bin" / "python"), "-c", "import gpuplan.crds; print(gpuplan.crds.DATA)"],
         capture_output=True,
         text=True,
         env=env,
@@ -367,17 +395,22 @@ def test_a_fresh_install_validates_custom_resources_strictly(tmp_path: Path) -> 
         check=True,
     ).stdout.strip()
     assert Path(where).is_relative_to(venv), where  # the installed copy, not the work tree
+    declared = wheel.name.split("-")[1]
+    assert gpuplan("--version").stdout.strip() == f"gpuplan, version {declared}"
+    # the example fleet renders to the committed output, byte for byte, and validates
+    repo = copy_example(tmp_path / "repo")
+    shutil.copytree(PROJECT / "patches", repo / "patches")
+    rendered = gpuplan("render", "--root", str(repo))
+    assert rendered.returncode == 0, rendered.stderr
+    assert snapshot(repo / "output") == snapshot(PROJECT / "output")
+    valid = gpuplan("validate", str(repo / "output"))
+    assert valid.returncode == 0, valid.stderr
+    # custom resources are checked strictly against the shipped CRDs of a chosen version
     folder = write(
-        tmp_path / "output",
+        tmp_path / "manifests",
         {"queue.yaml": QUEUE.format(flavor="gpu"), "flavor.yaml": FLAVOR.format(name="gpu")},
     )
-    done = subprocess.run(
-        [str(venv / "bin" / "gpuplan"), "validate", str(folder), "--component", "kueue=v0.14.4"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    )
+    done = gpuplan("validate", str(folder), "--component", "kueue=v0.14.4")
     assert done.returncode == 1, done.stderr
     assert "whenCanBorrow: must be one of: Borrow, TryNextFlavor" in done.stderr
     assert "not validated" not in done.stderr

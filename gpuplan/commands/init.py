@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from importlib.resources import files
 from pathlib import Path
 
 from gpuplan import __version__
+from gpuplan.commands.installation import WHEELS, Installation, installation
 from gpuplan.commands.options import Options
 from gpuplan.commands.render import render_fleet
 from gpuplan.exitcode import ExitCode
-
-# Where pre-commit fetches gpuplan's hooks (.pre-commit-hooks.yaml at that repository's root).
-HOOK_REPO = "https://github.com/gpuplan/gpuplan"
 
 # Repository path -> the template in gpuplan/templates it is written from.
 FILES = {
@@ -27,10 +26,13 @@ FILES = {
 INPUT_FOLDERS = ("clusters", "tenants")
 
 
-def template_text(name: str) -> str:
-    """Return an init template with the gpuplan version and hook repository filled in."""
+def template_text(name: str, how: Installation | None = None) -> str:
+    """Return an init template with how to install gpuplan filled in (default: from the index)."""
+    how = how or installation("index", __version__)
     text = (files("gpuplan") / "templates" / name).read_text(encoding="utf-8")
-    return text.replace("__GPUPLAN_VERSION__", __version__).replace("__GPUPLAN_REPO__", HOOK_REPO)
+    return text.replace("__GPUPLAN_REQUIREMENT__", how.requirement).replace(
+        "__GPUPLAN_HOOKS__", how.pre_commit.rstrip("\n")
+    )
 
 
 def _refusal(target: Path) -> str | None:
@@ -54,8 +56,17 @@ def _write_new(path: Path, text: str) -> bool:
     return True
 
 
-def init_repo(target: Path) -> int:
-    """Create a gpuplan repository in target (new or without inputs), render it, return the exit code."""
+def init_repo(target: Path, source: str = "index") -> int:
+    """Create a gpuplan repository in target (new or without inputs), render it, return the exit code.
+
+    Its workflow and pre-commit hook install this gpuplan's version from source: the package
+    index, this repository's git tag, or the path of a wheel (gpuplan.commands.installation).
+    """
+    try:
+        how = installation(source, __version__)
+    except ValueError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return ExitCode.USAGE
     reason = _refusal(target)
     if reason is not None:
         sys.stderr.write(f"error: {reason}; nothing was written\n")
@@ -63,14 +74,16 @@ def init_repo(target: Path) -> int:
     kept = [
         relative
         for relative, name in FILES.items()
-        if not _write_new(target / relative, template_text(name))
+        if not _write_new(target / relative, template_text(name, how))
     ]
     for relative in kept:
         sys.stderr.write(f"kept your {relative} (gpuplan init never overwrites a file)\n")
+    if how.wheel is not None:
+        (target / WHEELS).mkdir(exist_ok=True)
+        shutil.copyfile(how.wheel, target / WHEELS / how.wheel.name)
     sys.stderr.write(f"created a gpuplan repository in {target}\n")
-    if "+" in __version__ or "dev" in __version__:  # a source build: pip cannot fetch it
-        pins = ".github/workflows/gpuplan.yml and .pre-commit-config.yaml"
-        sys.stderr.write(f"note: gpuplan {__version__} is not a release: pin a release in {pins}\n")
+    if how.caveat:
+        sys.stderr.write(f"note: {how.caveat}\n")
     code = render_fleet(Options(root=target))
     if code != ExitCode.OK:
         return code

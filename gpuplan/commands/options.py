@@ -40,12 +40,17 @@ class Options:
         return self.out if self.out is not None else self.root / "output"
 
 
-def print_findings(result: Findings, options: Options) -> bool:
-    """Print the findings to stderr; return True when they fail the run."""
-    found = ordered(result.diagnostics)
-    text = render(found, options.fmt)
+def write_findings(found: list[Diagnostic], fmt: str) -> None:
+    """Write findings: JSON is the command's result (stdout), text and github are diagnostics (stderr)."""
+    text = render(found, fmt)
     if text:
-        sys.stderr.write(text)
+        (sys.stdout if fmt == "json" else sys.stderr).write(text)
+
+
+def print_findings(result: Findings, options: Options) -> bool:
+    """Print the findings (write_findings); return True when they fail the run."""
+    found = ordered(result.diagnostics)
+    write_findings(found, options.fmt)
     if options.fmt == "text":
         for note in result.notes:
             sys.stderr.write(f"note: {note}\n")

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpuplan.diagnostics import has_errors, render, with_code
+from gpuplan.commands.options import write_findings
+from gpuplan.diagnostics import has_errors, with_code
 from gpuplan.exitcode import ExitCode
 from gpuplan.runtime.watch import Watch, loop
 from gpuplan.validate.choose import UsageError, Validators, chosen_sets
@@ -80,7 +81,7 @@ def _once(paths: list[Path], validators: Validators, fmt: str, strict: bool) -> 
     found = with_code(
         found, "manifest"
     )  # every finding of `validate` is about a manifest it was given
-    (sys.stdout if fmt == "json" else sys.stderr).write(render(found, fmt))  # json is a result
+    write_findings(found, fmt)
     if fmt == "text":
         for rule in sorted(skipped):
             sys.stderr.write(

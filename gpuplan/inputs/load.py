@@ -19,7 +19,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from gpuplan.diagnostics import Diagnostic, Key, Position, SourceFile, error
 from gpuplan.diagnostics import format_path as format_path  # its old import path
-from gpuplan.inputs import yamlevents
+from gpuplan.inputs import nesting, yamlevents
 from gpuplan.inputs.yamlevents import SourceFloat as SourceFloat  # its old import path
 
 # Bounds that refuse hostile input (alias bombs, absurd nesting, huge files) before any model sees it.
@@ -192,47 +192,31 @@ def _unprintable(path: str, text: str) -> Diagnostic | None:
 
 
 _FAST_LOADER = getattr(libyaml, "CSafeLoader", None)  # libyaml, when PyYAML was built with it
-_OPENING = (libyaml.MappingStartEvent, libyaml.SequenceStartEvent)
-_CLOSING = (libyaml.MappingEndEvent, libyaml.SequenceEndEvent)
+
+
+def _too_deep(path: str, events: Any) -> Diagnostic | None:
+    """Refuse nesting deeper than MAX_DEPTH where it first goes too deep (gpuplan.inputs.nesting)."""
+    where = nesting.too_deep(events, MAX_DEPTH)
+    if where is None:
+        return None
+    message = f"refused: the document is nested deeper than {MAX_DEPTH} levels"
+    return error(path, where[0], where[1], "", message)
 
 
 def _shape(path: str, text: str) -> tuple[Diagnostic | None, bool]:
-    """Scan the YAML events with libyaml (C, no recursion): refuse nesting deeper than MAX_DEPTH
-    where it first goes too deep, without building anything; return (refusal, syntax suspect).
+    """Scan the YAML events with libyaml (C): refuse nesting deeper than MAX_DEPTH without
+    building anything; return (refusal, suspect).
 
-    ruamel's composer recurses once per level, so 20,000 nested brackets would cost seconds and
-    end in a RecursionError with no position; libyaml stops at the first level too many. A file
-    libyaml cannot read is only a suspect: ruamel (YAML 1.2) has the last word on syntax.
+    A file libyaml cannot read to its end is a suspect: ruamel (YAML 1.2) has the last word on
+    its syntax, and its own events on its depth (_parse_slow), since libyaml may stop a deep
+    file early (gpuplan.inputs.nesting).
     """
     if _FAST_LOADER is None:
         return None, True
-    # per open collection: "seq", or "key"/"value" (what a mapping expects next)
-    open_: list[str] = []
     try:
-        for event in libyaml.parse(text, Loader=_FAST_LOADER):
-            if isinstance(event, _CLOSING):
-                open_.pop()
-                continue
-            if not isinstance(event, (*_OPENING, libyaml.ScalarEvent, libyaml.AliasEvent)):
-                continue
-            is_key = bool(open_) and open_[-1] == "key"
-            if open_ and open_[-1] != "seq":
-                open_[-1] = "value" if is_key else "key"
-            # a node's depth is the length of its field path
-            if not is_key and len(open_) > MAX_DEPTH:
-                mark = event.start_mark
-                return error(
-                    path,
-                    mark.line + 1,
-                    mark.column + 1,
-                    "",
-                    f"refused: the document is nested deeper than {MAX_DEPTH} levels",
-                ), False
-            if isinstance(event, _OPENING):
-                open_.append("key" if isinstance(event, libyaml.MappingStartEvent) else "seq")
+        return _too_deep(path, libyaml.parse(text, Loader=_FAST_LOADER)), False
     except libyaml.YAMLError:
         return None, True
-    return None, False
 
 
 def _bounds(path: str, raw: bytes) -> tuple[str | None, list[Diagnostic]]:
@@ -260,16 +244,29 @@ def parse(path: str, raw: bytes) -> tuple[SourceFile | None, list[Diagnostic]]:
     if built is not None:  # only ever a single mapping within the bounds: what ruamel reads too
         data, values, keys = built
         return SourceFile(path, data, values, keys), []
-    problem, _ = _shape(path, text)
+    problem, suspect = _shape(path, text)
     if problem is not None:
         return None, [problem]
-    return _parse_slow(path, text)
+    return _parse_slow(path, text, deep_checked=not suspect)
 
 
-def _parse_slow(path: str, text: str) -> tuple[SourceFile | None, list[Diagnostic]]:
-    """Parse one file's text with ruamel's round-trip loader (pure Python, the reference)."""
+def _parse_slow(
+    path: str, text: str, deep_checked: bool = False
+) -> tuple[SourceFile | None, list[Diagnostic]]:
+    """Parse one file's text with ruamel's round-trip loader (pure Python, the reference).
+
+    Its composer recurses once per level: unless libyaml's events went through the whole file
+    (deep_checked), ruamel's own events are counted first, up to the level one too deep.
+    """
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
+    if not deep_checked:
+        try:
+            problem = _too_deep(path, yaml.parse(text))
+        except (YAMLError, ValueError):
+            problem = None  # load_all below says what and where
+        if problem is not None:
+            return None, [problem]
     try:
         documents = list(yaml.load_all(text))
     except MarkedYAMLError as exc:
