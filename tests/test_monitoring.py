@@ -1,6 +1,6 @@
 """Monitoring (issue 23): the rendered example's ServiceMonitors, PrometheusRules, dashboards and adapter
 rules validate against the shipped Prometheus Operator CRDs, name only metrics and labels the pinned
-exporters publish, hold balanced PromQL, and a misspelt metric in a cluster file is an error at its line."""
+exporters publish, hold PromQL that Prometheus parses, and a misspelt metric in a cluster file is an error at its line."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import yaml
 from gpuplan.components.metrics import (
     KSM,
     PROMETHEUS,
-    balanced,
     dcgm_metrics,
     dcgm_tag,
     kueue_metrics,
@@ -24,6 +23,7 @@ from gpuplan.components.metrics import (
 from gpuplan.crds import index_for
 from gpuplan.emit.monitoring_common import ksm_label
 from gpuplan.validate import Validator
+from gpuplan.validate.promql import parse_error
 from tests.conftest import PROJECT, copy_example, run, snapshot
 
 FOLDER = "h100-prod/monitoring"
@@ -133,8 +133,18 @@ def test_every_metric_and_label_referenced_is_in_the_pinned_lists(rendered: Path
     assert {q: p for q, p in problems.items() if p} == {}
 
 
-def test_every_query_is_balanced(rendered: Path) -> None:
-    assert {q: balanced(q) for q in _queries(rendered) if balanced(q)} == {}
+def test_every_query_parses_as_promql(rendered: Path) -> None:
+    # On main before issue 35 GpuUncorrectableEccRowRemap put [1h] on a join, which Prometheus refuses.
+    assert {q: parse_error(q) for q in _queries(rendered) if parse_error(q)} == {}
+
+
+def test_the_ecc_remap_alert_takes_its_range_on_the_series(rendered: Path) -> None:
+    rule = next(r for r in _rules(rendered) if r["alert"] == "GpuUncorrectableEccRowRemap")
+    assert rule["expr"].startswith(
+        "(increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h]) * on (node)"
+    )
+    old = 'increase((DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS * on (node) group_left () kube_node_labels{a="b"})[1h]) > 0'
+    assert parse_error(old) == "ranges only allowed for vector selectors"
 
 
 def test_capacity_thresholds_come_from_the_quotas(rendered: Path) -> None:
@@ -228,9 +238,18 @@ def test_references_reads_metrics_and_labels(
     assert references(expr) == (metrics, labels)
 
 
-@pytest.mark.parametrize("expr", ["sum(a", "a[5m", 'a{b="c}', "a)", 'sum(a{b="("})]'])
-def test_balanced_finds_unclosed_brackets_and_strings(expr: str) -> None:
-    assert balanced(expr) is not None
+@pytest.mark.parametrize(
+    "expr", ["sum(a", "a[5m", 'a{b="c}', "a)", 'sum(a{b="("})]', "rate(sum(a)[5m])", "a > > 1"]
+)
+def test_a_query_prometheus_refuses_does_not_parse(expr: str) -> None:
+    assert parse_error(expr) is not None
+
+
+@pytest.mark.parametrize(
+    "expr", ['avg(a{n=~"$node"}) by (x)', "rate(a[$__rate_interval])", "sum(rate(a[5m]))[1h:5m]"]
+)
+def test_a_valid_query_with_grafana_variables_parses(expr: str) -> None:
+    assert parse_error(expr) is None
 
 
 def test_a_misspelt_metric_or_label_is_found() -> None:
@@ -378,7 +397,8 @@ def test_query_problems_read_dashboards_and_adapter_rules() -> None:
     assert query_problems(dashboard, KNOWN) == [
         (
             "data[d.json].panels[0].targets[0].expr",
-            "query has an unclosed '(': " + 'avg(DCGM_FI_DEV_GPU_UTIL{gpu="0"}',
+            "query is not valid PromQL (unclosed left parenthesis): "
+            + 'avg(DCGM_FI_DEV_GPU_UTIL{gpu="0"}',
         ),
         (
             "data[d.json].panels[0].targets[1].expr",

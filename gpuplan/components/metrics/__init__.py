@@ -1,4 +1,4 @@
-"""The metrics the exporters publish at the pinned versions, and a small PromQL reader to check against them.
+"""The metrics the exporters publish at the pinned versions, and a small reader of the names a PromQL query uses.
 
 Data (scripts/fetch_metrics.py writes it, SOURCES.json records repository, tag, commit, path, sha256):
 - dcgm-exporter/<tag>.csv: NVIDIA/dcgm-exporter@<tag>:etc/dcp-metrics-included.csv, the collectors
@@ -152,20 +152,6 @@ KEYWORDS = frozenset({
     "time", "timestamp", "vector", "avg_over_time", "min_over_time", "max_over_time", "sum_over_time",
     "count_over_time", "last_over_time", "present_over_time", "quantile_over_time", "inf", "nan",
 })  # fmt: skip
-
-
-def balanced(expr: str) -> str | None:
-    """Return what is wrong with the brackets and quotes of a PromQL expression, None when balanced."""
-    if expr.count('"') % 2:
-        return "an unclosed string"
-    text = _STRING.sub('""', expr)
-    pairs, stack = {")": "(", "]": "[", "}": "{"}, []
-    for char in text:
-        if char in "([{":
-            stack.append(char)
-        elif char in pairs and (not stack or stack.pop() != pairs[char]):
-            return f"an unmatched {char!r}"
-    return f"an unclosed {stack[-1]!r}" if stack else None
 
 
 def references(expr: str) -> tuple[set[str], set[str]]:
