@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -432,3 +433,56 @@ def test_query_problems_read_dashboard_variables() -> None:
     assert [m for _, m in query_problems(dashboard, KNOWN)] == [
         "label nodename is not published by the cluster's exporters at their pinned versions"
     ]
+
+
+NARROW_LIST = """\
+DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).
+DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (in MiB).
+DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, Ratio of time the graphics engine is active.
+DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, gauge, Ratio of cycles the tensor (HMMA) pipe is active.
+DCGM_FI_PROF_NVLINK_TX_BYTES, counter, The rate of data transmitted over NVLink (in B/s).
+"""
+# The metrics gpuplan's alerts and dashboards read that the list above (the example's before issue 35) lacks.
+UNCOLLECTED = {
+    "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+}  # fmt: skip
+
+
+def test_a_metric_the_patched_cluster_policy_does_not_collect_is_an_error(tmp_path: Path) -> None:
+    """The example's ClusterPolicy patch names a collector ConfigMap: the exporter collects only its list."""
+    repo = copy_example(tmp_path / "repo")
+    shutil.copytree(PROJECT / "patches", repo / "patches")
+    config = repo / "extra/h100-prod/gpu-operator/configmap-dcgm-metrics.yaml"
+    obj = yaml.safe_load(config.read_text())
+    obj["data"]["dcgm-metrics.csv"] = NARROW_LIST
+    config.write_text(yaml.safe_dump(obj))
+    before = snapshot(repo / "output")
+    result = run("render", "--root", str(repo))
+    assert result.code == 1
+    found = set(
+        re.findall(r"metric (DCGM_\w+) is not collected: the ClusterPolicy's", result.stderr)
+    )
+    assert found == UNCOLLECTED, result.stderr
+    assert re.search(
+        r"output/h100-prod/monitoring/prometheusrule-gpuplan-gpu-health\.yaml:\d+:\d+: error: .*"
+        r"metric DCGM_FI_DEV_XID_ERRORS is not collected: .*names ConfigMap dcgm-metrics",
+        result.stderr,
+    )
+    assert "please report this bug" not in result.stderr  # the user's list, not gpuplan's fault
+    assert snapshot(repo / "output") == before
+
+
+def test_the_collected_metrics_follow_the_cluster_policy() -> None:
+    from gpuplan.validate.collectors import narrowed
+
+    policy = {"kind": "ClusterPolicy", "spec": {"dcgmExporter": {"config": {"name": "mine"}}}}
+    config_map = {"metadata": {"name": "mine"}, "data": {"dcgm-metrics.csv": NARROW_LIST}}
+    default, why = narrowed(KNOWN, [{"kind": "ClusterPolicy", "spec": {}}], [config_map])
+    assert default == KNOWN and why == {}
+    known, why = narrowed(KNOWN, [policy], [config_map])
+    assert {m for m in known if m.startswith("DCGM_")} == {
+        "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_NVLINK_TX_BYTES",
+    }  # fmt: skip
+    assert "kueue_pending_workloads" in known and set(why) >= UNCOLLECTED

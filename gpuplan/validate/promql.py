@@ -91,7 +91,9 @@ def _dashboard(key: str, text: str) -> Iterator[tuple[str, str]]:
             yield f"data[{key}].panels[{p}].targets[{t}].expr", str(target.get("expr", ""))
 
 
-def query_problems(obj: dict[str, Any], known: dict[str, frozenset[str]]) -> list[tuple[str, str]]:
+def query_problems(
+    obj: dict[str, Any], known: dict[str, frozenset[str]], why: dict[str, str] | None = None
+) -> list[tuple[str, str]]:
     """Return (field path, message) for each query Prometheus cannot parse or name the pinned metric lists lack."""
     found = []
     for path, query in queries(obj):
@@ -99,7 +101,15 @@ def query_problems(obj: dict[str, Any], known: dict[str, frozenset[str]]) -> lis
         if wrong is not None:
             found.append((path, f"query is not valid PromQL ({wrong}): {query}"))
             continue
-        for unknown in unknown_references(query, known):
+        unknowns = unknown_references(query, known)
+        # A metric the exporter knows but is not told to collect: that, not the labels it would carry.
+        uncollected = [
+            why[u[7:]] for u in unknowns if why and u.startswith("metric ") and u[7:] in why
+        ]
+        if uncollected:
+            found += [(path, message) for message in uncollected]
+            continue
+        for unknown in unknowns:
             found.append(
                 (
                     path,

@@ -64,16 +64,19 @@ def _key(version: str) -> tuple[int, ...]:
 def dcgm_metrics(tag: str) -> dict[str, frozenset[str]]:
     """Return {metric: labels} of one DCGM exporter list (label-type rows are labels, not metrics)."""
     text = (DATA / "dcgm-exporter" / f"{tag}.csv").read_text(encoding="utf-8")
-    out = {}
-    for row in csv.reader(io.StringIO(text)):
-        if (
-            row
-            and not row[0].lstrip().startswith("#")
-            and len(row) >= 2
-            and row[1].strip() != "label"
-        ):
-            out[row[0].strip()] = DCGM_LABELS | TARGET_LABELS
-    return out
+    return dict.fromkeys(sorted(collector_list(text)), DCGM_LABELS | TARGET_LABELS)
+
+
+def collector_list(text: str) -> set[str]:
+    """Return the metrics a dcgm-exporter collector CSV collects (comments and label rows aside)."""
+    return {
+        row[0].strip()
+        for row in csv.reader(io.StringIO(text))
+        if row
+        and not row[0].lstrip().startswith("#")
+        and len(row) >= 2
+        and row[1].strip() != "label"
+    }
 
 
 @cache
