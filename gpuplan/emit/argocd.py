@@ -96,7 +96,7 @@ def app_of_apps(fleet: Fleet, listed: list[Manifest] | None = None) -> Manifest:
     )
 
 
-def cluster_folders(fleet: Fleet, listed: list[Manifest]) -> list[Manifest]:
+def cluster_folders(fleet: Fleet, listed: list[Manifest], output_path: str) -> list[Manifest]:
     """Return each cluster's root Application (argocd/<cluster>.yaml) and the kustomization it syncs:
     argocd/<cluster>/, the cluster's operator Applications and its own Application."""
     found: list[Manifest] = []
@@ -104,7 +104,7 @@ def cluster_folders(fleet: Fleet, listed: list[Manifest]) -> list[Manifest]:
         prefix = f"{APPS}/{name}/"
         files = sorted(m.path.removeprefix(prefix) for m in listed if m.path.startswith(prefix))
         source = (cluster.located.source.path,)
-        found.append(finalize(bootstrap.cluster_root(cluster, posixpath.join(OUTPUT_PATH, APPS))))
+        found.append(finalize(bootstrap.cluster_root(cluster, posixpath.join(output_path, APPS))))
         found.append(Manifest(f"{prefix}kustomization.yaml", _kustomization(files), source))
     return found
 
@@ -116,7 +116,7 @@ def emit_fleet(fleet: Fleet, output_path: str = OUTPUT_PATH) -> list[Manifest]:
     projects = bootstrap.projects(fleet)
     inside = bootstrap.operator_manifests(fleet, output_path)
     inside += [finalize(m) for m in applications(fleet, output_path)]
-    folders = cluster_folders(fleet, inside)
+    folders = cluster_folders(fleet, inside, output_path)
     # The fleet's root syncs the projects, the clusters' roots and the ApplicationSets, all of them in
     # its last wave but the projects: it waits on no cluster (argo-cd v3.5.1
     # gitops-engine/pkg/sync/sync_context.go: the last wave of non-hook tasks succeeds once applied).
