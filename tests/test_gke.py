@@ -55,7 +55,11 @@ def test_quota_is_in_gkes_resource_name() -> None:
 
 def test_no_gpu_operator_or_autoscaler_application_on_googles_stack() -> None:
     apps = sorted(p.name for p in (CASE / "expected" / "argocd" / "gke-serving").iterdir())
-    assert apps == ["kueue.yaml"]
+    assert apps == [
+        "cluster.yaml",
+        "kueue.yaml",
+        "kustomization.yaml",
+    ]  # cluster.yaml: its own folder
 
 
 def test_opting_out_of_googles_stack_brings_the_gpu_operator(tmp_path: Path) -> None:

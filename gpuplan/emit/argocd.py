@@ -14,6 +14,9 @@ from gpuplan.plan.fleet import ClusterPlan, Fleet
 
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 APPS = "argocd"
+CLUSTER_FILE = (
+    "cluster.yaml"  # argocd/<cluster>/cluster.yaml: the Application of the cluster's folder
+)
 
 
 def application(cluster: ClusterPlan, output_path: str = OUTPUT_PATH) -> dict[str, Any]:
@@ -47,7 +50,7 @@ def applications(fleet: Fleet, output_path: str = OUTPUT_PATH) -> list[Manifest]
     """Return the Applications of every cluster (always all, so the app of apps stays whole)."""
     return [
         Manifest(
-            f"{APPS}/{name}.yaml",
+            f"{APPS}/{name}/{CLUSTER_FILE}",
             application(cluster, output_path),
             (cluster.located.source.path,),
             None,
@@ -93,15 +96,35 @@ def app_of_apps(fleet: Fleet, listed: list[Manifest] | None = None) -> Manifest:
     )
 
 
+def cluster_folders(fleet: Fleet, listed: list[Manifest], output_path: str) -> list[Manifest]:
+    """Return each cluster's root Application (argocd/<cluster>.yaml) and the kustomization it syncs:
+    argocd/<cluster>/, the cluster's operator Applications and its own Application."""
+    found: list[Manifest] = []
+    for name, cluster in sorted(fleet.clusters.items()):
+        prefix = f"{APPS}/{name}/"
+        files = sorted(m.path.removeprefix(prefix) for m in listed if m.path.startswith(prefix))
+        source = (cluster.located.source.path,)
+        found.append(finalize(bootstrap.cluster_root(cluster, posixpath.join(output_path, APPS))))
+        found.append(Manifest(f"{prefix}kustomization.yaml", _kustomization(files), source))
+    return found
+
+
 def emit_fleet(fleet: Fleet, output_path: str = OUTPUT_PATH) -> list[Manifest]:
-    """Return the fleet-level objects: projects, operator and cluster Applications, app of apps, root,
-    and the argocd-cm patch with the Application health check."""
-    listed = bootstrap.projects(fleet) + bootstrap.operator_manifests(fleet, output_path)
-    listed += [finalize(m) for m in applications(fleet, output_path)] + appset.application_sets(
-        fleet, output_path
-    )
+    """Return the fleet-level objects: projects, a root per cluster with its operator and cluster
+    Applications, the app of apps, the fleet's root, and the argocd-cm patch with the Application
+    health check."""
+    projects = bootstrap.projects(fleet)
+    inside = bootstrap.operator_manifests(fleet, output_path)
+    inside += [finalize(m) for m in applications(fleet, output_path)]
+    folders = cluster_folders(fleet, inside, output_path)
+    # The fleet's root syncs the projects, the clusters' roots and the ApplicationSets, all of them in
+    # its last wave but the projects: it waits on no cluster (argo-cd v3.5.1
+    # gitops-engine/pkg/sync/sync_context.go: the last wave of non-hook tasks succeeds once applied).
+    top = projects + [m for m in folders if m.kind == "Application"]
+    top += appset.application_sets(fleet, output_path)
+    listed = top + inside + [m for m in folders if m.kind != "Application"]
     if not fleet.clusters:
-        return listed + [app_of_apps(fleet, listed)]
+        return listed + [app_of_apps(fleet, top)]
     root = bootstrap.root(fleet, output_path)
     kustomize_root = Manifest(
         f"{bootstrap.ROOT_FOLDER}/kustomization.yaml", _kustomization(["root.yaml"]), root.sources
@@ -116,7 +139,7 @@ def emit_fleet(fleet: Fleet, output_path: str = OUTPUT_PATH) -> list[Manifest]:
         listed
         + bootstrap.rendered_manifests(fleet)
         + [
-            app_of_apps(fleet, listed),
+            app_of_apps(fleet, top),
             root,
             kustomize_root,
             *health_check,

@@ -18,14 +18,22 @@ from gpuplan.plan.fleet import ClusterPlan
 from gpuplan.writer.yamlout import dump
 
 NAME = "gpuplan-prometheus-adapter"
-# Custom metric served -> DCGM exporter series and the aggregation over a pod's GPUs.
+# Custom metric served -> DCGM exporter series, the aggregation over a pod's GPUs, and a scale.
+# gpu_utilization is the graphics engine's active ratio in percent, not DCGM_FI_DEV_GPU_UTIL: DCGM does
+# not report GPU_UTIL for MIG instances (it stays 0 or absent) and points to the profiling field
+# DCGM_FI_PROF_GR_ENGINE_ACTIVE, which it reports per MIG instance and per full GPU alike
+# (NVIDIA/dcgm-exporter issues 216 and 430, maintainers' answers; the field is in the GPU Operator's
+# collector list, NVIDIA/dcgm-exporter@4.5.3-4.8.2:etc/dcp-metrics-included.csv "Ratio of time the
+# graphics engine is active"). One metric then scales pods on MIG pools and on whole GPUs.
 METRICS = (
-    ("gpu_utilization", "DCGM_FI_DEV_GPU_UTIL", "avg"),
-    ("gpu_memory_used_mib", "DCGM_FI_DEV_FB_USED", "sum"),
+    ("gpu_utilization", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "avg", " * 100"),
+    ("gpu_memory_used_mib", "DCGM_FI_DEV_FB_USED", "sum", ""),
 )
 
 
-def rule(namespaces: list[str], served: str, series: str, aggregation: str) -> dict[str, Any]:
+def rule(
+    namespaces: list[str], served: str, series: str, aggregation: str, scale: str
+) -> dict[str, Any]:
     """Return one adapter rule serving a DCGM series per pod of the given namespaces."""
     selector = f'{series}{{exported_namespace=~"{"|".join(namespaces)}",exported_pod!=""}}'
     return {
@@ -37,7 +45,7 @@ def rule(namespaces: list[str], served: str, series: str, aggregation: str) -> d
             }
         },
         "name": {"matches": f"^{series}$", "as": served},
-        "metricsQuery": f"{aggregation}(<<.Series>>{{<<.LabelMatchers>>}}) by (<<.GroupBy>>)",
+        "metricsQuery": f"{aggregation}(<<.Series>>{{<<.LabelMatchers>>}}) by (<<.GroupBy>>){scale}",
     }
 
 

@@ -66,7 +66,7 @@ def health(monitoring: Monitoring, pool: PoolPlan) -> list[dict[str, Any]]:
         alert(monitoring, "GpuMissing", f"count by (node) (count by (node, gpu) ({dcgm('DCGM_FI_DEV_GPU_TEMP')})) < {pool.gpus_per_node}", "5m", "critical",
               f"{{{{ $labels.node }}}} reports {{{{ $value }}}} GPUs, pool {pool.name} has {pool.gpus_per_node} per node",
               "Run nvidia-smi on the node: a GPU missing from it fell off the bus; drain the node and power-cycle it.", **p),
-        alert(monitoring, "GpuUncorrectableEccRowRemap", f"increase({dcgm('DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS')}[1h]) > 0", "0m", "warning",
+        alert(monitoring, "GpuUncorrectableEccRowRemap", f"{dcgm('increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h])')} > 0", "0m", "warning",
               "GPU {{ $labels.gpu }} on {{ $labels.node }} remapped rows after uncorrectable ECC errors",
               "Drain the node and reset the GPU so the remap takes effect; repeated remaps mean replacing the GPU.", **p),
         alert(monitoring, "GpuRowRemapFailed", f"{dcgm('DCGM_FI_DEV_ROW_REMAP_FAILURE')} > 0", "0m", "critical",

@@ -15,6 +15,7 @@ from gpuplan.model.manifest import Manifest
 from gpuplan.plan.fleet import ClusterPlan, Fleet
 from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, check_references, newest
 from gpuplan.validate.buckets import bucket_of
+from gpuplan.validate.collectors import narrowed
 from gpuplan.validate.engine import MISSING_CRD
 from gpuplan.validate.graph import (
     check_cluster,
@@ -349,25 +350,34 @@ def query_problems(
 ) -> list[Diagnostic]:
     """Return the monitoring queries that are unbalanced or name metrics the cluster's exporters lack."""
     groups = groups if groups is not None else _Groups(manifests)
-    found: list[tuple[Manifest, str, str]] = []
+    found: list[tuple[Manifest, str, str, bool]] = []
     for name, items in groups.by_cluster.items():
         cluster = fleet.clusters.get(name) if name else None
         if cluster is None:
             continue
-        known = known_metrics(cluster)
         by_kind = groups.by_kind(name)
+        # What the exporter collects: the effective ClusterPolicy's list (gpuplan.validate.collectors).
+        known, why = narrowed(
+            known_metrics(cluster), by_kind.get("ClusterPolicy", []), by_kind.get("ConfigMap", [])
+        )
         for kind in QUERY_KINDS:
             bucket = by_kind.get(kind, [])
-            wrong = _numbered(bucket, [_queries(known, obj) for obj in bucket])
+            wrong = _numbered(bucket, [_queries(known, why, obj) for obj in bucket])
             if wrong:
                 of_kind = [m for m in items if m.obj.get("kind") == kind]  # as the bucket
-                found += [(of_kind[i], path, message) for i, path, message in wrong]
+                # A metric the user's collector list leaves out is the user's to add, not a bug.
+                user = set(why.values())
+                found += [
+                    (of_kind[i], path, message, message not in user) for i, path, message in wrong
+                ]
     found.sort(key=lambda f: f[0].path)  # in the order of the objects (sorted by path)
-    return [_at(item, path, message, place=place) for item, path, message in found]
+    return [_at(item, path, message, place=place, bug=bug) for item, path, message, bug in found]
 
 
-def _queries(known: dict[str, frozenset[str]], obj: dict[str, Any]) -> list[tuple[str, str]]:
-    return promql_problems(obj, known)
+def _queries(
+    known: dict[str, frozenset[str]], why: dict[str, str], obj: dict[str, Any]
+) -> list[tuple[str, str]]:
+    return promql_problems(obj, known, why)
 
 
 def _numbered(

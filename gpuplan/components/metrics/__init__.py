@@ -1,4 +1,4 @@
-"""The metrics the exporters publish at the pinned versions, and a small PromQL reader to check against them.
+"""The metrics the exporters publish at the pinned versions, and a small reader of the names a PromQL query uses.
 
 Data (scripts/fetch_metrics.py writes it, SOURCES.json records repository, tag, commit, path, sha256):
 - dcgm-exporter/<tag>.csv: NVIDIA/dcgm-exporter@<tag>:etc/dcp-metrics-included.csv, the collectors
@@ -64,16 +64,19 @@ def _key(version: str) -> tuple[int, ...]:
 def dcgm_metrics(tag: str) -> dict[str, frozenset[str]]:
     """Return {metric: labels} of one DCGM exporter list (label-type rows are labels, not metrics)."""
     text = (DATA / "dcgm-exporter" / f"{tag}.csv").read_text(encoding="utf-8")
-    out = {}
-    for row in csv.reader(io.StringIO(text)):
-        if (
-            row
-            and not row[0].lstrip().startswith("#")
-            and len(row) >= 2
-            and row[1].strip() != "label"
-        ):
-            out[row[0].strip()] = DCGM_LABELS | TARGET_LABELS
-    return out
+    return dict.fromkeys(sorted(collector_list(text)), DCGM_LABELS | TARGET_LABELS)
+
+
+def collector_list(text: str) -> set[str]:
+    """Return the metrics a dcgm-exporter collector CSV collects (comments and label rows aside)."""
+    return {
+        row[0].strip()
+        for row in csv.reader(io.StringIO(text))
+        if row
+        and not row[0].lstrip().startswith("#")
+        and len(row) >= 2
+        and row[1].strip() != "label"
+    }
 
 
 @cache
@@ -152,20 +155,6 @@ KEYWORDS = frozenset({
     "time", "timestamp", "vector", "avg_over_time", "min_over_time", "max_over_time", "sum_over_time",
     "count_over_time", "last_over_time", "present_over_time", "quantile_over_time", "inf", "nan",
 })  # fmt: skip
-
-
-def balanced(expr: str) -> str | None:
-    """Return what is wrong with the brackets and quotes of a PromQL expression, None when balanced."""
-    if expr.count('"') % 2:
-        return "an unclosed string"
-    text = _STRING.sub('""', expr)
-    pairs, stack = {")": "(", "]": "[", "}": "{"}, []
-    for char in text:
-        if char in "([{":
-            stack.append(char)
-        elif char in pairs and (not stack or stack.pop() != pairs[char]):
-            return f"an unmatched {char!r}"
-    return f"an unclosed {stack[-1]!r}" if stack else None
 
 
 def references(expr: str) -> tuple[set[str], set[str]]:

@@ -26,6 +26,9 @@ from gpuplan.plan.pools import MIG_CONFIG_LABEL, POOL_LABEL
 NAME = "monitoring"
 # Prometheus Adapter: an APIService for custom.metrics.k8s.io (templates/custom-metrics-apiservice.yaml).
 ADAPTER_KINDS = ("apiregistration.k8s.io/APIService",)
+# The adapter mounts its rules ConfigMap (rules.existing), which the cluster's own Application (wave 0)
+# holds: it syncs after it, or its pod never starts and the cluster's root never gets past its wave.
+ADAPTER_WAVE = 1
 
 
 def node_labels(cluster: ClusterPlan) -> list[str]:
@@ -71,6 +74,6 @@ def operators(cluster: ClusterPlan) -> list[Operator]:
         }
         found.append(Operator(
             "prometheus-adapter", monitoring.namespace, chart=ADAPTER_CHART, values=values,
-            cluster_kinds=Operator.cluster_kinds + ADAPTER_KINDS,
+            cluster_kinds=Operator.cluster_kinds + ADAPTER_KINDS, wave=ADAPTER_WAVE,
         ))  # fmt: skip
     return found

@@ -122,22 +122,40 @@ def rendered_manifests(fleet: Fleet) -> list[Manifest]:
     return found
 
 
-def root(fleet: Fleet, output_path: str) -> Manifest:
-    """Return the root Application: it syncs output/argocd/ (projects and every Application)."""
-    first = fleet.clusters[sorted(fleet.clusters)[0]]
-    gitops = first.spec.gitops
-    obj = k8s(API, "Application", ROOT, gitops.namespace, spec={
+def _root_application(name: str, gitops: Any, path: str) -> dict[str, Any]:
+    """Return an Application of project default syncing a folder of Applications into Argo CD's namespace."""
+    obj = k8s(API, "Application", name, gitops.namespace, spec={
         "project": ROOT_PROJECT,
-        "source": {"repoURL": gitops.repo_url, "targetRevision": gitops.target_revision, "path": posixpath.join(output_path, APPS)},
+        "source": {"repoURL": gitops.repo_url, "targetRevision": gitops.target_revision, "path": path},
         "destination": {"server": "https://kubernetes.default.svc", "namespace": gitops.namespace},
         "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "retry": RETRY},
     })  # fmt: skip
     obj["metadata"]["labels"] = dict(MANAGED_BY)
-    obj["metadata"]["annotations"] = {
-        SYNC_WAVE: "0"
-    }  # applied by hand; every rendered object carries a wave
+    obj["metadata"]["annotations"] = {SYNC_WAVE: "0"}  # the fleet's root is applied by hand
+    return obj
+
+
+def root(fleet: Fleet, output_path: str) -> Manifest:
+    """Return the root Application: it syncs output/argocd/ (projects, clusters' roots, ApplicationSets)."""
+    gitops = fleet.clusters[sorted(fleet.clusters)[0]].spec.gitops
+    obj = _root_application(ROOT, gitops, posixpath.join(output_path, APPS))
     sources = tuple(sorted(c.located.source.path for c in fleet.clusters.values()))
     return Manifest(f"{ROOT_FOLDER}/root.yaml", obj, sources)
+
+
+def cluster_root(cluster: ClusterPlan, apps_path: str) -> Manifest:
+    """Return a cluster's root Application: it syncs argocd/<cluster>/ (its operators, then its folder).
+
+    One root per cluster, so that a cluster whose operator never becomes healthy (an unreachable API, a
+    crash-looping DaemonSet) holds back only its own later waves: a sync waits on the health of the
+    running tasks of its current wave before the next (argo-cd v3.5.1
+    gitops-engine/pkg/sync/sync_context.go, "if (a) we are multi-step and we have any running tasks").
+    """
+    gitops = cluster.spec.gitops
+    obj = _root_application(
+        f"{ROOT}-{cluster.name}", gitops, posixpath.join(apps_path, cluster.name)
+    )
+    return Manifest(f"{APPS}/{cluster.name}.yaml", obj, (cluster.located.source.path,))
 
 
 def cluster_scoped(manifests: Iterable[Manifest]) -> dict[str, set[str]]:

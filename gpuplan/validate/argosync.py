@@ -1,0 +1,210 @@
+"""A simulation of Argo CD syncing a rendered fleet from its bootstrap root, to prove it converges.
+
+The rules modelled, from argoproj/argo-cd v3.5.1 (gitops-engine is in-tree at that tag):
+- an Application's objects sync by phase, then wave (`argocd.argoproj.io/sync-wave`, default 0), a
+  hook (`argocd.argoproj.io/hook`) in its own phase before (PreSync) or after (PostSync) the others
+  (gitops-engine/pkg/sync/sync_tasks.go Less, sync_phase.go syncPhases, syncwaves/waves.go Wave);
+- while more than one wave is left, the sync waits until every task of the current wave is healthy;
+  a Degraded one fails the sync, which `retry.limit: -1` retries without end: either way the later
+  waves never run (gitops-engine/pkg/sync/sync_context.go Sync: "if (a) we are multi-step and we have
+  any running tasks ... then wait"); the last wave only needs to be applied ("successful EVEN if those
+  objects subsequently degrade");
+- an Application's health is its objects' health (the argocd-cm health check gpuplan writes:
+  docs/operator-manual/health.md "Argocd App"), so a parent waits on a child Application until all
+  the child's objects are healthy, and each Application syncs on its own once it exists.
+
+What the objects need, modelled: a custom resource needs the CRD an Application of its cluster installs
+(`installs`), healthy once that Application is; a chart whose values mount an existing ConfigMap (the
+Prometheus Adapter's `rules.existing`) needs that ConfigMap applied. `broken` Applications never become
+healthy: simulating each cluster's operators broken in turn proves no other cluster waits on them.
+Pure: rendered files in, the Applications that never become healthy out.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+HOOK = "argocd.argoproj.io/hook"
+PHASES = {"PreSync": 0, "Sync": 1, "PostSync": 2}
+CLUSTER_LABEL = "gpuplan.io/cluster"
+Key = tuple[str, str, str, str]  # (cluster, kind, namespace, name)
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def step(obj: Mapping[str, Any]) -> tuple[int, int]:
+    """Return the (phase, wave) an object syncs in."""
+    annotations = _meta(obj).get("annotations") or {}
+    phase = PHASES.get(str(annotations.get(HOOK, "Sync")).split(",")[0], 1)
+    try:
+        return phase, int(annotations.get(SYNC_WAVE, 0))
+    except ValueError:
+        return phase, 0
+
+
+@dataclass
+class App:
+    """One Application: where its objects land, and the steps of its sync."""
+
+    name: str
+    cluster: str  # the destination, as Argo CD names it: server or name
+    objects: list[dict[str, Any]]
+    needs: list[Key] = field(default_factory=list)  # what a chart source needs applied
+    done: int = -1  # index of the last step applied
+
+
+def objects_of(files: Mapping[str, Sequence[dict[str, Any]]], folder: str) -> list[dict[str, Any]]:
+    """Return the objects a kustomization folder builds (resources: files and folders, recursively)."""
+    found: list[dict[str, Any]] = []
+    for document in files.get(posixpath.join(folder, "kustomization.yaml"), ()):
+        for entry in document.get("resources") or []:
+            path = posixpath.normpath(posixpath.join(folder, str(entry)))
+            found += objects_of(files, path) if path not in files else list(files[path])
+    return found
+
+
+def destination(app: Mapping[str, Any]) -> str:
+    target = (app.get("spec") or {}).get("destination") or {}
+    return str(target.get("server") or target.get("name") or "")
+
+
+class Simulation:
+    """Argo CD syncing from a root Application until nothing moves."""
+
+    def __init__(
+        self,
+        files: Mapping[str, Sequence[dict[str, Any]]],
+        output_path: str,
+        installs: Mapping[str, Collection[tuple[str, str]]],
+        broken: Collection[str] = (),
+    ) -> None:
+        self.files, self.output_path = files, output_path
+        self.installs, self.broken = installs, set(broken)
+        self.apps: dict[str, App] = {}
+        self.applied: set[Key] = set()
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        """Create an Application: its source read from the rendered tree, or a chart with its needs."""
+        name = str(_meta(obj).get("name"))
+        spec = obj.get("spec") or {}
+        source = spec.get("source") or {}
+        where = destination(obj)
+        namespace = str((spec.get("destination") or {}).get("namespace", ""))
+        needs: list[Key] = []
+        objects: list[dict[str, Any]] = []
+        if source.get("chart"):
+            existing = ((source.get("helm") or {}).get("valuesObject") or {}).get("rules") or {}
+            if existing.get("existing"):
+                needs.append((where, "ConfigMap", namespace, str(existing["existing"])))
+        else:
+            path = str(source.get("path", ""))
+            folder = posixpath.relpath(path, self.output_path) if path else ""
+            objects = objects_of(self.files, folder)
+        self.apps[name] = App(name, where, objects, needs)
+
+    def steps(self, app: App) -> list[tuple[int, int]]:
+        return sorted({step(o) for o in app.objects})
+
+    def healthy(self, name: str) -> bool:
+        """Tell whether an Application is healthy: all its steps applied and each object healthy."""
+        app = self.apps.get(name)
+        if app is None or name in self.broken:
+            return False
+        if app.done < len(self.steps(app)) - 1:
+            return False
+        if any(need not in self.applied for need in app.needs):
+            return False
+        return all(self.object_healthy(app, o) for o in app.objects)
+
+    def object_healthy(self, app: App, obj: Mapping[str, Any]) -> bool:
+        kind = str(obj.get("kind", ""))
+        if kind == "Application":
+            return self.healthy(str(_meta(obj).get("name")))
+        group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+        # The Applications of this cluster that install its CRD (none: the platform's, as AKS's Karpenter).
+        mine = [
+            n
+            for n, kinds in self.installs.items()
+            if (group, kind) in kinds and n in self.apps and self.apps[n].cluster == app.cluster
+        ]
+        return not mine or any(self.healthy(n) for n in mine)
+
+    def run(self, root: Mapping[str, Any]) -> None:
+        """Sync from the root until no Application can move on."""
+        self.add(root)
+        moved = True
+        while moved:
+            moved = False
+            for app in list(self.apps.values()):
+                steps = self.steps(app)
+                while app.done < len(steps) - 1 and app.name not in self.broken:
+                    current = (
+                        [o for o in app.objects if step(o) == steps[app.done]]
+                        if app.done >= 0
+                        else []
+                    )
+                    if any(not self.object_healthy(app, o) for o in current):
+                        break  # the sync waits on its running tasks (or fails and retries)
+                    app.done += 1
+                    for obj in app.objects:
+                        if step(obj) == steps[app.done]:
+                            self.apply(app, obj)
+                    moved = True
+
+    def apply(self, app: App, obj: Mapping[str, Any]) -> None:
+        meta = _meta(obj)
+        key = (
+            app.cluster,
+            str(obj.get("kind")),
+            str(meta.get("namespace", "")),
+            str(meta.get("name")),
+        )
+        self.applied.add(key)
+        if obj.get("kind") == "Application" and str(meta.get("name")) not in self.apps:
+            self.add(obj)
+
+    def stuck(self, expected: Collection[str] = ()) -> list[str]:
+        """Return the Applications that never become healthy (an expected one never created too)."""
+        return sorted(name for name in set(self.apps) | set(expected) if not self.healthy(name))
+
+
+def stuck(
+    files: Mapping[str, Sequence[dict[str, Any]]],
+    root: Mapping[str, Any],
+    output_path: str,
+    installs: Mapping[str, Collection[tuple[str, str]]],
+    broken: Collection[str] = (),
+    expected: Collection[str] = (),
+) -> tuple[list[str], set[str]]:
+    """Return the Applications that never become healthy (of those created and `expected`), and
+    every Application created."""
+    simulation = Simulation(files, output_path, installs, broken)
+    simulation.run(root)
+    return simulation.stuck(expected), set(simulation.apps)
+
+
+def coupled(
+    files: Mapping[str, Sequence[dict[str, Any]]],
+    root: Mapping[str, Any],
+    output_path: str,
+    installs: Mapping[str, Collection[tuple[str, str]]],
+    clusters: Mapping[str, Collection[str]],
+) -> dict[str, list[str]]:
+    """Return per cluster the other clusters' Applications that stay stuck when its operators are broken.
+
+    `clusters`: cluster name -> its Applications (operators and its own).
+    """
+    found: dict[str, list[str]] = {}
+    for name, mine in sorted(clusters.items()):
+        others = {a for other, apps in clusters.items() if other != name for a in apps}
+        never, _ = stuck(files, root, output_path, installs, set(mine), others)
+        hit = sorted(a for a in never if a in others)
+        if hit:
+            found[name] = hit
+    return found
