@@ -88,7 +88,7 @@ def test_blackwell_with_r535_is_an_error_at_the_version(tmp_path: Path) -> None:
 
 def test_blackwell_at_its_first_supported_branch_passes(tmp_path: Path) -> None:
     # R570 is Blackwell's first branch; v26.3.3 still ships R570 driver containers.
-    code, err, out = _render(
+    code, err, _ = _render(
         tmp_path, gpu="B200", operator="v26.3.3", driver='    driverVersion: "570.211.01"'
     )
     assert code == 1 and _only_the_chart_error(err), err  # the driver passes; the chart does not
