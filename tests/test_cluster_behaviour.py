@@ -75,3 +75,29 @@ def test_volcano_keeps_its_enqueue_gate_when_every_pool_is_static(tmp_path: Path
     conf = _volcano_conf(root)
     assert conf.startswith('actions: "enqueue, allocate, backfill"\n')
     assert "  - name: overcommit\n" in conf
+
+
+# Point 9: a namespace's ResourceQuota must let in what the tenant's ClusterQueue admits there.
+def _cores(value: str) -> float:
+    return float(value[:-1]) / 1000 if value.endswith("m") else float(value)
+
+
+def test_each_namespace_quota_holds_what_kueue_admits_there(tmp_path: Path) -> None:
+    root = _example(tmp_path)
+    queues = _objects(root, "ClusterQueue")
+    quotas = _objects(root, "ResourceQuota")
+    queue = queues["h100-prod/kueue/clusterqueue-team-a.yaml"]
+    admits = 0.0  # cpu nominal plus borrowing limit, over the flavors
+    for flavor in queue["spec"]["resourceGroups"][0]["flavors"]:
+        for resource in flavor["resources"]:
+            if resource["name"] == "cpu":
+                admits += _cores(resource["nominalQuota"]) + _cores(
+                    resource.get("borrowingLimit", "0")
+                )
+    assert admits >= 912
+    hard = [
+        quotas[f"h100-prod/namespaces/{ns}/resourcequota-team-a.yaml"]["spec"]["hard"]
+        for ns in ("team-a", "team-a-batch")
+    ]
+    assert hard[0] == hard[1]  # the tenant's total in each: a backstop, Kueue splits the use
+    assert _cores(hard[1]["requests.cpu"]) >= admits
