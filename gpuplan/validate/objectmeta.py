@@ -27,41 +27,30 @@ _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 ANNOTATIONS_MOST = 256 * (1 << 10)  # bytes of keys and values together
 
 
+def _shaped(value: str, most: int, pattern: re.Pattern[str], what: str) -> list[str]:
+    """Return why a value is longer than `most` or does not match `pattern` (described by `what`)."""
+    if len(value) > most:
+        return [f"must be no more than {most} characters"]
+    return [] if pattern.match(value) else [f"must be {what}"]
+
+
 def dns_label(value: str) -> list[str]:
     """Return why a value is no RFC 1123 label (at most 63 of a-z, 0-9, '-', alphanumeric at both ends)."""
-    if len(value) > 63:
-        return ["must be no more than 63 characters"]
-    return (
-        []
-        if _LABEL.match(value)
-        else ["must be a lowercase RFC 1123 label (a-z, 0-9, '-'; alphanumeric at both ends)"]
+    return _shaped(
+        value, 63, _LABEL, "a lowercase RFC 1123 label (a-z, 0-9, '-'; alphanumeric at both ends)"
     )
 
 
 def dns_subdomain(value: str) -> list[str]:
     """Return why a value is no RFC 1123 subdomain (at most 253: labels joined by '.')."""
-    if len(value) > 253:
-        return ["must be no more than 253 characters"]
-    return (
-        []
-        if _SUBDOMAIN.match(value)
-        else [
-            "must be a lowercase RFC 1123 subdomain (a-z, 0-9, '-' and '.'; alphanumeric at both ends)"
-        ]
-    )
+    what = "a lowercase RFC 1123 subdomain (a-z, 0-9, '-' and '.'; alphanumeric at both ends)"
+    return _shaped(value, 253, _SUBDOMAIN, what)
 
 
 def dns1035_label(value: str) -> list[str]:
     """Return why a value is no RFC 1035 label (as RFC 1123, and starting with a letter)."""
-    if len(value) > 63:
-        return ["must be no more than 63 characters"]
-    return (
-        []
-        if _DNS1035.match(value)
-        else [
-            "must be a lowercase RFC 1035 label (a-z, 0-9, '-'; start with a letter, end alphanumeric)"
-        ]
-    )
+    what = "a lowercase RFC 1035 label (a-z, 0-9, '-'; start with a letter, end alphanumeric)"
+    return _shaped(value, 63, _DNS1035, what)
 
 
 def path_segment(value: str) -> list[str]:
@@ -88,13 +77,8 @@ def qualified_name(value: str) -> list[str]:
 
 def label_value(value: str) -> list[str]:
     """Return why a value is no label value: empty, or at most 63 as a qualified name's name part."""
-    if len(value) > 63:
-        return ["must be no more than 63 characters"]
-    return (
-        []
-        if value == "" or _QUALIFIED.match(value)
-        else ["must be empty or alphanumeric, '-', '_' or '.', alphanumeric at both ends"]
-    )
+    what = "empty or alphanumeric, '-', '_' or '.', alphanumeric at both ends"
+    return _shaped(value, 63, _QUALIFIED, what) if value else []
 
 
 _NAME_RULE: dict[tuple[str, str], Callable[[str], list[str]]] = {
