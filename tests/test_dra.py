@@ -110,8 +110,9 @@ def test_templates_and_quotas_count_devices_per_class(tmp_path: Path) -> None:
     }  # fmt: skip
     quotas = _objects(compiled, "ResourceQuota")
     nlp = [quotas[(ns, "nlp")]["spec"]["hard"] for ns in ("nlp", "nlp-batch")]
-    # 16 MIG devices nominal, none to borrow (vision has no A100 quota): split 8 / 8 over the namespaces.
-    assert [h["3g.40gb.a100-sxm4-80gb.gpuplan.io" + QUOTA] for h in nlp] == ["8", "8"]
+    # 16 MIG devices nominal, none to borrow (vision has no A100 quota): Kueue admits all 16 in either
+    # namespace, so each namespace's quota is the tenant's 16 (issue 35 point 9).
+    assert [h["3g.40gb.a100-sxm4-80gb.gpuplan.io" + QUOTA] for h in nlp] == ["16", "16"]
     # nlp has no quota on the shared L40S class: pinned to zero, no requests. prefix on DRA keys.
     assert all(h["time-slicing.l40s.gpuplan.io" + QUOTA] == "0" for h in nlp)
     assert not any(k.startswith("requests.") and k.endswith(QUOTA) for h in nlp for k in h)

@@ -205,8 +205,9 @@ def test_queue_capability_equals_resource_quota(tmp_path: Path) -> None:
             if kind == "ResourceQuota" and n == name
         ]
         assert quotas
-        # the tenant's namespaces split its total: together they hold exactly the Queue's capability
-        total = {key: sum(parse_quantity(q[key]) for q in quotas) for key in quotas[0]}
+        # Volcano admits: each of the tenant's namespaces holds exactly the Queue's capability
+        assert all(q == quotas[0] for q in quotas)
+        total = {key: parse_quantity(quotas[0][key]) for key in quotas[0]}
         # Network devices of networks the tenant does not attach are pinned to zero (not Volcano's).
         devices = {"requests.nvidia.com/sriov_ib", "requests.rdma/hca_shared_devices_a"}
         pinned = {k: total.pop(k) for k in devices & set(total)}

@@ -20,10 +20,14 @@ QUOTA = "    quotas:\n      - {pool: train, gpus: 8}\n      - {pool: infer, mig:
 
 
 def _render(
-    tmp_path: Path, tenant: str, cluster_extra: str = CPU_POOL, name: str = "a"
+    tmp_path: Path,
+    tenant: str,
+    cluster_extra: str = CPU_POOL,
+    name: str = "a",
+    components: str = COMPONENTS,
 ) -> tuple[int, str, Path]:
     files = {
-        "clusters/c1.yaml": CLUSTER.format(components=COMPONENTS, sharing=MIG) + cluster_extra,
+        "clusters/c1.yaml": CLUSTER.format(components=components, sharing=MIG) + cluster_extra,
         f"tenants/{name}.yaml": tenant,
     }
     root = write_repo(tmp_path / "repo", files)
@@ -322,11 +326,30 @@ def _hard(out: Path, namespace: str) -> dict[str, str]:
     return _load(out / f"c1/namespaces/{namespace}/resourcequota-a.yaml")["spec"]["hard"]
 
 
+NO_SCHEDULER = COMPONENTS.split("\n")[0]  # the GPU Operator alone: no scheduler admits
+
+
+def test_where_kueue_admits_each_namespace_gets_the_tenants_total(tmp_path: Path) -> None:
+    # one ClusterQueue admits up to the whole total in any one namespace (issue 35 point 9)
+    tenant = "namespaces: [a, a-batch, a-dev]\n" + _tenant(
+        "a", QUOTA + "    namespaceShares: {a: 3, a-batch: 1, a-dev: 1}\n"
+    )
+    code, err, out = _render(tmp_path, tenant)
+    assert code == 0, err
+    for namespace in ("a", "a-batch", "a-dev"):
+        hard = _hard(out, namespace)
+        assert (hard["requests.nvidia.com/gpu"], hard["requests.nvidia.com/mig-1g.10gb"]) == (
+            "8",
+            "7",
+        )
+        assert parse_quantity(hard["requests.cpu"]) == 8 + 192 + 24
+
+
 def test_several_namespaces_split_the_quota_evenly_by_default_never_adding_up_to_more(
     tmp_path: Path,
 ) -> None:
     tenant = "namespaces: [a, a-batch, a-dev]\n" + _tenant("a", QUOTA)
-    code, err, out = _render(tmp_path, tenant)
+    code, err, out = _render(tmp_path, tenant, components=NO_SCHEDULER)
     assert code == 0, err
     hards = [_hard(out, n) for n in ("a", "a-batch", "a-dev")]
     assert [h["requests.nvidia.com/gpu"] for h in hards] == ["3", "3", "2"]
@@ -346,7 +369,7 @@ def test_an_explicit_split_follows_the_weights_and_must_list_every_namespace(
     tenant = "namespaces: [a, a-batch]\n" + _tenant(
         "a", QUOTA + "    namespaceShares: {a: 3, a-batch: 1}\n"
     )
-    code, err, out = _render(tmp_path / "ok", tenant)
+    code, err, out = _render(tmp_path / "ok", tenant, components=NO_SCHEDULER)
     assert code == 0, err
     assert (
         _hard(out, "a")["requests.nvidia.com/gpu"],

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from gpuplan.check.registry import check, clusters_with
 from gpuplan.components.gpu_operator import CHART_DEPLOY_CR, GpuOperatorRelease
-from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.diagnostics import Diagnostic
 from gpuplan.plan.fleet import Fleet
 
 
@@ -29,22 +29,18 @@ def check_mps_strategy(fleet: Fleet) -> Iterator[Diagnostic]:
 
 @check
 def check_chart_cluster_policy(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Warn when the GPU Operator chart of the release always renders its own ClusterPolicy."""
+    """Error when the GPU Operator chart of the release always renders its own ClusterPolicy.
+
+    Before v26.7.0 the chart's templates/clusterpolicy.yaml has no `clusterPolicy.deployCR` guard
+    (NVIDIA/gpu-operator v25.10.1 and v26.7.0 deployments/gpu-operator/templates/clusterpolicy.yaml),
+    so the chart and gpuplan would both own `cluster-policy`: two Applications fight over one object.
+    """
     for cluster in clusters_with(fleet, "gpu-operator"):
         found = cluster.release("gpu-operator")
         if not isinstance(found, GpuOperatorRelease) or found.has(CHART_DEPLOY_CR):
             continue
-        message = (
-            f"the gpu-operator chart {found.version} always renders a ClusterPolicy named cluster-policy "
-            "(clusterPolicy.deployCR exists from v26.7.0), the name of gpuplan's: the chart's values and "
-            "gpuplan's object then fight over it; use v26.7.0, or keep the chart's values in step"
-        )
-        line, col = cluster.located.source.position(("components", "gpuOperator", "version"))
-        yield Diagnostic(
-            cluster.located.source.path,
-            line,
-            col,
-            Severity.WARNING,
-            "components.gpuOperator.version",
-            message,
-        )
+        yield cluster.located.source.diagnostic(("components", "gpuOperator", "version"), (
+            f"the gpu-operator chart {found.version} always renders its own ClusterPolicy named cluster-policy "
+            "(clusterPolicy.deployCR exists from v26.7.0), the name of gpuplan's, so two owners would fight over "
+            "it: use v26.7.0 or later"
+        ))  # fmt: skip

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuplan.check.registry import check, clusters_with
-from gpuplan.components.kai import RESERVED_QUEUES, running_schedulers
+from gpuplan.check.registry import allocation_check, check, clusters_with
+from gpuplan.components.kai import RESERVED_QUEUES, authority, running_schedulers
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.plan.fleet import ClusterPlan, Fleet
-from gpuplan.plan.kai_quota import RESOURCES, cohorts, leaf_quota, parent_quota
+from gpuplan.plan.fleet import AllocationPlan, ClusterPlan, Fleet
+from gpuplan.plan.kai_quota import RESOURCES, cohorts, leaf_limit, leaf_quota, parent_quota
 
 UNITS = {"gpu": "GPUs", "cpu": "millicores of cpu", "memory": "MB of memory"}  # KAI's units
 
@@ -88,3 +88,31 @@ def check_kai_authority(fleet: Fleet) -> Iterator[Diagnostic]:
             f"cluster {cluster.name} runs KAI Scheduler beside {others}, so {running[0].capitalize()} enforces the tenants' "
             "quotas and KAI's Queues are unlimited: say so with components.quotaAuthority, or name kai to have KAI enforce them"
         ))  # fmt: skip
+
+
+# KAI treats a pod group whose priority is at least this as non-preemptible unless it says
+# otherwise, and a non-preemptible workload runs only within its Queue's quota, never over it
+# (kai-scheduler/KAI-Scheduler v0.16.8 and v0.17.0 pkg/common/podgroup/preemptible.go,
+# nonPreemptiblePriorityThreshold; docs/priority/README.md "Preemptibility").
+NON_PREEMPTIBLE = 100
+
+
+@allocation_check
+def check_kai_preemptibility(alloc: AllocationPlan) -> Iterator[Diagnostic]:
+    """Warn when KAI enforces a tenant's quota and its priority class makes its borrowing inert."""
+    cluster = alloc.cluster
+    own = alloc.tenant.model.priority_class
+    if cluster.release("kai-scheduler") is None or authority(cluster.spec.components) != "kai":
+        return
+    value = next((p.value for p in cluster.spec.priority_classes if p.name == own), None)
+    quota, limit = leaf_quota(alloc), leaf_limit(alloc)
+    over = sorted(r for r in RESOURCES if limit[r] > quota[r])
+    if value is None or value < NON_PREEMPTIBLE or not over:
+        return
+    line, col = alloc.tenant.source.position(("priorityClass",))
+    yield Diagnostic(alloc.tenant.source.path, line, col, Severity.WARNING, "priorityClass", (
+        f"KAI Scheduler treats priority {value} (class {own}) as non-preemptible, and a non-preemptible workload runs only "
+        f"within its Queue's quota: tenant {alloc.name}'s limit above quota on cluster {cluster.name} ({', '.join(over)}) "
+        f"and its overQuotaWeight are inert for workloads of its class; give it a class below {NON_PREEMPTIBLE} "
+        "(or label the workloads kai.scheduler/preemptibility: preemptible)"
+    ))  # fmt: skip

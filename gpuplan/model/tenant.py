@@ -152,8 +152,10 @@ class Allocation(Model):
     cpu_quotas: list[CpuQuota] = []
     """cpu and memory on the cluster's CPU-only pools, where the tenant's CPU-only workloads run."""
     namespace_shares: dict[Name, Annotated[int, Field(ge=1, le=1000)]] | None = None
-    """Weight of each namespace in the split of the quota into per-namespace ResourceQuotas,
-    such as {team-a: 3, team-a-batch: 1}; default: an even split. Every namespace is listed."""
+    """Weight of each namespace, such as {team-a: 3, team-a-batch: 1}; default 1 each. Every namespace
+    is listed. Where Kueue, Volcano or KAI admits the tenant's workloads, each namespace's ResourceQuota
+    is the tenant's whole total (what the scheduler may admit there) and the weights order Kueue's
+    admission fair sharing; where none does, they split the total into the namespaces' ResourceQuotas."""
     kueue: QueueSettings = QueueSettings()
     """Kueue preemption, queueing strategy, stop policy and LocalQueues of this allocation."""
     gpu_metric_autoscaling: bool = False

@@ -17,6 +17,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import NamedTuple
 
+from gpuplan.components.kai import authority
 from gpuplan.model.quantity import format_bytes, format_count, format_millicores
 from gpuplan.plan.fleet import AllocationPlan, ClusterPlan, Grant
 
@@ -366,8 +367,9 @@ def _step(resource: str) -> int:
 def namespace_quotas(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
     """Return namespace -> resource -> its ResourceQuota: the tenant's limits split by weight.
 
-    The namespaces' quotas add up to the tenant's total per resource, never more, so pods that skip
-    Kueue cannot use more than the tenant was granted, however many namespaces it has.
+    Where Kueue, Volcano or KAI admits the tenant's workloads, each namespace's quota is the tenant's
+    total (see _split). Elsewhere the namespaces' quotas add up to the tenant's total per resource,
+    never more, so pods cannot use more than the tenant was granted, however many namespaces it has.
     """
     found = alloc.cache.get("namespace-quotas")
     if found is None:
@@ -379,8 +381,14 @@ def _split(alloc: AllocationPlan) -> dict[str, dict[str, int]]:
     weights = namespace_weights(alloc)
     names = list(weights)
     limits = namespace_limits(alloc)
-    if len(names) == 1 and weights[names[0]] > 0:  # one namespace takes it all, in whole steps
-        return {names[0]: {r: total // _step(r) * _step(r) for r, total in limits.items()}}
+    # Kueue, Volcano and KAI admit a tenant's workload up to its whole total in any one of its
+    # namespaces (one ClusterQueue or Queue for all of them); a namespace quota below that refuses
+    # the pods of an admitted workload, which then holds its admission. Where one admits, each
+    # namespace's quota is the tenant's total: a backstop that pods skipping the scheduler cannot
+    # pass in any namespace. Only where none admits does the split bound the namespaces together.
+    whole = authority(alloc.cluster.spec.components) is not None
+    if whole or (len(names) == 1 and weights[names[0]] > 0):  # in whole steps
+        return {n: {r: total // _step(r) * _step(r) for r, total in limits.items()} for n in names}
     out: dict[str, dict[str, int]] = {n: {} for n in names}
     for resource, total in limits.items():
         step = _step(resource)

@@ -20,6 +20,7 @@ from gpuplan.validate.listmaps import (
 )
 from gpuplan.validate.messages import Problem, problems_of, show, type_name
 from gpuplan.validate.nulls import drop_nulls, prune_nulls
+from gpuplan.validate.objectmeta import meta_problems
 
 MISSING_CRD = "missing-crd"
 # False for every mapping (a builtin: one C call), for kinds no fast schema decides alone.
@@ -537,7 +538,9 @@ def _shaped_decides(plan: _Plan) -> Callable[[Any], bool]:
 def _usual_meta(obj: dict, cluster: bool) -> bool:
     """The usual metadata: named, and namespaced only where it may be."""
     meta = obj.get("metadata")
-    return type(meta) is dict and bool(meta.get("name")) and not (cluster and meta.get("namespace"))
+    if type(meta) is not dict or not meta.get("name") or (cluster and meta.get("namespace")):
+        return False
+    return not meta_problems(obj)
 
 
 def _head_problems(obj: dict) -> list[Problem]:
@@ -560,7 +563,7 @@ def _metadata_problems(obj: dict) -> list[Problem]:
     if isinstance(meta, dict) and not meta.get("name") and not meta.get("generateName"):
         # kubectl create sends generateName and the API server picks the name.
         return [Problem("metadata", 'missing required field "name"')]
-    return []
+    return meta_problems(obj)
 
 
 def _scope_problems(obj: dict, crd_version: CrdVersion) -> list[Problem]:

@@ -88,7 +88,7 @@ def _pyyaml_documents(text: str) -> list[Any]:
 
 
 def read_documents(path: Path, shown: str) -> tuple[list[Document], list[Diagnostic]]:
-    """Read every document of a file (a `kind: List` counts as its items)."""
+    """Read every document of a file (a `List` or typed list such as `ConfigMapList` counts as its items)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
         docs = fast_documents(text)
@@ -104,7 +104,7 @@ def read_documents(path: Path, shown: str) -> tuple[list[Document], list[Diagnos
     for index, doc in enumerate(docs):
         if (
             isinstance(doc, dict)
-            and doc.get("kind") == "List"
+            and str(doc.get("kind") or "").endswith("List")  # kubectl unpacks any *List with items
             and isinstance(doc.get("items"), list)
         ):
             out += [Document(shown, index, item) for item in doc["items"]]

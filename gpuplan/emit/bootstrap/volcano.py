@@ -6,6 +6,14 @@ tag: templates/scheduler.yaml, values.yaml). That default uses the proportion pl
 by weight and ignores `deserved`; the capacity plugin shares by `deserved`, needs the reclaim action
 and must replace proportion (docs/user-guide/how_to_use_capacity_plugin.md at v1.15.1); hierarchical
 queues need `enableHierarchy` on it (pkg/scheduler/conf/scheduler_conf.go).
+
+The `enqueue` action admits a PodGroup only when every JobEnqueueable plugin permits it, and the
+overcommit plugin permits it only within the idle resources of the nodes that exist (times 1.2); the
+job controller creates no pod while its PodGroup is Pending, so a pool that grows on demand
+(Karpenter, an autoscaler) never sees a pending pod and never grows. Without `enqueue`, allocate moves
+a Pending PodGroup to Inqueue itself and the queue plugins still bound what is allocated (volcano-sh/volcano
+v1.15.1 pkg/scheduler/plugins/overcommit/overcommit.go, pkg/scheduler/actions/allocate/allocate.go,
+pkg/controllers/job/job_controller_actions.go syncJob; volcano-sh/volcano#3910).
 """
 
 from __future__ import annotations
@@ -44,8 +52,11 @@ def scheduler_config(cluster: ClusterPlan) -> str:
     """Return volcano-scheduler.conf: the chart's tiers with the queue plugin the Queues need."""
     plugin = queue_plugin(cluster)
     capacity = plugin is not None and plugin["name"] == "capacity"
+    gate = not any(
+        p.nodes_least < p.nodes_most for p in cluster.pools.values()
+    )  # see the module's doc
     # The capacity guide's configuration drops overcommit along with proportion.
-    second = [] if capacity else ["  - name: overcommit"]
+    second = ["  - name: overcommit"] if gate and not capacity else []
     second += [
         "  - name: drf",
         "    enablePreemptable: false",
@@ -62,7 +73,9 @@ def scheduler_config(cluster: ClusterPlan) -> str:
             second.append("    arguments:")
             second += [f"      {k}: {str(v).lower()}" for k, v in plugin["arguments"].items()]
     second += ["  - name: nodeorder", "  - name: binpack"]
-    actions = "enqueue, allocate, backfill" + (", reclaim" if capacity else "")
+    actions = (
+        ("enqueue, " if gate else "") + "allocate, backfill" + (", reclaim" if capacity else "")
+    )
     first = [
         "- plugins:",
         "  - name: priority",
