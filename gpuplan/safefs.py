@@ -211,6 +211,29 @@ def read_all(dir_fd: int, name: str) -> bytes:
         return handle.read()
 
 
+INPUT_BYTES = 4 * 1024 * 1024  # no input file is read beyond this (gpuplan.load refuses larger)
+
+
+class NotRegular(OSError):
+    """An input path is a link, a fifo, a socket or a device: gpuplan never opens it."""
+
+
+def read_input(path: str | os.PathLike[str]) -> bytes:
+    """Return a regular file's bytes, at most INPUT_BYTES + 1 of them (so a caller can tell it is
+    too large), never through a link and never blocking on a fifo or device.
+
+    Raise NotRegular for anything but a regular file (a special file is not even opened), or
+    OSError when it cannot be read.
+    """
+    if not stat.S_ISREG(os.lstat(path).st_mode):
+        raise NotRegular(path)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    with os.fdopen(os.open(path, flags), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped since the lstat
+            raise NotRegular(path)
+        return handle.read(INPUT_BYTES + 1)
+
+
 def by_folder(paths: Iterable[str]) -> dict[str, list[str]]:
     """Group relative paths by their folder ("a/b/c.yaml" -> "a/b": ["c.yaml"]), so each is opened once."""
     groups: dict[str, list[str]] = {}

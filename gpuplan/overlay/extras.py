@@ -16,7 +16,7 @@ from typing import Any
 
 from gpuplan.diagnostics import Diagnostic, SourceFile, error
 from gpuplan.emit.meta import SYNC_WAVE, WAVES, Manifest
-from gpuplan.load import parse
+from gpuplan.load import folder_entries, parse_file
 
 FOLDER = "extra"  # in the input repository: extra/<cluster>/
 OUTPUT_FOLDER = "extra"  # in the output: output/<cluster>/extra/
@@ -58,14 +58,9 @@ def read_extras(root: Path, clusters: Iterable[str]) -> tuple[list[Extra], list[
     """Read every own manifest of the named clusters; a folder for no cluster is an error."""
     known = set(clusters)
     extras: list[Extra] = []
-    problems: list[Diagnostic] = []
-    base = root / FOLDER
-    if not base.is_dir():
-        return extras, problems
-    for entry in sorted(base.iterdir(), key=lambda p: p.name):
+    entries, problems = folder_entries(root, FOLDER)
+    for entry in entries:
         shown = f"{FOLDER}/{entry.name}"
-        if entry.name.startswith("."):
-            continue
         if not entry.is_dir():
             if entry.suffix in (".yaml", ".yml"):
                 problems.append(
@@ -100,9 +95,7 @@ def read_extras(root: Path, clusters: Iterable[str]) -> tuple[list[Extra], list[
 
 
 def _read_one(path: Path, shown: str, cluster: str) -> tuple[Extra | None, list[Diagnostic]]:
-    if path.is_symlink() or not path.is_file():
-        return None, [error(shown, 1, 1, "", "not a regular file (symlinks are not followed)")]
-    source, problems = parse(shown, path.read_bytes())
+    source, problems = parse_file(path, shown)
     if source is None:
         return None, problems
     problem = _head_problem(source)
