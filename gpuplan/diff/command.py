@@ -20,6 +20,7 @@ from typing import Any
 from gpuplan import twocores
 from gpuplan.capacity import capacity_rows
 from gpuplan.diagnostics import Diagnostic, has_errors, ordered, render
+from gpuplan.diff import snapshot
 from gpuplan.diff.analyse import analyse
 from gpuplan.diff.blast import Facts, PoolFacts, PoolKey, from_fleet, merged
 from gpuplan.diff.disruptions import KUEUE, nominal_quotas
@@ -128,18 +129,18 @@ def resolve(root: Path, ref: str) -> str:
     return found.stdout.decode().strip()
 
 
-def _listing(root: Path, commit: str) -> list[tuple[str, str, str]]:
-    """Return (mode, blob, path relative to root) of every input file at a commit."""
-    found = _git(root, "ls-tree", "-r", "-z", commit, "--", *INPUT_FOLDERS)
+def _listing(root: Path, commit: str) -> list[snapshot.Entry]:
+    """Return every blob under the input folders at a commit (paths relative to root)."""
+    found = _git(root, "ls-tree", "-r", "-l", "-z", commit, "--", *INPUT_FOLDERS)
     if found.returncode != 0:
         raise UsageError(f"git ls-tree {commit}: {found.stderr.decode(errors='replace').strip()}")
     out = []
     for record in found.stdout.split(b"\0"):
         if record:
             meta, path = record.split(b"\t", 1)
-            mode, kind, blob = meta.decode().split(" ")
+            mode, kind, blob, size = meta.decode().split()
             if kind == "blob":
-                out.append((mode, blob, os.fsdecode(path)))
+                out.append(snapshot.Entry(mode, blob, int(size), os.fsdecode(path)))
     return out
 
 
@@ -158,16 +159,9 @@ def _blobs(root: Path, blobs: list[str]) -> list[bytes]:
 
 
 def export_inputs(root: Path, commit: str, target: Path) -> int:
-    """Write the input folders as they are at a commit into target; return the file count."""
-    listing = _listing(root, commit)
-    for (mode, _, path), content in zip(listing, _blobs(root, [blob for _, blob, _ in listing])):
-        destination = target / path
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        if mode == "120000":  # a symlink: kept one, so the loader refuses it as it does in the tree
-            os.symlink(os.fsdecode(content), destination)
-        else:
-            destination.write_bytes(content)
-    return len(listing)
+    """Write the input files as they are at a commit into target (gpuplan.diff.snapshot: a
+    hostile tree raises snapshot.UnsafeTree); return the file count."""
+    return snapshot.export(_listing(root, commit), partial(_blobs, root), target)
 
 
 SideResult = tuple[Side, dict[CapacityKey, str], dict[PoolKey, PoolFacts], list[str], str]
@@ -192,7 +186,11 @@ def _errors_text(diagnostics: list[Diagnostic], where: str) -> str:
 def _base_side(root: Path, commit: str, crds: Path | None, where: str) -> SideResult | None:
     """Export the inputs at a commit and compile them (None when the commit has no clusters/)."""
     with tempfile.TemporaryDirectory(prefix="gpuplan-base-") as folder:
-        if not (export_inputs(root, commit, Path(folder)) and (Path(folder) / "clusters").is_dir()):
+        try:
+            exported = export_inputs(root, commit, Path(folder))
+        except snapshot.UnsafeTree as exc:
+            return {}, {}, {}, [], _errors_text(exc.diagnostics, where)
+        if not (exported and (Path(folder) / "clusters").is_dir()):
             return None
         return _side(Path(folder), crds, where)
 
