@@ -274,7 +274,8 @@ def _parse_slow(path: str, text: str) -> tuple[SourceFile | None, list[Diagnosti
         documents = list(yaml.load_all(text))
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        if exc.context_mark is not None and "end of stream" in str(exc.problem or ""):
+        ended = str(exc.problem or "")
+        if exc.context_mark is not None and ("end of stream" in ended or "<stream end>" in ended):
             mark = exc.context_mark  # an unclosed quote or bracket: point where it opens
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         message = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
