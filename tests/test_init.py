@@ -91,9 +91,10 @@ def test_init_workflow_checks_drift_and_comments_the_diff(fresh: Path) -> None:
     runs = "\n".join(s.get("run", "") for s in steps)
     assert f"pip install gpuplan=={__version__}" in runs
     assert "gpuplan render --check" in runs
-    assert 'gpuplan diff --base "origin/${{ github.base_ref }}" --format markdown' in runs
+    assert 'gpuplan diff --base "origin/$BASE_REF" --format markdown' in runs
     comment = next(s for s in steps if "gh api" in s.get("run", ""))
     assert comment["env"]["GH_TOKEN"] == "${{ github.token }}"
+    assert comment["env"]["BASE_REF"] == "${{ github.base_ref }}"
     assert "--edit-last" not in runs  # it could edit another workflow's comment
     assert not [
         s["uses"] for s in steps if "uses" in s and not s["uses"].startswith("actions/")
@@ -305,8 +306,8 @@ MARKER = "<!-- gpuplan-diff: . -->"
 def _comment_step(fresh: Path) -> tuple[str, dict[str, str]]:
     """Return the run script of the comment step (as GitHub expands it) and its env."""
     step = next(s for s in _steps(_workflow(fresh)) if "gh api" in s.get("run", ""))
-    script = step["run"].replace("${{ github.base_ref }}", "main")
-    env = {"GH_TOKEN": "t", "PR": "7", "REPO": "acme/fleet"}
+    script = step["run"]
+    env = {"GH_TOKEN": "t", "PR": "7", "REPO": "acme/fleet", "BASE_REF": "main"}
     return script, env
 
 

@@ -2,8 +2,10 @@
 
 - every file under the input folders (clusters/, tenants/, extra/, patches/, values/), by path
   and content hash; a symbolic link anywhere in them makes the run uncacheable (its target may
-  change without the link changing). A file's hash is read again unless the last record saw the
-  file with the same lstat, taken long enough after its last change (see `trusted`);
+  change without the link changing), and so does any other special file (a fifo would block the
+  read) or a file larger than any input gpuplan reads. A file's hash is read again unless the
+  last record saw the file with the same lstat, taken long enough after its last change (see
+  `trusted`);
 - gpuplan's version and every file of the installed package by path, size and mtime (what
   Python's own bytecode cache trusts), the Python version and the name (with version) of every
   installed distribution, so an upgrade or an edited source never reuses a record;
@@ -16,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import sys
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import gpuplan
+from gpuplan.writer import safefs
 from gpuplan.writer.safefs import Signature, signature
 
 INPUT_FOLDERS = ("clusters", "tenants", "extra", "patches", "values")
@@ -111,10 +115,11 @@ def input_files(root: Path) -> list[InputFile]:
         if base.is_symlink():
             raise Uncacheable(f"{base} is a symbolic link")
         if base.is_dir():
-            found += [
-                InputFile(relative, entry.path, signature(entry.stat(follow_symlinks=False)))
-                for relative, entry in _files(str(base), f"{folder}/")
-            ]
+            for relative, entry in _files(str(base), f"{folder}/"):
+                st = entry.stat(follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode):  # a fifo is never opened: it would block
+                    raise Uncacheable(f"{entry.path} is not a regular file")
+                found.append(InputFile(relative, entry.path, signature(st)))
     return found
 
 
@@ -124,9 +129,12 @@ def trusted(signature: Signature, taken_ns: int) -> bool:
 
 
 def content_digest(path: str) -> str:
-    """Return the content hash of one input file."""
-    with open(path, "rb") as handle:
-        return hashlib.sha256(handle.read()).hexdigest()[:32]
+    """Return the content hash of one input file (a file larger than any input gpuplan reads,
+    such as a stray 1 GiB dump, makes the run uncacheable: it is not read)."""
+    data = safefs.read_input(path)
+    if len(data) > safefs.INPUT_BYTES:
+        raise Uncacheable(f"{path} is larger than {safefs.INPUT_BYTES >> 20} MiB")
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 def input_digests(files: list[InputFile], known: Mapping[str, str]) -> list[str]:

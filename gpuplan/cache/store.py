@@ -8,7 +8,6 @@ one; a record that does not parse, or lacks a field, is ignored as if there were
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import json
 import os
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.writer import safefs
+from gpuplan.writer.safefs import open_home as open_home  # the rule for a private folder
 
 FORMAT = 3  # bumped when the record's shape changes: an older record is then ignored
 KEEP = 32  # repositories whose records are kept; the least recently used ones go first
@@ -53,29 +53,6 @@ def slot(root: Path, out: Path) -> str:
     """Return the folder name of one repository and output folder in the cache."""
     where = f"{os.path.realpath(root)}\0{os.path.realpath(out)}"
     return hashlib.sha256(where.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-
-
-def open_home(home: Path, create: bool) -> int:
-    """Open the cache folder: made private (0700), never a link, and only if it is the user's own.
-
-    What the cache holds decides what is rendered, so a folder another user owns or may write
-    to is not trusted (as ssh treats ~/.ssh): OSError, and the run goes without the cache.
-    """
-    if create:
-        home.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    parent = os.open(home.parent, safefs.DIR_FLAGS & ~os.O_NOFOLLOW)
-    try:
-        if create:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(home.name, 0o700, dir_fd=parent)
-        fd = os.open(home.name, safefs.DIR_FLAGS, dir_fd=parent)
-    finally:
-        os.close(parent)
-    st = os.fstat(fd)
-    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        os.close(fd)
-        raise OSError(errno.EPERM, "not a private folder of this user", str(home))
-    return fd
 
 
 def read(home: Path, name: str) -> bytes | None:
@@ -133,24 +110,6 @@ def save(home: Path, name: str, record: dict[str, Any]) -> bytes | None:
     return data
 
 
-def replace(dir_fd: int, data: bytes, name: str = RECORD) -> None:
-    """Write a file of a folder in one step: a temporary file renamed over it."""
-    temporary = f".{name}.{os.getpid()}.tmp"
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(temporary, dir_fd=dir_fd)
-    try:
-        out = os.open(
-            temporary, os.O_WRONLY | os.O_CREAT | safefs.NEW_FILE_FLAGS, 0o600, dir_fd=dir_fd
-        )
-        with os.fdopen(out, "wb") as handle:
-            handle.write(data)
-        os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary, dir_fd=dir_fd)
-        raise
-
-
 def _prune(home_fd: int) -> None:
     """Remove the least recently used slots beyond KEEP (each a folder made by save)."""
     slots = []
@@ -160,3 +119,8 @@ def _prune(home_fd: int) -> None:
             slots.append((st.st_mtime_ns, entry.name))
     for _, name in sorted(slots, reverse=True)[KEEP:]:
         safefs.remove_tree(home_fd, name)
+
+
+def replace(dir_fd: int, data: bytes, name: str = RECORD) -> None:
+    """Write a file of the cache in one step (gpuplan.writer.safefs.replace)."""
+    safefs.replace(dir_fd, data, name)

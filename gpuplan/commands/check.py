@@ -7,7 +7,8 @@ import sys
 from gpuplan.commands.options import Options, print_findings
 from gpuplan.exitcode import ExitCode
 from gpuplan.inputs.git import UsageError
-from gpuplan.pipeline import compile_fleet
+from gpuplan.inputs.snapshot import UnsafeTree
+from gpuplan.pipeline import Compiled, compile_fleet
 
 
 def check(options: Options) -> int:
@@ -17,6 +18,10 @@ def check(options: Options) -> int:
     except UsageError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return ExitCode.USAGE
+    except UnsafeTree as exc:  # a hostile tree at --base: nothing of it was written
+        sys.stderr.write(f"error: the inputs at --base {options.base} are refused:\n")
+        print_findings(Compiled(None, diagnostics=exc.diagnostics), options)
+        return ExitCode.FAILED
     if print_findings(result, options):
         return ExitCode.FAILED
     if options.fmt == "text":

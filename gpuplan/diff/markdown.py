@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 
@@ -50,8 +51,13 @@ STEPS: tuple[tuple[str, Callable[[Limits], Limits]], ...] = (
 
 
 def marker(path: str) -> str:
-    """Return the hidden line that marks gpuplan's comment for one repository path."""
-    return MARKER.format(path=path.replace("--", "- -") or ".")
+    """Return the hidden line that marks gpuplan's comment for one repository path.
+
+    The path is percent-encoded but for letters, digits, `_.-~/`, and a `-` before another `-`
+    too, so the line is always one HTML comment on one line, whatever the folder is named
+    (`fleet--->x` would end the comment early; a newline would cut the marker the workflow reads).
+    """
+    return MARKER.format(path=re.sub("-(?=-)", "%2D", quote(path, safe="/")) or ".")
 
 
 def _html(text: str) -> str:

@@ -28,6 +28,7 @@ from gpuplan.diff.result import (
     as_json,
     as_text,
 )
+from gpuplan.inputs import snapshot
 from gpuplan.inputs.git import UsageError, export_inputs, resolve
 from gpuplan.model.quantity import QuantityError, parse_quantity
 from gpuplan.pipeline import compile_fleet
@@ -106,7 +107,11 @@ def _errors_text(diagnostics: list[Diagnostic], where: str) -> str:
 def _base_side(root: Path, commit: str, crds: Path | None, where: str) -> SideResult | None:
     """Export the inputs at a commit and compile them (None when the commit has no clusters/)."""
     with tempfile.TemporaryDirectory(prefix="gpuplan-base-") as folder:
-        if not (export_inputs(root, commit, Path(folder)) and (Path(folder) / "clusters").is_dir()):
+        try:
+            exported = export_inputs(root, commit, Path(folder))
+        except snapshot.UnsafeTree as exc:
+            return {}, {}, {}, [], _errors_text(exc.diagnostics, where)
+        if not (exported and (Path(folder) / "clusters").is_dir()):
             return None
         return _side(Path(folder), crds, where)
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+from functools import partial
 from pathlib import Path
+
+from gpuplan.inputs import snapshot
 
 # the input folders: the fleet, then the overlay (gpuplan.overlay.FOLDERS: extra/, patches/, values/)
 INPUT_FOLDERS = ("clusters", "tenants", "extra", "patches", "values")
@@ -52,18 +55,18 @@ def resolve(root: Path, ref: str) -> str:
     return found.stdout.decode().strip()
 
 
-def _listing(root: Path, commit: str) -> list[tuple[str, str, str]]:
-    """Return (mode, blob, path relative to root) of every input file at a commit."""
-    found = _git(root, "ls-tree", "-r", "-z", commit, "--", *INPUT_FOLDERS)
+def _listing(root: Path, commit: str) -> list[snapshot.Entry]:
+    """Return every blob under the input folders at a commit (paths relative to root)."""
+    found = _git(root, "ls-tree", "-r", "-l", "-z", commit, "--", *INPUT_FOLDERS)
     if found.returncode != 0:
         raise UsageError(f"git ls-tree {commit}: {found.stderr.decode(errors='replace').strip()}")
     out = []
     for record in found.stdout.split(b"\0"):
         if record:
             meta, path = record.split(b"\t", 1)
-            mode, kind, blob = meta.decode().split(" ")
+            mode, kind, blob, size = meta.decode().split()
             if kind == "blob":
-                out.append((mode, blob, os.fsdecode(path)))
+                out.append(snapshot.Entry(mode, blob, int(size), os.fsdecode(path)))
     return out
 
 
@@ -82,13 +85,6 @@ def _blobs(root: Path, blobs: list[str]) -> list[bytes]:
 
 
 def export_inputs(root: Path, commit: str, target: Path) -> int:
-    """Write the input folders as they are at a commit into target; return the file count."""
-    listing = _listing(root, commit)
-    for (mode, _, path), content in zip(listing, _blobs(root, [blob for _, blob, _ in listing])):
-        destination = target / path
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        if mode == "120000":  # a symlink: kept one, so the loader refuses it as it does in the tree
-            os.symlink(os.fsdecode(content), destination)
-        else:
-            destination.write_bytes(content)
-    return len(listing)
+    """Write the input files as they are at a commit into target (gpuplan.inputs.snapshot: a
+    hostile tree raises snapshot.UnsafeTree); return the file count."""
+    return snapshot.export(_listing(root, commit), partial(_blobs, root), target)

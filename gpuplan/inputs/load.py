@@ -21,9 +21,10 @@ from gpuplan.diagnostics import Diagnostic, Key, Position, SourceFile, error
 from gpuplan.diagnostics import format_path as format_path  # its old import path
 from gpuplan.inputs import nesting, yamlevents
 from gpuplan.inputs.yamlevents import SourceFloat as SourceFloat  # its old import path
+from gpuplan.writer import safefs
 
 # Bounds that refuse hostile input (alias bombs, absurd nesting, huge files) before any model sees it.
-MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_FILE_BYTES = safefs.INPUT_BYTES  # read no further: a stray 1 GiB file costs 4 MiB
 MAX_NODES = 200_000
 MAX_DEPTH = 64
 
@@ -271,7 +272,8 @@ def _parse_slow(
         documents = list(yaml.load_all(text))
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        if exc.context_mark is not None and "end of stream" in str(exc.problem or ""):
+        ended = str(exc.problem or "")
+        if exc.context_mark is not None and ("end of stream" in ended or "<stream end>" in ended):
             mark = exc.context_mark  # an unclosed quote or bracket: point where it opens
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         message = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
@@ -316,27 +318,70 @@ def _duplicate_name(text: str) -> str:
     return ""
 
 
+def read_file(path: str | os.PathLike[str], shown: str) -> tuple[bytes | None, list[Diagnostic]]:
+    """Return an input file's bytes (at most one byte past MAX_FILE_BYTES), or why it is refused.
+
+    A link or special file (fifo, socket, device) is refused without being opened: gpuplan never
+    follows links in its inputs, and a fifo would block the read forever.
+    """
+    try:
+        return safefs.read_input(path), []
+    except safefs.NotRegular:
+        return None, [error(shown, 1, 1, "", "not a regular file (symlinks are not followed)")]
+    except OSError as exc:
+        return None, [error(shown, 1, 1, "", f"cannot read: {exc.strerror or exc}")]
+
+
+def parse_file(
+    path: str | os.PathLike[str], shown: str
+) -> tuple[SourceFile | None, list[Diagnostic]]:
+    """Read one input file (see read_file) and parse it."""
+    raw, problems = read_file(path, shown)
+    return (None, problems) if raw is None else parse(shown, raw)
+
+
+def linked_folder(path: Path, shown: str) -> Diagnostic | None:
+    """Return an error when an input folder is a symbolic link (its files could be anyone's)."""
+    if not path.is_symlink():
+        return None
+    message = "a symbolic link: gpuplan does not follow links in its inputs; make it a folder"
+    return error(shown, 0, 0, "", message)
+
+
+def folder_entries(root: Path, folder: str) -> tuple[list[Path], list[Diagnostic]]:
+    """Return the entries of an input folder (sorted, dot-names left out) that are not links,
+    and an error for the folder, or each entry, that is a symbolic link."""
+    base = root / folder
+    linked = linked_folder(base, folder)
+    if linked is not None or not base.is_dir():
+        return [], [linked] if linked else []
+    entries, problems = [], []
+    for entry in sorted(base.iterdir(), key=lambda p: p.name):
+        if not entry.name.startswith("."):
+            linked = linked_folder(entry, f"{folder}/{entry.name}")
+            problems += [linked] if linked else []
+            entries += [] if linked else [entry]
+    return entries, problems
+
+
 def gather(root: Path, folder: str) -> tuple[list[tuple[str, bytes]], list[Diagnostic]]:
     """Return (shown path, bytes) of every *.yaml / *.yml file of one input folder, in a stable order."""
     items: list[tuple[str, bytes]] = []
     problems: list[Diagnostic] = []
     base = root / folder
-    if not base.is_dir():
-        return items, problems
+    linked = linked_folder(base, folder)
+    if linked is not None or not base.is_dir():
+        return items, [linked] if linked else []
     with os.scandir(base) as listing:  # d_type: no stat per file
         entries = sorted(listing, key=lambda e: e.name)
     for entry in entries:
         if not entry.name.endswith((".yaml", ".yml")) or entry.name.startswith("."):
             continue
         shown = f"{folder}/{entry.name}"
-        if entry.is_symlink() or not entry.is_file(follow_symlinks=False):
-            problems.append(
-                error(shown, 1, 1, "", "not a regular file (symlinks are not followed)")
-            )
-            continue
-        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as handle:
-            items.append((shown, handle.read()))
+        raw, found = read_file(entry.path, shown)
+        problems += found
+        if raw is not None:
+            items.append((shown, raw))
     return items, problems
 
 

@@ -143,7 +143,8 @@ def apply_overlay(
     patches = [p for p in patches if p.cluster in emitted]
     values = {key: v for key, v in values.items() if key[0] in emitted}
     generated = [m for m in manifests if not m.path.endswith("/kustomization.yaml")]
-    problems += collisions(extras, generated, output)
+    claims = {t.source.path: t for t in fleet.tenants.values()}
+    problems += collisions(extras, generated, output, claims)
     generated, found = apply_values(generated, values)
     problems += found
     patched, applied, found = apply_patches(patches, generated)

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuplan.diagnostics import Diagnostic, SourceFile, error
+from gpuplan.diagnostics import Diagnostic, Located, SourceFile, error
 from gpuplan.emit.meta import SYNC_WAVE, WAVES, Manifest
-from gpuplan.inputs.load import parse
+from gpuplan.inputs.load import folder_entries, parse_file
+from gpuplan.model.tenant import Tenant
 
 FOLDER = "extra"  # in the input repository: extra/<cluster>/
 OUTPUT_FOLDER = "extra"  # in the output: output/<cluster>/extra/
@@ -58,14 +59,9 @@ def read_extras(root: Path, clusters: Iterable[str]) -> tuple[list[Extra], list[
     """Read every own manifest of the named clusters; a folder for no cluster is an error."""
     known = set(clusters)
     extras: list[Extra] = []
-    problems: list[Diagnostic] = []
-    base = root / FOLDER
-    if not base.is_dir():
-        return extras, problems
-    for entry in sorted(base.iterdir(), key=lambda p: p.name):
+    entries, problems = folder_entries(root, FOLDER)
+    for entry in entries:
         shown = f"{FOLDER}/{entry.name}"
-        if entry.name.startswith("."):
-            continue
         if not entry.is_dir():
             if entry.suffix in (".yaml", ".yml"):
                 problems.append(
@@ -100,9 +96,7 @@ def read_extras(root: Path, clusters: Iterable[str]) -> tuple[list[Extra], list[
 
 
 def _read_one(path: Path, shown: str, cluster: str) -> tuple[Extra | None, list[Diagnostic]]:
-    if path.is_symlink() or not path.is_file():
-        return None, [error(shown, 1, 1, "", "not a regular file (symlinks are not followed)")]
-    source, problems = parse(shown, path.read_bytes())
+    source, problems = parse_file(path, shown)
     if source is None:
         return None, problems
     problem = _head_problem(source)
@@ -162,20 +156,36 @@ def _with_defaults(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def collisions(
-    extras: list[Extra], generated: list[Manifest], out: str = "output"
+    extras: list[Extra],
+    generated: list[Manifest],
+    out: str = "output",
+    tenants: Mapping[str, Located[Tenant]] | None = None,
 ) -> list[Diagnostic]:
-    """Return an error for each own manifest that has the identity of another object of its cluster."""
+    """Return an error for each own manifest that has the identity of another object of its cluster.
+
+    A tenant namespace that is also an own Namespace is blamed on the tenant file (by its path in
+    `tenants`): the platform's file did not change, the tenant's claim made the clash.
+    """
     if not extras:
         return []  # (no index of the generated objects to build)
     seen: dict[tuple[str | None, str, str, str], str] = {
         (m.cluster, *identity(m.obj)): f"{out}/{m.path}" for m in generated
     }
+    claims = _namespace_claims(generated, tenants or {})
     problems = []
     for extra in extras:
         key = (extra.manifest.cluster, *identity(extra.manifest.obj))
         kind, namespace, name = key[1:]
         shown = f"{namespace}/{name}" if namespace else name
-        if key in seen:
+        if key in claims:
+            tenant = claims[key]
+            at = tenant.model.namespace_names.index(name)
+            loc: tuple[str | int, ...] = (
+                ("namespaces", at) if tenant.model.namespaces else ("name",)
+            )
+            message = f"namespace {name!r} is the platform's own ({extra.source.path}): give the tenant another namespace"
+            problems.append(tenant.at(*loc, message=message))
+        elif key in seen:
             other = seen[key]
             hint = (
                 f"gpuplan generates it; change it with a patch in patches/{key[0]}/ instead"
@@ -190,3 +200,16 @@ def collisions(
         else:
             seen[key] = extra.source.path
     return problems
+
+
+def _namespace_claims(
+    generated: list[Manifest], tenants: Mapping[str, Located[Tenant]]
+) -> dict[tuple[str | None, str, str, str], Located[Tenant]]:
+    """Return the tenant that claims each generated Namespace, by the Namespace's identity."""
+    return {
+        (m.cluster, *identity(m.obj)): tenants[source]
+        for m in generated
+        if m.kind == "Namespace"
+        for source in m.sources
+        if source in tenants
+    }

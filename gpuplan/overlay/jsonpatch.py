@@ -2,6 +2,10 @@
 
 Operations: add, remove, replace, move, copy, test. A failing operation raises PatchError
 naming the operation's index, so the caller can point at it in the patch file.
+
+Only `copy` can make an object larger than the patch file that changes it: a few hundred
+operations that each copy a value into itself double it every time (3 KB of patch, gigabytes of
+object). So what a patch copies is counted, and bounded by what a patch file may hold.
 """
 
 from __future__ import annotations
@@ -10,6 +14,10 @@ import copy
 from typing import Any
 
 OPERATIONS = ("add", "remove", "replace", "move", "copy", "test")
+# What one patch may copy, in bytes of YAML: as much as a patch file may hold (gpuplan.inputs.load's
+# MAX_FILE_BYTES), a node counted as NODE_BYTES (so at most ~200,000 nodes: the loader's MAX_NODES).
+COPY_BUDGET = 4 * 1024 * 1024
+NODE_BYTES = 20
 
 
 class PatchError(ValueError):
@@ -100,7 +108,21 @@ def _remove(document: Any, tokens: list[str]) -> Any:
     return document
 
 
-def _operation(document: Any, op: dict[str, Any], index: int) -> Any:
+def _size(value: Any, limit: int) -> int:
+    """Return about how many bytes of YAML a value holds, counting no further than past limit."""
+    total, stack = 0, [value]
+    while stack and total <= limit:
+        item = stack.pop()
+        total += NODE_BYTES + (len(item) if isinstance(item, str) else 0)
+        if isinstance(item, dict):
+            total += sum(len(str(key)) for key in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return total
+
+
+def _operation(document: Any, op: dict[str, Any], index: int, budget: list[int]) -> Any:
     """Apply one operation (RFC 6902 section 4) and return the new document."""
     name = op.get("op")
     if name not in OPERATIONS:
@@ -136,10 +158,17 @@ def _operation(document: Any, op: dict[str, Any], index: int) -> Any:
         source = parse_pointer(op["from"])
         if name == "move" and tokens[: len(source)] == source and tokens != source:
             raise PatchError(index, "from", "cannot move a value into one of its own children")
-        value = copy.deepcopy(get(document, op["from"]))
-        if name == "move":
-            document = _remove(document, source)
-        return _add(document, tokens, value)
+        value = get(document, op["from"])
+        if name == "move":  # (the value leaves its place: nothing to copy)
+            return _add(_remove(document, source), tokens, value)
+        budget[0] -= _size(value, budget[0])
+        if budget[0] < 0:
+            raise PatchError(
+                index,
+                "from",
+                f"the patch copies more than a patch file may hold ({COPY_BUDGET >> 20} MiB of YAML): copy less, or write the value out",
+            )
+        return _add(document, tokens, copy.deepcopy(value))
     except PatchError:
         raise
     except ValueError as exc:
@@ -148,9 +177,9 @@ def _operation(document: Any, op: dict[str, Any], index: int) -> Any:
 
 def apply_json_patch(document: Any, operations: list[Any]) -> Any:
     """Return a patched copy of the document; raise PatchError on the first failing operation."""
-    result = copy.deepcopy(document)
+    result, budget = copy.deepcopy(document), [COPY_BUDGET]
     for index, op in enumerate(operations):
         if not isinstance(op, dict):
             raise PatchError(index, "", "each operation is a mapping with op and path")
-        result = _operation(result, op, index)
+        result = _operation(result, op, index, budget)
     return result

@@ -14,6 +14,7 @@ WIRING_LABELS = ("gpuplan.io/pool", "nvidia.com/mig.config", "nvidia.com/device-
 WIRING_WHY = "the label wires nodes to their pool, MIG configuration and device-plugin configuration, which gpuplan proves consistent: change the cluster file instead"
 SELECTOR_WHY = "namespaceSelectors keep a tenant's queues and network isolation to the tenant's own namespaces: change the tenant file instead"
 IDENTITY_WHY = "the object's identity: its file name and every reference to it derive from it"
+RBAC_WHY = "who is bound to which role is what gpuplan checks (owners get admin in their own namespaces; system: users and groups and other namespaces' service accounts only when the cluster file allows them): change the tenant's owners or rbac.allowedSubjects instead"
 QUOTA_WHY = "quota figures are what gpuplan proves to fit the pools' capacity and each namespace's ResourceQuota: change the tenant file instead"
 
 
@@ -60,6 +61,27 @@ RULES = (
     _rule("Queue", "spec.capability", QUOTA_WHY),
     _rule("Queue", "spec.guarantee", QUOTA_WHY),
     _rule("Queue", "spec.deserved", QUOTA_WHY),
+    # KAI's Queue (scheduling.run.ai/v2, gpuplan/emit/kai.py): spec.resources.{gpu,cpu,memory}.
+    # {quota,limit,overQuotaWeight} and spec.parentQueue (kai-scheduler/KAI-Scheduler v0.17.0,
+    # deployments/kai-scheduler/crds/scheduling.run.ai_queues.yaml).
+    _rule("Queue", "spec.resources", QUOTA_WHY),
+    _rule(
+        "Queue",
+        "spec.parentQueue",
+        "a KAI Queue's parent is its cohort, within which borrowing and the quotas are proved: change the tenant file instead",
+    ),
+    _rule(
+        "PriorityClass WorkloadPriorityClass",
+        "value",
+        "the value is what each tenant's priority-ceiling quota and the preemption proofs rest on: change the cluster file instead",
+    ),
+    _rule(
+        "PriorityClass",
+        "globalDefault",
+        "gpuplan makes no class the default, so a pod without a class runs at priority 0 under every tenant's ceiling",
+    ),
+    _rule("RoleBinding ClusterRoleBinding", "subjects", RBAC_WHY),
+    _rule("RoleBinding ClusterRoleBinding", "roleRef", RBAC_WHY),
     _rule(
         "NodePool",
         "spec.limits",

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.diagnostics import Diagnostic, Key, SourceFile, error, warning
-from gpuplan.inputs.load import parse
-from gpuplan.model.manifest import Manifest
+from gpuplan.emit.meta import Manifest
+from gpuplan.inputs.load import folder_entries, parse_file
 from gpuplan.overlay.extras import identity
 from gpuplan.overlay.jsonpatch import PatchError, apply_json_patch, parse_pointer
 from gpuplan.overlay.owned import owned_changes
@@ -66,13 +66,10 @@ def read_patches(root: Path, clusters: Iterable[str]) -> tuple[list[Patch], list
     """Read every patch of the named clusters, in file-name order."""
     known = set(clusters)
     patches: list[Patch] = []
-    problems: list[Diagnostic] = []
-    base = root / FOLDER
-    if not base.is_dir():
-        return patches, problems
-    for folder in sorted(base.iterdir(), key=lambda p: p.name):
+    folders, problems = folder_entries(root, FOLDER)
+    for folder in folders:
         shown = f"{FOLDER}/{folder.name}"
-        if folder.name.startswith(".") or not folder.is_dir():
+        if not folder.is_dir():
             continue
         if folder.name not in known:
             problems.append(
@@ -96,9 +93,7 @@ def read_patches(root: Path, clusters: Iterable[str]) -> tuple[list[Patch], list
 
 
 def _read_one(path: Path, shown: str, cluster: str) -> tuple[Patch | None, list[Diagnostic]]:
-    if path.is_symlink() or not path.is_file():
-        return None, [error(shown, 1, 1, "", "not a regular file (symlinks are not followed)")]
-    source, problems = parse(shown, path.read_bytes())
+    source, problems = parse_file(path, shown)
     if source is None:
         return None, problems
     data = source.data

@@ -19,8 +19,8 @@ from typing import Any
 
 from gpuplan.components import REGISTRY, release_of
 from gpuplan.diagnostics import Diagnostic, SourceFile, error, warning
-from gpuplan.inputs.load import parse
-from gpuplan.model.manifest import Manifest
+from gpuplan.emit.meta import Manifest
+from gpuplan.inputs.load import folder_entries, parse_file
 
 FOLDER = "values"
 CLUSTER_POLICY_WHY = "gpuplan renders and proves the ClusterPolicy itself (MIG strategy, mig-parted and device-plugin configs): the chart must not create its own"
@@ -112,13 +112,10 @@ def read_overrides(
 ) -> tuple[dict[tuple[str, str], ValuesOverride], list[Diagnostic]]:
     """Read values/<cluster>/<component>.yaml for every cluster; check names and owned values."""
     found: dict[tuple[str, str], ValuesOverride] = {}
-    problems: list[Diagnostic] = []
-    base = root / FOLDER
-    if not base.is_dir():
-        return found, problems
-    for folder in sorted(base.iterdir(), key=lambda p: p.name):
+    folders, problems = folder_entries(root, FOLDER)
+    for folder in folders:
         shown = f"{FOLDER}/{folder.name}"
-        if folder.name.startswith(".") or not folder.is_dir():
+        if not folder.is_dir():
             continue
         if folder.name not in clusters:
             problems.append(
@@ -164,9 +161,7 @@ def _read_one(
         )
         message = f"{component!r} {why}: name the file after one of {', '.join(sorted(charts))}"
         return None, [error(shown, 1, 1, "", message)]
-    if path.is_symlink() or not path.is_file():
-        return None, [error(shown, 1, 1, "", "not a regular file (symlinks are not followed)")]
-    source, problems = parse(shown, path.read_bytes())
+    source, problems = parse_file(path, shown)
     if source is None:
         return None, problems
     override = ValuesOverride(cluster, component, source, charts[component])

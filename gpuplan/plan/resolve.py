@@ -599,6 +599,25 @@ def _resolve(alloc: AllocationPlan) -> list[Diagnostic]:
 
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# Namespaces a supported provider runs its own components in, whatever the cluster file says: a
+# tenant there would get admin over them. Any provider's are refused on every cluster (a tenant
+# may move between clusters, and none of these names is a team's).
+PROVIDER_NAMESPACES = {
+    # GKE's Managed Service for Prometheus (GoogleCloudPlatform/prometheus-engine v0.17.2,
+    # manifests/operator.yaml: Namespace gmp-system and gmp-public).
+    "gmp-system": "GKE (Managed Service for Prometheus)",
+    "gmp-public": "GKE (Managed Service for Prometheus)",
+    # EKS: Fargate logging reads its ConfigMap from aws-observability, the CloudWatch
+    # Observability add-on runs in amazon-cloudwatch (awsdocs/amazon-eks-user-guide at 4d52b4d,
+    # latest/ug/nodes/fargate-logging.adoc and latest/ug/workloads/eks-add-ons.adoc).
+    "aws-observability": "EKS (Fargate logging)",
+    "amazon-cloudwatch": "EKS (CloudWatch Observability add-on)",
+    # AKS: Azure Policy's Gatekeeper and the Azure Arc agents, which Azure Policy itself never
+    # evaluates as they are the platform's (Azure/azure-policy at 0ab9883, built-in-policies/policyDefinitions/Kubernetes/
+    # ContainerNoPrivilege.json).
+    "gatekeeper-system": "AKS (Azure Policy's Gatekeeper)",
+    "azure-arc": "AKS (Azure Arc agents)",
+}
 
 
 def _namespaces(
@@ -617,7 +636,14 @@ def _namespaces(
             loc: tuple[str | int, ...] = (
                 ("namespaces", n_index) if tenant.model.namespaces else ("name",)
             )
-            if namespace in reserved or namespace.startswith("kube-"):
+            if namespace in PROVIDER_NAMESPACES:
+                problems.append(
+                    tenant.at(
+                        *loc,
+                        message=f"namespace {namespace!r} is run by {PROVIDER_NAMESPACES[namespace]}: a tenant there would be admin over it",
+                    )
+                )
+            elif namespace in reserved or namespace.startswith("kube-"):
                 problems.append(
                     tenant.at(
                         *loc, message=f"namespace {namespace!r} is a system or component namespace"

@@ -21,6 +21,8 @@ Facts beyond gpuplan/requirements/nodegroup.py:
 
 from __future__ import annotations
 
+import shlex
+
 from gpuplan.plan.fleet import ClusterPlan
 from gpuplan.plan.gke import ACCELERATOR_LABEL, gcloud_accelerator, google_stack
 from gpuplan.plan.pools import PoolPlan
@@ -55,9 +57,14 @@ def _aws(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
     return lines
 
 
+def _sh(*words: object) -> str:
+    """Return words quoted for a POSIX shell, so a pasted command runs nothing a name holds."""
+    return " ".join(shlex.quote(str(word)) for word in words)
+
+
 def _aks_profile(cluster: ClusterPlan) -> list[str]:
-    pairs = " ".join(f"{k}={v}" for k, v in profile(cluster).items())
-    name = cloud_name(cluster)
+    pairs = _sh(*(f"{k}={v}" for k, v in profile(cluster).items()))
+    name = _sh(cloud_name(cluster))
     return [
         f"{cluster.name}: AKS cluster autoscaler profile (the priority expander reads kube-system/cluster-autoscaler-priority-expander)",
         f"  az aks update --name {name} --cluster-autoscaler-profile {pairs}",
@@ -66,19 +73,19 @@ def _aks_profile(cluster: ClusterPlan) -> list[str]:
 
 def _aks(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
     nodes = pool.spec.nodes
-    name = cloud_name(cluster)
+    name = _sh(cloud_name(cluster))
     lines = [
-        f"  az aks nodepool update --cluster-name {name} --name {pool.spec.node_group} "
+        f"  az aks nodepool update --cluster-name {name} --name {_sh(pool.spec.node_group)} "
         f"--enable-cluster-autoscaler --min-count {nodes.min} --max-count {nodes.max}"
     ]
     created = []
     if nodes.capacity_type == "spot":
         created.append("--priority Spot")
     if pool.taints:
-        created.append("--node-taints " + ",".join(taint_text(t) for t in pool.taints))
+        created.append("--node-taints " + _sh(",".join(taint_text(t) for t in pool.taints)))
     if pool.spec.labels:
         created.append(
-            "--labels " + " ".join(f"{k}={v}" for k, v in sorted(pool.spec.labels.items()))
+            "--labels " + _sh(*(f"{k}={v}" for k, v in sorted(pool.spec.labels.items())))
         )
     if created:
         lines.append("  the node pool is created (az aks nodepool add) with " + " ".join(created))
@@ -89,10 +96,10 @@ def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
     accelerator = pool.spec.labels.get(ACCELERATOR_LABEL, "<accelerator>")
     google = google_stack(cluster.spec)
     flags = [
-        f"--accelerator {gcloud_accelerator(pool.spec, pool.gpus_per_node, accelerator, google)}"
+        f"--accelerator {_sh(gcloud_accelerator(pool.spec, pool.gpus_per_node, accelerator, google))}"
     ]
     if pool.taints:
-        flags.append("--node-taints " + ",".join(taint_text(t) for t in pool.taints))
+        flags.append("--node-taints " + _sh(",".join(taint_text(t) for t in pool.taints)))
     nodes = pool.spec.nodes
     if nodes.capacity_type == "spot":
         flags.append("--spot")
@@ -104,7 +111,7 @@ def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
         flags.append(f"--num-nodes {nodes.most}")
     lines = [
         f"{cluster.name}: GKE node pool {pool.spec.node_group} (pool {pool.name})",
-        f"  gcloud container node-pools create {pool.spec.node_group} --cluster {cloud_name(cluster)} "
+        f"  gcloud container node-pools create {_sh(pool.spec.node_group)} --cluster {_sh(cloud_name(cluster))} "
         + " ".join(flags),
     ]
     if not nodes.by_cluster_autoscaler:

@@ -6,6 +6,7 @@ its CEL rules, both computed once, when first asked for.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -20,6 +21,7 @@ from typing import Any
 import yaml
 
 from gpuplan.validate.strict import LIST_MAP_KEYS, SAFE_FORMATS, root_schema, strictify
+from gpuplan.writer import safefs
 
 __all__ = [  # the strict translation moved to gpuplan.validate.strict; kept importable from here
     "LIST_MAP_KEYS",
@@ -197,30 +199,32 @@ def _parsed(path: Path, raw: bytes) -> list[Any]:
     """Return a CRD file's documents, from a JSON cache keyed by the file's bytes when possible.
 
     Parsing megabytes of CRD YAML costs most of a small run; the cache holds plain JSON (never
-    pickle: a cache is not trusted to run code) and a changed file simply gets a new key.
+    pickle: a cache is not trusted to run code) and a changed file simply gets a new key. What
+    the cache holds decides what is proved, so it must be the user's own private folder, never a
+    link, as the render cache (gpuplan.writer.safefs.open_home): another user's planted schema is
+    never read, and a folder that fails the rule is neither read nor written.
     """
-    folder = _cache_dir()
-    entry = folder / f"{hashlib.sha256(raw).hexdigest()}.json" if folder else None
-    if entry is not None and entry.is_file():
-        try:
-            return json.loads(entry.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            pass
-    text = raw.decode("utf-8")
-    docs = (
-        [json.loads(text)]
-        if path.suffix == ".json"
-        else list(yaml.load_all(text, Loader=_YAML_LOADER))
-    )
-    if entry is not None:
-        try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            temporary = entry.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(docs), encoding="utf-8")
-            os.replace(temporary, entry)
-        except (OSError, TypeError, ValueError):
-            pass  # not cacheable (read-only home, non-JSON values): parse each time
-    return docs
+    name, folder, fd = f"{hashlib.sha256(raw).hexdigest()}.json", _cache_dir(), None
+    if folder is not None:
+        with contextlib.suppress(OSError):
+            fd = safefs.open_home(folder, create=True)
+    try:
+        if fd is not None:
+            with contextlib.suppress(OSError, ValueError):
+                return json.loads(safefs.read_all(fd, name))
+        text = raw.decode("utf-8")
+        docs = (
+            [json.loads(text)]
+            if path.suffix == ".json"
+            else list(yaml.load_all(text, Loader=_YAML_LOADER))
+        )
+        if fd is not None:  # (values JSON cannot hold are parsed each time)
+            with contextlib.suppress(OSError, TypeError, ValueError):
+                safefs.replace(fd, json.dumps(docs).encode(), name)
+        return docs
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 _CRD_SUFFIXES = (".yaml", ".yml", ".json")

@@ -10,6 +10,7 @@ that appears between a check and the write.
 from __future__ import annotations
 
 import contextlib
+import errno
 import operator
 import os
 import shutil
@@ -17,6 +18,7 @@ import signal
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 NEW_FILE_FLAGS = os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -211,6 +213,31 @@ def read_all(dir_fd: int, name: str) -> bytes:
         return handle.read()
 
 
+INPUT_BYTES = (
+    4 * 1024 * 1024
+)  # no input file is read beyond this (gpuplan.inputs.load refuses larger)
+
+
+class NotRegular(OSError):
+    """An input path is a link, a fifo, a socket or a device: gpuplan never opens it."""
+
+
+def read_input(path: str | os.PathLike[str]) -> bytes:
+    """Return a regular file's bytes, at most INPUT_BYTES + 1 of them (so a caller can tell it is
+    too large), never through a link and never blocking on a fifo or device.
+
+    Raise NotRegular for anything but a regular file (a special file is not even opened), or
+    OSError when it cannot be read.
+    """
+    if not stat.S_ISREG(os.lstat(path).st_mode):
+        raise NotRegular(path)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    with os.fdopen(os.open(path, flags), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped since the lstat
+            raise NotRegular(path)
+        return handle.read(INPUT_BYTES + 1)
+
+
 def by_folder(paths: Iterable[str]) -> dict[str, list[str]]:
     """Group relative paths by their folder ("a/b/c.yaml" -> "a/b": ["c.yaml"]), so each is opened once."""
     groups: dict[str, list[str]] = {}
@@ -338,3 +365,42 @@ def signals_held() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def open_home(home: Path, create: bool) -> int:
+    """Open the cache folder: made private (0700), never a link, and only if it is the user's own.
+
+    What the cache holds decides what is rendered, so a folder another user owns or may write
+    to is not trusted (as ssh treats ~/.ssh): OSError, and the run goes without the cache.
+    """
+    if create:
+        home.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    parent = os.open(home.parent, DIR_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        if create:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(home.name, 0o700, dir_fd=parent)
+        fd = os.open(home.name, DIR_FLAGS, dir_fd=parent)
+    finally:
+        os.close(parent)
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        os.close(fd)
+        raise OSError(errno.EPERM, "not a private folder of this user", str(home))
+    return fd
+
+
+def replace(dir_fd: int, data: bytes, name: str) -> None:
+    """Write a file of a folder in one step: a temporary file renamed over it."""
+    temporary = f".{name}.{os.getpid()}.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temporary, dir_fd=dir_fd)
+    try:
+        out = os.open(temporary, os.O_WRONLY | os.O_CREAT | NEW_FILE_FLAGS, 0o600, dir_fd=dir_fd)
+        with os.fdopen(out, "wb") as handle:
+            handle.write(data)
+        os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=dir_fd)
+        raise
