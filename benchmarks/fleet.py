@@ -358,7 +358,7 @@ def write_floor(before: Path, after: Path, rounds: int = 3) -> Figure:
 
 
 WATCH_EDITS = 5
-WATCH_FLEET = (3, 12, 90)  # clusters, pools, tenants of the watch's fleet: about 5,000 objects
+WATCH_FLEET = (3, 12, 180)  # clusters, pools, tenants of the watch's fleet: about 5,000 objects
 
 
 def watch_figures(work: Path) -> tuple[Figure, Figure, Figure]:
