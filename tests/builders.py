@@ -37,7 +37,8 @@ def _scalar(value: Any) -> str:
     if isinstance(value, int | float):
         return str(value)
     text = str(value)
-    numeric = re.fullmatch(r"[0-9.]+", text) is not None
+    # Quoted like numbers: versions ("1.33", "580.82.07") and hex PCI IDs ("15b3", "101e").
+    numeric = re.fullmatch(r"[0-9.]+|[0-9][0-9a-f]*", text) is not None
     special = text.lower() in ("true", "false", "null", "yes", "no", "on", "off", "~")
     if _PLAIN.fullmatch(text) and not numeric and not special:
         return text
@@ -53,7 +54,7 @@ def flow(value: Any) -> str:
     return _scalar(value)
 
 
-# Lists written one item a line; every other list is one flow line.
+# Lists of mappings written one item a line; every other list is one flow line.
 BLOCK_LISTS = frozenset({"quotas", "taints", "networks"})
 
 
@@ -65,7 +66,7 @@ def _fields(fields: Mapping[str, Any], indent: str) -> str:
             continue
         if isinstance(value, Raw):
             lines.append(str(value))
-        elif key in BLOCK_LISTS and isinstance(value, list):
+        elif key in BLOCK_LISTS and value and all(isinstance(v, Mapping) for v in value):
             lines.append(f"{indent}{key}:")
             lines += [f"{indent}  - {flow(v)}" for v in value]
         elif key == "components":
@@ -151,10 +152,8 @@ def fleet(root: Path, clusters: Mapping[str, str], tenants: Mapping[str, str] = 
     return write_repo(root, files)
 
 
-def position(text: str, needle: str, occurrence: int = 1) -> str:
-    """The 1-based `line:col` where the nth occurrence of needle starts in text."""
-    at = -1
-    for _ in range(occurrence):
-        at = text.index(needle, at + 1)
+def position(text: str, needle: str, after: str = "") -> str:
+    """The 1-based `line:col` where needle first starts in text (after the first `after`)."""
+    at = text.index(needle, text.index(after) + len(after) if after else 0)
     line = text.count("\n", 0, at) + 1
     return f"{line}:{at - (text.rfind(chr(10), 0, at) + 1) + 1}"
