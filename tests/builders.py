@@ -26,7 +26,7 @@ class Raw(str):
     """Text written exactly as given (a comment, a deliberately odd value, a block the layout lacks)."""
 
 
-_PLAIN = re.compile(r"[A-Za-z0-9_./*+-][A-Za-z0-9_./*+=:@-]*")
+_PLAIN = re.compile(r"[A-Za-z0-9_./*+-][A-Za-z0-9_./*+=@-]*")
 
 
 def _scalar(value: Any) -> str:
@@ -95,11 +95,13 @@ def pool(
 ) -> str:
     """One node pool: static (`nodes={"count": n}` with hostnames or a node group) or autoscaled.
 
-    Without nodes, 2 static nodes; a static pool selected by nothing else gets hostnames `<name>-N`."""
-    if nodes is None:
+    Without nodes: 2 static nodes, with hostnames `<name>-N` unless something else selects them."""
+    if (
+        nodes is None
+    ):  # the default: 2 static nodes, found by name unless something else selects them
         nodes = {"count": 2}
-    if "count" in nodes and not (hostnames or node_group or karpenter or labels):
-        hostnames = [f"{name}-[0-9]+"]
+        if not (hostnames or node_group or karpenter or labels):
+            hostnames = [f"{name}-[0-9]+"]
     fields = {"name": name, "gpu": gpu, "gpusPerNode": gpus_per_node, "cpu": cpu,
               "memory": memory, "nodes": nodes, "hostnames": hostnames, "nodeGroup": node_group,
               "karpenter": karpenter, "labels": labels, "taints": taints, "sharing": sharing}  # fmt: skip

@@ -195,8 +195,14 @@ def test_mode_can_be_forced(tmp_path: Path) -> None:
 
 
 SECOND_POOL = (
-    pool("b200", "B200", nodes={"count": 1}, driver={"version": "595.91.07"}),
-    pool("dgx", nodes={"count": 1}, os="dgx-os"),
+    pool(
+        "b200",
+        "B200",
+        nodes={"count": 1},
+        hostnames=["b200-[0-9]+"],
+        driver={"version": "595.91.07"},
+    ),
+    pool("dgx", nodes={"count": 1}, hostnames=["dgx-[0-9]+"], os="dgx-os"),
 )
 
 
