@@ -26,7 +26,7 @@ class Raw(str):
     """Text written exactly as given (a comment, a deliberately odd value, a block the layout lacks)."""
 
 
-_PLAIN = re.compile(r"[A-Za-z0-9_./*+-][A-Za-z0-9_./*+=@-]*")
+_PLAIN = re.compile(r"[A-Za-z0-9_./*+-][A-Za-z0-9_./*+=:@-]*")
 
 
 def _scalar(value: Any) -> str:
@@ -37,8 +37,8 @@ def _scalar(value: Any) -> str:
     if isinstance(value, int | float):
         return str(value)
     text = str(value)
-    # Quoted like numbers: versions ("1.33", "580.82.07") and hex PCI IDs ("15b3", "101e").
-    numeric = re.fullmatch(r"[0-9.]+|[0-9][0-9a-f]*", text) is not None
+    # Quoted like numbers: versions ("1.33", "580.82.07"), times ("03:00"), hex IDs ("15b3").
+    numeric = re.fullmatch(r"[0-9.:]+|[0-9][0-9a-f]*", text) is not None
     special = text.lower() in ("true", "false", "null", "yes", "no", "on", "off", "~")
     if _PLAIN.fullmatch(text) and not numeric and not special:
         return text
