@@ -55,7 +55,7 @@ def flow(value: Any) -> str:
 
 
 # Lists of mappings written one item a line; every other list is one flow line.
-BLOCK_LISTS = frozenset({"quotas", "taints", "networks"})
+BLOCK_LISTS = frozenset({"quotas", "taints", "networks", "cpuPools"})
 
 
 def _fields(fields: Mapping[str, Any], indent: str) -> str:
@@ -119,13 +119,28 @@ def cluster(
     networks: list[Mapping[str, Any]] | None = None,
     **more: Any,
 ) -> str:
-    """One cluster file: header, components (one flow line each), classes, cohorts, pools, networks."""
+    """One cluster file: header, components (one flow line each), classes, cohorts, pools, networks,
+    then any other top-level field (cpuPools, ignore, ...)."""
     head = {"name": name, "kubernetesVersion": "1.33", "provider": provider, "gitops": GITOPS,
-            "components": components or {"kueue": KUEUE}}  # fmt: skip
-    classes = {"priorityClasses": priority_classes, "cohorts": cohorts} | more
-    text = _fields(head, "") + _fields({k: v for k, v in classes.items() if v is not None}, "")
-    text += "nodePools:\n" + "".join(pools or (pool(),))
-    return text + _fields({"networks": networks}, "")
+            "components": components or {"kueue": KUEUE}, "priorityClasses": priority_classes,
+            "cohorts": cohorts}  # fmt: skip
+    text = _fields(head, "") + "nodePools:\n" + "".join(pools or (pool(),))
+    return text + _fields({"networks": networks} | more, "")
+
+
+MIG_7 = {"mig": {"layout": {"1g.10gb": 7}}}
+MIXED = {"gpuOperator": OPERATOR | {"migStrategy": "mixed"}, "kueue": KUEUE}
+
+
+def static_cluster(
+    components: Mapping[str, Any] = MIXED, sharing: Mapping[str, Any] = MIG_7, **more: Any
+) -> str:
+    """A small static on-prem cluster c1 for tenant tests (no autoscaler: only tenant rules speak):
+    pool train of 4 nodes, pool infer of 2 shared ones, class research, cohort shared."""
+    train = pool("train", nodes={"count": 4}, hostnames=["train-[0-9]+"])
+    return cluster(train, pool("infer", sharing=sharing), components=components,
+                   priority_classes=[{"name": "research", "value": 100}], cohorts=[{"name": "shared"}],
+                   **more)  # fmt: skip
 
 
 def allocation(
