@@ -22,6 +22,13 @@ KUEUE = {"version": "v0.19.2"}
 AWS_NODE_CLASS = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}
 
 
+def aws_karpenter(
+    version: str = "v1.14.1", role: str = "GpuNodes", **fields: Any
+) -> dict[str, Any]:
+    """The karpenter component on AWS: node class gpu with its IAM role (and more aws fields)."""
+    return {"version": version, "nodeClass": AWS_NODE_CLASS | {"aws": {"role": role} | fields}}
+
+
 class Raw(str):
     """Text written exactly as given (a comment, a deliberately odd value, a block the layout lacks)."""
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import gpuplan
 from gpuplan.cache import key, store
-from tests.builders import AWS_NODE_CLASS, KUEUE, OPERATOR, allocation, cluster, pool, tenant
+from tests.builders import KUEUE, OPERATOR, allocation, aws_karpenter, cluster, pool, tenant
 from tests.conftest import run, snapshot
 
 SHAPES = ("exclusive", "time-slicing")
@@ -31,7 +31,7 @@ SHAPES = ("exclusive", "time-slicing")
 
 def cluster_text(pools: int) -> str:
     """Return one small cluster with two cohorts; pools alternate exclusive and time-sliced."""
-    karpenter = {"version": "v1.14.1", "nodeClass": AWS_NODE_CLASS | {"aws": {"role": "KarpenterNodeRole-c00"}}}  # fmt: skip
+    karpenter = aws_karpenter(role="KarpenterNodeRole-c00")
     components = {"gpuOperator": OPERATOR, "kueue": KUEUE, "quotaAuthority": "kueue",
                   "karpenter": karpenter}  # fmt: skip
     shared = {"timeSlicing": {"replicas": 4}}

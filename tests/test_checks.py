@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from tests.builders import (
-    AWS_NODE_CLASS,
     KUEUE,
     OPERATOR,
     allocation,
+    aws_karpenter,
     cluster,
     fleet,
     pool,
@@ -23,7 +23,7 @@ from tests.conftest import run
 
 OPERATOR_MIXED = OPERATOR | {"migStrategy": "mixed"}
 COMPONENTS = {"gpuOperator": OPERATOR_MIXED, "kueue": KUEUE,
-              "karpenter": {"version": "v1.14.1", "nodeClass": AWS_NODE_CLASS | {"aws": {"role": "GpuNodes"}}}}  # fmt: skip
+              "karpenter": aws_karpenter()}  # fmt: skip
 MIG = {"mig": {"layout": {"1g.10gb": 7}}}
 SINGLE = COMPONENTS | {"gpuOperator": OPERATOR_MIXED | {"migStrategy": "single"}}
 

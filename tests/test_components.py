@@ -20,6 +20,7 @@ from tests.builders import (
     AWS_NODE_CLASS,
     OPERATOR,
     allocation,
+    aws_karpenter,
     cluster,
     fleet,
     pool,
@@ -174,10 +175,6 @@ ALPHA = tenant("alpha", allocation(cohort="research", weight=2, quotas=[
     {"pool": "train", "gpus": 8, "borrowingLimit": 4}], kueue=KUEUE_TENANT))  # fmt: skip
 
 
-def karpenter(version: str) -> dict[str, Any]:
-    return {"version": version, "nodeClass": AWS_NODE_CLASS | {"aws": {"role": "GpuNodes"}}}
-
-
 def _cluster(kueue: str, provider: str = "onprem", train: str = "", **components: Any) -> str:
     """Kueue at a version and the components given after it, cohorts org and research, pool train."""
     return cluster(train or pool("train"), provider=provider,
@@ -234,14 +231,14 @@ def test_a_pin_of_an_unconfigured_component_is_checked_at_its_line(
 
 
 def test_karpenter_versions_are_the_provider_line(tmp_path: Path) -> None:
-    aws = _cluster("v0.19.2", "aws", karpenter=karpenter("v1.6.2"))  # an Azure release
+    aws = _cluster("v0.19.2", "aws", karpenter=aws_karpenter("v1.6.2"))  # an Azure release
     result = run("check", "--root", str(_repo(tmp_path / "aws", aws)))
     assert result.code == 1
     assert (
         f"clusters/c1.yaml:{position(aws, 'v1.6.2')}:" in result.stderr
         and "karpenter (aws) v1.6.2 is not supported (did you mean 'v1.6.8'?)" in result.stderr
     )
-    onprem = _cluster("v0.19.2", "onprem", karpenter=karpenter("v1.14.1"))
+    onprem = _cluster("v0.19.2", "onprem", karpenter=aws_karpenter("v1.14.1"))
     result = run("check", "--root", str(_repo(tmp_path / "onprem", onprem)))
     assert (
         result.code == 1
@@ -373,7 +370,7 @@ def test_reserved_capacity_follows_the_karpenter_release(
 ) -> None:
     scaled = {"instanceTypes": ["p5.48xlarge"], "capacityTypes": ["on-demand", "reserved"]}
     train = pool("train", nodes={"min": 0, "max": 2}, karpenter=scaled)
-    root = _repo(tmp_path, _cluster("v0.19.2", "aws", train, karpenter=karpenter(version)))
+    root = _repo(tmp_path, _cluster("v0.19.2", "aws", train, karpenter=aws_karpenter(version)))
     result = run("check", "--root", str(root))
     assert result.code == code, result.stderr
     reserved = [line for line in result.stderr.splitlines() if "capacityTypes" in line]

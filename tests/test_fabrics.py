@@ -13,10 +13,10 @@ import pytest
 from gpuplan.check.networks import rdma_shared
 from gpuplan.pipeline import compile_fleet
 from tests import builders
-from tests.builders import AWS_NODE_CLASS, KUEUE, allocation, cluster, position, tenant
+from tests.builders import KUEUE, allocation, aws_karpenter, cluster, position, tenant
 from tests.conftest import run, write_repo
 
-KARPENTER = {"version": "v1.14.1", "nodeClass": AWS_NODE_CLASS | {"aws": {"role": "GpuNodes", "efaNetworkCards": 32}}}  # fmt: skip
+KARPENTER = aws_karpenter(efaNetworkCards=32)
 AUTOSCALED = {"nodes": {"min": 0, "max": 4}, "karpenter": {"instanceTypes": ["p5.48xlarge"]}}
 STATIC = {"nodes": {"count": 2}, "hostnames": ["gpu-.*"]}
 TENANT = tenant("t", allocation(quotas=[{"pool": "p", "gpus": 8}], networks=["n"]))

@@ -14,7 +14,7 @@ from gpuplan.emit.nfd import master_values
 from gpuplan.model.cluster import MaintenanceWindow
 from gpuplan.pipeline import compile_fleet
 from tests import builders
-from tests.builders import AWS_NODE_CLASS, KUEUE, allocation, cluster, position, tenant
+from tests.builders import KUEUE, allocation, aws_karpenter, cluster, position, tenant
 from tests.conftest import run, write_repo
 
 TENANT = tenant("t", allocation(quotas=[{"pool": "p", "gpus": 8}]))
@@ -46,7 +46,7 @@ def _objects(tmp_path: Path, files: dict[str, str]) -> dict[tuple[str, str], dic
 
 
 def _karpenter(version: str = "v1.14.1", **extra: Any) -> dict[str, Any]:
-    return {"version": version, "nodeClass": AWS_NODE_CLASS | {"aws": {"role": "GpuNodes"}}} | extra
+    return aws_karpenter(version) | extra
 
 
 # --- nodeGroup: static pools on clouds selected by the node-group label ----------------------------
