@@ -30,7 +30,7 @@ def aws_karpenter(
 
 
 class Raw(str):
-    """Text written exactly as given (a comment, a deliberately odd value, a block the layout lacks)."""
+    """A scalar written exactly as given: `580.82` (a number to YAML) or `8` where "8" would be quoted."""
 
 
 _PLAIN = re.compile(r"[A-Za-z0-9_./*+-][A-Za-z0-9_./*+=:@-]*")
@@ -71,9 +71,7 @@ def _fields(fields: Mapping[str, Any], indent: str) -> str:
     for key, value in fields.items():
         if value is None:
             continue
-        if isinstance(value, Raw):
-            lines.append(str(value))
-        elif key in BLOCK_LISTS and value and all(isinstance(v, Mapping) for v in value):
+        if key in BLOCK_LISTS and value and all(isinstance(v, Mapping) for v in value):
             lines.append(f"{indent}{key}:")
             lines += [f"{indent}  - {flow(v)}" for v in value]
         elif key == "components":
@@ -97,15 +95,13 @@ def pool(
     karpenter: Mapping[str, Any] | None = None,
     labels: Mapping[str, str] | None = None,
     taints: list[Mapping[str, str]] | None = None,
-    sharing: Mapping[str, Any] | Raw | None = None,
+    sharing: Mapping[str, Any] | None = None,
     **more: Any,
 ) -> str:
     """One node pool: static (`nodes={"count": n}` with hostnames or a node group) or autoscaled.
 
     Without nodes: 2 static nodes, with hostnames `<name>-N` unless something else selects them."""
-    if (
-        nodes is None
-    ):  # the default: 2 static nodes, found by name unless something else selects them
+    if nodes is None:
         nodes = {"count": 2}
         if not (hostnames or node_group or karpenter or labels):
             hostnames = [f"{name}-[0-9]+"]
@@ -151,17 +147,16 @@ def static_cluster(
 
 
 def allocation(
-    cluster: str = "c1", quotas: list[Mapping[str, Any]] | None = None, **fields: Any
+    cluster: str = "c1",
+    *,
+    cohort: str | None = None,
+    weight: int | None = None,
+    quotas: list[Mapping[str, Any]] | None = None,
+    **fields: Any,
 ) -> str:
-    """One allocation of a tenant: `- cluster:` then cohort, weight, quotas and any other field in order."""
-    items = dict(fields)
-    if quotas is not None:
-        items = (
-            {k: v for k, v in items.items() if k in ("cohort", "weight")}
-            | {"quotas": quotas}
-            | items
-        )
-    return "  - " + _fields({"cluster": cluster} | items, "    ")[4:]
+    """One allocation of a tenant: `- cluster:`, cohort, weight, quotas, then other fields in order."""
+    items = {"cluster": cluster, "cohort": cohort, "weight": weight, "quotas": quotas} | fields
+    return "  - " + _fields(items, "    ")[4:]
 
 
 def tenant(name: str, *allocations: str, **fields: Any) -> str:
@@ -180,4 +175,5 @@ def position(text: str, needle: str, after: str = "") -> str:
     """The 1-based `line:col` where needle first starts in text (after the first `after`)."""
     at = text.index(needle, text.index(after) + len(after) if after else 0)
     line = text.count("\n", 0, at) + 1
-    return f"{line}:{at - (text.rfind(chr(10), 0, at) + 1) + 1}"
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    return f"{line}:{column}"
