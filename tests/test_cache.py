@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import gpuplan
 from gpuplan.cache import key, store
+from tests.builders import KUEUE, OPERATOR, allocation, aws_karpenter, cluster, pool, tenant
 from tests.conftest import run, snapshot
 
 SHAPES = ("exclusive", "time-slicing")
@@ -30,48 +31,23 @@ SHAPES = ("exclusive", "time-slicing")
 
 def cluster_text(pools: int) -> str:
     """Return one small cluster with two cohorts; pools alternate exclusive and time-sliced."""
-    lines = [
-        "name: c00",
-        'kubernetesVersion: "1.33"',
-        "provider: aws",
-        "gitops: {repoURL: https://git.example.com/fleet.git}",
-        "components:",
-        '  gpuOperator: {version: v26.7.0, driverVersion: "580.82.07"}',
-        "  kueue: {version: v0.19.2}",
-        "  quotaAuthority: kueue",
-        "  karpenter: {version: v1.14.1, nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu, aws: {role: KarpenterNodeRole-c00}}}",
-        "priorityClasses: [{name: low, value: 10}]",
-        "cohorts: [{name: all}, {name: other}]",
-        "nodePools:",
-    ]
-    for p in range(pools):
-        lines += [
-            f"  - name: pool-{p:02d}",
-            "    gpu: H100-SXM5-80GB",
-            "    gpusPerNode: 8",
-            "    cpu: 192",
-            "    memory: 1900Gi",
-            "    nodes: {min: 0, max: 4}",
-            "    karpenter: {instanceTypes: [p5.48xlarge]}",
-        ]
-        if SHAPES[p % 2] == "time-slicing":
-            lines.append("    sharing: {timeSlicing: {replicas: 4}}")
-    return "\n".join(lines) + "\n"
+    karpenter = aws_karpenter(role="KarpenterNodeRole-c00")
+    components = {"gpuOperator": OPERATOR, "kueue": KUEUE, "quotaAuthority": "kueue",
+                  "karpenter": karpenter}  # fmt: skip
+    shared = {"timeSlicing": {"replicas": 4}}
+    return cluster(
+        *(pool(f"pool-{p:02d}", nodes={"min": 0, "max": 4}, karpenter={"instanceTypes": ["p5.48xlarge"]},
+               sharing=shared if SHAPES[p % 2] == "time-slicing" else None) for p in range(pools)),
+        name="c00", provider="aws", components=components,
+        priority_classes=[{"name": "low", "value": 10}], cohorts=[{"name": "all"}, {"name": "other"}],
+    )  # fmt: skip
 
 
 def tenant_text(name: str, pools: int, gpus: int, cohort: str) -> str:
     """Return one tenant with a quota on every pool of the cluster."""
-    lines = [
-        f"name: {name}",
-        f"owners: [group:{name}-admins]",
-        "priorityClass: low",
-        "allocations:",
-        "  - cluster: c00",
-        f"    cohort: {cohort}",
-        "    quotas:",
-    ]
-    lines += [f"      - {{pool: pool-{p:02d}, gpus: {gpus}}}" for p in range(pools)]
-    return "\n".join(lines) + "\n"
+    quotas = [{"pool": f"pool-{p:02d}", "gpus": gpus} for p in range(pools)]
+    return tenant(name, allocation("c00", cohort=cohort, quotas=quotas),
+                  owners=[f"group:{name}-admins"], priorityClass="low")  # fmt: skip
 
 
 class Fleet:

@@ -2,62 +2,56 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import run, write_repo
+from tests.builders import (
+    KUEUE,
+    OPERATOR,
+    allocation,
+    aws_karpenter,
+    cluster,
+    fleet,
+    pool,
+    position,
+    tenant,
+)
+from tests.conftest import run
 
-CLUSTER = """\
-name: c1
-kubernetesVersion: "1.33"
-provider: aws
-gitops: {{repoURL: https://git.example.com/fleet.git}}
-components:
-{components}
-priorityClasses: [{{name: research, value: 100}}]
-cohorts: [{{name: shared}}]
-nodePools:
-  - name: train
-    gpu: H100-SXM5-80GB
-    gpusPerNode: 8
-    cpu: 192
-    memory: 1900Gi
-    nodes: {{min: 1, max: 4}}
-    karpenter: {{instanceTypes: [p5.48xlarge]}}
-  - name: infer
-    gpu: H100-SXM5-80GB
-    gpusPerNode: 8
-    cpu: 192
-    memory: 1900Gi
-    nodes: {{count: 2}}
-    hostnames: ["infer-[0-9]+"]
-    sharing: {sharing}
-"""
-COMPONENTS = """\
-  gpuOperator: {version: v26.7.0, driverVersion: "580.82.07", migStrategy: mixed}
-  kueue: {version: v0.19.2}
-  karpenter: {version: v1.14.1, nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu, aws: {role: GpuNodes}}}"""
-MIG = "{mig: {layout: {1g.10gb: 7}}}"
+OPERATOR_MIXED = OPERATOR | {"migStrategy": "mixed"}
+COMPONENTS = {"gpuOperator": OPERATOR_MIXED, "kueue": KUEUE,
+              "karpenter": aws_karpenter()}  # fmt: skip
+MIG = {"mig": {"layout": {"1g.10gb": 7}}}
+SINGLE = COMPONENTS | {"gpuOperator": OPERATOR_MIXED | {"migStrategy": "single"}}
 
 
-def _tenant(name: str, body: str) -> str:
-    return f"name: {name}\nallocations:\n  - cluster: c1\n{body}"
+def c1(components: Mapping[str, Any] = COMPONENTS, sharing: Any = MIG, **infer: Any) -> str:
+    """An autoscaled pool train (1 to 4 nodes) and a static shared pool infer (2 nodes)."""
+    train = pool("train", nodes={"min": 1, "max": 4}, karpenter={"instanceTypes": ["p5.48xlarge"]})
+    return cluster(train, pool("infer", sharing=sharing, **infer), provider="aws",
+                   components=components, priority_classes=[{"name": "research", "value": 100}],
+                   cohorts=[{"name": "shared"}])  # fmt: skip
 
 
-def check(
-    tmp_path: Path, tenants: dict[str, str], components: str = COMPONENTS, sharing: str = MIG
-) -> tuple[int, str]:
-    files = {"clusters/c1.yaml": CLUSTER.format(components=components, sharing=sharing)}
-    files |= {f"tenants/{n}.yaml": _tenant(n, b) for n, b in tenants.items()}
-    result = run("check", "--root", str(write_repo(tmp_path, files)))
+def check(tmp_path: Path, tenants: dict[str, str], **kwargs: Any) -> tuple[int, str]:
+    """Check c1(**kwargs) with one tenant per name, each with the allocation given."""
+    root = fleet(tmp_path, {"c1": c1(**kwargs)}, {n: tenant(n, a) for n, a in tenants.items()})
+    result = run("check", "--root", str(root))
     assert "Traceback" not in result.stderr
     return result.code, result.stderr
 
 
-def quota(gpus: int, extra: str = "", cohort: bool = False) -> str:
-    head = "    cohort: shared\n" if cohort else ""
-    return f"{head}    quotas:\n      - {{pool: train, gpus: {gpus}{extra}}}\n"
+def quota(gpus: int, limits: Mapping[str, int] = {}, cohort: bool = False, **fields: Any) -> str:
+    """An allocation of gpus on pool train, with the quota's limits and the allocation's fields."""
+    entry = {"pool": "train", "gpus": gpus, **limits}
+    return allocation(cohort="shared" if cohort else None, quotas=[entry], **fields)
+
+
+def quotas(*entries: Mapping[str, Any]) -> str:
+    return allocation(quotas=list(entries))
 
 
 def test_capacity_exactly_at_nodes_max_passes(tmp_path: Path) -> None:
@@ -69,12 +63,13 @@ def test_capacity_exactly_at_nodes_max_passes(tmp_path: Path) -> None:
 def test_capacity_one_over_nodes_max_fails(tmp_path: Path) -> None:
     code, err = check(tmp_path, {"a": quota(16), "b": quota(17)})
     assert code == 1
+    b, a = position(tenant("b", quota(17)), "17"), position(tenant("a", quota(16)), "16")
     assert (
-        "tenants/b.yaml:5:29: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant b asks 17, with a 16"
+        f"tenants/b.yaml:{b}: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant b asks 17, with a 16"
         in err
     )
     assert (
-        "tenants/a.yaml:5:29: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant a asks 16, with b 17"
+        f"tenants/a.yaml:{a}: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant a asks 16, with b 17"
         in err
     )
 
@@ -97,9 +92,11 @@ def test_capacity_within_nodes_min_still_depends_on_autoscaling(tmp_path: Path) 
 
 
 def test_mig_capacity_counts_instances(tmp_path: Path) -> None:
-    mig = "    quotas:\n      - {{pool: infer, mig: {{1g.10gb: {n}}}}}\n"
-    assert check(tmp_path / "ok", {"a": mig.format(n=112)})[0] == 0  # 2 nodes x 8 GPUs x 7
-    code, err = check(tmp_path / "over", {"a": mig.format(n=113)})
+    def mig(n: int) -> str:
+        return quotas({"pool": "infer", "mig": {"1g.10gb": n}})
+
+    assert check(tmp_path / "ok", {"a": mig(112)})[0] == 0  # 2 nodes x 8 GPUs x 7
+    code, err = check(tmp_path / "over", {"a": mig(113)})
     assert (
         code == 1
         and "tenants ask 113 1g.10gb instances of pool infer, which has at most 112 (2 nodes x 56)"
@@ -108,16 +105,16 @@ def test_mig_capacity_counts_instances(tmp_path: Path) -> None:
 
 
 def test_shares_capacity_counts_replicas(tmp_path: Path) -> None:
-    sharing = "{timeSlicing: {replicas: 4}}"
-    shares = "    quotas:\n      - {{pool: infer, gpus: {n}}}\n"
-    assert check(tmp_path / "ok", {"a": shares.format(n=64)}, sharing=sharing)[0] == 0
-    code, err = check(tmp_path / "over", {"a": shares.format(n=65)}, sharing=sharing)
+    sharing = {"timeSlicing": {"replicas": 4}}
+    ok, over = quotas({"pool": "infer", "gpus": 64}), quotas({"pool": "infer", "gpus": 65})
+    assert check(tmp_path / "ok", {"a": ok}, sharing=sharing)[0] == 0
+    code, err = check(tmp_path / "over", {"a": over}, sharing=sharing)
     assert code == 1 and "65 shares of pool infer, which has at most 64" in err
 
 
 def test_lending_limit_equal_to_quota_passes_above_fails(tmp_path: Path) -> None:
-    assert check(tmp_path / "ok", {"a": quota(8, ", lendingLimit: 8", cohort=True)})[0] == 0
-    code, err = check(tmp_path / "bad", {"a": quota(8, ", lendingLimit: 9", cohort=True)})
+    assert check(tmp_path / "ok", {"a": quota(8, {"lendingLimit": 8}, cohort=True)})[0] == 0
+    code, err = check(tmp_path / "bad", {"a": quota(8, {"lendingLimit": 9}, cohort=True)})
     assert (
         code == 1
         and "allocations[0].quotas[0].lendingLimit: lendingLimit 9 is above the quota 8" in err
@@ -129,22 +126,22 @@ def test_limits_need_a_cohort(tmp_path: Path, field: str) -> None:
     assert (
         check(
             tmp_path / "ok",
-            {"a": quota(8, f", {field}: 4", cohort=True), "b": quota(8, cohort=True)},
+            {"a": quota(8, {field: 4}, cohort=True), "b": quota(8, cohort=True)},
         )[0]
         == 0
     )
-    code, err = check(tmp_path / "bad", {"a": quota(8, f", {field}: 4")})
+    code, err = check(tmp_path / "bad", {"a": quota(8, {field: 4})})
     assert code == 1 and f"{field} needs a cohort" in err
 
 
 def test_borrowing_beyond_what_the_cohort_lends_warns(tmp_path: Path) -> None:
-    lender = quota(8, ", lendingLimit: 4", cohort=True)
+    lender = quota(8, {"lendingLimit": 4}, cohort=True)
     code, err = check(
-        tmp_path / "ok", {"a": quota(8, ", borrowingLimit: 4", cohort=True), "b": lender}
+        tmp_path / "ok", {"a": quota(8, {"borrowingLimit": 4}, cohort=True), "b": lender}
     )
     assert code == 0 and "can lend" not in err
     code, err = check(
-        tmp_path / "warn", {"a": quota(8, ", borrowingLimit: 5", cohort=True), "b": lender}
+        tmp_path / "warn", {"a": quota(8, {"borrowingLimit": 5}, cohort=True), "b": lender}
     )
     assert (
         code == 0
@@ -156,14 +153,14 @@ def test_borrowing_beyond_what_the_cohort_lends_warns(tmp_path: Path) -> None:
 
 
 def test_max_gpus_per_pod_at_gpus_per_node_passes_above_fails(tmp_path: Path) -> None:
-    assert check(tmp_path / "ok", {"a": quota(8) + "    maxGpusPerPod: 8\n"})[0] == 0
-    code, err = check(tmp_path / "bad", {"a": quota(8) + "    maxGpusPerPod: 9\n"})
+    assert check(tmp_path / "ok", {"a": quota(8, maxGpusPerPod=8)})[0] == 0
+    code, err = check(tmp_path / "bad", {"a": quota(8, maxGpusPerPod=9)})
     assert code == 1 and "maxGpusPerPod 9 is above the largest gpusPerNode 8" in err
 
 
 def test_quota_without_scheduler_warns(tmp_path: Path) -> None:
-    components = "\n".join(line for line in COMPONENTS.splitlines() if "kueue" not in line)
-    static = "    quotas:\n      - {pool: infer, mig: {1g.10gb: 7}}\n"
+    components = {k: v for k, v in COMPONENTS.items() if k != "kueue"}
+    static = quotas({"pool": "infer", "mig": {"1g.10gb": 7}})
     code, err = check(tmp_path, {"a": static}, components=components)
     assert (
         code == 0 and "warning: allocations[0].cluster: cluster c1 has no Kueue or Volcano" in err
@@ -171,56 +168,51 @@ def test_quota_without_scheduler_warns(tmp_path: Path) -> None:
 
 
 def test_cpu_above_the_pools_fails_exactly_at_passes(tmp_path: Path) -> None:
-    assert check(tmp_path / "ok", {"a": quota(8) + "    cpu: 768\n"})[0] == 0  # 4 nodes x 192
-    code, err = check(tmp_path / "bad", {"a": quota(8) + "    cpu: 768001m\n"})
+    assert check(tmp_path / "ok", {"a": quota(8, cpu=768)})[0] == 0  # 4 nodes x 192
+    code, err = check(tmp_path / "bad", {"a": quota(8, cpu="768001m")})
     assert code == 1 and "allocations[0].cpu: cpu" in err
 
 
 def test_tenants_cpu_on_one_pool_above_its_nodes_fails_exactly_at_passes(tmp_path: Path) -> None:
     derived = quota(8)  # 8 x 24 cores of a 192-core, 8-GPU node: 192
-    ok = {"a": quota(8) + "    cpu: 576\n", "b": derived}  # 576 + 192 = 4 nodes x 192
+    ok = {"a": quota(8, cpu=576), "b": derived}  # 576 + 192 = 4 nodes x 192
     assert check(tmp_path / "ok", ok)[0] == 0
-    code, err = check(tmp_path / "bad", {"a": quota(8) + "    cpu: 576001m\n", "b": derived})
+    code, err = check(tmp_path / "bad", {"a": quota(8, cpu="576001m"), "b": derived})
     assert code == 1
+    at = position(tenant("b", derived), "- {pool")
     assert (
-        "tenants/b.yaml:5:7: error: allocations[0].quotas: tenants' cpu quotas on pool train add up to 768001m, "
+        f"tenants/b.yaml:{at}: error: allocations[0].quotas: tenants' cpu quotas on pool train add up to 768001m, "
         "more than its nodes have (768 = 4 x 192)" in err
     ), err
 
 
 def test_memory_above_the_pools_fails(tmp_path: Path) -> None:
-    assert check(tmp_path / "ok", {"a": quota(8) + "    memory: 7600Gi\n"})[0] == 0
-    code, err = check(tmp_path / "bad", {"a": quota(8) + "    memory: 7601Gi\n"})
+    assert check(tmp_path / "ok", {"a": quota(8, memory="7600Gi")})[0] == 0
+    code, err = check(tmp_path / "bad", {"a": quota(8, memory="7601Gi")})
     assert code == 1 and "allocations[0].memory" in err
 
 
 def test_unknown_operator_version_fails(tmp_path: Path) -> None:
-    components = COMPONENTS.replace("v26.7.0", "v19.1.0")
+    components = COMPONENTS | {"gpuOperator": OPERATOR_MIXED | {"version": "v19.1.0"}}
     code, err = check(tmp_path, {"a": quota(8)}, components=components)
     assert code == 1 and "gpu-operator v19.1.0 is not supported" in err
 
 
 def test_mps_with_mixed_strategy_fails_single_passes(tmp_path: Path) -> None:
-    mps = "{mps: {replicas: 4}}"
-    shares = "    quotas:\n      - {pool: infer, gpus: 8}\n"
+    mps = {"mps": {"replicas": 4}}
+    shares = quotas({"pool": "infer", "gpus": 8})
     code, err = check(tmp_path / "bad", {"a": shares}, sharing=mps)
     assert (
         code == 1
         and "nodePools[1].sharing.mps: the NVIDIA device plugin does not run MPS with migStrategy mixed"
         in err
     )
-    single = COMPONENTS.replace("migStrategy: mixed", "migStrategy: single")
-    assert check(tmp_path / "ok", {"a": shares}, components=single, sharing=mps)[0] == 0
+    assert check(tmp_path / "ok", {"a": shares}, components=SINGLE, sharing=mps)[0] == 0
 
 
 def test_single_strategy_with_two_profiles_fails(tmp_path: Path) -> None:
-    single = COMPONENTS.replace("migStrategy: mixed", "migStrategy: single")
-    code, err = check(
-        tmp_path,
-        {"a": quota(8)},
-        components=single,
-        sharing="{mig: {layout: {1g.10gb: 3, 2g.20gb: 2}}}",
-    )
+    two = {"mig": {"layout": {"1g.10gb": 3, "2g.20gb": 2}}}
+    code, err = check(tmp_path, {"a": quota(8)}, components=SINGLE, sharing=two)
     assert (
         code == 1
         and "migStrategy single allows one MIG profile type per node, this pool has 2" in err
@@ -228,28 +220,18 @@ def test_single_strategy_with_two_profiles_fails(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("sharing", "phrase"), [
-    ("{timeSlicing: {replicas: 1}}", "greater than or equal to 2"),
-    ("{mps: {replicas: 49}}", "less than or equal to 48"),
+    ({"timeSlicing": {"replicas": 1}}, "greater than or equal to 2"),
+    ({"mps": {"replicas": 49}}, "less than or equal to 48"),
 ])  # fmt: skip
-def test_replica_bounds(tmp_path: Path, sharing: str, phrase: str) -> None:
+def test_replica_bounds(tmp_path: Path, sharing: dict[str, Any], phrase: str) -> None:
     code, err = check(tmp_path, {"a": quota(8)}, sharing=sharing)
     assert code == 1 and phrase in err
 
 
-def _labels(count: int) -> str:
-    return "{" + ", ".join(f"example.com/l{i}: v" for i in range(count)) + "}"
-
-
 def test_flavor_labels_at_most_eight(tmp_path: Path) -> None:
-    static = CLUSTER.replace('    hostnames: ["infer-[0-9]+"]\n', "    labels: {labels}\n")
     for count, code in ((8, 0), (9, 1)):
-        files = {
-            "clusters/c1.yaml": static.format(
-                components=COMPONENTS, sharing=MIG, labels=_labels(count)
-            )
-        }
-        files |= {"tenants/a.yaml": _tenant("a", quota(8))}
-        result = run("check", "--root", str(write_repo(tmp_path / str(count), files)))
+        labels = {f"example.com/l{i}": "v" for i in range(count)}
+        result = run("check", "--root", str(write(tmp_path / str(count), labels=labels)))
         assert result.code == code, result.stderr
         if code:
             assert (
@@ -259,25 +241,17 @@ def test_flavor_labels_at_most_eight(tmp_path: Path) -> None:
 
 
 def test_taints_at_most_eight(tmp_path: Path) -> None:
-    def taints(count: int) -> str:
-        return (
-            "    taints: ["
-            + ", ".join(
-                f"{{{{key: example.com/t{i}, value: x, effect: NoSchedule}}}}" for i in range(count)
-            )
-            + "]\n"
-        )
-
     for count, code in ((8, 0), (9, 1)):
-        text = CLUSTER.replace(
-            "    sharing: {sharing}\n", taints(count) + "    sharing: {sharing}\n"
-        )
-        files = {"clusters/c1.yaml": text.format(components=COMPONENTS, sharing=MIG)}
-        files |= {"tenants/a.yaml": _tenant("a", quota(8))}
-        result = run("check", "--root", str(write_repo(tmp_path / str(count), files)))
+        taints = [{"key": f"example.com/t{i}", "value": "x", "effect": "NoSchedule"} for i in range(count)]  # fmt: skip
+        result = run("check", "--root", str(write(tmp_path / str(count), taints=taints)))
         assert result.code == code, result.stderr
         if code:
             assert "9 taints: a Kueue ResourceFlavor takes at most 8 tolerations" in result.stderr
+
+
+def write(root: Path, **infer: Any) -> Path:
+    """c1 with pool infer's extra fields, and tenant a with 8 GPUs of train."""
+    return fleet(root, {"c1": c1(**infer)}, {"a": tenant("a", quota(8))})
 
 
 @pytest.mark.parametrize(("limit", "value", "phrase"), [
@@ -300,9 +274,7 @@ def test_resource_group_limits(
         monkeypatch.setitem(components.REGISTRY, "kueue", replace(kueue, releases=releases))
 
     limit_to(value)
-    two_pools = (
-        "    quotas:\n      - {pool: train, gpus: 8}\n      - {pool: infer, mig: {1g.10gb: 7}}\n"
-    )
+    two_pools = quotas({"pool": "train", "gpus": 8}, {"pool": "infer", "mig": {"1g.10gb": 7}})
     code, err = check(tmp_path / "over", {"a": two_pools})
     assert code == 1 and phrase in err
     limit_to(value + 1)
@@ -312,7 +284,7 @@ def test_resource_group_limits(
 def test_kueue_topology_on_a_pool_karpenter_scales_is_a_warning(tmp_path: Path) -> None:
     # TAS counts only nodes that exist; Karpenter keeps no minimum, so even min 1 starts from 0.
     root = tmp_path / "scaled"
-    code, err = check(root, {"a": quota(8)}, sharing=MIG + "\n    topology: [block, host]")
+    code, err = check(root, {"a": quota(8)}, topology=["block", "host"])
     assert code == 0 and "topology-autoscaled" not in err, (
         err
     )  # the static pool: every node stays up
@@ -324,7 +296,7 @@ def test_kueue_topology_on_a_pool_karpenter_scales_is_a_warning(tmp_path: Path) 
     (root / "clusters/c1.yaml").write_text(moved)
     result = run("check", "--root", str(root))
     assert result.code == 0 and (
-        "clusters/c1.yaml:19:5: warning: nodePools[0].topology: Kueue's topology-aware scheduling places "
+        f"clusters/c1.yaml:{position(moved, 'topology')}: warning: nodePools[0].topology: Kueue's topology-aware scheduling places "
         "workloads only on nodes that exist, and pool train scales from 0 to 4 nodes"
         in result.stderr
     ), result.stderr

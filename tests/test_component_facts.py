@@ -19,7 +19,7 @@ from gpuplan.components.volcano import VolcanoRelease
 from gpuplan.crds import DATA, index_for
 from gpuplan.pipeline import compile_fleet
 from gpuplan.validate import Validator
-from tests.conftest import write_repo
+from tests.builders import AWS_NODE_CLASS, allocation, cluster, fleet, pool, tenant
 
 
 def crd(component: str, release: Any, name: str) -> dict[str, Any]:
@@ -124,37 +124,18 @@ def test_multus_facts_match_the_crds(multus: Any) -> None:
 
 # --- each release renders valid objects for itself -------------------------------------------
 
-CLUSTER = """\
-name: c1
-kubernetesVersion: "1.33"
-provider: {provider}
-gitops: {{repoURL: https://git.example.com/fleet.git}}
-components:
-{components}
-nodePools:
-  - name: train
-    gpu: H100-SXM5-80GB
-    gpusPerNode: 8
-    cpu: 192
-    memory: 1900Gi
-    nodes: {{min: 1, max: 4}}
-    karpenter: {{instanceTypes: [p5.48xlarge]}}
-"""
-TENANT = "name: alpha\nallocations:\n  - cluster: c1\n    quotas:\n      - {pool: train, gpus: 8}\n"
 NODE_CLASS = {
-    "aws": "{group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}",
-    "azure": "{group: karpenter.azure.com, kind: AKSNodeClass, name: gpu}",
+    "aws": AWS_NODE_CLASS,
+    "azure": {"group": "karpenter.azure.com", "kind": "AKSNodeClass", "name": "gpu"},
 }
 
 
-def _objects(root: Path, provider: str, components: str, group: str) -> list[dict[str, Any]]:
-    write_repo(
-        root,
-        {
-            "clusters/c1.yaml": CLUSTER.format(provider=provider, components=components),
-            "tenants/alpha.yaml": TENANT,
-        },
-    )
+def _objects(
+    root: Path, provider: str, components: dict[str, Any], group: str
+) -> list[dict[str, Any]]:
+    train = pool("train", nodes={"min": 1, "max": 4}, karpenter={"instanceTypes": ["p5.48xlarge"]})
+    alpha = tenant("alpha", allocation(quotas=[{"pool": "train", "gpus": 8}]))
+    fleet(root, {"c1": cluster(train, provider=provider, components=components)}, {"alpha": alpha})
     compiled = compile_fleet(root, verify_output=False)
     errors = [d for d in compiled.diagnostics if d.severity.name == "ERROR"]
     assert not errors, errors
@@ -174,8 +155,8 @@ def _problems(sets: dict[str, str], objects: list[dict[str, Any]]) -> list[str]:
 def test_a_queue_renders_valid_for_every_volcano_release(
     tmp_path: Path, release: VolcanoRelease
 ) -> None:
-    karpenter = f"  karpenter: {{version: v1.14.1, nodeClass: {NODE_CLASS['aws']}}}"
-    components = f"  volcano: {{version: {release.version}}}\n{karpenter}"
+    karpenter = {"version": "v1.14.1", "nodeClass": NODE_CLASS["aws"]}
+    components = {"volcano": {"version": release.version}, "karpenter": karpenter}
     (queue,) = _objects(tmp_path, "aws", components, "scheduling.volcano.sh/")
     assert ("dequeueStrategy" in queue["spec"]) == release.dequeue_strategy
     assert not _problems({"volcano": release.version}, [queue])
@@ -185,9 +166,7 @@ def test_a_queue_renders_valid_for_every_volcano_release(
 def test_a_node_pool_renders_valid_for_every_karpenter_release(
     tmp_path: Path, release: KarpenterRelease
 ) -> None:
-    components = (
-        f"  karpenter: {{version: {release.version}, nodeClass: {NODE_CLASS[release.line]}}}"
-    )
+    components = {"karpenter": {"version": release.version, "nodeClass": NODE_CLASS[release.line]}}
     (pool,) = _objects(tmp_path, release.line, components, "karpenter.sh/")
     assert pool["spec"]["template"]["spec"]["nodeClassRef"]["kind"] == release.node_class.kind
     folder, _, version = (REGISTRY["karpenter"].crd_set(release) or "").partition("/")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,18 @@ from gpuplan.components.kueue import KueueRelease
 from gpuplan.crds import DATA, index_for
 from gpuplan.pipeline import compile_fleet
 from gpuplan.validate import Validator
-from tests.conftest import run, write_repo
+from tests.builders import (
+    AWS_NODE_CLASS,
+    OPERATOR,
+    allocation,
+    aws_karpenter,
+    cluster,
+    fleet,
+    pool,
+    position,
+    tenant,
+)
+from tests.conftest import run
 
 SOURCE = re.compile(
     r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+@[0-9A-Za-z][0-9A-Za-z.+-]*:[^:\s]+$"
@@ -149,101 +161,85 @@ def test_unknown_version_names_the_known_ones() -> None:
 
 # --- versions in a cluster file --------------------------------------------------------------
 
-CLUSTER = """\
-name: c1
-kubernetesVersion: "1.33"
-provider: {provider}
-gitops: {{repoURL: https://git.example.com/fleet.git}}
-components:
-  kueue: {{version: {kueue}}}
-{karpenter}cohorts:
-  - {{name: org}}
-  - {{name: research, parent: org}}
-nodePools:
-  - name: train
-    gpu: H100-SXM5-80GB
-    gpusPerNode: 8
-    cpu: 192
-    memory: 1900Gi
-    nodes: {{count: 2}}
-    hostnames: ["train-[0-9]+"]
-"""
-TENANT = """\
-name: alpha
-allocations:
-  - cluster: c1
-    cohort: research
-    weight: 2
-    quotas:
-      - {pool: train, gpus: 8, borrowingLimit: 4}
-    kueue:
-      queueingStrategy: StrictFIFO
-      stopPolicy: Hold
-      preemption:
-        withinClusterQueue: LowerOrNewerEqualPriority
-        reclaimWithinCohort: LowerPriority
-        borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 100}
-      localQueues: [{name: default}, {name: urgent, stopPolicy: HoldAndDrain}]
-"""
-KARPENTER = "  karpenter: {{version: {version}, nodeClass: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu, aws: {{role: GpuNodes}}}}}}\n"
+KUEUE_TENANT = {
+    "queueingStrategy": "StrictFIFO",
+    "stopPolicy": "Hold",
+    "preemption": {
+        "withinClusterQueue": "LowerOrNewerEqualPriority",
+        "reclaimWithinCohort": "LowerPriority",
+        "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100},
+    },
+    "localQueues": [{"name": "default"}, {"name": "urgent", "stopPolicy": "HoldAndDrain"}],
+}
+ALPHA = tenant("alpha", allocation(cohort="research", weight=2, quotas=[
+    {"pool": "train", "gpus": 8, "borrowingLimit": 4}], kueue=KUEUE_TENANT))  # fmt: skip
 
 
-def _repo(root: Path, kueue: str, provider: str = "onprem", karpenter: str = "") -> Path:
-    cluster = CLUSTER.format(provider=provider, kueue=kueue, karpenter=karpenter)
-    return write_repo(root, {"clusters/c1.yaml": cluster, "tenants/alpha.yaml": TENANT})
+def _cluster(kueue: str, provider: str = "onprem", train: str = "", **components: Any) -> str:
+    """Kueue at a version and the components given after it, cohorts org and research, pool train."""
+    return cluster(train or pool("train"), provider=provider,
+                   components={"kueue": {"version": kueue}} | components,
+                   cohorts=[{"name": "org"}, {"name": "research", "parent": "org"}])  # fmt: skip
+
+
+def _repo(root: Path, text: str) -> Path:
+    return fleet(root, {"c1": text}, {"alpha": ALPHA})
 
 
 def test_an_unknown_version_is_an_error_at_its_line(tmp_path: Path) -> None:
-    result = run("check", "--root", str(_repo(tmp_path, "v0.14.5")))
+    text = _cluster("v0.14.5")
+    result = run("check", "--root", str(_repo(tmp_path, text)))
     assert result.code == 1
     line = next(x for x in result.stderr.splitlines() if "components.kueue.version" in x)
     assert line.startswith(
-        "clusters/c1.yaml:6:20: error: components.kueue.version: kueue v0.14.5 is not supported (did you mean 'v0.14."
+        f"clusters/c1.yaml:{position(text, 'v0.14.5')}: error: components.kueue.version: kueue v0.14.5 is not supported (did you mean 'v0.14."
     )
     assert "supported versions: v0.12.10, v0.13.10, v0.14.4, v0.14.8, v0.15.8" in line
     assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize(
-    ("pin", "position", "message"),
+    ("pins", "at", "message"),
     [
         (
-            "  nfd: {version: v0.18.2}\n",
-            "clusters/c1.yaml:7:18: error: components.nfd.version: ",
+            {"nfd": {"version": "v0.18.2"}},
+            ("v0.18.2", "components.nfd.version"),
             "nfd v0.18.2 is not supported (did you mean 'v0.18.3'?); supported versions: v0.18.3, v0.19.0",
         ),
         (
-            '  gpuOperator: {version: v26.7.0, driverVersion: "580.82.07"}\n  nfd: {version: v0.18.3}\n',
-            "clusters/c1.yaml:8:18: error: components.nfd.version: ",
+            {"gpuOperator": OPERATOR, "nfd": {"version": "v0.18.3"}},
+            ("v0.18.3", "components.nfd.version"),
             "the GPU Operator chart installs NFD here (gpuOperator.nfd: bundled)",
         ),
         (
-            "  multus: {version: v4.2}\n",
-            "clusters/c1.yaml:7:21: error: components.multus.version: ",
+            {"multus": {"version": "v4.2"}},
+            ("v4.2", "components.multus.version"),
             "multus v4.2 is not supported (did you mean 'v4.2.4'?); supported versions: v4.2.4, v4.3.0",
         ),
     ],
     ids=["unknown-nfd", "nfd-pinned-but-bundled", "unknown-multus"],
 )
 def test_a_pin_of_an_unconfigured_component_is_checked_at_its_line(
-    tmp_path: Path, pin: str, position: str, message: str
+    tmp_path: Path, pins: dict[str, Any], at: tuple[str, str], message: str
 ) -> None:
-    result = run("check", "--root", str(_repo(tmp_path, "v0.19.2", karpenter=pin)))
+    text = _cluster("v0.19.2", **pins)
+    result = run("check", "--root", str(_repo(tmp_path, text)))
     assert result.code == 1 and "Traceback" not in result.stderr
-    line = next(x for x in result.stderr.splitlines() if x.startswith(position))
+    start = f"clusters/c1.yaml:{position(text, at[0])}: error: {at[1]}: "
+    line = next(x for x in result.stderr.splitlines() if x.startswith(start))
     assert message in line
 
 
 def test_karpenter_versions_are_the_provider_line(tmp_path: Path) -> None:
-    aws = KARPENTER.format(version="v1.6.2")  # an Azure release, not an AWS one
-    result = run("check", "--root", str(_repo(tmp_path / "aws", "v0.19.2", "aws", aws)))
+    aws = _cluster("v0.19.2", "aws", karpenter=aws_karpenter("v1.6.2"))  # an Azure release
+    result = run("check", "--root", str(_repo(tmp_path / "aws", aws)))
     assert result.code == 1
     assert (
-        "clusters/c1.yaml:7:" in result.stderr
+        f"clusters/c1.yaml:{position(aws, 'v1.6.2')}:" in result.stderr
         and "karpenter (aws) v1.6.2 is not supported (did you mean 'v1.6.8'?)" in result.stderr
     )
-    onprem = KARPENTER.format(version="v1.14.1")
-    result = run("check", "--root", str(_repo(tmp_path / "onprem", "v0.19.2", "onprem", onprem)))
+    onprem = _cluster("v0.19.2", "onprem", karpenter=aws_karpenter("v1.14.1"))
+    result = run("check", "--root", str(_repo(tmp_path / "onprem", onprem)))
     assert (
         result.code == 1
         and "karpenter has no releases for provider onprem; gpuplan knows aws, azure"
@@ -252,8 +248,10 @@ def test_karpenter_versions_are_the_provider_line(tmp_path: Path) -> None:
 
 
 def test_karpenter_node_class_must_be_the_providers(tmp_path: Path) -> None:
-    aks = "  karpenter: {version: v1.14.2, nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}}\n"
-    result = run("check", "--root", str(_repo(tmp_path, "v0.19.2", "azure", aks)))
+    aks = {"version": "v1.14.2", "nodeClass": AWS_NODE_CLASS}
+    result = run(
+        "check", "--root", str(_repo(tmp_path, _cluster("v0.19.2", "azure", karpenter=aks)))
+    )
     assert result.code == 1
     assert (
         "components.karpenter.nodeClass: Karpenter for azure (v1.14.2) provisions nodes from AKSNodeClass"
@@ -285,7 +283,7 @@ def test_one_tenant_renders_valid_for_every_kueue_version(tmp_path: Path, versio
     """Render on each release and validate against that release's shipped CRDs (no GPUPLAN_CRDS)."""
     release = KUEUE.release(version)
     assert isinstance(release, KueueRelease)
-    objects = _kueue_objects(_repo(tmp_path, version))
+    objects = _kueue_objects(_repo(tmp_path, _cluster(version)))
     kinds = sorted(o["kind"] for o in objects)
     assert kinds == [
         "ClusterQueue",
@@ -310,9 +308,9 @@ def test_one_tenant_renders_valid_for_every_kueue_version(tmp_path: Path, versio
 
 def test_the_newest_release_objects_are_rejected_by_an_older_releases_crds(tmp_path: Path) -> None:
     """The per-version check can fail: v0.19.2's ClusterQueue is invalid for v0.14.4, and so is MayStopSearch."""
-    newest = _kueue_objects(_repo(tmp_path / "new", "v0.19.2"))
+    newest = _kueue_objects(_repo(tmp_path / "new", _cluster("v0.19.2")))
     assert any("ClusterQueue" in p for p in _problems("v0.14.4", newest))
-    old = _kueue_objects(_repo(tmp_path / "old", "v0.14.4"))
+    old = _kueue_objects(_repo(tmp_path / "old", _cluster("v0.14.4")))
     queue = next(o for o in old if o["kind"] == "ClusterQueue")
     assert queue["spec"]["flavorFungibility"]["whenCanBorrow"] == "Borrow"
     queue["spec"]["flavorFungibility"]["whenCanBorrow"] = "MayStopSearch"
@@ -370,12 +368,9 @@ def test_the_schema_offers_the_supported_versions() -> None:
 def test_reserved_capacity_follows_the_karpenter_release(
     tmp_path: Path, version: str, code: int, phrase: str | None
 ) -> None:
-    karpenter = KARPENTER.format(version=version)
-    text = CLUSTER.format(provider="aws", kueue="v0.19.2", karpenter=karpenter).replace(
-        '    nodes: {count: 2}\n    hostnames: ["train-[0-9]+"]\n',
-        "    nodes: {min: 0, max: 2}\n    karpenter: {instanceTypes: [p5.48xlarge], capacityTypes: [on-demand, reserved]}\n",
-    )
-    root = write_repo(tmp_path, {"clusters/c1.yaml": text, "tenants/alpha.yaml": TENANT})
+    scaled = {"instanceTypes": ["p5.48xlarge"], "capacityTypes": ["on-demand", "reserved"]}
+    train = pool("train", nodes={"min": 0, "max": 2}, karpenter=scaled)
+    root = _repo(tmp_path, _cluster("v0.19.2", "aws", train, karpenter=aws_karpenter(version)))
     result = run("check", "--root", str(root))
     assert result.code == code, result.stderr
     reserved = [line for line in result.stderr.splitlines() if "capacityTypes" in line]

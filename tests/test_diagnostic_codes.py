@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gpuplan.check import CHECKS, EXTRA_CODES, STAGE_CODES, code_of, known_codes
 from gpuplan.diagnostics import Diagnostic, Severity, has_errors, render, summary
-from tests.conftest import copy_example, run, write_repo
-from tests.fleet17 import CLUSTER, COMPONENTS, MIG, _tenant
+from tests.builders import allocation, fleet, position, static_cluster, tenant
+from tests.conftest import copy_example, run
 
 # The codes users write into `ignore:` entries. Renaming a check renames its code: that breaks
 # every repository that silences it, so this list changes only on purpose.
@@ -80,16 +81,17 @@ def test_an_accepted_warning_is_listed_in_json_counted_in_the_summary_and_passes
     assert summary(found[:1]) == "no problems found (1 warning accepted)"
 
 
-def _repo(tmp_path: Path, tenant_extra: str = "", cluster_extra: str = "") -> Path:
+def _repo(tmp_path: Path, tenant_extra: Fields = {}, cluster_extra: Fields = {}) -> Path:  # noqa: B006
     """A tenant without CPU pool quota (a cpu-only-work warning at its allocation) and a /30 network
     for 32 GPUs (a range-size warning on the cluster)."""
-    quota = "    quotas:\n      - {pool: train, gpus: 16}\n"
-    network = "networks:\n  - {name: n, type: macvlan, master: eth1, ipam: {type: whereabouts, range: 10.0.0.0/30}, pools: [train]}\n"
-    cluster = CLUSTER.format(components=COMPONENTS, sharing=MIG) + network + cluster_extra
-    return write_repo(
-        tmp_path,
-        {"clusters/c1.yaml": cluster, "tenants/a.yaml": _tenant("a", quota + tenant_extra)},
-    )
+    ipam = {"type": "whereabouts", "range": "10.0.0.0/30"}
+    network = {"name": "n", "type": "macvlan", "master": "eth1", "ipam": ipam, "pools": ["train"]}
+    cluster = static_cluster(networks=[network], **cluster_extra)
+    return fleet(tmp_path, {"c1": cluster}, {"a": tenant("a", _quota(16, **tenant_extra))})
+
+
+def _quota(gpus: int, **fields: Any) -> str:
+    return allocation(quotas=[{"pool": "train", "gpus": gpus}], **fields)
 
 
 def test_the_example_fleet_warns_without_its_ignores_and_every_finding_has_a_code(
@@ -123,18 +125,13 @@ def _json(root: Path) -> list[dict[str, object]]:
     return json.loads(run("check", "--root", str(root), "--format", "json").stdout)
 
 
-WHERE = {
-    "allocation": (
-        "",
-        "    ignore: [{code: cpu-only-work, reason: the team runs no CPU-only work}]\n",
-        "cpu-only-work",
-    ),
-    "tenant": ("", "", "cpu-only-work"),
-    "cluster": (
-        "ignore: [{code: range-size, reason: only two pods attach at once}]\n",
-        "",
-        "range-size",
-    ),
+Fields = dict[str, Any]
+NO_CPU_WORK = {"ignore": [{"code": "cpu-only-work", "reason": "the team runs no CPU-only work"}]}
+TWO_PODS = {"ignore": [{"code": "range-size", "reason": "only two pods attach at once"}]}
+WHERE: dict[str, tuple[Fields, Fields, str]] = {
+    "allocation": ({}, NO_CPU_WORK, "cpu-only-work"),
+    "tenant": ({}, {}, "cpu-only-work"),
+    "cluster": (TWO_PODS, {}, "range-size"),
 }
 
 
@@ -143,11 +140,7 @@ def test_a_warning_is_silenced_where_it_stands_with_its_reason(tmp_path: Path, w
     cluster_extra, tenant_extra, code = WHERE[where]
     root = _repo(tmp_path, tenant_extra, cluster_extra)
     if where == "tenant":
-        tenant = root / "tenants/a.yaml"
-        tenant.write_text(
-            "ignore: [{code: cpu-only-work, reason: the team runs no CPU-only work}]\n"
-            + tenant.read_text()
-        )
+        (root / "tenants/a.yaml").write_text(tenant("a", _quota(16), **NO_CPU_WORK))
     text = run("check", "--root", str(root)).stderr
     assert f"[{code}]" not in text and "(1 warning accepted)" in text, text
     accepted = [(r["code"], r["accepted"]) for r in _json(root) if r["accepted"]]
@@ -165,7 +158,9 @@ def test_strict_passes_when_every_warning_is_accepted(tmp_path: Path) -> None:
 
 
 def test_an_ignore_elsewhere_does_not_silence(tmp_path: Path) -> None:
-    root = _repo(tmp_path, cluster_extra="ignore: [{code: cpu-only-work, reason: wrong place}]\n")
+    root = _repo(
+        tmp_path, cluster_extra={"ignore": [{"code": "cpu-only-work", "reason": "wrong place"}]}
+    )
     result = run("check", "--root", str(root), "--strict")
     assert result.code == 1
     assert "[cpu-only-work]" in result.stderr and "accepted" not in result.stderr
@@ -176,7 +171,7 @@ def test_an_ignore_elsewhere_does_not_silence(tmp_path: Path) -> None:
 
 
 def test_an_unknown_code_is_an_error(tmp_path: Path) -> None:
-    root = _repo(tmp_path, tenant_extra="    ignore: [{code: pool-capacty, reason: typo}]\n")
+    root = _repo(tmp_path, tenant_extra={"ignore": [{"code": "pool-capacty", "reason": "typo"}]})
     result = run("check", "--root", str(root))
     assert result.code == 1
     assert (
@@ -186,11 +181,8 @@ def test_an_unknown_code_is_an_error(tmp_path: Path) -> None:
 
 
 def test_errors_are_never_silenced(tmp_path: Path) -> None:
-    quota = "    quotas:\n      - {pool: train, gpus: 40}\n    ignore: [{code: pool-capacity, reason: no}]\n"
-    cluster = CLUSTER.format(components=COMPONENTS, sharing=MIG)
-    root = write_repo(
-        tmp_path, {"clusters/c1.yaml": cluster, "tenants/a.yaml": _tenant("a", quota)}
-    )
+    quota = _quota(40, ignore=[{"code": "pool-capacity", "reason": "no"}])
+    root = fleet(tmp_path, {"c1": static_cluster()}, {"a": tenant("a", quota)})
     result = run("check", "--root", str(root))
     assert result.code == 1 and "[pool-capacity]" in result.stderr
 
@@ -208,13 +200,13 @@ def test_strict_passes_on_the_example_fleet_with_every_accepted_warning_giving_i
 
 
 def _two_tenants(tmp_path: Path, a: int, b: int) -> Path:
-    quota = "    quotas:\n      - {{pool: train, gpus: {n}}}\n"
-    files = {"clusters/c1.yaml": CLUSTER.format(components=COMPONENTS, sharing=MIG)}
-    files |= {
-        "tenants/a.yaml": _tenant("a", quota.format(n=a)),
-        "tenants/b.yaml": _tenant("b", quota.format(n=b)),
-    }
-    return write_repo(tmp_path, files)
+    tenants = {"a": tenant("a", _quota(a)), "b": tenant("b", _quota(b))}
+    return fleet(tmp_path, {"c1": static_cluster()}, tenants)
+
+
+# Where the capacity errors stand: each tenant's gpus, and the nodes of pool train.
+GPUS = position(tenant("a", _quota(16)), "16")
+TRAIN_NODES = position(static_cluster(), "{count: 4}")
 
 
 def test_an_overrun_without_base_stands_at_every_tenant_with_its_own_share(tmp_path: Path) -> None:
@@ -222,10 +214,10 @@ def test_an_overrun_without_base_stands_at_every_tenant_with_its_own_share(tmp_p
     assert result.code == 1
     head = "error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); "
     assert (
-        f"tenants/a.yaml:5:29: {head}tenant a asks 16, with b 17 [pool-capacity]" in result.stderr
+        f"tenants/a.yaml:{GPUS}: {head}tenant a asks 16, with b 17 [pool-capacity]" in result.stderr
     )
     assert (
-        f"tenants/b.yaml:5:29: {head}tenant b asks 17, with a 16 [pool-capacity]" in result.stderr
+        f"tenants/b.yaml:{GPUS}: {head}tenant b asks 17, with a 16 [pool-capacity]" in result.stderr
     )
 
 
@@ -251,10 +243,10 @@ def test_an_overrun_with_base_stands_at_the_quota_that_changed(tmp_path: Path) -
     result = run("check", "--root", str(root), "--base", "HEAD")
     assert result.code == 1
     assert (
-        "tenants/b.yaml:5:29: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant b asks 17, with a 16 [pool-capacity]"
+        f"tenants/b.yaml:{GPUS}: error: allocations[0].quotas[0].gpus: tenants ask 33 GPUs of pool train, which has at most 32 (4 nodes x 8); tenant b asks 17, with a 16 [pool-capacity]"
         in result.stderr
     )
-    assert "tenants/a.yaml:5:29" not in result.stderr
+    assert f"tenants/a.yaml:{GPUS}" not in result.stderr
 
 
 def test_an_overrun_from_a_shrunk_pool_stands_at_the_pool(tmp_path: Path) -> None:
@@ -267,7 +259,7 @@ def test_an_overrun_from_a_shrunk_pool_stands_at_the_pool(tmp_path: Path) -> Non
     result = run("check", "--root", str(root), "--base", "HEAD")
     assert result.code == 1
     assert (
-        "clusters/c1.yaml:16:12: error: nodePools[0].nodes: tenants ask 32 GPUs of pool train, which has at most 24 (3 nodes x 8): the pool shrank below its quotas [pool-capacity]"
+        f"clusters/c1.yaml:{TRAIN_NODES}: error: nodePools[0].nodes: tenants ask 32 GPUs of pool train, which has at most 24 (3 nodes x 8): the pool shrank below its quotas [pool-capacity]"
         in result.stderr
     )
     assert "error: allocations" not in result.stderr
@@ -281,8 +273,8 @@ def test_an_overrun_already_at_the_base_stands_at_every_tenant(tmp_path: Path) -
     result = run("check", "--root", str(root), "--base", "HEAD")
     assert result.code == 1
     assert (
-        "tenants/a.yaml:5:29: error:" in result.stderr
-        and "tenants/b.yaml:5:29: error:" in result.stderr
+        f"tenants/a.yaml:{GPUS}: error:" in result.stderr
+        and f"tenants/b.yaml:{GPUS}: error:" in result.stderr
     )
 
 

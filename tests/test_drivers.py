@@ -4,6 +4,7 @@ mode each provider and OS gets, and what lands in the ClusterPolicy and NVIDIADr
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -11,55 +12,30 @@ import yaml
 from gpuplan.gpus.catalog import CATALOG
 from gpuplan.model.drivers import branch
 from gpuplan.plan.drivers import default_mode, ships_toolkit
-from tests.conftest import run, write_repo
+from tests.builders import Raw, cluster, fleet, flow, pool, position
+from tests.conftest import run
 
-# Line numbers (for the positions below):
-#  1 name: c1            8     version: {operator}      14   - name: {pool}
-#  2 kubernetesVersion   9 {driver}                     15     gpu: {gpu}
-#  3 provider: {provider} 10 priorityClasses: ...       16     gpusPerNode: 8
-#  4 gitops: ...         11 cohorts: ...                17     cpu: 192
-#  5 components:         12 nodePools:                  18     memory: 1900Gi
-#  6   gpuOperator:      13 (blank pool-level slot)     19     nodes: {count: 2}
-#  7     # operator                                     20     hostnames: [...]
-#                                                        21 {extra}
-CLUSTER = """\
-name: c1
-kubernetesVersion: "1.33"
-provider: {provider}
-gitops: {{repoURL: https://git.example.com/fleet.git}}
-components:
-  gpuOperator:
-    # operator
-    version: {operator}
-{driver}
-priorityClasses: [{{name: research, value: 100}}]
-cohorts: [{{name: shared}}]
-nodePools:
-
-  - name: {pool}
-    gpu: {gpu}
-    gpusPerNode: 8
-    cpu: 192
-    memory: 1900Gi
-    nodes: {{count: 2}}
-    hostnames: ["{pool}-[0-9]+"]
-{extra}"""
+DRIVER = {"driverVersion": "580.82.07"}
 
 
-def _repo(tmp_path: Path, *, provider: str = "onprem", operator: str = "v26.7.0", gpu: str = "H100-SXM5-80GB",
-          driver: str = '    driverVersion: "580.82.07"', pool: str = "train", extra: str = "") -> Path:  # fmt: skip
-    text = CLUSTER.format(
-        provider=provider, operator=operator, driver=driver, gpu=gpu, pool=pool, extra=extra
-    )
-    return write_repo(tmp_path, {"clusters/c1.yaml": text})
-
-
-def _render(tmp_path: Path, **kwargs: str) -> tuple[int, str, Path]:
-    root = _repo(tmp_path / "repo", **kwargs)
+def _render(tmp_path: Path, *, provider: str = "onprem", operator: str = "v26.7.0",
+            settings: dict[str, Any] = DRIVER, pools: tuple[str, ...] = (), **train: Any,
+            ) -> tuple[int, str, Path]:  # fmt: skip
+    """Render a cluster with the GPU Operator at a version with settings, and pool train (2 nodes)."""
+    components = {"gpuOperator": {"version": operator} | settings}
+    text = cluster(pool("train", **train), *pools, provider=provider, components=components,
+                   priority_classes=[{"name": "research", "value": 100}], cohorts=[{"name": "shared"}])  # fmt: skip
+    root = fleet(tmp_path / "repo", {"c1": text})
     out = tmp_path / "out"
     result = run("render", "--root", str(root), "--out", str(out))
     assert "Traceback" not in result.stderr
     return result.code, result.stderr, out
+
+
+def _at(tmp_path: Path, value: str) -> str:
+    """`clusters/c1.yaml:line:col` of a value (as written) in the cluster _render wrote under tmp_path."""
+    text = (tmp_path / "repo/clusters/c1.yaml").read_text()
+    return f"clusters/c1.yaml:{position(text, flow(value))}"
 
 
 def _only_the_chart_error(err: str) -> bool:
@@ -78,10 +54,10 @@ def _policy(out: Path) -> dict:
 
 
 def test_blackwell_with_r535_is_an_error_at_the_version(tmp_path: Path) -> None:
-    code, err, out = _render(tmp_path, gpu="B200", driver='    driverVersion: "535.309.01"')
+    code, err, out = _render(tmp_path, gpu="B200", settings={"driverVersion": "535.309.01"})
     assert code == 1 and not out.exists()
     assert (
-        "clusters/c1.yaml:9:20: error: components.gpuOperator.driverVersion: driver 535.309.01 (R535) does not run "
+        f"{_at(tmp_path, '535.309.01')}: error: components.gpuOperator.driverVersion: driver 535.309.01 (R535) does not run "
         "B200 (blackwell) in pool 'train': it needs R570 or later [driver-branch-gpu]"
     ) in err
 
@@ -89,28 +65,29 @@ def test_blackwell_with_r535_is_an_error_at_the_version(tmp_path: Path) -> None:
 def test_blackwell_at_its_first_supported_branch_passes(tmp_path: Path) -> None:
     # R570 is Blackwell's first branch; v26.3.3 still ships R570 driver containers.
     code, err, _ = _render(
-        tmp_path, gpu="B200", operator="v26.3.3", driver='    driverVersion: "570.211.01"'
+        tmp_path, gpu="B200", operator="v26.3.3", settings={"driverVersion": "570.211.01"}
     )
     assert code == 1 and _only_the_chart_error(err), err  # the driver passes; the chart does not
 
 
 def test_pool_driver_version_is_checked_at_the_pool(tmp_path: Path) -> None:
-    extra = '    driver: {version: "550.163.01"}\n'
-    code, err, _ = _render(tmp_path, gpu="H200-141GB", operator="v25.10.1", extra=extra)
+    driver = {"version": "550.163.01"}
+    code, err, _ = _render(tmp_path, gpu="H200-141GB", operator="v25.10.1", driver=driver)
     assert code == 1 and _only_the_chart_error(err), err  # H200's first branch is R550
     code, err, _ = _render(tmp_path / "old", gpu="H200-141GB", operator="v25.10.1",
-                           extra='    driver: {version: "535.274.02"}\n')  # fmt: skip
+                           driver={"version": "535.274.02"})  # fmt: skip
     assert code == 1
     assert (
-        "clusters/c1.yaml:21:23: error: nodePools[0].driver.version: driver 535.274.02 (R535) does not run H200-141GB"
+        f"{_at(tmp_path / 'old', '535.274.02')}: error: nodePools[0].driver.version: driver 535.274.02 (R535) does not run H200-141GB"
         in err
     )
 
 
 def test_preinstalled_version_is_checked_against_the_gpu(tmp_path: Path) -> None:
     """A DGX OS pool's stated driver is the image's: checked against the GPU, not the operator."""
-    extra = '    os: dgx-os\n    driver: {version: "535.288.01"}\n'
-    code, err, _ = _render(tmp_path, gpu="B200", driver="", extra=extra)
+    code, err, _ = _render(
+        tmp_path, gpu="B200", settings={}, os="dgx-os", driver={"version": "535.288.01"}
+    )
     assert code == 1 and "R535) does not run B200" in err
 
 
@@ -128,34 +105,37 @@ def test_catalog_first_branches(gpu: str, first: int) -> None:
 
 def test_branch_the_release_does_not_ship_is_an_error(tmp_path: Path) -> None:
     # v26.7.0 ships R535, R580, R595 and R610 driver containers; R570 is gone.
-    code, err, _ = _render(tmp_path, driver='    driverVersion: "570.211.01"')
+    code, err, _ = _render(tmp_path, settings={"driverVersion": "570.211.01"})
     assert code == 1
     assert (
-        "clusters/c1.yaml:9:20: error: components.gpuOperator.driverVersion: GPU Operator v26.7.0 has no driver "
+        f"{_at(tmp_path, '570.211.01')}: error: components.gpuOperator.driverVersion: GPU Operator v26.7.0 has no driver "
         "container for R570 (driver 570.211.01); it supports R535, R580, R595, R610"
     ) in err
 
 
 def test_preinstalled_driver_is_not_held_to_the_operator_branches(tmp_path: Path) -> None:
-    extra = '    os: dgx-os\n    driver: {version: "570.211.01"}\n'
-    code, err, out = _render(tmp_path, driver="", extra=extra)
+    driver = {"version": "570.211.01"}
+    code, err, out = _render(tmp_path, settings={}, os="dgx-os", driver=driver)
     assert code == 0, err
     assert _policy(out)["driver"]["enabled"] is False
 
 
 def test_managed_pool_without_a_version_is_an_error(tmp_path: Path) -> None:
-    code, err, _ = _render(tmp_path, driver="")
+    code, err, _ = _render(tmp_path, settings={})
     assert code == 1
     assert (
-        "clusters/c1.yaml:14:11: error: nodePools[0].name: pool 'train' (ubuntu on onprem) gets its driver from the GPU Operator"
+        f"{_at(tmp_path, 'train')}: error: nodePools[0].name: pool 'train' (ubuntu on onprem) gets its driver from the GPU Operator"
         in err
     )
 
 
 @pytest.mark.parametrize("bad", ['"580"', '"latest"', "580.82", '" 580.82.07"'])
 def test_driver_version_is_no_free_text(tmp_path: Path, bad: str) -> None:
-    code, err, _ = _render(tmp_path, driver=f"    driverVersion: {bad}")
-    assert code == 1 and "clusters/c1.yaml:9:20: error: components.gpuOperator.driverVersion" in err
+    code, err, _ = _render(tmp_path, settings={"driverVersion": Raw(bad)})
+    assert (
+        code == 1
+        and f"{_at(tmp_path, Raw(bad))}: error: components.gpuOperator.driverVersion" in err
+    )
     assert "Traceback" not in err
 
 
@@ -190,7 +170,7 @@ def test_default_mode_per_provider_and_os(
 
 
 def test_eks_default_is_preinstalled_driver_and_toolkit(tmp_path: Path) -> None:
-    code, err, out = _render(tmp_path, provider="aws", driver="")
+    code, err, out = _render(tmp_path, provider="aws", settings={})
     assert code == 0, err
     spec = _policy(out)
     assert spec["driver"]["enabled"] is False and spec["toolkit"]["enabled"] is False
@@ -205,8 +185,8 @@ def test_onprem_default_is_managed(tmp_path: Path) -> None:
 
 
 def test_mode_can_be_forced(tmp_path: Path) -> None:
-    driver = '    driverVersion: "580.82.07"\n    driver: {mode: managed}'
-    code, err, out = _render(tmp_path, provider="aws", driver=driver, extra="    os: ubuntu\n")
+    managed = DRIVER | {"driver": {"mode": "managed"}}
+    code, err, out = _render(tmp_path, provider="aws", settings=managed, os="ubuntu")
     assert code == 0, err
     assert _policy(out)["driver"]["enabled"] is True
 
@@ -214,28 +194,20 @@ def test_mode_can_be_forced(tmp_path: Path) -> None:
 # --- pools that need different drivers ------------------------------------------------------
 
 
-SECOND_POOL = """\
-  - name: b200
-    gpu: B200
-    gpusPerNode: 8
-    cpu: 192
-    memory: 1900Gi
-    nodes: {count: 1}
-    hostnames: ["b200-[0-9]+"]
-    driver: {version: "595.91.07"}
-  - name: dgx
-    gpu: H100-SXM5-80GB
-    gpusPerNode: 8
-    cpu: 192
-    memory: 1900Gi
-    nodes: {count: 1}
-    hostnames: ["dgx-[0-9]+"]
-    os: dgx-os
-"""
+SECOND_POOL = (
+    pool(
+        "b200",
+        "B200",
+        nodes={"count": 1},
+        hostnames=["b200-[0-9]+"],
+        driver={"version": "595.91.07"},
+    ),
+    pool("dgx", nodes={"count": 1}, hostnames=["dgx-[0-9]+"], os="dgx-os"),
+)
 
 
 def test_pools_with_different_drivers_get_nvidia_drivers(tmp_path: Path) -> None:
-    code, err, out = _render(tmp_path, extra=SECOND_POOL)
+    code, err, out = _render(tmp_path, pools=SECOND_POOL)
     assert code == 0, err
     assert _policy(out)["driver"]["useNvidiaDriverCRD"] is True
     folder = out / "c1" / "gpu-operator"
@@ -255,7 +227,7 @@ def test_pools_with_different_drivers_get_nvidia_drivers(tmp_path: Path) -> None
 
 
 def test_gpudirect_storage_needs_a_managed_driver(tmp_path: Path) -> None:
-    code, err, _ = _render(tmp_path, provider="aws", driver="    gpuDirectStorage: true")
+    code, err, _ = _render(tmp_path, provider="aws", settings={"gpuDirectStorage": True})
     assert (
         code == 1
         and "components.gpuOperator.gpuDirectStorage: GPUDirect Storage runs nvidia-fs" in err
@@ -263,13 +235,13 @@ def test_gpudirect_storage_needs_a_managed_driver(tmp_path: Path) -> None:
 
 
 def test_service_monitor_needs_the_exporter(tmp_path: Path) -> None:
-    driver = '    driverVersion: "580.82.07"\n    dcgmExporter: false\n    serviceMonitor: {interval: 30s}'
-    code, err, _ = _render(tmp_path, driver=driver)
+    settings = DRIVER | {"dcgmExporter": False, "serviceMonitor": {"interval": "30s"}}
+    code, err, _ = _render(tmp_path, settings=settings)
     assert code == 1 and "serviceMonitor scrapes the DCGM exporter" in err
 
 
 def test_mixed_toolkit_needs_is_a_warning(tmp_path: Path) -> None:
-    code, err, _ = _render(tmp_path, extra=SECOND_POOL)
+    code, err, _ = _render(tmp_path, pools=SECOND_POOL)
     assert code == 0
     assert (
         "the operator's container toolkit runs on every GPU node, also on pools whose image ships one (dgx)"
@@ -278,17 +250,17 @@ def test_mixed_toolkit_needs_is_a_warning(tmp_path: Path) -> None:
 
 
 def test_bottlerocket_pool_warns_about_its_own_device_plugin(tmp_path: Path) -> None:
-    code, err, _ = _render(tmp_path, provider="aws", driver="", extra="    os: bottlerocket\n")
+    code, err, _ = _render(tmp_path, provider="aws", settings={}, os="bottlerocket")
     assert code == 0
     assert (
-        "clusters/c1.yaml:21:9: warning: nodePools[0].os: pool 'train': Bottlerocket's NVIDIA variant runs its own device plugin"
+        f"{_at(tmp_path, 'bottlerocket')}: warning: nodePools[0].os: pool 'train': Bottlerocket's NVIDIA variant runs its own device plugin"
         in err
     )
 
 
 def test_managed_on_an_image_with_a_driver_warns(tmp_path: Path) -> None:
-    driver = '    driverVersion: "580.82.07"\n    driver: {mode: managed}'
-    code, err, _ = _render(tmp_path, provider="aws", driver=driver)
+    managed = DRIVER | {"driver": {"mode": "managed"}}
+    code, err, _ = _render(tmp_path, provider="aws", settings=managed)
     assert code == 0
     assert (
         "warning: nodePools[0].name: pool 'train' runs al2023 on aws, whose image ships the driver"
@@ -297,18 +269,18 @@ def test_managed_on_an_image_with_a_driver_warns(tmp_path: Path) -> None:
 
 
 def test_upgrade_policy_counts_and_percentages(tmp_path: Path) -> None:
-    policy = '    driverVersion: "580.82.07"\n    driver: {upgradePolicy: {maxUnavailable: 2}}'
-    code, err, out = _render(tmp_path, driver=policy)
+    policy = DRIVER | {"driver": {"upgradePolicy": {"maxUnavailable": 2}}}
+    code, err, out = _render(tmp_path, settings=policy)
     assert code == 0, err
     assert _policy(out)["driver"]["upgradePolicy"]["maxUnavailable"] == 2  # an int, not "2"
-    bad = '    driverVersion: "580.82.07"\n    driver: {upgradePolicy: {maxUnavailable: "2"}}'
-    code, err, _ = _render(tmp_path / "bad", driver=bad)
+    bad = DRIVER | {"driver": {"upgradePolicy": {"maxUnavailable": "2"}}}
+    code, err, _ = _render(tmp_path / "bad", settings=bad)
     assert code == 1 and "components.gpuOperator.driver.upgradePolicy.maxUnavailable" in err
 
 
 def test_host_mofed_needs_rdma(tmp_path: Path) -> None:
-    rdma = '    driverVersion: "580.82.07"\n    driver: {rdma: {useHostMofed: true}}'
-    code, err, _ = _render(tmp_path, driver=rdma)
+    rdma = DRIVER | {"driver": {"rdma": {"useHostMofed": True}}}
+    code, err, _ = _render(tmp_path, settings=rdma)
     assert code == 1 and "useHostMofed only matters with GPUDirect RDMA" in err
 
 
@@ -322,10 +294,10 @@ def test_host_mofed_needs_rdma(tmp_path: Path) -> None:
 def test_validator_workload_per_release(
     tmp_path: Path, operator: str, driver_version: str, setting: str, env: list | None
 ) -> None:
-    driver = f'    driverVersion: "{driver_version}"'
-    if setting:
-        driver += f"\n    validatorWorkload: {setting}"
-    code, err, out = _render(tmp_path, operator=operator, driver=driver)
+    settings = {"driverVersion": driver_version} | (
+        {"validatorWorkload": setting} if setting else {}
+    )
+    code, err, out = _render(tmp_path, operator=operator, settings=settings)
     assert code == 0, err
     validator = _policy(out)["validator"]
     assert validator.get("plugin", {}).get("env") == env

@@ -31,8 +31,8 @@ from gpuplan.plan.entitlements import (
 from gpuplan.plan.fleet import Fleet
 from gpuplan.plan.kai_quota import leaf_limit, leaf_quota
 from gpuplan.plan.resolve import build_fleet
-from tests.conftest import EXAMPLE, write_repo
-from tests.fleet17 import CLUSTER, COMPONENTS, _tenant
+from tests.builders import allocation, fleet, static_cluster, tenant
+from tests.conftest import EXAMPLE
 
 CASES = Path(__file__).parent / "cases"
 # Fleets with MIG instances (24/7 cores each), time-slicing shares and cohorts that lend.
@@ -87,23 +87,17 @@ def test_amounts_are_the_exact_shares_rounded_down(root: Path) -> None:
 
 
 # Whole GPUs with both limits; two MIG profiles of one pool, one of them lending without a limit.
-MIXED_LIMITS = """\
-    cohort: shared
-    quotas:
-      - {pool: train, gpus: 5, borrowingLimit: 3, lendingLimit: 0}
-      - pool: infer
-        mig: {3g.40gb: 8, 2g.20gb: 16}
-        borrowingLimit: {3g.40gb: 2, 2g.20gb: 4}
-        lendingLimit: {3g.40gb: 1}
-"""
+MIXED_LIMITS = allocation(cohort="shared", quotas=[
+    {"pool": "train", "gpus": 5, "borrowingLimit": 3, "lendingLimit": 0},
+    {"pool": "infer", "mig": {"3g.40gb": 8, "2g.20gb": 16},
+     "borrowingLimit": {"3g.40gb": 2, "2g.20gb": 4}, "lendingLimit": {"3g.40gb": 1}},
+])  # fmt: skip
 
 
 def test_cpu_and_memory_limits_only_where_every_grant_of_the_pool_has_one(tmp_path: Path) -> None:
-    cluster = CLUSTER.format(
-        components=COMPONENTS, sharing="{mig: {layout: {3g.40gb: 1, 2g.20gb: 2}}}"
-    )
-    files = {"clusters/c1.yaml": cluster, "tenants/a.yaml": _tenant("a", MIXED_LIMITS)}
-    alloc = _fleet(write_repo(tmp_path, files)).clusters["c1"].allocations[0]
+    cluster = static_cluster(sharing={"mig": {"layout": {"3g.40gb": 1, "2g.20gb": 2}}})
+    root = fleet(tmp_path, {"c1": cluster}, {"a": tenant("a", MIXED_LIMITS)})
+    alloc = _fleet(root).clusters["c1"].allocations[0]
     amounts = flavor_amounts(alloc)
     # A whole GPU of a 192-core, 1900Gi, 8-GPU node: 24 cores and 243200Mi.
     assert amounts["train"]["nvidia.com/gpu"] == Amount(5, 3, 0)

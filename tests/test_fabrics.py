@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -13,41 +12,45 @@ import pytest
 
 from gpuplan.check.networks import rdma_shared
 from gpuplan.pipeline import compile_fleet
+from tests import builders
+from tests.builders import KUEUE, allocation, aws_karpenter, cluster, position, tenant
 from tests.conftest import run, write_repo
 
-CLUSTER = """\
-name: c1
-kubernetesVersion: "1.33"
-provider: {provider}
-gitops: {{repoURL: https://git.example.com/fleet.git}}
-components:
-  kueue: {{version: v0.19.2}}
-{karpenter}nodePools:
-  - name: p
-    gpu: H100-SXM5-80GB
-    gpusPerNode: 8
-    cpu: 192
-    memory: 1900Gi
-{pool}networks:
-{network}"""
-KARPENTER = "  karpenter: {version: v1.14.1, nodeClass: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu, aws: {role: GpuNodes, efaNetworkCards: 32}}}\n"
-AUTOSCALED = "    nodes: {min: 0, max: 4}\n    karpenter: {instanceTypes: [p5.48xlarge]}\n"
-STATIC = "    nodes: {count: 2}\n    hostnames: [gpu-.*]\n"
-TENANT = """\
-name: t
-allocations:
-  - cluster: c1
-    quotas: [{pool: p, gpus: 8}]
-    networks: [n]
-"""
-EFA = "  - {name: n, type: efa, pools: [p]}\n"
-IPAM = "ipam: {type: whereabouts, range: 10.0.0.0/24}"
-VFS = "sriov: {pfNames: [ibp12s0], numVfs: 8}"
+KARPENTER = aws_karpenter(efaNetworkCards=32)
+AUTOSCALED = {"nodes": {"min": 0, "max": 4}, "karpenter": {"instanceTypes": ["p5.48xlarge"]}}
+STATIC = {"nodes": {"count": 2}, "hostnames": ["gpu-.*"]}
+TENANT = tenant("t", allocation(quotas=[{"pool": "p", "gpus": 8}], networks=["n"]))
+IPAM = {"ipam": {"type": "whereabouts", "range": "10.0.0.0/24"}}
+VFS = {"sriov": {"pfNames": ["ibp12s0"], "numVfs": 8}}
 
 
-def _files(network: str, provider: str = "aws", pool: str = AUTOSCALED) -> dict[str, str]:
-    karpenter = KARPENTER if "karpenter:" in pool else ""
-    text = CLUSTER.format(provider=provider, karpenter=karpenter, pool=pool, network=network)
+def net(name: str, kind: str, *parts: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """One network on pool p: its fields, then the parts (VFS, IPAM) in order."""
+    entry = {"name": name, "type": kind} | fields
+    for part in parts:
+        entry |= part
+    return entry | {"pools": ["p"]}
+
+
+def ipam(cidr: str) -> dict[str, Any]:
+    return {"ipam": {"type": "whereabouts", "range": cidr}}
+
+
+EFA = [net("n", "efa")]
+
+
+def _files(
+    networks: list[dict[str, Any]], provider: str = "aws", pool: dict[str, Any] = AUTOSCALED,
+    *more: str,
+) -> dict[str, str]:  # fmt: skip
+    components = {"kueue": KUEUE} | ({"karpenter": KARPENTER} if "karpenter" in pool else {})
+    text = cluster(
+        builders.pool("p", **pool),
+        *more,
+        provider=provider,
+        components=components,
+        networks=networks,
+    )
     return {"clusters/c1.yaml": text, "tenants/t.yaml": TENANT}
 
 
@@ -73,10 +76,12 @@ def test_efa_renders_no_network_attachment(tmp_path: Path) -> None:
 
 
 def test_efa_off_aws_is_an_error(tmp_path: Path) -> None:
-    code, err = _check(tmp_path, _files(EFA, provider="onprem", pool=STATIC))
+    files = _files(EFA, provider="onprem", pool=STATIC)
+    code, err = _check(tmp_path, files)
     assert code == 1
+    at = position(files["clusters/c1.yaml"], "efa")
     assert (
-        "clusters/c1.yaml:16:21: error: networks[0].type: EFA (Elastic Fabric Adapter) exists on AWS only; cluster c1 runs on onprem"
+        f"clusters/c1.yaml:{at}: error: networks[0].type: EFA (Elastic Fabric Adapter) exists on AWS only; cluster c1 runs on onprem"
         in err
     )
 
@@ -85,31 +90,37 @@ def test_efa_off_aws_is_an_error(tmp_path: Path) -> None:
     ("network", "message"),
     [
         (
-            f"  - {{name: n, type: efa, {IPAM}, pools: [p]}}\n",
+            [net("n", "efa", IPAM)],
             "an efa network has no ipam or master",
         ),
         (
-            "  - {name: n, type: efa, resourceName: example.com/efa, pools: [p]}\n",
+            [net("n", "efa", resourceName="example.com/efa")],
             "an efa network's resource is vpc.amazonaws.com/efa",
         ),
         (
-            "  - {name: n, type: macvlan, master: eth1, pools: [p]}\n",
+            [net("n", "macvlan", master="eth1")],
             "a macvlan network needs ipam",
         ),
         (
-            f"  - {{name: n, type: ib-sriov, {IPAM}, pools: [p]}}\n",
+            [net("n", "ib-sriov", IPAM)],
             "a ib-sriov network needs resourceName (the SR-IOV device plugin's VF resource)",
         ),
     ],
 )
-def test_network_shapes_are_input_errors(tmp_path: Path, network: str, message: str) -> None:
-    code, err = _check(tmp_path, _files(network))
+def test_network_shapes_are_input_errors(
+    tmp_path: Path, network: list[dict[str, Any]], message: str
+) -> None:
+    files = _files(network)
+    code, err = _check(tmp_path, files)
     assert code == 1 and message in err, err
-    assert "clusters/c1.yaml:17:5: error: networks[0]" in err
+    assert (
+        f"clusters/c1.yaml:{position(files['clusters/c1.yaml'], '{name: n')}: error: networks[0]"
+        in err
+    )
 
 
 def test_ib_sriov_renders_the_ib_sriov_cni(tmp_path: Path) -> None:
-    network = f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {VFS}, {IPAM}, pools: [p]}}\n"
+    network = [net("n", "ib-sriov", VFS, IPAM, resourceName="nvidia.com/ib_vf")]
     nad = _objects(tmp_path, _files(network, provider="azure", pool=STATIC))[
         ("NetworkAttachmentDefinition", "t", "n")
     ]
@@ -124,7 +135,7 @@ def test_ib_sriov_renders_the_ib_sriov_cni(tmp_path: Path) -> None:
 def test_sriov_with_an_rdma_shared_device_names_the_right_pairing(
     tmp_path: Path, kind: str
 ) -> None:
-    network = f"  - {{name: n, type: {kind}, resourceName: nvidia.com/rdma_shared_device_a, {VFS}, {IPAM}, pools: [p]}}\n"
+    network = [net("n", kind, VFS, IPAM, resourceName="nvidia.com/rdma_shared_device_a")]
     code, err = _check(tmp_path, _files(network, provider="onprem", pool=STATIC))
     assert code == 1
     cni = "ib-sriov-cni" if kind == "ib-sriov" else "sriov-cni"
@@ -136,11 +147,16 @@ def test_sriov_with_an_rdma_shared_device_names_the_right_pairing(
 
 
 def test_rdma_shared_device_with_macvlan_and_ipoib_is_fine(tmp_path: Path) -> None:
-    networks = (
-        f"  - {{name: n, type: macvlan, master: eth1, resourceName: rdma/rdma_shared_device_a, {IPAM}, pools: [p]}}\n"
-        "  - {name: m, type: ipoib, master: ib0, resourceName: rdma/hca_shared_devices_a, "
-        "ipam: {type: whereabouts, range: 10.1.0.0/24}, pools: [p]}\n"
-    )
+    networks = [
+        net("n", "macvlan", IPAM, master="eth1", resourceName="rdma/rdma_shared_device_a"),
+        net(
+            "m",
+            "ipoib",
+            ipam("10.1.0.0/24"),
+            master="ib0",
+            resourceName="rdma/hca_shared_devices_a",
+        ),
+    ]
     code, err = _check(tmp_path, _files(networks, provider="onprem", pool=STATIC))
     assert code == 0 and "network-device-pairing" not in err, err
 
@@ -148,11 +164,13 @@ def test_rdma_shared_device_with_macvlan_and_ipoib_is_fine(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("kind", "network"),
     [
-        ("ipoib", f"  - {{name: n, type: ipoib, master: ib0, resourceName: rdma/hca_shared_devices_a, {IPAM}, pools: [p]}}\n"),
-        ("ib-sriov", f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {VFS}, {IPAM}, pools: [p]}}\n"),
+        ("ipoib", [net("n", "ipoib", IPAM, master="ib0", resourceName="rdma/hca_shared_devices_a")]),
+        ("ib-sriov", [net("n", "ib-sriov", VFS, IPAM, resourceName="nvidia.com/ib_vf")]),
     ],
 )  # fmt: skip
-def test_infiniband_on_ec2_instances_is_an_error(tmp_path: Path, kind: str, network: str) -> None:
+def test_infiniband_on_ec2_instances_is_an_error(
+    tmp_path: Path, kind: str, network: list[dict[str, Any]]
+) -> None:
     code, err = _check(tmp_path / "ec2", _files(network))
     assert code == 1
     assert (
@@ -160,7 +178,7 @@ def test_infiniband_on_ec2_instances_is_an_error(tmp_path: Path, kind: str, netw
         in err
     )
     # A static pool of an aws cluster may be on-premises machines (EKS hybrid nodes): no finding.
-    code, err = _check(tmp_path / "hybrid", _files(network, pool=STATIC + "    taints: []\n"))
+    code, err = _check(tmp_path / "hybrid", _files(network, "aws", STATIC | {"taints": []}))
     assert "network-provider" not in err, err
 
 
@@ -198,11 +216,12 @@ def test_efa_installs_the_pinned_efa_device_plugin_tolerating_the_pool_taints(
 
 
 def test_rdma_shared_devices_get_one_plugin_resource_each(tmp_path: Path) -> None:
-    networks = (
-        f"  - {{name: n, type: macvlan, master: ens1f0, resourceName: rdma/roce_a, {IPAM}, pools: [p]}}\n"
-        "  - {name: m, type: ipoib, master: ib0, resourceName: example.com/hca_shared_b, "
-        "ipam: {type: whereabouts, range: 10.1.0.0/24}, pools: [p]}\n"
-    )
+    networks = [
+        net("n", "macvlan", IPAM, master="ens1f0", resourceName="rdma/roce_a"),
+        net(
+            "m", "ipoib", ipam("10.1.0.0/24"), master="ib0", resourceName="example.com/hca_shared_b"
+        ),
+    ]
     plugin = _operators(tmp_path, _files(networks, provider="onprem", pool=STATIC))[
         "rdma-shared-device-plugin"
     ]
@@ -229,7 +248,7 @@ def test_rdma_shared_devices_get_one_plugin_resource_each(tmp_path: Path) -> Non
 
 
 def test_sriov_networks_install_no_bootstrap_application(tmp_path: Path) -> None:
-    network = f"  - {{name: n, type: sriov, resourceName: nvidia.com/sriov_eth, {VFS}, {IPAM}, pools: [p]}}\n"
+    network = [net("n", "sriov", VFS, IPAM, resourceName="nvidia.com/sriov_eth")]
     assert _operators(tmp_path, _files(network, provider="onprem", pool=STATIC)) == {}
 
 
@@ -237,10 +256,7 @@ def test_kueue_ignores_the_network_device_resources(tmp_path: Path) -> None:
     from gpuplan.components.kueue import KueueRelease
     from gpuplan.emit.bootstrap.kueue import configuration
 
-    networks = (
-        EFA
-        + f"  - {{name: m, type: sriov, resourceName: example.com/vf, {VFS}, {IPAM}, pools: [p]}}\n"
-    )
+    networks = EFA + [net("m", "sriov", VFS, IPAM, resourceName="example.com/vf")]
     fleet = compile_fleet(write_repo(tmp_path, _files(networks)), emit_output=False).fleet
     assert fleet is not None
     cluster = fleet.clusters["c1"]
@@ -255,7 +271,9 @@ def test_kueue_ignores_the_network_device_resources(tmp_path: Path) -> None:
 # --- the SR-IOV network device plugin (sriov, ib-sriov) ----------------------------------------------
 
 
-def _emitted(tmp_path: Path, network: str, provider: str = "onprem") -> dict[str, Any]:
+def _emitted(
+    tmp_path: Path, network: list[dict[str, Any]], provider: str = "onprem"
+) -> dict[str, Any]:
     found = _objects(tmp_path, _files(network, provider=provider, pool=STATIC))
     return {f"{kind}/{name}": obj for (kind, _, name), obj in found.items()}
 
@@ -263,11 +281,13 @@ def _emitted(tmp_path: Path, network: str, provider: str = "onprem") -> dict[str
 def test_ib_sriov_gets_the_pinned_sriov_device_plugin_advertising_the_nad_resource(
     tmp_path: Path,
 ) -> None:
-    network = (
-        "  - {name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, "
-        'sriov: {pfNames: [ibp12s0, "ibp75s0#0-3"], numVfs: 8, vendor: "15b3", devices: ["101e"]}, '
-        f"{IPAM}, pools: [p]}}\n"
-    )
+    vfs = {
+        "pfNames": ["ibp12s0", "ibp75s0#0-3"],
+        "numVfs": 8,
+        "vendor": "15b3",
+        "devices": ["101e"],
+    }
+    network = [net("n", "ib-sriov", {"sriov": vfs}, IPAM, resourceName="nvidia.com/ib_vf")]
     found = _emitted(tmp_path, network)
     config = json.loads(found["ConfigMap/sriovdp-config"]["data"]["config.json"])
     assert config == {
@@ -308,12 +328,11 @@ def test_ib_sriov_gets_the_pinned_sriov_device_plugin_advertising_the_nad_resour
 
 
 def test_sriov_ethernet_vfs_are_ether_and_rdma_only_when_asked(tmp_path: Path) -> None:
-    networks = (
-        f"  - {{name: n, type: sriov, resourceName: example.com/eth_vf, {VFS}, {IPAM}, pools: [p]}}\n"
-        "  - {name: m, type: sriov, resourceName: example.com/roce_vf, "
-        "sriov: {pfNames: [ens1f0], numVfs: 8, rdma: true}, "
-        "ipam: {type: whereabouts, range: 10.1.0.0/24}, pools: [p]}\n"
-    )
+    roce = {"sriov": {"pfNames": ["ens1f0"], "numVfs": 8, "rdma": True}}
+    networks = [
+        net("n", "sriov", VFS, IPAM, resourceName="example.com/eth_vf"),
+        net("m", "sriov", roce, ipam("10.1.0.0/24"), resourceName="example.com/roce_vf"),
+    ]
     found = _emitted(tmp_path, networks)
     config = json.loads(found["ConfigMap/sriovdp-config"]["data"]["config.json"])
     assert [
@@ -323,7 +342,7 @@ def test_sriov_ethernet_vfs_are_ether_and_rdma_only_when_asked(tmp_path: Path) -
 
 
 def test_no_sriov_network_no_plugin(tmp_path: Path) -> None:
-    network = f"  - {{name: n, type: macvlan, master: eth1, {IPAM}, pools: [p]}}\n"
+    network = [net("n", "macvlan", IPAM, master="eth1")]
     assert not [k for k in _emitted(tmp_path, network) if "sriov" in k]
 
 
@@ -331,89 +350,124 @@ def test_no_sriov_network_no_plugin(tmp_path: Path) -> None:
     ("network", "message"),
     [
         (
-            f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {IPAM}, pools: [p]}}\n",
+            [net("n", "ib-sriov", IPAM, resourceName="nvidia.com/ib_vf")],
             "networks[0]: a ib-sriov network needs sriov: the VFs that back it (pfNames and numVfs, or vendor and devices)",
         ),
         (
-            f"  - {{name: n, type: sriov, resourceName: nvidia.com/eth_vf, {IPAM}, pools: [p]}}\n",
+            [net("n", "sriov", IPAM, resourceName="nvidia.com/eth_vf")],
             "networks[0]: a sriov network needs sriov: the VFs that back it (pfNames and numVfs, or vendor and devices)",
         ),
         (
-            "  - {name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, "
-            f"sriov: {{pfNames: [ibp12s0], numVfs: 8, rdma: false}}, {IPAM}, pools: [p]}}\n",
+            [
+                net(
+                    "n",
+                    "ib-sriov",
+                    {"sriov": VFS["sriov"] | {"rdma": False}},
+                    IPAM,
+                    resourceName="nvidia.com/ib_vf",
+                )
+            ],
             "networks[0]: an ib-sriov network's VFs carry RDMA",
         ),
         (
-            f"  - {{name: n, type: sriov, resourceName: nvidia.com/eth.vf, {VFS}, {IPAM}, pools: [p]}}\n",
+            [net("n", "sriov", VFS, IPAM, resourceName="nvidia.com/eth.vf")],
             "the SR-IOV device plugin refuses resource name 'eth.vf'",
         ),
         (
-            "  - {name: n, type: sriov, resourceName: nvidia.com/vf, "
-            f'sriov: {{pfNames: ["ens1f0#4-8"], numVfs: 8}}, {IPAM}, pools: [p]}}\n',
+            [
+                net(
+                    "n",
+                    "sriov",
+                    {"sriov": {"pfNames": ["ens1f0#4-8"], "numVfs": 8}},
+                    IPAM,
+                    resourceName="nvidia.com/vf",
+                )
+            ],
             "pfNames entry 'ens1f0#4-8' takes VF 8, but each PF has numVfs 8 (VFs 0-7)",
         ),
         (
-            f"  - {{name: n, type: macvlan, master: eth1, {VFS}, {IPAM}, pools: [p]}}\n",
+            [net("n", "macvlan", VFS, IPAM, master="eth1")],
             "a macvlan network has no VFs",
         ),
         (
-            "  - {name: n, type: sriov, resourceName: nvidia.com/vf, "
-            f'sriov: {{vendor: "15b3"}}, {IPAM}, pools: [p]}}\n',
+            [net("n", "sriov", {"sriov": {"vendor": "15b3"}}, IPAM, resourceName="nvidia.com/vf")],
             "name the VFs: pfNames and numVfs where the nodes own the PFs, or vendor and devices",
         ),
         (
-            "  - {name: n, type: sriov, resourceName: nvidia.com/vf, "
-            f"sriov: {{pfNames: [ens1f0]}}, {IPAM}, pools: [p]}}\n",
+            [
+                net(
+                    "n",
+                    "sriov",
+                    {"sriov": {"pfNames": ["ens1f0"]}},
+                    IPAM,
+                    resourceName="nvidia.com/vf",
+                )
+            ],
             "pfNames needs numVfs: the VFs each PF has",
         ),
         (
-            "  - {name: n, type: sriov, resourceName: nvidia.com/vf, "
-            f'sriov: {{numVfs: 4, vendor: "15b3", devices: ["101e"]}}, {IPAM}, pools: [p]}}\n',
+            [
+                net(
+                    "n",
+                    "sriov",
+                    {"sriov": {"numVfs": 4, "vendor": "15b3", "devices": ["101e"]}},
+                    IPAM,
+                    resourceName="nvidia.com/vf",
+                )
+            ],
             "numVfs counts the VFs of each PF in pfNames",
         ),
     ],
 )
-def test_sriov_device_data_errors(tmp_path: Path, network: str, message: str) -> None:
-    code, err = _check(tmp_path, _files(network, provider="onprem", pool=STATIC))
+def test_sriov_device_data_errors(
+    tmp_path: Path, network: list[dict[str, Any]], message: str
+) -> None:
+    files = _files(network, provider="onprem", pool=STATIC)
+    code, err = _check(tmp_path, files)
     assert code == 1, err
-    # The network's item (16:5), or the sriov mapping for a rule of its own (16:64).
-    assert (
-        re.search(r"clusters/c1\.yaml:16:(5|64): error: networks\[0\]", err) and message in err
-    ), err
+    # The network's item, or its sriov mapping (when there is one) for a rule of its own.
+    text = files["clusters/c1.yaml"]
+    item = position(text, "{name: n")
+    at = [item, position(text, "{", after="sriov:")] if "sriov:" in text else [item]
+    found = [f"clusters/c1.yaml:{a}: error: networks[0]" in err for a in at]
+    assert any(found) and message in err, err
 
 
 def test_networks_sharing_a_vf_pool_must_agree(tmp_path: Path) -> None:
-    networks = (
-        f"  - {{name: n, type: sriov, resourceName: example.com/vf, {VFS}, {IPAM}, pools: [p]}}\n"
-        "  - {name: m, type: sriov, resourceName: example.com/vf, sriov: {pfNames: [ens2f0], numVfs: 8}, "
-        "ipam: {type: whereabouts, range: 10.1.0.0/24}, pools: [p]}\n"
-        "  - {name: o, type: sriov, resourceName: example.com/vf, {VFS}, "
-        "ipam: {type: whereabouts, range: 10.2.0.0/24}, pools: [p]}\n".replace("{VFS}", VFS)
-    )
-    code, err = _check(tmp_path, _files(networks, provider="onprem", pool=STATIC))
+    other = {"sriov": {"pfNames": ["ens2f0"], "numVfs": 8}}
+    networks = [
+        net("n", "sriov", VFS, IPAM, resourceName="example.com/vf"),
+        net("m", "sriov", other, ipam("10.1.0.0/24"), resourceName="example.com/vf"),
+        net("o", "sriov", VFS, ipam("10.2.0.0/24"), resourceName="example.com/vf"),
+    ]
+    files = _files(networks, provider="onprem", pool=STATIC)
+    code, err = _check(tmp_path, files)
     assert code == 1
+    at = position(
+        files["clusters/c1.yaml"],
+        "{",
+        after="{name: m, type: sriov, resourceName: example.com/vf, sriov:",
+    )
     assert (
-        "clusters/c1.yaml:17:65: error: networks[1].sriov: network m names the VF pool example.com/vf of network n "
+        f"clusters/c1.yaml:{at}: error: networks[1].sriov: network m names the VF pool example.com/vf of network n "
         "(networks[0]) with other devices or type"
     ) in err, err
     assert "networks[2]" not in err  # the same devices: one pool, two NADs
 
 
 def test_fewer_vfs_than_gpus_is_a_warning(tmp_path: Path) -> None:
-    network = (
-        "  - {name: n, type: sriov, resourceName: example.com/vf, "
-        f'sriov: {{pfNames: ["ens1f0#0-3", ens2f0], numVfs: 2}}, {IPAM}, pools: [p]}}\n'
-    )
-    code, err = _check(tmp_path, _files(network, provider="onprem", pool=STATIC))
+    def network(first: str, vfs: int) -> list[dict[str, Any]]:
+        sriov = {"sriov": {"pfNames": [first, "ens2f0"], "numVfs": vfs}}
+        return [net("n", "sriov", sriov, IPAM, resourceName="example.com/vf")]
+
+    code, err = _check(tmp_path, _files(network("ens1f0#0-3", 2), "onprem", STATIC))
     assert code == 1 and "pfNames entry 'ens1f0#0-3' takes VF 3" in err  # past numVfs
-    network = network.replace("numVfs: 2", "numVfs: 4")
-    code, err = _check(tmp_path / "b", _files(network, provider="onprem", pool=STATIC))
+    code, err = _check(tmp_path / "b", _files(network("ens1f0#0-3", 4), "onprem", STATIC))
     assert code == 0
     assert (
         "warning: networks[0].sriov: network n has 8 VFs per node (pfNames x numVfs), fewer than"
     ) not in err  # 4 + 4 = 8 VFs for 8 GPUs: enough
-    network = network.replace("ens1f0#0-3", "ens1f0#0-2")
-    code, err = _check(tmp_path / "c", _files(network, provider="onprem", pool=STATIC))
+    code, err = _check(tmp_path / "c", _files(network("ens1f0#0-2", 4), "onprem", STATIC))
     assert code == 0
     assert (
         "warning: networks[0].sriov: network n has 7 VFs per node (pfNames x numVfs), fewer than the one-GPU "
@@ -422,7 +476,7 @@ def test_fewer_vfs_than_gpus_is_a_warning(tmp_path: Path) -> None:
 
 
 def test_requirements_list_the_vfs_and_cni_binary_each_host_needs(tmp_path: Path) -> None:
-    network = f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {VFS}, {IPAM}, pools: [p]}}\n"
+    network = [net("n", "ib-sriov", VFS, IPAM, resourceName="nvidia.com/ib_vf")]
     root = write_repo(tmp_path, _files(network, provider="onprem", pool=STATIC))
     result = run("requirements", "--root", str(root))
     assert result.code == 0, result.stderr
@@ -440,9 +494,7 @@ def test_requirements_list_the_vfs_and_cni_binary_each_host_needs(tmp_path: Path
 
 def test_tenants_not_attaching_efa_get_no_efa_devices(tmp_path: Path) -> None:
     files = _files(EFA)
-    files["tenants/u.yaml"] = TENANT.replace("name: t", "name: u").replace(
-        "    networks: [n]\n", ""
-    )
+    files["tenants/u.yaml"] = tenant("u", allocation(quotas=[{"pool": "p", "gpus": 8}]))
     found = _objects(tmp_path, files)
     listed = found[("ResourceQuota", "t", "t")]["spec"]["hard"]
     unlisted = found[("ResourceQuota", "u", "u")]["spec"]["hard"]
@@ -453,27 +505,15 @@ def test_tenants_not_attaching_efa_get_no_efa_devices(tmp_path: Path) -> None:
 # --- EFA interfaces and the node classes of the pools ----------------------------------------------
 
 
-DEV_POOL = """\
-  - name: dev
-    gpu: L40S
-    gpusPerNode: 4
-    cpu: 44
-    memory: 180Gi
-    nodes: {min: 0, max: 2}
-    karpenter: {instanceTypes: [g6e.12xlarge]{node_class}}
-"""
-
-
-def _with_dev_pool(node_class: str) -> dict[str, str]:
-    files = _files(EFA)
-    files["clusters/c1.yaml"] = files["clusters/c1.yaml"].replace(
-        "networks:\n", DEV_POOL.replace("{node_class}", node_class) + "networks:\n"
-    )
-    return files
+def _with_dev_pool(**node_class: str) -> dict[str, str]:
+    karpenter = {"instanceTypes": ["g6e.12xlarge"]} | node_class
+    dev = builders.pool("dev", "L40S", gpus_per_node=4, cpu=44, memory="180Gi",
+                        nodes={"min": 0, "max": 2}, karpenter=karpenter)  # fmt: skip
+    return _files(EFA, "aws", AUTOSCALED, dev)
 
 
 def test_an_efa_node_class_shared_with_other_pools_is_a_warning(tmp_path: Path) -> None:
-    code, err = _check(tmp_path, _with_dev_pool(""))
+    code, err = _check(tmp_path, _with_dev_pool())
     assert code == 0
     assert (
         "warning: nodePools[1].karpenter: node class gpu gives every node 32 EFA network cards, and Karpenter "
@@ -483,7 +523,7 @@ def test_an_efa_node_class_shared_with_other_pools_is_a_warning(tmp_path: Path) 
 
 
 def test_a_pool_of_its_own_node_class_launches_from_it(tmp_path: Path) -> None:
-    files = _with_dev_pool(", nodeClass: gpu-dev")
+    files = _with_dev_pool(nodeClass="gpu-dev")
     files["extra/c1/ec2nodeclass-gpu-dev.yaml"] = """\
 apiVersion: karpenter.k8s.aws/v1
 kind: EC2NodeClass
@@ -513,13 +553,13 @@ spec:
 
 
 def test_roce_vfs_are_rdma_for_pod_security(tmp_path: Path) -> None:
-    network = (
-        "  - {name: n, type: sriov, resourceName: example.com/roce_vf, "
-        f"sriov: {{pfNames: [ens1f0], numVfs: 8, rdma: true}}, {IPAM}, pools: [p]}}\n"
-    )
-    code, err = _check(tmp_path / "roce", _files(network, provider="onprem", pool=STATIC))
+    def network(**rdma: bool) -> list[dict[str, Any]]:
+        sriov = {"sriov": {"pfNames": ["ens1f0"], "numVfs": 8} | rdma}
+        return [net("n", "sriov", sriov, IPAM, resourceName="example.com/roce_vf")]
+
+    code, err = _check(tmp_path / "roce", _files(network(rdma=True), "onprem", STATIC))
     assert code == 0 and "[rdma-pod-security]" in err, err
-    plain = network.replace(", rdma: true", "")
+    plain = network()
     code, err = _check(tmp_path / "eth", _files(plain, provider="onprem", pool=STATIC))
     assert code == 0 and "[rdma-pod-security]" not in err, err
 
@@ -537,7 +577,7 @@ def _vf_problems(objects: list[dict[str, Any]]) -> list[str]:
 def test_validation_ties_each_sriov_nad_to_a_vf_pool(tmp_path: Path) -> None:
     import copy
 
-    network = f"  - {{name: n, type: ib-sriov, resourceName: nvidia.com/ib_vf, {VFS}, {IPAM}, pools: [p]}}\n"
+    network = [net("n", "ib-sriov", VFS, IPAM, resourceName="nvidia.com/ib_vf")]
     found = _objects(tmp_path, _files(network, provider="onprem", pool=STATIC))
     objects = list(found.values())
     assert _vf_problems(objects) == []
@@ -561,8 +601,10 @@ def test_validation_ties_each_sriov_nad_to_a_vf_pool(tmp_path: Path) -> None:
 
 def test_a_new_vf_config_rolls_the_plugin_pods(tmp_path: Path) -> None:
     def template(numvfs: str, where: str) -> dict[str, Any]:
-        network = f"  - {{name: n, type: sriov, resourceName: example.com/vf, {VFS.replace('8', numvfs)}, {IPAM}, pools: [p]}}\n"
-        found = _emitted(tmp_path / where, network.replace("ibp12s0", f"ens{numvfs}f0"))
+        vfs = {"sriov": {"pfNames": [f"ens{numvfs}f0"], "numVfs": int(numvfs)}}
+        found = _emitted(
+            tmp_path / where, [net("n", "sriov", vfs, IPAM, resourceName="example.com/vf")]
+        )
         text = found["ConfigMap/sriovdp-config"]["data"]["config.json"]
         meta = found["DaemonSet/sriov-device-plugin"]["spec"]["template"]["metadata"]
         assert (
@@ -576,11 +618,8 @@ def test_a_new_vf_config_rolls_the_plugin_pods(tmp_path: Path) -> None:
 
 def test_vms_select_their_vfs_by_pci_id(tmp_path: Path) -> None:
     """Azure ND-series VMs see InfiniBand VFs, never their PFs: the plugin selects them by PCI ID."""
-    network = (
-        "  - {name: n, type: sriov, resourceName: nvidia.com/vm_vf, "
-        'sriov: {vendor: "15b3", devices: ["101c"], drivers: [mlx5_core], rdma: true}, '
-        f"{IPAM}, pools: [p]}}\n"
-    )
+    vfs = {"vendor": "15b3", "devices": ["101c"], "drivers": ["mlx5_core"], "rdma": True}
+    network = [net("n", "sriov", {"sriov": vfs}, IPAM, resourceName="nvidia.com/vm_vf")]
     files = _files(network, provider="azure", pool=STATIC)
     found = _emitted(tmp_path / "render", network, provider="azure")
     config = json.loads(found["ConfigMap/sriovdp-config"]["data"]["config.json"])

@@ -4,40 +4,33 @@ taint, and the GPU Operator chart values gpuplan derives."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gpuplan.emit.gpu_operator_values import NFD_WORKER_DEFAULT_TOLERATIONS, chart_values
 from gpuplan.pipeline import compile_fleet
 from gpuplan.plan.fleet import ClusterPlan
-from tests.conftest import run, write_repo
+from tests.builders import cluster, fleet, pool, position
+from tests.conftest import run
 
-CLUSTER = """\
-name: c1
-kubernetesVersion: "1.33"
-provider: {provider}
-gitops: {{repoURL: https://git.example.com/fleet.git}}
-components:
-  gpuOperator: {{version: {operator}}}
-nodePools:
-  - name: infer
-    gpu: H100-SXM5-80GB
-    gpusPerNode: 8
-    cpu: 192
-    memory: 1900Gi
-    nodes: {{count: 2}}
-{select}
-    taints:
-      - {{key: nvidia.com/gpu, value: present, effect: NoSchedule}}
-      - {{key: dedicated, value: inference, effect: NoExecute}}
-    sharing: {{mig: {{layout: {{1g.10gb: 7}}}}}}
-"""
-HOSTNAMES = '    hostnames: ["infer-[0-9]+"]'
+TAINTS = [
+    {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+    {"key": "dedicated", "value": "inference", "effect": "NoExecute"},
+]
+HOSTNAMES = {"hostnames": ["infer-[0-9]+"]}
+DRIVER = {"driver": {"version": "580.82.07"}}
 
 
-def _check(tmp_path: Path, provider: str, select: str, operator: str = "v26.7.0") -> str:
-    text = CLUSTER.format(provider=provider, select=select, operator=operator)
-    result = run("check", "--root", str(write_repo(tmp_path, {"clusters/c1.yaml": text})))
+def _cluster(provider: str, select: dict[str, Any], operator: dict[str, str], *more: str) -> str:
+    """Pool infer (2 nodes, tainted, MIG) selected by select, and the GPU Operator settings given."""
+    infer = pool("infer", nodes={"count": 2}, taints=TAINTS, sharing={"mig": {"layout": {"1g.10gb": 7}}}, **select)  # fmt: skip
+    return cluster(infer, *more, provider=provider, components={"gpuOperator": operator})
+
+
+def _check(tmp_path: Path, provider: str, select: dict[str, Any], operator: str = "v26.7.0") -> str:
+    text = _cluster(provider, select, {"version": operator})
+    result = run("check", "--root", str(fleet(tmp_path, {"c1": text})))
     assert "Traceback" not in result.stderr and result.code == (operator != "v26.7.0"), (
         result.stderr
     )
@@ -52,8 +45,9 @@ def test_hostnames_on_a_cloud_warn_and_name_the_node_group_label(
     tmp_path: Path, provider: str, label: str
 ) -> None:
     err = _check(tmp_path, provider, HOSTNAMES)
+    at = position(_cluster(provider, HOSTNAMES, {"version": "v26.7.0"}), '["infer')
     assert (
-        f"clusters/c1.yaml:14:16: warning: nodePools[0].hostnames: {provider} names nodes at launch"
+        f"clusters/c1.yaml:{at}: warning: nodePools[0].hostnames: {provider} names nodes at launch"
         in err
     )
     assert (
@@ -63,45 +57,39 @@ def test_hostnames_on_a_cloud_warn_and_name_the_node_group_label(
 
 
 def test_hostnames_on_prem_are_fine(tmp_path: Path) -> None:
-    assert "cloud-hostnames" not in _check(
-        tmp_path, "onprem", HOSTNAMES + '\n    driver: {version: "580.82.07"}'
-    )
+    assert "cloud-hostnames" not in _check(tmp_path, "onprem", HOSTNAMES | DRIVER)
 
 
 def test_node_group_pool_needs_only_the_config_labels(tmp_path: Path) -> None:
-    err = _check(tmp_path / "bare", "aws", "    labels: {eks.amazonaws.com/nodegroup: infer}")
+    err = _check(tmp_path / "bare", "aws", {"labels": {"eks.amazonaws.com/nodegroup": "infer"}})
     assert (
         "pool infer selects its nodes by labels only, so gpuplan labels none of them: they must already carry "
         "nvidia.com/mig.config=gpuplan-7x1g.10gb; say so by adding these to labels, or set them as Kubernetes "
         "labels of the node group"
     ) in err
     assert "gpuplan.io/pool" not in err  # nothing selects these nodes by the pool label
-    labels = (
-        "    labels: {eks.amazonaws.com/nodegroup: infer, nvidia.com/mig.config: gpuplan-7x1g.10gb}"
-    )
+    labels = {
+        "labels": {
+            "eks.amazonaws.com/nodegroup": "infer",
+            "nvidia.com/mig.config": "gpuplan-7x1g.10gb",
+        }
+    }
     assert "warning" not in _check(tmp_path / "declared", "aws", labels)
 
 
 def test_old_chart_renders_its_own_cluster_policy(tmp_path: Path) -> None:
-    err = _check(
-        tmp_path, "onprem", HOSTNAMES + '\n    driver: {version: "580.82.07"}', operator="v26.3.3"
-    )
+    err = _check(tmp_path, "onprem", HOSTNAMES | DRIVER, operator="v26.3.3")
+    at = position(_cluster("onprem", HOSTNAMES | DRIVER, {"version": "v26.3.3"}), "v26.3.3")
     assert (
-        "clusters/c1.yaml:6:26: error: components.gpuOperator.version: the gpu-operator chart v26.3.3 always renders "
+        f"clusters/c1.yaml:{at}: error: components.gpuOperator.version: the gpu-operator chart v26.3.3 always renders "
         "its own ClusterPolicy named cluster-policy" in err
     )
-    assert "chart-cluster-policy" not in _check(
-        tmp_path / "new", "onprem", HOSTNAMES + '\n    driver: {version: "580.82.07"}'
-    )
+    assert "chart-cluster-policy" not in _check(tmp_path / "new", "onprem", HOSTNAMES | DRIVER)
 
 
-def _cluster_plan(tmp_path: Path, operator: str, extra_pool: str = "") -> ClusterPlan:
-    text = CLUSTER.format(provider="onprem", select=HOSTNAMES, operator=operator) + extra_pool
-    text = text.replace(
-        "  gpuOperator: {version: " + operator + "}",
-        f'  gpuOperator: {{version: {operator}, driverVersion: "580.82.07"}}',
-    )
-    root = write_repo(tmp_path, {"clusters/c1.yaml": text})
+def _cluster_plan(tmp_path: Path, operator: str, *more: str) -> ClusterPlan:
+    settings = {"version": operator, "driverVersion": "580.82.07"}
+    root = fleet(tmp_path, {"c1": _cluster("onprem", HOSTNAMES, settings, *more)})
     compiled = compile_fleet(root, emit_output=False)
     assert compiled.fleet is not None and not [  # an old chart's own ClusterPolicy aside
         d
@@ -127,6 +115,6 @@ def test_chart_values_follow_the_release_and_the_driver_layout(tmp_path: Path) -
     }
     old = chart_values(_cluster_plan(tmp_path / "old", "v26.3.3"))
     assert "clusterPolicy" not in old  # no such value before v26.7.0
-    dgx = '  - {name: dgx, gpu: B200, gpusPerNode: 8, cpu: 224, memory: 1900Gi, nodes: {count: 1}, hostnames: ["dgx-[0-9]+"], os: dgx-os}\n'
+    dgx = pool("dgx", "B200", cpu=224, nodes={"count": 1}, hostnames=["dgx-[0-9]+"], os="dgx-os")
     mixed = chart_values(_cluster_plan(tmp_path / "mixed", "v26.7.0", dgx))
     assert mixed["driver"]["nvidiaDriverCRD"] == {"enabled": True, "deployDefaultCR": False}

@@ -24,6 +24,7 @@ from gpuplan.pipeline import Compiled, compile_fleet, load_crds
 from gpuplan.validate import Validator, newest
 from gpuplan.writer.tree import render_files
 from tests import strategies as S
+from tests.builders import KUEUE, allocation, cluster, fleet, pool, tenant
 from tests.conftest import PROJECT, run, snapshot
 
 # CI runs a fixed set of examples (derandomize): a red build always reproduces. The nightly
@@ -244,34 +245,23 @@ def test_the_admission_ceiling_follows_the_cohort_tree() -> None:
 
 # --- bugs the properties found ----------------------------------------------------------------
 
-HIERARCHY_CLUSTER = """\
-name: c1
-kubernetesVersion: "1.33"
-provider: onprem
-gitops: {repoURL: https://git.example.com/fleet.git}
-components:
-  kueue: {version: v0.19.2}
-cohorts: [{name: root}, {name: child, parent: root}]
-nodePools:
-  - name: train
-    gpu: H100-SXM5-80GB
-    gpusPerNode: 8
-    cpu: 192
-    memory: 1900Gi
-    nodes: {count: 1}
-    hostnames: ["train-[0-9]+"]
-"""
+
+def _cluster(*pools: str, cohorts: list[dict[str, str]] | None = None) -> str:
+    return cluster(*pools or (pool("train", nodes={"count": 1}, hostnames=["train-[0-9]+"]),),
+                   components={"kueue": KUEUE}, cohorts=cohorts)  # fmt: skip
+
+
+def _tenant(name: str, quotas: list[dict[str, Any]], **fields: Any) -> str:
+    return tenant(name, allocation(quotas=quotas, **fields))
 
 
 def test_resource_quota_covers_borrowing_across_a_cohort_tree(tmp_path: Path) -> None:
-    files = {
-        "clusters/c1.yaml": HIERARCHY_CLUSTER,
-        "tenants/a.yaml": "name: a\nallocations:\n  - cluster: c1\n    cohort: root\n    quotas: [{pool: train, gpus: 6}]\n",
-        "tenants/b.yaml": "name: b\nallocations:\n  - cluster: c1\n    cohort: child\n    quotas: [{pool: train, gpus: 2}]\n",
+    hierarchy = _cluster(cohorts=[{"name": "root"}, {"name": "child", "parent": "root"}])
+    tenants = {
+        "a": _tenant("a", [{"pool": "train", "gpus": 6}], cohort="root"),
+        "b": _tenant("b", [{"pool": "train", "gpus": 2}], cohort="child"),
     }
-    for relative, text in files.items():
-        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / relative).write_text(text)
+    fleet(tmp_path, {"c1": hierarchy}, tenants)
     result = run("render", "--root", str(tmp_path), env={"GPUPLAN_CRDS": str(CRDS) if CRDS else ""})
     assert result.code == 0, result.stderr
     out = snapshot(tmp_path / "output")
@@ -286,10 +276,10 @@ def test_resource_quota_covers_borrowing_across_a_cohort_tree(tmp_path: Path) ->
     assert (S.quantity(quota_b), S.quantity(quota_a)) == (8, 8)
 
 
-def _render_repo(root: Path, files: dict[str, str]) -> tuple[int, str, dict[str, dict[str, Any]]]:
-    for relative, text in files.items():
-        (root / relative).parent.mkdir(parents=True, exist_ok=True)
-        (root / relative).write_text(text)
+def _render_repo(
+    root: Path, cluster: str, tenants: dict[str, str]
+) -> tuple[int, str, dict[str, dict[str, Any]]]:
+    fleet(root, {"c1": cluster}, tenants)
     result = run("render", "--root", str(root), env={"GPUPLAN_CRDS": str(CRDS) if CRDS else ""})
     objects = S.load_tree(snapshot(root / "output")) if result.code == 0 else {}
     return result.code, result.stderr, objects
@@ -308,13 +298,9 @@ def _flavor_totals(objects: dict[str, dict[str, Any]], resource: str) -> dict[st
     return totals
 
 
-ONE_POOL = HIERARCHY_CLUSTER.replace("cohorts: [{name: root}, {name: child, parent: root}]\n", "")
-
-
 def test_two_tenants_cpu_quotas_never_exceed_the_pool(tmp_path: Path) -> None:
-    tenant = "name: {0}\nallocations:\n  - cluster: c1\n    quotas: [{{pool: train, gpus: 4}}]\n    cpu: 192\n"
-    code, stderr, objects = _render_repo(tmp_path, {
-        "clusters/c1.yaml": ONE_POOL, "tenants/a.yaml": tenant.format("a"), "tenants/b.yaml": tenant.format("b")})  # fmt: skip
+    tenants = {n: _tenant(n, [{"pool": "train", "gpus": 4}], cpu=192) for n in ("a", "b")}
+    code, stderr, objects = _render_repo(tmp_path, _cluster(), tenants)
     if code == 1:  # refusing it is right too, if it says where
         assert "tenants/b.yaml:" in stderr and ": error: " in stderr
         return
@@ -322,23 +308,14 @@ def test_two_tenants_cpu_quotas_never_exceed_the_pool(tmp_path: Path) -> None:
     assert _flavor_totals(objects, "cpu")["train"] <= 192
 
 
-TWO_SMALL_POOLS = """\
-name: c1
-kubernetesVersion: "1.33"
-provider: onprem
-gitops: {repoURL: https://git.example.com/fleet.git}
-components:
-  kueue: {version: v0.19.2}
-nodePools:
-  - {name: p0, gpu: L40S, gpusPerNode: 1, cpu: 16, memory: 64Gi, nodes: {count: 2}, hostnames: ["p0-[0-9]+"]}
-  - {name: p1, gpu: L40S, gpusPerNode: 1, cpu: 16, memory: 64Gi, nodes: {count: 2}, hostnames: ["p1-[0-9]+"]}
-"""
+def _small(name: str) -> str:
+    return pool(name, "L40S", gpus_per_node=1, cpu=16, memory="64Gi")
 
 
 def test_one_tenants_memory_quota_never_exceeds_a_pool(tmp_path: Path) -> None:
-    tenant = "name: a\nallocations:\n  - cluster: c1\n    quotas: [{pool: p0, gpus: 0}, {pool: p1, gpus: 1}]\n    memory: 129Gi\n"
+    tenant = _tenant("a", [{"pool": "p0", "gpus": 0}, {"pool": "p1", "gpus": 1}], memory="129Gi")
     code, stderr, objects = _render_repo(
-        tmp_path, {"clusters/c1.yaml": TWO_SMALL_POOLS, "tenants/a.yaml": tenant}
+        tmp_path, _cluster(_small("p0"), _small("p1")), {"a": tenant}
     )
     if code == 1:
         assert "tenants/a.yaml:" in stderr and ": error: " in stderr

@@ -13,36 +13,23 @@ from gpuplan.emit.karpenter import budgets, closed_gaps
 from gpuplan.emit.nfd import master_values
 from gpuplan.model.cluster import MaintenanceWindow
 from gpuplan.pipeline import compile_fleet
+from tests import builders
+from tests.builders import KUEUE, allocation, aws_karpenter, cluster, position, tenant
 from tests.conftest import run, write_repo
 
-CLUSTER = """\
-name: c1
-kubernetesVersion: "1.33"
-provider: {provider}
-gitops: {{repoURL: https://git.example.com/fleet.git}}
-components:
-  kueue: {{version: v0.19.2}}
-{karpenter}nodePools:
-  - name: p
-    gpu: H100-SXM5-80GB
-    gpusPerNode: 8
-    cpu: 192
-    memory: 1900Gi
-{pool}"""
-KARPENTER = "  karpenter: {{version: {version}, nodeClass: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu, aws: {{role: GpuNodes}}}}{extra}}}\n"
-TENANT = """\
-name: t
-allocations:
-  - cluster: c1
-    quotas: [{pool: p, gpus: 8}]
-"""
+TENANT = tenant("t", allocation(quotas=[{"pool": "p", "gpus": 8}]))
+BY_NAME = {"nodes": {"count": 2}, "hostnames": ["gpu-.*"]}
+BY_GROUP = {"nodes": {"count": 2}, "nodeGroup": "gpu-a"}
 
 
-def _files(provider: str, pool: str, karpenter: str = "", tenant: bool = False) -> dict[str, str]:
-    files = {"clusters/c1.yaml": CLUSTER.format(provider=provider, karpenter=karpenter, pool=pool)}
-    if tenant:
-        files["tenants/t.yaml"] = TENANT
-    return files
+def _files(provider: str, pool: dict[str, Any], karpenter: dict[str, Any] | None = None,
+           tenant: bool = False, operator: dict[str, Any] | None = None, *more: str,
+           ) -> dict[str, str]:  # fmt: skip
+    """Cluster c1 with Kueue (and Karpenter, the GPU Operator when given), and pool p with fields."""
+    components = ({"gpuOperator": operator} if operator else {}) | {"kueue": KUEUE}
+    components |= {"karpenter": karpenter} if karpenter else {}
+    text = cluster(builders.pool("p", **pool), *more, provider=provider, components=components)
+    return {"clusters/c1.yaml": text} | ({"tenants/t.yaml": TENANT} if tenant else {})
 
 
 def _check(tmp_path: Path, files: dict[str, str]) -> tuple[int, str]:
@@ -58,8 +45,8 @@ def _objects(tmp_path: Path, files: dict[str, str]) -> dict[tuple[str, str], dic
     return {(m.kind, m.name): m.obj for m in result.manifests}
 
 
-def _karpenter(version: str = "v1.14.1", extra: str = "") -> str:
-    return KARPENTER.format(version=version, extra=extra)
+def _karpenter(version: str = "v1.14.1", **extra: Any) -> dict[str, Any]:
+    return aws_karpenter(version) | extra
 
 
 # --- nodeGroup: static pools on clouds selected by the node-group label ----------------------------
@@ -76,13 +63,11 @@ def _karpenter(version: str = "v1.14.1", extra: str = "") -> str:
 def test_node_group_selects_the_pool_by_the_provider_label(
     tmp_path: Path, provider: str, label: str
 ) -> None:
-    pool = "    nodes: {count: 2}\n    nodeGroup: gpu-a\n    taints: []\n"
     # GKE pools state the accelerator label GKE puts on GPU nodes (gpuplan requires it there).
     accelerator = (
         {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"} if provider == "gcp" else {}
     )
-    if accelerator:
-        pool += "    labels: {cloud.google.com/gke-accelerator: nvidia-h100-80gb}\n"
+    pool = BY_GROUP | {"taints": []} | ({"labels": accelerator} if accelerator else {})
     found = _objects(tmp_path, _files(provider, pool))
     flavor = found[("ResourceFlavor", "p")]
     assert flavor["spec"]["nodeLabels"] == {label: "gpu-a", **accelerator}
@@ -90,31 +75,30 @@ def test_node_group_selects_the_pool_by_the_provider_label(
 
 
 def test_node_group_on_prem_and_with_hostnames_are_errors(tmp_path: Path) -> None:
-    code, err = _check(
-        tmp_path / "onprem", _files("onprem", "    nodes: {count: 2}\n    nodeGroup: gpu-a\n")
-    )
+    files = _files("onprem", BY_GROUP)
+    code, err = _check(tmp_path / "onprem", files)
     assert code == 1
     assert (
-        "clusters/c1.yaml:14:16: error: nodePools[0].nodeGroup: nodeGroup selects nodes by a cloud's node-group label, which onprem nodes have none of"
+        f"clusters/c1.yaml:{position(files['clusters/c1.yaml'], 'gpu-a')}: error: nodePools[0].nodeGroup: nodeGroup selects nodes by a cloud's node-group label, which onprem nodes have none of"
         in err
     )
-    both = "    nodes: {count: 2}\n    nodeGroup: gpu-a\n    hostnames: [gpu-.*]\n"
-    code, err = _check(tmp_path / "both", _files("aws", both))
+    code, err = _check(tmp_path / "both", _files("aws", BY_GROUP | BY_NAME))
     assert code == 1
     assert "error: nodePools[0].hostnames: set nodeGroup or hostnames, not both" in err
 
 
 def test_a_static_pool_needs_something_to_select_it(tmp_path: Path) -> None:
-    code, err = _check(tmp_path, _files("aws", "    nodes: {count: 2}\n"))
+    files = _files("aws", {"nodes": {"count": 2}})
+    code, err = _check(tmp_path, files)
     assert code == 1
     assert (
-        "clusters/c1.yaml:13:12: error: nodePools[0].nodes: a static pool needs nodeGroup, hostnames or labels"
+        f"clusters/c1.yaml:{position(files['clusters/c1.yaml'], '{count: 2}')}: error: nodePools[0].nodes: a static pool needs nodeGroup, hostnames or labels"
         in err
     )
 
 
 def test_hostnames_on_aws_warn_and_point_to_node_group(tmp_path: Path) -> None:
-    code, err = _check(tmp_path, _files("aws", "    nodes: {count: 2}\n    hostnames: [gpu-.*]\n"))
+    code, err = _check(tmp_path, _files("aws", BY_NAME))
     assert code == 0
     assert "warning: nodePools[0].hostnames: aws names nodes at launch" in err
     assert (
@@ -127,8 +111,9 @@ def test_hostnames_on_aws_warn_and_point_to_node_group(tmp_path: Path) -> None:
 
 
 def test_hostname_pool_taints_go_into_the_node_feature_rule(tmp_path: Path) -> None:
-    taints = "    taints:\n      - {key: nvidia.com/gpu, value: present, effect: NoSchedule}\n      - {key: example.com/team, effect: NoExecute}\n"
-    files = _files("onprem", "    nodes: {count: 2}\n    hostnames: [gpu-.*]\n" + taints)
+    taints = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+              {"key": "example.com/team", "effect": "NoExecute"}]  # fmt: skip
+    files = _files("onprem", BY_NAME | {"taints": taints})
     rule = _objects(tmp_path, files)[("NodeFeatureRule", "gpuplan-p")]["spec"]["rules"][0]
     assert rule["taints"] == [
         {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
@@ -142,12 +127,13 @@ def test_hostname_pool_taints_go_into_the_node_feature_rule(tmp_path: Path) -> N
 
 
 def test_taints_nfd_refuses_are_left_out_with_a_warning(tmp_path: Path) -> None:
-    taints = "    taints:\n      - {key: dedicated, value: gpu, effect: NoSchedule}\n      - {key: node.kubernetes.io/gpu, effect: NoSchedule}\n"
-    files = _files("onprem", "    nodes: {count: 2}\n    hostnames: [gpu-.*]\n" + taints)
+    taints = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
+              {"key": "node.kubernetes.io/gpu", "effect": "NoSchedule"}]  # fmt: skip
+    files = _files("onprem", BY_NAME | {"taints": taints})
     code, err = _check(tmp_path / "check", files)
     assert code == 0
     assert (
-        "clusters/c1.yaml:16:9: warning: nodePools[0].taints[0]: nfd-master sets no taint without a prefix (example.com/key), so taint dedicated of pool p is not applied"
+        f"clusters/c1.yaml:{position(files['clusters/c1.yaml'], '{key: dedicated')}: warning: nodePools[0].taints[0]: nfd-master sets no taint without a prefix (example.com/key), so taint dedicated of pool p is not applied"
         in err
     )
     assert (
@@ -163,21 +149,22 @@ def test_taints_nfd_refuses_are_left_out_with_a_warning(tmp_path: Path) -> None:
 
 
 def test_default_taint_on_a_node_group_pool_warns(tmp_path: Path) -> None:
-    code, err = _check(
-        tmp_path / "default", _files("aws", "    nodes: {count: 2}\n    nodeGroup: gpu-a\n")
-    )
+    files = _files("aws", BY_GROUP)
+    code, err = _check(tmp_path / "default", files)
     assert code == 0
     assert (
-        "clusters/c1.yaml:8:11: warning: nodePools[0].name: pool p's taints default to nvidia.com/gpu=present:NoSchedule, "
+        f"clusters/c1.yaml:{position(files['clusters/c1.yaml'], 'p', after='- name: ')}: warning: nodePools[0].name: pool p's taints default to nvidia.com/gpu=present:NoSchedule, "
         "which gpuplan cannot put on nodes it does not label (no NodeFeatureRule selects them): taint the node group so"
     ) in err
-    stated = "    nodes: {count: 2}\n    nodeGroup: gpu-a\n    taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]\n"
+    stated = BY_GROUP | {
+        "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    }
     assert "static-pool-taints" not in _check(tmp_path / "stated", _files("aws", stated))[1]
 
 
 # --- Karpenter: static NodePools ------------------------------------------------------------------
 
-STATIC = "    nodes: {count: 3}\n    karpenter: {instanceTypes: [p5.48xlarge]}\n"
+STATIC = {"nodes": {"count": 3}, "karpenter": {"instanceTypes": ["p5.48xlarge"]}}
 
 
 def test_count_pool_with_karpenter_is_a_static_node_pool(tmp_path: Path) -> None:
@@ -202,21 +189,29 @@ def test_static_node_pool_turns_the_feature_gate_on(tmp_path: Path) -> None:
 
 
 def test_static_node_pool_on_aks_managed_karpenter_warns(tmp_path: Path) -> None:
-    karpenter = "  karpenter: {version: v1.14.2, nodeClass: {group: karpenter.azure.com, kind: AKSNodeClass, name: gpu, azure: {}}}\n"
-    pool = "    nodes: {count: 3}\n    karpenter: {instanceTypes: [Standard_ND96isr_H100_v5]}\n"
-    code, err = _check(tmp_path, _files("azure", pool, karpenter))
+    node_class = {
+        "group": "karpenter.azure.com",
+        "kind": "AKSNodeClass",
+        "name": "gpu",
+        "azure": {},
+    }
+    karpenter = {"version": "v1.14.2", "nodeClass": node_class}
+    pool = {"nodes": {"count": 3}, "karpenter": {"instanceTypes": ["Standard_ND96isr_H100_v5"]}}
+    files = _files("azure", pool, karpenter)
+    code, err = _check(tmp_path, files)
     assert code == 0
     assert (
-        "clusters/c1.yaml:15:16: warning: nodePools[0].karpenter: a static NodePool keeps 3 nodes only with Karpenter's "
+        f"clusters/c1.yaml:{position(files['clusters/c1.yaml'], '{instanceTypes')}: warning: nodePools[0].karpenter: a static NodePool keeps 3 nodes only with Karpenter's "
         "StaticCapacity feature gate on (alpha, off by default in v1.14.2), which AKS's managed Karpenter"
     ) in err
 
 
 def test_static_node_pool_before_core_v1_8_names_the_first_release(tmp_path: Path) -> None:
-    code, err = _check(tmp_path, _files("aws", STATIC, _karpenter("v1.7.6")))
+    files = _files("aws", STATIC, _karpenter("v1.7.6"))
+    code, err = _check(tmp_path, files)
     assert code == 1
     assert (
-        "clusters/c1.yaml:15:16: error: nodePools[0].karpenter: Karpenter v1.7.6 (core v1.7.2) has no static NodePools "
+        f"clusters/c1.yaml:{position(files['clusters/c1.yaml'], '{instanceTypes')}: error: nodePools[0].karpenter: Karpenter v1.7.6 (core v1.7.2) has no static NodePools "
         "(spec.replicas came with core v1.8.0; the first aws release with it is v1.8.8)"
     ) in err
 
@@ -232,14 +227,15 @@ def test_static_node_pool_needs_the_karpenter_component(tmp_path: Path) -> None:
 
 # --- Karpenter keeps no minimum ------------------------------------------------------------------
 
-AUTOSCALED = "    nodes: {min: 2, max: 4}\n    karpenter: {instanceTypes: [p5.48xlarge]}\n"
+AUTOSCALED = {"nodes": {"min": 2, "max": 4}, "karpenter": {"instanceTypes": ["p5.48xlarge"]}}
 
 
 def test_nodes_min_is_not_always_on_capacity(tmp_path: Path) -> None:
-    code, err = _check(tmp_path, _files("aws", AUTOSCALED, _karpenter(), tenant=True))
+    files = _files("aws", AUTOSCALED, _karpenter(), tenant=True)
+    code, err = _check(tmp_path, files)
     assert code == 0
     assert (
-        "clusters/c1.yaml:14:18: warning: nodePools[0].nodes.min: Karpenter keeps no minimum: it launches nodes of pool p "
+        f"clusters/c1.yaml:{position(files['clusters/c1.yaml'], '2', after='{min: ')}: warning: nodePools[0].nodes.min: Karpenter keeps no minimum: it launches nodes of pool p "
         "only for pending pods and removes empty ones, so nodes.min 2 is never kept up"
     ) in err
     # 8 GPUs fit in nodes.min 2 x 8, yet nothing of the pool is always there: the quota depends on autoscaling.
@@ -252,7 +248,7 @@ def test_nodes_min_is_not_always_on_capacity(tmp_path: Path) -> None:
 
 
 def test_nodes_min_zero_has_no_minimum_warning(tmp_path: Path) -> None:
-    pool = AUTOSCALED.replace("min: 2", "min: 0")
+    pool = AUTOSCALED | {"nodes": {"min": 0, "max": 4}}
     assert "karpenter-minimum" not in _check(tmp_path, _files("aws", pool, _karpenter()))[1]
 
 
@@ -291,8 +287,8 @@ def test_a_window_open_all_week_and_one_that_never_opens() -> None:
 
 
 def test_maintenance_window_is_rendered_into_every_node_pool(tmp_path: Path) -> None:
-    extra = ', maintenance: {days: [wednesday], start: "03:00", duration: 2h, nodes: "2"}'
-    found = _objects(tmp_path, _files("aws", AUTOSCALED, _karpenter(extra=extra)))
+    window = {"days": ["wednesday"], "start": "03:00", "duration": "2h", "nodes": "2"}
+    found = _objects(tmp_path, _files("aws", AUTOSCALED, _karpenter(maintenance=window)))
     disruption = found[("NodePool", "p")]["spec"]["disruption"]
     assert disruption["consolidationPolicy"] == "WhenEmpty"
     assert disruption["budgets"][:2] == [
@@ -304,30 +300,28 @@ def test_maintenance_window_is_rendered_into_every_node_pool(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("window", "message"),
     [
-        ("{duration: 25h}", "duration 25h is longer than a day"),
-        ('{start: "24:00"}', "is not a time of day such as 02:00"),
-        ('{nodes: "101%"}', 'is not a node count or percentage such as "1" or "10%"'),
-        ("{days: [sunday, sunday]}", "days lists a day twice"),
+        ({"duration": "25h"}, "duration 25h is longer than a day"),
+        ({"start": "24:00"}, "is not a time of day such as 02:00"),
+        ({"nodes": "101%"}, 'is not a node count or percentage such as "1" or "10%"'),
+        ({"days": ["sunday", "sunday"]}, "days lists a day twice"),
     ],
 )
 def test_bad_maintenance_windows_are_input_errors(
-    tmp_path: Path, window: str, message: str
+    tmp_path: Path, window: dict[str, Any], message: str
 ) -> None:
-    code, err = _check(
-        tmp_path, _files("aws", AUTOSCALED, _karpenter(extra=f", maintenance: {window}"))
-    )
+    files = _files("aws", AUTOSCALED, _karpenter(maintenance=window))
+    code, err = _check(tmp_path, files)
     assert code == 1 and message in err, err
-    assert "clusters/c1.yaml:7:" in err  # at the karpenter line
+    line = position(files["clusters/c1.yaml"], "karpenter:").split(":")[0]
+    assert f"clusters/c1.yaml:{line}:" in err  # at the karpenter line
 
 
 def test_rendered_node_pools_validate_against_the_crd(tmp_path: Path, crds_dir: Path) -> None:
-    pools = (
-        STATIC
-        + "  - name: q\n    gpu: H100-SXM5-80GB\n    gpusPerNode: 8\n    cpu: 192\n    memory: 1900Gi\n"
-        + AUTOSCALED
+    window = {"days": ["saturday", "sunday"], "start": "22:00", "duration": "3h30m"}
+    q = builders.pool("q", **AUTOSCALED)
+    root = write_repo(
+        tmp_path, _files("aws", STATIC, _karpenter(maintenance=window), False, None, q)
     )
-    extra = ', maintenance: {days: [saturday, sunday], start: "22:00", duration: 3h30m}'
-    root = write_repo(tmp_path, _files("aws", pools, _karpenter(extra=extra)))
     result = run("render", "--root", str(root), "--crds", str(crds_dir))
     assert result.code == 0, result.stderr
     static = yaml.safe_load((root / "output/c1/karpenter/nodepool-p.yaml").read_text())
@@ -339,37 +333,34 @@ def test_rendered_node_pools_validate_against_the_crd(tmp_path: Path, crds_dir: 
     [
         # NFD bundled with the GPU Operator: the subchart's values, under node-feature-discovery.
         (
-            '  gpuOperator: {version: v26.7.0, driverVersion: "580.95.05"}\n',
+            {"version": "v26.7.0", "driverVersion": "580.95.05"},
             "c1-gpu-operator",
             ("node-feature-discovery", "master"),
         ),
         # NFD standalone: its own chart's values.
         (
-            '  gpuOperator: {version: v26.7.0, driverVersion: "580.95.05", nfd: standalone}\n',
+            {"version": "v26.7.0", "driverVersion": "580.95.05", "nfd": "standalone"},
             "c1-nfd",
             ("master",),
         ),
         # No GPU Operator, but NodeFeatureRules for Kueue's pool label: NFD's own chart.
-        ("", "c1-nfd", ("master",)),
+        ({}, "c1-nfd", ("master",)),
     ],
     ids=["bundled", "standalone", "no-gpu-operator"],
 )
 def test_nfd_master_runs_with_enable_taints_wherever_it_comes_from(
-    tmp_path: Path, operator: str, application: str, path: tuple[str, ...]
+    tmp_path: Path, operator: dict[str, str], application: str, path: tuple[str, ...]
 ) -> None:
     # nfd-master applies a NodeFeatureRule's taints only with -enable-taints, which the chart value
     # master.enableTaints passes, and which overrides master.config (NFD v0.17.3 to v0.19.0).
-    files = _files("onprem", "    nodes: {count: 2}\n    hostnames: [gpu-.*]\n", tenant=True)
-    files["clusters/c1.yaml"] = files["clusters/c1.yaml"].replace(
-        "components:\n", "components:\n" + operator
-    )
+    files = _files("onprem", BY_NAME, tenant=True, operator=operator)
     objects = _objects(tmp_path, files)
     assert objects[("NodeFeatureRule", "gpuplan-p")]["spec"]["rules"][0]["taints"]
     values = objects[("Application", application)]["spec"]["source"]["helm"]["valuesObject"]
     for key in path:
         values = values[key]
     assert values == {"enableTaints": True}
-    if "standalone" in operator:
+    if operator.get("nfd") == "standalone":
         gpu_operator = objects[("Application", "c1-gpu-operator")]["spec"]["source"]["helm"]
         assert gpu_operator["valuesObject"]["nfd"] == {"enabled": False}
         assert "node-feature-discovery" not in gpu_operator["valuesObject"]

@@ -12,25 +12,31 @@ import yaml
 
 from gpuplan.model.quantity import parse_quantity
 from gpuplan.plan.entitlements import apportion
-from tests.conftest import PROJECT, run, write_repo
-from tests.fleet17 import CLUSTER, COMPONENTS, MIG, _tenant
+from tests.builders import MIXED, Raw, allocation, fleet, position, static_cluster, tenant
+from tests.conftest import PROJECT, run
 
-CPU_POOL = "cpuPools:\n  - {name: general, cpu: 16, memory: 64Gi, nodes: {count: 2}, labels: {pool: general}}\n"
-QUOTA = "    quotas:\n      - {pool: train, gpus: 8}\n      - {pool: infer, mig: {1g.10gb: 7}}\n    cpuQuotas: [{pool: general, cpu: 8, memory: 32Gi}]\n"
+CPU_POOL = {"name": "general", "cpu": 16, "memory": "64Gi", "nodes": {"count": 2}, "labels": {"pool": "general"}}  # fmt: skip
+CPU_POOLS = {"cpuPools": [CPU_POOL]}
+
+
+def quota(
+    gpus: int = 8, mig: int = 7, cpu: int = 8, cpu_pool: str = "general", **fields: Any
+) -> str:
+    """Tenant a's allocation: GPUs of train, 1g.10gb instances of infer, cores of a CPU pool."""
+    quotas = [{"pool": "train", "gpus": gpus}, {"pool": "infer", "mig": {"1g.10gb": mig}}]
+    cpu_quotas = [{"pool": cpu_pool, "cpu": cpu, "memory": "32Gi"}]
+    return allocation(quotas=quotas, cpuQuotas=cpu_quotas, **fields)
 
 
 def _render(
     tmp_path: Path,
     tenant: str,
-    cluster_extra: str = CPU_POOL,
+    cluster_extra: dict[str, Any] = CPU_POOLS,
     name: str = "a",
-    components: str = COMPONENTS,
+    components: dict[str, Any] = MIXED,
 ) -> tuple[int, str, Path]:
-    files = {
-        "clusters/c1.yaml": CLUSTER.format(components=components, sharing=MIG) + cluster_extra,
-        f"tenants/{name}.yaml": tenant,
-    }
-    root = write_repo(tmp_path / "repo", files)
+    cluster = static_cluster(components, **cluster_extra)
+    root = fleet(tmp_path / "repo", {"c1": cluster}, {name: tenant})
     out = tmp_path / "out"
     result = run("render", "--root", str(root), "--out", str(out))
     assert "Traceback" not in result.stderr
@@ -98,7 +104,7 @@ def _kueue(out: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
 def test_a_cpu_only_job_is_admitted_on_the_cpu_pool_and_a_gpu_job_on_a_gpu_pool(
     tmp_path: Path,
 ) -> None:
-    code, err, out = _render(tmp_path, _tenant("a", QUOTA))
+    code, err, out = _render(tmp_path, tenant("a", quota()))
     assert code == 0, err
     queue, flavors = _kueue(out)
     cpu_job = assign_flavor(queue, flavors, {"cpu": "2", "memory": "4Gi"})
@@ -123,9 +129,8 @@ def test_a_cpu_only_job_is_admitted_on_the_cpu_pool_and_a_gpu_job_on_a_gpu_pool(
 def test_without_a_cpu_pool_a_cpu_only_job_takes_the_first_gpu_flavor_and_gpuplan_warns(
     tmp_path: Path,
 ) -> None:
-    code, err, out = _render(
-        tmp_path, _tenant("a", "    quotas:\n      - {pool: train, gpus: 8}\n"), cluster_extra=""
-    )
+    only_gpus = allocation(quotas=[{"pool": "train", "gpus": 8}])
+    code, err, out = _render(tmp_path, tenant("a", only_gpus), cluster_extra={})
     assert code == 0, err
     queue, flavors = _kueue(out)
     assert assign_flavor(queue, flavors, {"cpu": "2", "memory": "4Gi"}) == "train"
@@ -138,11 +143,9 @@ def test_without_a_cpu_pool_a_cpu_only_job_takes_the_first_gpu_flavor_and_gpupla
 def test_a_cpu_pool_quota_above_its_nodes_fails_at_every_tenant_and_passes_exactly_at(
     tmp_path: Path,
 ) -> None:
-    ok = CPU_POOL.replace("cpu: 16", "cpu: 4")  # 2 nodes x 4 = 8 cores: exactly the quota
-    assert _render(tmp_path / "ok", _tenant("a", QUOTA), cluster_extra=ok)[0] == 0
-    code, err, _ = _render(
-        tmp_path / "over", _tenant("a", QUOTA.replace("cpu: 8", "cpu: 9")), cluster_extra=ok
-    )
+    ok = {"cpuPools": [CPU_POOL | {"cpu": 4}]}  # 2 nodes x 4 = 8 cores: exactly the quota
+    assert _render(tmp_path / "ok", tenant("a", quota()), cluster_extra=ok)[0] == 0
+    code, err, _ = _render(tmp_path / "over", tenant("a", quota(cpu=9)), cluster_extra=ok)
     assert code == 1
     assert (
         "allocations[0].cpuQuotas[0].cpu: tenants ask 9 cpu of CPU pool general, which has 8 (2 x 4); tenant a asks 9 (a 9) [cpu-pool-capacity]"
@@ -151,7 +154,7 @@ def test_a_cpu_pool_quota_above_its_nodes_fails_at_every_tenant_and_passes_exact
 
 
 def test_a_cpu_quota_on_an_unknown_pool_fails(tmp_path: Path) -> None:
-    code, err, _ = _render(tmp_path, _tenant("a", QUOTA.replace("pool: general", "pool: genral")))
+    code, err, _ = _render(tmp_path, tenant("a", quota(cpu_pool="genral")))
     assert (
         code == 1
         and "cluster c1 has no CPU pool 'genral' (its cpuPools: general) [cpu-quota-pools]" in err
@@ -166,9 +169,9 @@ def test_the_limit_range_gives_cpu_and_memory_defaults_from_the_tenant_or_the_cl
 ) -> None:
     code, err, out = _render(
         tmp_path / "cluster",
-        _tenant("a", QUOTA),
-        cluster_extra=CPU_POOL
-        + "containerDefaults: {requests: {cpu: 250m}, limits: {memory: 2Gi}}\n",
+        tenant("a", quota()),
+        cluster_extra=CPU_POOLS
+        | {"containerDefaults": {"requests": {"cpu": "250m"}, "limits": {"memory": "2Gi"}}},
     )
     assert code == 0, err
     limits = _load(out / "c1/namespaces/a/limitrange-container-defaults.yaml")["spec"]["limits"]
@@ -177,8 +180,8 @@ def test_the_limit_range_gives_cpu_and_memory_defaults_from_the_tenant_or_the_cl
         "defaultRequest": {"cpu": "250m", "memory": "256Mi", "nvidia.com/gpu": "0"},
         "default": {"memory": "2Gi", "nvidia.com/gpu": "0"},
     }
-    tenant = "containerDefaults: {requests: {cpu: 1, memory: 1Gi}}\n" + _tenant("a", QUOTA)
-    code, err, out = _render(tmp_path / "tenant", tenant)
+    defaults = {"requests": {"cpu": 1, "memory": "1Gi"}}
+    code, err, out = _render(tmp_path / "tenant", tenant("a", quota(), containerDefaults=defaults))
     assert code == 0, err
     limits = _load(out / "c1/namespaces/a/limitrange-container-defaults.yaml")["spec"]["limits"]
     assert limits[0]["defaultRequest"] == {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "0"}
@@ -186,26 +189,21 @@ def test_the_limit_range_gives_cpu_and_memory_defaults_from_the_tenant_or_the_cl
 
 
 def test_a_default_request_above_the_limit_is_an_input_error(tmp_path: Path) -> None:
-    tenant = "containerDefaults: {requests: {memory: 2Gi}, limits: {memory: 1Gi}}\n" + _tenant(
-        "a", QUOTA
-    )
-    code, err, _ = _render(tmp_path, tenant)
+    defaults = {"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}}
+    text = tenant("a", quota(), containerDefaults=defaults)
+    code, err, _ = _render(tmp_path, text)
+    line = position(text, "containerDefaults").split(":")[0]
     assert (
         code == 1
-        and "tenants/a.yaml:1:" in err
+        and f"tenants/a.yaml:{line}:" in err
         and "the default memory request 2147483648 is above the default memory limit 1073741824"
         in err
     )
 
 
 def test_a_default_request_above_a_namespace_quota_fails(tmp_path: Path) -> None:
-    tenant = "containerDefaults: {requests: {cpu: 9}}\n" + _tenant(
-        "a",
-        QUOTA.replace("gpus: 8", "gpus: 0")
-        .replace("1g.10gb: 7", "1g.10gb: 0")
-        .replace("cpu: 8,", "cpu: 8,"),
-    )
-    code, err, _ = _render(tmp_path, tenant)
+    text = tenant("a", quota(gpus=0, mig=0), containerDefaults={"requests": {"cpu": 9}})
+    code, err, _ = _render(tmp_path, text)
     assert (
         code == 1
         and "containerDefaults.requests.cpu: the default cpu request 9 is above the cpu quota 8 of namespace a (tenant a)"
@@ -218,10 +216,8 @@ def test_a_default_request_fits_a_namespace_quota_exactly(
     tmp_path: Path, request_: str, fails: bool
 ) -> None:
     """A default request equal to the namespace's cpu quota passes; one millicore more fails."""
-    tenant = f"containerDefaults: {{requests: {{cpu: {request_}}}}}\n" + _tenant(
-        "a", QUOTA.replace("gpus: 8", "gpus: 0").replace("1g.10gb: 7", "1g.10gb: 0")
-    )
-    code, err, _ = _render(tmp_path, tenant)
+    defaults = {"requests": {"cpu": Raw(request_)}}
+    code, err, _ = _render(tmp_path, tenant("a", quota(gpus=0, mig=0), containerDefaults=defaults))
     assert ("is above the cpu quota 8 of namespace a" in err) == fails
     assert code == (1 if fails else 0), err
 
@@ -326,15 +322,14 @@ def _hard(out: Path, namespace: str) -> dict[str, str]:
     return _load(out / f"c1/namespaces/{namespace}/resourcequota-a.yaml")["spec"]["hard"]
 
 
-NO_SCHEDULER = COMPONENTS.split("\n")[0]  # the GPU Operator alone: no scheduler admits
+NO_SCHEDULER = {"gpuOperator": MIXED["gpuOperator"]}  # the GPU Operator alone: no scheduler admits
+THREE = ["a", "a-batch", "a-dev"]
 
 
 def test_where_kueue_admits_each_namespace_gets_the_tenants_total(tmp_path: Path) -> None:
     # one ClusterQueue admits up to the whole total in any one namespace (issue 35 point 9)
-    tenant = "namespaces: [a, a-batch, a-dev]\n" + _tenant(
-        "a", QUOTA + "    namespaceShares: {a: 3, a-batch: 1, a-dev: 1}\n"
-    )
-    code, err, out = _render(tmp_path, tenant)
+    shares = {"a": 3, "a-batch": 1, "a-dev": 1}
+    code, err, out = _render(tmp_path, tenant("a", quota(namespaceShares=shares), namespaces=THREE))
     assert code == 0, err
     for namespace in ("a", "a-batch", "a-dev"):
         hard = _hard(out, namespace)
@@ -348,8 +343,8 @@ def test_where_kueue_admits_each_namespace_gets_the_tenants_total(tmp_path: Path
 def test_several_namespaces_split_the_quota_evenly_by_default_never_adding_up_to_more(
     tmp_path: Path,
 ) -> None:
-    tenant = "namespaces: [a, a-batch, a-dev]\n" + _tenant("a", QUOTA)
-    code, err, out = _render(tmp_path, tenant, components=NO_SCHEDULER)
+    text = tenant("a", quota(), namespaces=THREE)
+    code, err, out = _render(tmp_path, text, components=NO_SCHEDULER)
     assert code == 0, err
     hards = [_hard(out, n) for n in ("a", "a-batch", "a-dev")]
     assert [h["requests.nvidia.com/gpu"] for h in hards] == ["3", "3", "2"]
@@ -366,16 +361,18 @@ def test_several_namespaces_split_the_quota_evenly_by_default_never_adding_up_to
 def test_an_explicit_split_follows_the_weights_and_must_list_every_namespace(
     tmp_path: Path,
 ) -> None:
-    tenant = "namespaces: [a, a-batch]\n" + _tenant(
-        "a", QUOTA + "    namespaceShares: {a: 3, a-batch: 1}\n"
+    def split(**shares: int) -> str:
+        return tenant("a", quota(namespaceShares=shares), namespaces=["a", "a-batch"])
+
+    code, err, out = _render(
+        tmp_path / "ok", split(**{"a": 3, "a-batch": 1}), components=NO_SCHEDULER
     )
-    code, err, out = _render(tmp_path / "ok", tenant, components=NO_SCHEDULER)
     assert code == 0, err
     assert (
         _hard(out, "a")["requests.nvidia.com/gpu"],
         _hard(out, "a-batch")["requests.nvidia.com/gpu"],
     ) == ("6", "2")
-    code, err, _ = _render(tmp_path / "bad", tenant.replace("a-batch: 1", "a-btach: 1"))
+    code, err, _ = _render(tmp_path / "bad", split(**{"a": 3, "a-btach": 1}))
     assert code == 1
     assert (
         "allocations[0].namespaceShares.a-btach: a-btach is not a namespace of tenant a (a, a-batch) [namespace-shares]"
@@ -389,7 +386,12 @@ def test_an_explicit_split_follows_the_weights_and_must_list_every_namespace(
 
 # --- RDMA networks under Pod Security ------------------------------------------------------------
 
-NETWORK = "networks:\n  - {{name: ib, type: {type}, {extra}ipam: {{type: whereabouts, range: 10.0.0.0/20}}, pools: [train]}}\n"
+
+def _network(kind: str, **fields: str) -> dict[str, Any]:
+    """CPU pool general and a network ib of that kind on pool train."""
+    ipam = {"type": "whereabouts", "range": "10.0.0.0/20"}
+    network = {"name": "ib", "type": kind} | fields | {"ipam": ipam, "pools": ["train"]}
+    return CPU_POOLS | {"networks": [network]}
 
 
 @pytest.mark.parametrize(
@@ -398,11 +400,9 @@ NETWORK = "networks:\n  - {{name: ib, type: {type}, {extra}ipam: {{type: whereab
 def test_an_rdma_network_under_baseline_or_restricted_warns_naming_the_fix(
     tmp_path: Path, security: str, warns: bool
 ) -> None:
-    network = NETWORK.format(
-        type="ipoib", extra="master: ib0, resourceName: rdma/hca_shared_devices_a, "
-    )
-    tenant = f"podSecurity: {security}\n" + _tenant("a", QUOTA + "    networks: [ib]\n")
-    code, err, _ = _render(tmp_path, tenant, cluster_extra=CPU_POOL + network)
+    network = _network("ipoib", master="ib0", resourceName="rdma/hca_shared_devices_a")
+    text = tenant("a", quota(networks=["ib"]), podSecurity=security)
+    code, err, _ = _render(tmp_path, text, cluster_extra=network)
     assert code == 0, err
     assert ("[rdma-pod-security]" in err) is warns
     if warns:
@@ -413,27 +413,28 @@ def test_an_rdma_network_under_baseline_or_restricted_warns_naming_the_fix(
 
 
 def test_a_network_without_rdma_does_not_warn(tmp_path: Path) -> None:
-    network = NETWORK.format(type="macvlan", extra="master: eth1, ")
-    code, err, _ = _render(
-        tmp_path, _tenant("a", QUOTA + "    networks: [ib]\n"), cluster_extra=CPU_POOL + network
-    )
+    network = _network("macvlan", master="eth1")
+    code, err, _ = _render(tmp_path, tenant("a", quota(networks=["ib"])), cluster_extra=network)
     assert code == 0 and "rdma-pod-security" not in err, err
 
 
 # --- Kueue settings per tenant ---------------------------------------------------------------------
 
-KUEUE = """\
-    kueue:
-      preemption: {withinClusterQueue: LowerOrNewerEqualPriority, reclaimWithinCohort: LowerPriority, borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 100}}
-      queueingStrategy: StrictFIFO
-      stopPolicy: Hold
-      localQueues: [{name: default}, {name: batch, stopPolicy: HoldAndDrain}]
-"""
+KUEUE = {
+    "preemption": {
+        "withinClusterQueue": "LowerOrNewerEqualPriority",
+        "reclaimWithinCohort": "LowerPriority",
+        "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100},
+    },
+    "queueingStrategy": "StrictFIFO",
+    "stopPolicy": "Hold",
+    "localQueues": [{"name": "default"}, {"name": "batch", "stopPolicy": "HoldAndDrain"}],
+}
+SETTLED = tenant("a", quota(cohort="shared", kueue=KUEUE), namespaces=["a", "a-batch"])
 
 
 def test_kueue_settings_per_tenant_reach_the_cluster_queue_and_local_queues(tmp_path: Path) -> None:
-    tenant = "namespaces: [a, a-batch]\n" + _tenant("a", "    cohort: shared\n" + QUOTA + KUEUE)
-    code, err, out = _render(tmp_path, tenant)
+    code, err, out = _render(tmp_path, SETTLED)
     assert code == 0, err
     spec = _load(out / "c1/kueue/clusterqueue-a.yaml")["spec"]
     assert spec["preemption"] == {
@@ -453,22 +454,20 @@ def test_kueue_settings_per_tenant_reach_the_cluster_queue_and_local_queues(tmp_
         }
 
 
-AFS = "\n    admissionFairSharing: {usageHalfLifeTime: 168h}"
-WEIGHTED = "    namespaceShares: {a: 3, a-batch: 1}\n    kueue: {localQueues: [{name: default}, {name: urgent, weight: 2}]}\n"
+AFS = {"admissionFairSharing": {"usageHalfLifeTime": "168h"}}
+WEIGHTED = {
+    "namespaceShares": {"a": 3, "a-batch": 1},
+    "kueue": {"localQueues": [{"name": "default"}, {"name": "urgent", "weight": 2}]},
+}
 
 
-def _render_kueue(tmp_path: Path, kueue: str, tenant_body: str) -> tuple[int, str, Path]:
-    components = COMPONENTS.replace(
-        "  kueue: {version: v0.19.2}", f"  kueue:\n    version: {kueue}"
-    )
-    files = {
-        "clusters/c1.yaml": CLUSTER.format(components=components, sharing=MIG) + CPU_POOL,
-        "tenants/a.yaml": "namespaces: [a, a-batch]\n" + _tenant("a", QUOTA + tenant_body),
-    }
-    out = tmp_path / "out"
-    result = run("render", "--root", str(write_repo(tmp_path / "repo", files)), "--out", str(out))
-    assert "Traceback" not in result.stderr
-    return result.code, result.stderr, out
+def _render_kueue(
+    tmp_path: Path, version: str, afs: dict[str, Any], fields: dict[str, Any]
+) -> tuple[int, str, Path]:
+    """Render with Kueue at a version (admission fair sharing when afs) and tenant a's fields."""
+    components = MIXED | {"kueue": {"version": version} | afs}
+    text = tenant("a", quota(**fields), namespaces=["a", "a-batch"])
+    return _render(tmp_path, text, components=components)
 
 
 def _queue_weights(out: Path) -> dict[tuple[str, str], Any]:
@@ -479,7 +478,7 @@ def _queue_weights(out: Path) -> dict[tuple[str, str], Any]:
 
 
 def test_local_queue_weights_are_the_namespace_share_times_the_queue_weight(tmp_path: Path) -> None:
-    code, err, out = _render_kueue(tmp_path, "v0.19.2" + AFS, WEIGHTED)
+    code, err, out = _render_kueue(tmp_path, "v0.19.2", AFS, WEIGHTED)
     assert code == 0, err
     assert _queue_weights(out) == {
         ("a", "default"): {"weight": "3"},
@@ -491,10 +490,11 @@ def test_local_queue_weights_are_the_namespace_share_times_the_queue_weight(tmp_
 
 def test_without_admission_fair_sharing_a_queue_weight_is_refused(tmp_path: Path) -> None:
     # Kueue reads the weight only under admission fair sharing (pkg/cache/queue/cluster_queue.go v0.15.8).
-    code, err, _ = _render_kueue(tmp_path, "v0.19.2", WEIGHTED)
+    code, err, _ = _render_kueue(tmp_path, "v0.19.2", {}, WEIGHTED)
     assert code == 1
+    text = tenant("a", quota(**WEIGHTED), namespaces=["a", "a-batch"])
     assert (
-        "tenants/a.yaml:10:67: error: allocations[0].kueue.localQueues[1].weight: LocalQueue urgent has a weight, "
+        f"tenants/a.yaml:{position(text, '2', after='urgent, weight: ')}: error: allocations[0].kueue.localQueues[1].weight: LocalQueue urgent has a weight, "
         "which Kueue only reads under admission fair sharing" in err
     ), err
 
@@ -504,18 +504,18 @@ def test_local_queue_weights_wait_for_the_release_with_admission_fair_sharing(
 ) -> None:
     # v0.14 serves LocalQueue spec.fairSharing but its AdmissionFairSharing gate is alpha and off:
     # the Configuration's admissionFairSharing is refused there, and with it the queues' weights.
-    code, err, _ = _render_kueue(tmp_path / "old", "v0.14.8" + AFS, WEIGHTED)
+    code, err, _ = _render_kueue(tmp_path / "old", "v0.14.8", AFS, WEIGHTED)
     assert code == 1 and "admission fair sharing needs Kueue v0.15 or later" in err, err
-    code, err, out = _render_kueue(tmp_path / "new", "v0.15.8" + AFS, WEIGHTED)
+    code, err, out = _render_kueue(tmp_path / "new", "v0.15.8", AFS, WEIGHTED)
     assert code == 0, err
     assert _queue_weights(out)[("a", "urgent")] == {"weight": "6"}
-    code, err, out = _render_kueue(tmp_path / "plain", "v0.15.8", "")
+    code, err, out = _render_kueue(tmp_path / "plain", "v0.15.8", {}, {})
     assert code == 0, err
     assert set(_queue_weights(out).values()) == {None}  # no admission fair sharing, no weights
 
 
 def test_kueue_defaults_are_unchanged(tmp_path: Path) -> None:
-    code, err, out = _render(tmp_path, _tenant("a", "    cohort: shared\n" + QUOTA))
+    code, err, out = _render(tmp_path, tenant("a", quota(cohort="shared")))
     assert code == 0, err
     spec = _load(out / "c1/kueue/clusterqueue-a.yaml")["spec"]
     assert spec["preemption"] == {
@@ -527,8 +527,8 @@ def test_kueue_defaults_are_unchanged(tmp_path: Path) -> None:
 
 
 def test_reclaim_never_with_borrow_preemption_is_refused_as_kueue_does(tmp_path: Path) -> None:
-    bad = "    kueue: {preemption: {reclaimWithinCohort: Never, borrowWithinCohort: {policy: LowerPriority}}}\n"
-    code, err, _ = _render(tmp_path, _tenant("a", "    cohort: shared\n" + QUOTA + bad))
+    bad = {"preemption": {"reclaimWithinCohort": "Never", "borrowWithinCohort": {"policy": "LowerPriority"}}}  # fmt: skip
+    code, err, _ = _render(tmp_path, tenant("a", quota(cohort="shared", kueue=bad)))
     assert (
         code == 1
         and "reclaimWithinCohort Never cannot be combined with borrowWithinCohort.policy other than Never"
@@ -537,8 +537,9 @@ def test_reclaim_never_with_borrow_preemption_is_refused_as_kueue_does(tmp_path:
 
 
 def test_borrow_preemption_without_a_cohort_and_repeated_local_queues_fail(tmp_path: Path) -> None:
-    bad = "    kueue: {preemption: {borrowWithinCohort: {policy: LowerPriority}}, localQueues: [{name: q}, {name: q}]}\n"
-    code, err, _ = _render(tmp_path, _tenant("a", QUOTA + bad))
+    bad = {"preemption": {"borrowWithinCohort": {"policy": "LowerPriority"}},
+           "localQueues": [{"name": "q"}, {"name": "q"}]}  # fmt: skip
+    code, err, _ = _render(tmp_path, tenant("a", quota(kueue=bad)))
     assert code == 1
     assert (
         "allocations[0].kueue.preemption.borrowWithinCohort.policy: borrowWithinCohort needs a cohort to borrow from: set the allocation's cohort [local-queues]"
@@ -554,12 +555,8 @@ def test_borrow_preemption_without_a_cohort_and_repeated_local_queues_fail(tmp_p
 def test_kueue_settings_validate_against_the_crds_of_every_supported_line(
     tmp_path: Path, version: str
 ) -> None:
-    components = COMPONENTS.replace("kueue: {version: v0.19.2}", f"kueue: {{version: {version}}}")
-    files = {"clusters/c1.yaml": CLUSTER.format(components=components, sharing=MIG) + CPU_POOL}
-    files["tenants/a.yaml"] = "namespaces: [a, a-batch]\n" + _tenant(
-        "a", "    cohort: shared\n" + QUOTA + KUEUE
-    )
-    root = write_repo(tmp_path / "repo", files)
+    cluster = static_cluster(MIXED | {"kueue": {"version": version}}, **CPU_POOLS)
+    root = fleet(tmp_path / "repo", {"c1": cluster}, {"a": SETTLED})
     result = run("render", "--root", str(root), "--out", str(tmp_path / "out"))
     assert result.code == 0, result.stderr
     queue = _load(tmp_path / "out/c1/kueue/clusterqueue-a.yaml")

@@ -1029,19 +1029,17 @@ def test_fields_a_rule_reads(rule: str, fields: tuple[str, ...] | None) -> None:
 
 
 @pytest.fixture
-def interpreter_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """CEL rules compiled afresh without their Python proofs: every rule goes to the interpreter."""
-    import weakref
-
+def interpreter_validator(crds_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Validator:
+    """A validator whose CEL rules compile without their Python proofs: every rule goes to the
+    interpreter. Its CRDs are loaded afresh, so none of their rules was compiled before."""
     from gpuplan.validate import cel as cel_module
 
     monkeypatch.setattr(cel_module, "compile_rule", lambda source, functions=None: None)
-    monkeypatch.setattr(cel_module, "_COMPILED", weakref.WeakKeyDictionary())
+    return Validator(CrdIndex.load(crds_dir), K8S, cel=True)
 
 
-@pytest.mark.usefixtures("interpreter_only")
 def test_a_rule_runs_once_per_distinct_value(
-    validator: Validator, monkeypatch: pytest.MonkeyPatch
+    interpreter_validator: Validator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Rules the interpreter evaluates (those outside gpuplan.validate.celfast's subset) keep
     # their verdicts per value.
@@ -1056,20 +1054,20 @@ def test_a_rule_runs_once_per_distinct_value(
 
     monkeypatch.setattr(CelRules, "_evaluate", spy)
     queue = V1BETA2["ClusterQueue"]
-    assert validator.validate(queue) == []
+    assert interpreter_validator.validate(queue) == []
     first = len(ran)
     assert first > 0
-    assert validator.validate(copy.deepcopy(queue)) == []
+    assert interpreter_validator.validate(copy.deepcopy(queue)) == []
     assert len(ran) == first  # an equal object: every verdict is known
     other = changed(queue, "spec.preemption.reclaimWithinCohort", "LowerPriority")
-    assert validator.validate(other) == []
+    assert interpreter_validator.validate(other) == []
     assert 0 < len(ran) - first < first  # only the rules that see the change run again
     # A failing rule is never remembered: the problem is found on every object.
     bad = changed(queue, "spec.cohortName", delete=True)
     bad = changed(bad, "spec.resourceGroups.1.flavors.0.resources.0.lendingLimit", delete=True)
     expected = [Problem("spec", "borrowingLimit must be nil when cohort is empty")]
-    assert validator.validate(bad) == expected
-    assert validator.validate(copy.deepcopy(bad)) == expected
+    assert interpreter_validator.validate(bad) == expected
+    assert interpreter_validator.validate(copy.deepcopy(bad)) == expected
 
 
 def test_remembered_values_differ_by_type(validator: Validator) -> None:
