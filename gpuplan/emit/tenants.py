@@ -177,7 +177,7 @@ def priority_ceiling(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     (0): every class above 0 is forbidden to it, the lowest ceiling that leaves it the priority
     its pods get anyway.
     """
-    above = _classes_above(alloc.cluster, alloc.tenant.model.priority_class)
+    above = classes_above(alloc.cluster, alloc.tenant.model.priority_class)
     scope = {
         "matchExpressions": [
             {"scopeName": "PriorityClass", "operator": "In", "values": list(above)}
@@ -192,7 +192,7 @@ def priority_ceiling(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     )
 
 
-def _classes_above(cluster: ClusterPlan, own: str | None) -> tuple[str, ...]:
+def classes_above(cluster: ClusterPlan, own: str | None) -> tuple[str, ...]:
     """Return the priority classes above a tenant's own (or the default priority), sorted, found once per cluster."""
     known: dict[str | None, tuple[str, ...]]
     known = cluster.cache.setdefault("classes-above", {})  # type: ignore[assignment]
