@@ -99,6 +99,20 @@ def test_volcano_queue_of_another_tenant_is_refused() -> None:
     )
     (message,) = evaluate(queues, annotated, "team-a")
     assert "scheduling.volcano.sh/queue-name team-b" in message
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "team-a"},
+        "spec": {"queue": "team-b", "minMember": 1},
+    }
+    assert evaluate(queues, group, "team-a") == [
+        "spec.queue team-b is not one of the Volcano Queues of namespace team-a: use team-a"
+    ]
+    labelled = pod("team-a", {**QUEUED, "volcano.sh/queue-name": "team-b"}, GPU)
+    (message,) = evaluate(queues, labelled, "team-a")
+    assert message == (
+        "volcano.sh/queue-name team-b is not one of the Volcano Queues of namespace team-a: use one of team-a"
+    )
 
 
 def test_gpu_pod_without_a_queue_is_refused_where_the_cluster_requires_one() -> None:

@@ -34,6 +34,9 @@ FOLDER = "admission"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY = "kueue.x-k8s.io/priority-class"
 VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
+# Volcano also reads volcano.sh/queue-name, as a label or an annotation, before the annotation above
+# (volcano-sh/volcano, utils GetObjQueue; the object goes to the queue `default` without any of them).
+VOLCANO_LABEL = "volcano.sh/queue-name"
 KAI_QUEUE = "kai.scheduler/queue"
 GPU_PREFIX = "nvidia.com/"
 # The kinds whose pod templates the policies read, by API group and resource.
@@ -140,10 +143,12 @@ def queues(cluster: ClusterPlan) -> dict[str, Any] | None:
         validations.append(
             _label_rule("annotations", VOLCANO_QUEUE, "volcanoQueues", "Volcano Queues")
         )
+        for where in ("labels", "annotations"):
+            validations.append(_label_rule(where, VOLCANO_LABEL, "volcanoQueues", "Volcano Queues"))
         validations.append(
             {
                 "expression": (
-                    "!object.apiVersion.startsWith('batch.volcano.sh/') || !has(object.spec.queue)"
+                    "!has(object.spec) || !has(object.spec.queue)"  # a Volcano Job's or PodGroup's
                     " || object.spec.queue in variables.volcanoQueues"
                 ),
                 "messageExpression": (
@@ -278,14 +283,15 @@ def require_queue(cluster: ClusterPlan) -> dict[str, Any] | None:
         "kueue": f"'{KUEUE_QUEUE}' in variables.labels",
         "kai": f"'{KAI_QUEUE}' in variables.labels",
         "volcano": (
-            f"'{VOLCANO_QUEUE}' in variables.annotations || (object.apiVersion.startsWith('batch.volcano.sh/')"
+            f"'{VOLCANO_QUEUE}' in variables.annotations || '{VOLCANO_LABEL}' in variables.labels"
+            f" || '{VOLCANO_LABEL}' in variables.annotations || (object.apiVersion.startsWith('batch.volcano.sh/')"
             " && has(object.spec.queue))"
         ),
     }[scheduler]
     where = {
         "kueue": f"the label {KUEUE_QUEUE}",
         "kai": f"the label {KAI_QUEUE}",
-        "volcano": f"spec.queue (Volcano Job) or the annotation {VOLCANO_QUEUE}",
+        "volcano": f"spec.queue (Volcano Job), the label {VOLCANO_LABEL} or the annotation {VOLCANO_QUEUE}",
     }[scheduler]
     owned = (
         "object.kind == 'Pod' && has(object.metadata.ownerReferences) && object.metadata.ownerReferences"

@@ -294,6 +294,8 @@ def _escapes(
     if components.volcano is not None:
         marks = (labels, {**annotations, VOLCANO_QUEUE: other})
         yield escape(f"a Volcano Job in Volcano Queue {other}", "VolcanoJob", queues, marks)
+        marks = ({**labels, "volcano.sh/queue-name": other}, annotations)
+        yield escape(f"a Pod labelled for Volcano Queue {other}", "Pod", queues, marks)
     gpu_rule = "gpuplan-gpu-resources"
     foreign = next((r for r in gpus if r not in granted), "nvidia.com/not-granted")
     what = f"a JobSet asking for {foreign}, which tenant {alloc.name} has no quota for"
