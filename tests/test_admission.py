@@ -7,6 +7,7 @@ Volcano, requireQueue; gb200-train: KAI with DRA) on the objects a tenant would 
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -290,3 +291,55 @@ def test_admission_off_by_default_renders_no_policy(tmp_path: Path) -> None:
     assert run("render", "--root", str(repo), "--out", str(out)).code == 0
     assert not (out / "h100-prod" / "admission").exists()
     assert (out / "gb200-train" / "admission").is_dir()
+
+
+# --- the pull-request comment ---------------------------------------------------------------------
+
+
+def _admission_diff(
+    tmp_path: Path, edits: dict[str, tuple[str, str]]
+) -> list[tuple[str, str, str, list[str]]]:
+    """Render the example fleet before and after text edits; return (code, cluster, subject, tenants) of admission findings."""
+    repo = copy_example(tmp_path / "repo")
+    for relative, (old, new) in edits.items():
+        path = repo / relative
+        text = path.read_text()
+        assert old in text, old
+        path.write_text(text.replace(old, new))
+    out = repo / "output"
+    assert run("render", "--root", str(repo), "--out", str(out)).code == 0
+    result = run("diff", str(OUTPUT), str(out), "--format", "json")
+    found = json.loads(result.stdout)["disruptions"]
+    return [
+        (d["code"], d["cluster"], d["subject"], d["blastRadius"]["tenants"])
+        for d in found
+        if d["code"].startswith("admission-")
+    ]
+
+
+def test_diff_names_admission_tightened_with_the_tenants_it_reaches(tmp_path: Path) -> None:
+    found = _admission_diff(tmp_path, {
+        "clusters/gb200-train.yaml": ("validationActions: [Warn, Audit]", "validationActions: [Deny]"),
+        "tenants/team-a.yaml": ("[{name: default}, {name: batch}]", "[{name: default}]"),
+    })  # fmt: skip
+    everyone = ["llm-alignment", "llm-pretrain", "ml-research", "vision"]
+    assert found == [
+        ("admission-tightened", "gb200-train", "gpuplan-dra-classes", everyone),
+        ("admission-tightened", "gb200-train", "gpuplan-gpu-resources", everyone),
+        ("admission-tightened", "gb200-train", "gpuplan-tenant-queues", everyone),
+        ("admission-tightened", "h100-prod", "gpuplan-tenant-queues", ["team-a"]),
+    ]
+
+
+def test_diff_names_admission_loosened_with_the_tenants_it_reaches(tmp_path: Path) -> None:
+    found = _admission_diff(tmp_path, {
+        "clusters/h100-prod.yaml": ("  requireQueue: true\n", ""),
+        "tenants/team-b.yaml": (
+            "      preemption: {borrowWithinCohort",
+            "      localQueues: [{name: default}, {name: urgent}]\n      preemption: {borrowWithinCohort",
+        ),
+    })  # fmt: skip
+    assert found == [
+        ("admission-loosened", "h100-prod", "gpuplan-require-queue", ["team-a", "team-b"]),
+        ("admission-loosened", "h100-prod", "gpuplan-tenant-queues", ["team-b"]),
+    ]
