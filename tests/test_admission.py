@@ -172,6 +172,14 @@ def test_dra_claim_on_the_driver_charts_class_is_refused() -> None:
     assert evaluate(classes, claim("gpu.nvidia.com", "ResourceClaimTemplate"), "llm-alignment")
     assert evaluate(classes, claim("b200.gpuplan.io"), "llm-alignment") == []
     assert evaluate(classes, claim("b200.gpuplan.io"), "vision") != []  # vision holds no DRA quota
+    assert evaluate(classes, claim("mig.nvidia.com"), "llm-alignment") != []
+    # the driver's controller claims IMEX channels for ComputeDomains: no GPUs, admitted
+    assert evaluate(classes, claim("compute-domain-default-channel.nvidia.com"), "vision") == []
+    # and no claim on the chart's classes fits the namespace quota either
+    quota = OUTPUT / "gb200-train" / "namespaces" / "vision" / "resourcequota-vision.yaml"
+    hard = yaml.safe_load(quota.read_text())["spec"]["hard"]
+    for chart in ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com"):
+        assert hard[f"{chart}.deviceclass.resource.k8s.io/devices"] == "0"
 
 
 # --- the offline proof ---------------------------------------------------------------------------

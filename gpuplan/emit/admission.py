@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gpuplan.components.dra_driver import CHART_CHANNEL_CLASSES
 from gpuplan.components.kai import authority
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.emit.tenants import TENANT_LABEL, classes_above
@@ -255,8 +256,9 @@ def dra_classes(cluster: ClusterPlan) -> dict[str, Any] | None:
         lambda a: [r.removesuffix(QUOTA_SUFFIX) for r in a.resources() if is_dra_resource(r)],
     )
     variables = [("devices", DEVICE_REQUESTS), ("classes", CLASSES), *granted]
+    channels = _text(list(CHART_CHANNEL_CLASSES))  # IMEX channels of ComputeDomains: no GPUs
     rule = {
-        "expression": "variables.classes.all(l, l.all(c, c in variables.granted))",
+        "expression": f"variables.classes.all(l, l.all(c, c in variables.granted || c in {channels}))",
         "messageExpression": (
             "'DeviceClass ' + variables.classes.map(l, l.filter(c, !(c in variables.granted)))"
             ".filter(l, size(l) > 0)[0][0] + ' is not a DeviceClass namespace ' + request.namespace"

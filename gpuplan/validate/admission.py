@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuplan.components.dra_driver import CHART_CHANNEL_CLASSES, CHART_GPU_CLASSES
 from gpuplan.components.kai import authority
 from gpuplan.diagnostics import Diagnostic
 from gpuplan.model.manifest import Manifest
@@ -25,9 +26,6 @@ from gpuplan.plan.dra import QUOTA_SUFFIX, is_dra_resource, resource_api
 from gpuplan.plan.fleet import AllocationPlan, ClusterPlan, Fleet
 from gpuplan.validate.cel import K8S_FUNCTIONS, cel
 
-# The DeviceClass the NVIDIA DRA driver's chart installs for whole GPUs (kubernetes-sigs/dra-driver-nvidia-gpu
-# v0.4.1 deployments/helm/nvidia-dra-driver-gpu/templates/deviceclass-gpu.yaml): no tenant quota counts it.
-CHART_CLASS = "gpu.nvidia.com"
 KINDS = {  # kind of a sample -> (API group, resource) of its request
     "Pod": ("", "pods"),
     "Job": ("batch", "jobs"),
@@ -329,14 +327,11 @@ def _claims(cluster: ClusterPlan, alloc: AllocationPlan, ns: str) -> Iterator[Sa
             "spec": spec,
         }
 
-    if classes:
-        yield Sample(f"a ResourceClaim on DeviceClass {classes[0]}", claim(classes[0]), ns)
-    yield Sample(
-        f"a ResourceClaim on the driver chart's DeviceClass {CHART_CLASS}",
-        claim(CHART_CLASS),
-        ns,
-        "gpuplan-dra-classes",
-    )
+    for admitted in [*classes[:1], *CHART_CHANNEL_CLASSES]:
+        yield Sample(f"a ResourceClaim on DeviceClass {admitted}", claim(admitted), ns)
+    for chart in CHART_GPU_CLASSES:
+        what = f"a ResourceClaim on the driver chart's DeviceClass {chart}"
+        yield Sample(what, claim(chart), ns, "gpuplan-dra-classes")
 
 
 def cluster_policies(manifests: list[Manifest], cluster: str) -> list[Policy]:
