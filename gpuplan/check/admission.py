@@ -1,9 +1,8 @@
 """Admission policies: only where the cluster's Kubernetes serves them, with a queue to require.
 
 ValidatingAdmissionPolicy is served as admissionregistration.k8s.io/v1 from Kubernetes 1.30
-(kubernetes/kubernetes v1.30.0 staging/src/k8s.io/api/admissionregistration/v1/types.go; kubernetes.io
-docs reference/access-authn-authz/validating-admission-policy, "FEATURE STATE: Kubernetes v1.30
-[stable]"). An older cluster gets an error rather than the policies left out: a fleet that asks for
+(kubernetes.io docs reference/access-authn-authz/validating-admission-policy, "FEATURE STATE: Kubernetes
+v1.30 [stable]"). An older cluster gets an error rather than the policies left out: a fleet that asks for
 enforcement and silently gets none would believe its quotas hold.
 """
 

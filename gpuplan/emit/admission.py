@@ -6,9 +6,9 @@ their gpuplan.io/tenant label), with the tenants' figures written into the polic
 namespace, so one policy and one binding per rule serve every tenant of the cluster.
 
 admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding are
-served from Kubernetes 1.30 (kubernetes/kubernetes v1.30.0 staging/src/k8s.io/api/admissionregistration/v1/
-types.go; kubernetes.io docs reference/access-authn-authz/validating-admission-policy, "FEATURE STATE:
-Kubernetes v1.30 [stable]"); check/admission.py refuses `admission` on an older cluster. A policy's CEL
+served from Kubernetes 1.30 (kubernetes.io docs reference/access-authn-authz/validating-admission-policy,
+"FEATURE STATE: Kubernetes v1.30 [stable]"; the core schema gpuplan validates each cluster's objects
+against has the kind from 1.30); check/admission.py refuses `admission` on an older cluster. A policy's CEL
 sees object, oldObject, request, params, namespaceObject and variables (same page, "Validation
 expression"); these use object, request and variables. failurePolicy Fail: an expression error refuses.
 gpuplan proves every policy on sample objects before writing (gpuplan/validate/admission.py).

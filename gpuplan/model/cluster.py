@@ -967,8 +967,9 @@ class Admission(Model):
 
     @model_validator(mode="after")
     def _actions(self) -> Admission:
-        # kubernetes/kubernetes v1.30.0 pkg/apis/admissionregistration/validation/validation.go
-        # (validateValidationActions): no duplicates, never Deny with Warn.
+        # kubernetes/kubernetes pkg/apis/admissionregistration/validation/validation.go
+        # (validateValidationActions; read at commit afd5df58, the 1.30 tag not fetchable here): no
+        # duplicates, never Deny with Warn. gpuplan's core schemas of each version check the rest.
         actions = self.validation_actions
         if len(set(actions)) != len(actions):
             raise ValueError("validationActions lists an action twice")
