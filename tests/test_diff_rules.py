@@ -775,3 +775,40 @@ def test_a_flavor_that_names_a_topology_cannot_change_in_place() -> None:
     [dropped] = found([pinned], [flavor("p2")])  # the pool leaves topology-aware scheduling
     assert "topologyName changes" in dropped.message
     assert found([flavor("p2")], [pinned]) == []  # naming a Topology for the first time is allowed
+
+
+# admission policies
+
+
+def vap(table: str, *rules: str) -> dict[str, Any]:
+    spec = {
+        "variables": [{"name": "queuesByNamespace", "expression": table}],
+        "validations": [{"expression": r} for r in rules or ("true",)],
+    }
+    return k("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "queues", spec=spec)
+
+
+def vap_binding(*actions: str) -> dict[str, Any]:
+    spec = {"policyName": "queues", "validationActions": list(actions)}
+    return k(
+        "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "queues", spec=spec
+    )
+
+
+def test_admission_tightened_and_loosened_name_the_tenants_they_reach() -> None:
+    ns = [
+        changed(k("v1", "Namespace", "a"), "metadata.labels", {"gpuplan.io/tenant": "team-a"}),
+        changed(k("v1", "Namespace", "b"), "metadata.labels", {"gpuplan.io/tenant": "team-b"}),
+    ]
+    table = vap("{'a': ['default', 'batch'], 'b': ['default']}")
+    [deny] = found([*ns, table, vap_binding("Warn", "Audit")], [*ns, table, vap_binding("Deny")])
+    assert (deny.code, deny.blast.tenants) == ("admission-tightened", ("team-a", "team-b"))
+    [warn] = found([*ns, table, vap_binding("Deny")], [*ns, table, vap_binding("Warn")])
+    assert warn.code == "admission-loosened" and "no longer denies" in warn.message
+    fewer = vap("{'a': ['default'], 'b': ['default']}")
+    [cut] = found([*ns, table, vap_binding("Deny")], [*ns, fewer, vap_binding("Deny")])
+    assert (cut.code, cut.blast.tenants) == ("admission-tightened", ("team-a",))
+    assert cut.message == "policy queues refuses more (batch) in a"
+    [grown] = found([*ns, fewer, vap_binding("Deny")], [*ns, table, vap_binding("Deny")])
+    assert (grown.code, grown.blast.tenants) == ("admission-loosened", ("team-a",))
+    assert found([*ns, table, vap_binding("Audit")], [*ns, fewer, vap_binding("Audit")]) == []

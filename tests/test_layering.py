@@ -39,6 +39,7 @@ STAGES = (
 EDGE = ("commands", "cache", "runtime")
 # A topic each stage has a module of: a component, or a GPU feature checked, planned and emitted.
 TOPICS = {
+    "admission",
     "argocd", "cluster_autoscaler", "dra", "dra_driver", "drivers", "gke", "gpu_operator", "kai", "karpenter",
     "karpenter_azure", "kueue", "monitoring", "multus", "networks", "nfd", "nodeclass", "sriov",
     "tenants", "topology", "volcano", "__init__", "base",

@@ -76,6 +76,7 @@ BUILT_IN_GROUPS = {
     "rbac.authorization.k8s.io",
     "scheduling.k8s.io",
     "resource.k8s.io",  # DeviceClass, ResourceClaimTemplate (DRA): core API, no CRD
+    "admissionregistration.k8s.io",  # ValidatingAdmissionPolicies (admission:)
     "kustomize.config.k8s.io",
 }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpuplan.diff import nodes, scheduling, security
+from gpuplan.diff import admission, nodes, scheduling, security
 from gpuplan.diff.blast import Facts
 from gpuplan.diff.kinds import Blast, Context, Disruption, Rule, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import ObjectChange, ObjectKey, Side
@@ -334,6 +334,7 @@ RULES: tuple[Rule, ...] = (
     security.isolation_off,
     security.ceilings_raised,
     scheduling.dra_objects,
+    admission.admission_changes,
 )
 
 

@@ -42,6 +42,8 @@ CODES: dict[str, tuple[str, str]] = {
     "renamed": (RISK, "Renamed"),
     "kai-queue-changed": (RISK, "KAI Queue changed"),
     "dra-changed": (RISK, "DRA class or claim template changed"),
+    "admission-tightened": (RISK, "Admission tightened"),
+    "admission-loosened": (RISK, "Admission loosened"),
 }
 
 

@@ -11,7 +11,7 @@ from operator import attrgetter
 
 from gpuplan.components import REGISTRY
 from gpuplan.components.base import load
-from gpuplan.emit import argocd, nodeclass, priorities, sriov, tenants
+from gpuplan.emit import admission, argocd, nodeclass, priorities, sriov, tenants
 from gpuplan.emit.meta import Manifest, finalized
 from gpuplan.plan.fleet import ClusterPlan, Fleet
 
@@ -25,6 +25,7 @@ EMITTERS: tuple[ClusterEmitter, ...] = (
     tenants.emit,
     nodeclass.emit,
     sriov.emit,
+    admission.emit,
 ) + tuple(load(c.emitter) for c in REGISTRY.values() if c.emitter and c.scope == "cluster")
 FLEET_EMITTERS: tuple[FleetEmitter, ...] = tuple(
     load(c.emitter) for c in REGISTRY.values() if c.emitter and c.scope == "fleet"

@@ -18,7 +18,8 @@ WAVES = {
     "EC2NodeClass": -2, "AKSNodeClass": -2,
     "ClusterQueue": -1, "ClusterPolicy": -1, "NodePool": -1, "NodeFeatureRule": -1, "Queue": -1,
     "ResourceQuota": -1, "LimitRange": -1, "NetworkPolicy": -1, "RoleBinding": -1,
-    "LocalQueue": 0, "Application": 0,
+    "ValidatingAdmissionPolicy": -1,
+    "LocalQueue": 0, "Application": 0, "ValidatingAdmissionPolicyBinding": 0,
 }  # fmt: skip
 _WAVE_TEXT = {kind: str(wave) for kind, wave in WAVES.items()}
 
@@ -26,6 +27,7 @@ _WAVE_TEXT = {kind: str(wave) for kind, wave in WAVES.items()}
 CORE_GROUPS = (
     "v1", "apps/v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1", "scheduling.k8s.io/v1",
     "resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1",
+    "admissionregistration.k8s.io/v1",
 )  # fmt: skip
 
 

@@ -6,9 +6,10 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from gpuplan.components.dra_driver import CHART_GPU_CLASSES
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.model.common import ContainerDefaults
-from gpuplan.plan.dra import is_dra_resource
+from gpuplan.plan.dra import is_dra_resource, quota_resource
 from gpuplan.plan.entitlements import CPU, MEMORY, exact_quantity, namespace_quotas, quantity
 from gpuplan.plan.fleet import AllocationPlan, ClusterPlan
 from gpuplan.plan.pools import GPU
@@ -43,6 +44,10 @@ def resource_quota(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     """
     hard = {_quota_key(r): quantity(r, v) for r, v in namespace_quotas(alloc)[name].items()}
     hard |= {f"requests.{r}": "0" for r in unattached_devices(alloc)}
+    spec = alloc.cluster.spec
+    if spec.admission is not None and spec.components.dra_driver is not None:
+        # the DRA driver chart's own classes: no tenant's quota counts them (admission refuses claims too)
+        hard |= {quota_resource(c): "0" for c in CHART_GPU_CLASSES}
     return k8s("v1", "ResourceQuota", alloc.name, name, spec={"hard": hard})
 
 
@@ -177,7 +182,7 @@ def priority_ceiling(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     (0): every class above 0 is forbidden to it, the lowest ceiling that leaves it the priority
     its pods get anyway.
     """
-    above = _classes_above(alloc.cluster, alloc.tenant.model.priority_class)
+    above = classes_above(alloc.cluster, alloc.tenant.model.priority_class)
     scope = {
         "matchExpressions": [
             {"scopeName": "PriorityClass", "operator": "In", "values": list(above)}
@@ -192,7 +197,7 @@ def priority_ceiling(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     )
 
 
-def _classes_above(cluster: ClusterPlan, own: str | None) -> tuple[str, ...]:
+def classes_above(cluster: ClusterPlan, own: str | None) -> tuple[str, ...]:
     """Return the priority classes above a tenant's own (or the default priority), sorted, found once per cluster."""
     known: dict[str | None, tuple[str, ...]]
     known = cluster.cache.setdefault("classes-above", {})  # type: ignore[assignment]

@@ -947,6 +947,40 @@ class Rbac(Model):
     serviceaccount:ci:deployer."""
 
 
+class Admission(Model):
+    """ValidatingAdmissionPolicies that hold every workload in a tenant namespace to its quota (Kubernetes 1.30 and later).
+
+    Scoped to the tenant namespaces by their gpuplan.io/tenant label: a workload's queue is one of its
+    own namespace's, its Kueue workload priority class no higher than the tenant's, its GPU resources
+    those the tenant has quota for (requests equal to limits), its DRA claims on the tenant's classes.
+    """
+
+    validation_actions: list[Literal["Deny", "Warn", "Audit"]] = Field(
+        default=["Deny"], min_length=1, max_length=2
+    )
+    """What the API server does with a refused object (the bindings' validationActions): Deny refuses it,
+    Warn lets it in with a warning to the client, Audit records it in the audit log. Default [Deny]; roll
+    out with [Warn, Audit] first. Deny and Warn together are refused by the API server."""
+    require_queue: bool = False
+    """GPU workloads only through the quota authority: refuse a Pod, Job, JobSet or Volcano Job that asks
+    for GPUs without naming a queue, so that the namespace ResourceQuota is only a backstop."""
+
+    @model_validator(mode="after")
+    def _actions(self) -> Admission:
+        # kubernetes/kubernetes pkg/apis/admissionregistration/validation/validation.go
+        # (validateValidationActions; read at commit afd5df58, the 1.30 tag not fetchable here): no
+        # duplicates, never Deny with Warn. gpuplan's core schemas of each version check the rest.
+        actions = self.validation_actions
+        if len(set(actions)) != len(actions):
+            raise ValueError("validationActions lists an action twice")
+        if "Deny" in actions and "Warn" in actions:
+            raise ValueError(
+                "validationActions may not hold both Deny and Warn (the API server refuses it): "
+                "use [Deny] or [Deny, Audit] to enforce, [Warn, Audit] to roll out"
+            )
+        return self
+
+
 class Cluster(Model):
     """One Kubernetes cluster of the fleet (clusters/<name>.yaml)."""
 
@@ -978,3 +1012,6 @@ class Cluster(Model):
     """Warnings about this cluster accepted where they stand, each with its reason."""
     rbac: Rbac = Rbac()
     """RBAC subjects tenants may name as owners although gpuplan refuses them by default."""
+    admission: Admission | None = None
+    """ValidatingAdmissionPolicies enforcing the tenants' queues, priorities, GPU resources and DRA
+    classes at admission (Kubernetes 1.30 and later); default none."""

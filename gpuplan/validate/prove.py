@@ -14,6 +14,7 @@ from gpuplan.diagnostics import Diagnostic, Severity, error
 from gpuplan.model.manifest import Manifest
 from gpuplan.plan.fleet import ClusterPlan, Fleet
 from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, check_references, newest
+from gpuplan.validate.admission import admission_problems
 from gpuplan.validate.buckets import bucket_of
 from gpuplan.validate.collectors import narrowed
 from gpuplan.validate.engine import MISSING_CRD
@@ -333,6 +334,7 @@ def verify(
     problems += reference_problems(manifests, fleet, output_path, place, groups)
     problems += graph_problems(manifests, fleet, installs, groups)
     problems += query_problems(manifests, fleet, place, groups)
+    problems += admission_problems(manifests, fleet)
     return problems, notes
 
 
