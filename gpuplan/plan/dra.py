@@ -148,7 +148,7 @@ def dra_pools(cluster: Any) -> list[Any]:
 
 def driver_roots(cluster: Any) -> dict[str, str]:
     """Return the host driver root of each DRA pool, by pool name."""
-    drivers = {d.pool: d for d in pool_drivers(cluster.spec)}
+    drivers = {d.pool: d for d in pool_drivers(cluster)}
     roots = {}
     for pool in dra_pools(cluster):
         driver = drivers.get(pool.name)

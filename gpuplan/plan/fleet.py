@@ -9,6 +9,7 @@ from functools import cached_property
 
 from gpuplan.components import REGISTRY, Release, release_of
 from gpuplan.diagnostics import Key, Located
+from gpuplan.inputs.sources import NodeImage
 from gpuplan.model.cluster import Cluster
 from gpuplan.model.tenant import Allocation, Tenant
 from gpuplan.plan.pools import PoolPlan
@@ -183,6 +184,8 @@ class ClusterPlan:
     units: dict[tuple[str, str], tuple[Ratio, Ratio]] = field(
         default_factory=dict, repr=False
     )  # (pool, resource) -> the cpu and memory one unit brings (unit_ratios)
+    # node class name -> the OS its image runs, for the own node classes in extra/<cluster>/
+    node_images: dict[str, NodeImage] = field(default_factory=dict, repr=False)
 
     @property
     def spec(self) -> Cluster:
@@ -203,6 +206,15 @@ class ClusterPlan:
         if key not in self.cache:
             self.cache[key] = release_of(REGISTRY[component], self.spec)
         return self.cache[key]  # type: ignore[return-value]
+
+    def node_class(self, name: str) -> str | None:
+        """Return the node class a pool's nodes launch from, None when Karpenter does not make them."""
+        pool = self.pools.get(name)
+        karpenter = self.spec.components.karpenter
+        if pool is None or not pool.karpenter_made or karpenter is None:
+            return None
+        own = pool.spec.karpenter.node_class if pool.spec.karpenter is not None else None
+        return own or karpenter.node_class.name
 
     def nfd_labelled(self, pool: PoolPlan) -> bool:
         """Tell whether gpuplan labels a pool's nodes through NFD: a static pool with hostnames, labels wanted.
