@@ -5,22 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import copy_example, run
+from tests.conftest import copy_example, edit, run
 
 NODE_CLASS = "extra/h100-prod/ec2nodeclass-gpu.yaml"
 CLUSTER = "clusters/h100-prod.yaml"
 
 
-def _edit(root: Path, relative: str, old: str, new: str) -> None:
-    path = root / relative
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new, 1))
-
-
 def test_bottlerocket_node_class_warns_on_its_pools(tmp_path: Path) -> None:
     root = copy_example(tmp_path)
-    _edit(root, NODE_CLASS, "alias: al2023@latest", "alias: bottlerocket@latest")
+    edit(root, NODE_CLASS, "alias: al2023@latest", "alias: bottlerocket@latest")
     result = run("check", "--root", str(root))
     assert result.code == 0, result.stderr
     assert (
@@ -38,8 +31,8 @@ def test_example_node_classes_run_no_second_device_plugin(tmp_path: Path) -> Non
 
 def test_pool_os_against_its_node_class_is_an_error(tmp_path: Path) -> None:
     root = copy_example(tmp_path)
-    _edit(root, NODE_CLASS, "alias: al2023@latest", "alias: bottlerocket@latest")
-    _edit(
+    edit(root, NODE_CLASS, "alias: al2023@latest", "alias: bottlerocket@latest")
+    edit(
         root,
         CLUSTER,
         "    gpu: L40S\n",
@@ -63,15 +56,15 @@ def test_pool_os_against_its_node_class_is_an_error(tmp_path: Path) -> None:
 
 def test_grace_pool_on_amd64_nodes_is_an_error(tmp_path: Path) -> None:
     root = copy_example(tmp_path)
-    _edit(root, CLUSTER, "    gpu: L40S\n", "    gpu: GB200\n")
-    _edit(root, CLUSTER, "instanceTypes: [g6e.12xlarge]", "instanceTypes: [p6e-gb200.36xlarge]")
+    edit(root, CLUSTER, "    gpu: L40S\n", "    gpu: GB200\n")
+    edit(root, CLUSTER, "instanceTypes: [g6e.12xlarge]", "instanceTypes: [p6e-gb200.36xlarge]")
     result = run("check", "--root", str(root))
     assert result.code == 1
     assert (
         "clusters/h100-prod.yaml:102:7: error: nodePools[3].karpenter: GB200 is a Grace superchip: its hosts are "
         "arm64, and the pool's NodePool asks for amd64 nodes"
     ) in result.stderr
-    _edit(
+    edit(
         root,
         CLUSTER,
         "instanceTypes: [p6e-gb200.36xlarge]",

@@ -12,7 +12,7 @@ from gpuplan.diagnostics import Key, Located
 from gpuplan.inputs.sources import NodeImage
 from gpuplan.model.cluster import Cluster
 from gpuplan.model.tenant import Allocation, Tenant
-from gpuplan.plan.pools import PoolPlan
+from gpuplan.plan.pools import NODE_GROUP_LABELS, PoolPlan
 
 # GPUs per node of common cloud instance types, for pools that leave gpusPerNode out.
 # Source: AWS EC2 accelerated-computing instance type pages (P4, P5, P6, G4dn, G5, G6, G6e).
@@ -215,6 +215,40 @@ class ClusterPlan:
             return None
         own = pool.spec.karpenter.node_class if pool.spec.karpenter is not None else None
         return own or karpenter.node_class.name
+
+    def unset_labels(self) -> list[tuple[Key, str, dict[str, str], int]]:
+        """Return the pools whose Kueue flavor selects labels nothing sets: no NodePool, NFD rule or node group.
+
+        Each as (the labels' key in the cluster file, "pool <name>" or "CPU pool <name>", the labels,
+        the node count): a CPU pool, or a GPU pool selected by labels alone, without the provider's
+        node-group label among them (on-prem there is none). Someone must label those nodes by hand.
+        """
+        group = NODE_GROUP_LABELS.get(self.spec.provider)
+        if self.spec.components.kueue is None:
+            return []
+        out: list[tuple[Key, str, dict[str, str], int]] = []
+        for index, cpu in enumerate(self.spec.cpu_pools):
+            if group not in cpu.labels:
+                out.append(
+                    (
+                        ("cpuPools", index, "labels"),
+                        f"CPU pool {cpu.name}",
+                        dict(cpu.labels),
+                        cpu.nodes.most,
+                    )
+                )
+        for pool in self.pools.values():
+            labels = pool.selector_labels
+            if pool.label_selected and group not in labels:
+                out.append(
+                    (
+                        ("nodePools", pool.index, "labels"),
+                        f"pool {pool.name}",
+                        labels,
+                        pool.spec.nodes.most,
+                    )
+                )
+        return out
 
     def nfd_labelled(self, pool: PoolPlan) -> bool:
         """Tell whether gpuplan labels a pool's nodes through NFD: a static pool with hostnames, labels wanted.
