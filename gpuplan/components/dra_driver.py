@@ -60,6 +60,12 @@ NVIDIA_REPO = "NVIDIA/k8s-dra-driver-gpu"  # releases up to v25.12
 NVIDIA_CHART_DIR = "deployments/helm/nvidia-dra-driver-gpu"
 NGC_REPO = "https://helm.ngc.nvidia.com/nvidia"
 DRIVER = "gpu.nvidia.com"  # ResourceSlice spec.driver and the attributes' domain
+# The DeviceClasses the chart makes itself while resources.gpus.enabled (which gpuplan sets): the same
+# three at v0.4.1 (deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-gpu.yaml,
+# deviceclass-mig.yaml, deviceclass-vfio-gpu.yaml) and NVIDIA's v25.12.0 (the same files under
+# deployments/helm/nvidia-dra-driver-gpu/templates/); the compute-domain classes need
+# resources.computeDomains.enabled, which gpuplan leaves off.
+CHART_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
 CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"  # api/nvidia.com/resource/v1beta1/api.go
 # The label the kubelet plugin is placed by (kubeletPlugin.nodeSelector), and which the GPU Operator's
 # driver manager evicts on driver upgrades (NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst).

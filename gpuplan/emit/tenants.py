@@ -6,9 +6,10 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from gpuplan.components.dra_driver import CHART_CLASSES
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.model.common import ContainerDefaults
-from gpuplan.plan.dra import is_dra_resource
+from gpuplan.plan.dra import dra_pools, is_dra_resource, quota_resource
 from gpuplan.plan.entitlements import CPU, MEMORY, exact_quantity, namespace_quotas, quantity
 from gpuplan.plan.fleet import AllocationPlan, ClusterPlan
 from gpuplan.plan.pools import GPU
@@ -43,6 +44,10 @@ def resource_quota(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     """
     hard = {_quota_key(r): quantity(r, v) for r, v in namespace_quotas(alloc)[name].items()}
     hard |= {f"requests.{r}": "0" for r in unattached_devices(alloc)}
+    if dra_pools(alloc.cluster):
+        # A claim on one of the DRA chart's own classes would take a pool's GPUs past the quota on
+        # gpuplan's classes: none of them unless the tenant holds quota on it (a pool's class by that name).
+        hard |= {k: "0" for k in map(quota_resource, CHART_CLASSES) if k not in hard}
     return k8s("v1", "ResourceQuota", alloc.name, name, spec={"hard": hard})
 
 

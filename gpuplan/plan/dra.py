@@ -13,7 +13,7 @@ KEP-4381 "<device-class-name>.deviceclass.resource.k8s.io/devices").
 
 Sharing under DRA is among the consumers of one ResourceClaim (../shared/facts/upstream-components.md,
 "NVIDIA DRA driver"): a claim gets a whole device, so quotas count devices, never shares. The config
-sits on the class, not on the claim, because Kueue ignores per-request config (kubernetes-sigs/kueue
+sits on the class, not on the claim, because Kueue does not support per-request config (kubernetes-sigs/kueue
 v0.19.2 site/content/en/docs/concepts/dynamic_resource_allocation.md, "Limitations") and the driver
 honours a class's config (../shared/facts/upstream-components.md).
 """
