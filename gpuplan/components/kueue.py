@@ -207,3 +207,13 @@ KUEUE = Component(
     emitter="gpuplan.emit.kueue:emit",
     checks=("gpuplan.check.kueue",),
 )
+
+
+def on_flavors_rule(version: str | None) -> bool:
+    """Tell whether a Kueue release's ClusterQueue webhook refuses admissionChecksStrategy onFlavors
+    naming no flavor of the queue (None: the newest release).
+
+    kubernetes-sigs/kueue pkg/webhooks/clusterqueue_webhook.go calls validateAdmissionCheckOnFlavors
+    from v0.16 (v0.16.9, v0.17.8, v0.18.6, v0.19.2); v0.12.10 to v0.15.8 have no such rule.
+    """
+    return version is None or int(version.lstrip("v").split(".")[1]) >= 16

@@ -47,6 +47,7 @@ def _validators(
                 cel=True,
                 webhooks=True,
                 crds_label=crds_label(versions),
+                kueue=versions.get("kueue"),
             )
         except UnknownKubernetesVersion as exc:
             problems.append(cluster.located.source.diagnostic(("kubernetesVersion",), str(exc)))
