@@ -31,6 +31,9 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 HOOK = "argocd.argoproj.io/hook"
 PHASES = {"PreSync": 0, "Sync": 1, "PostSync": 2}
 CLUSTER_LABEL = "gpuplan.io/cluster"
+# The fleet's bootstrap root, where gpuplan's emitter writes it (emit/bootstrap/roots.py: validate/ reads
+# the rendered tree, never the emitter).
+ROOT = "argocd/bootstrap/root.yaml"
 Key = tuple[str, str, str, str]  # (cluster, kind, namespace, name)
 
 
@@ -88,6 +91,7 @@ class Simulation:
         self.installs, self.broken = installs, set(broken)
         self.apps: dict[str, App] = {}
         self.applied: set[Key] = set()
+        self.visiting: set[str] = set()
 
     def add(self, obj: Mapping[str, Any]) -> None:
         """Create an Application: its source read from the rendered tree, or a chart with its needs."""
@@ -112,28 +116,62 @@ class Simulation:
         return sorted({step(o) for o in app.objects})
 
     def healthy(self, name: str) -> bool:
-        """Tell whether an Application is healthy: all its steps applied and each object healthy."""
+        """Tell whether an Application is healthy: all its steps applied and each object healthy.
+
+        An Application that waits on itself, through its children, is never healthy (no recursion loop).
+        """
         app = self.apps.get(name)
-        if app is None or name in self.broken:
+        if app is None or name in self.broken or name in self.visiting:
             return False
         if app.done < len(self.steps(app)) - 1:
             return False
         if any(need not in self.applied for need in app.needs):
             return False
-        return all(self.object_healthy(app, o) for o in app.objects)
+        self.visiting.add(name)
+        try:
+            return all(self.object_healthy(app, o) for o in app.objects)
+        finally:
+            self.visiting.discard(name)
 
-    def object_healthy(self, app: App, obj: Mapping[str, Any]) -> bool:
-        kind = str(obj.get("kind", ""))
-        if kind == "Application":
-            return self.healthy(str(_meta(obj).get("name")))
-        group = str(obj.get("apiVersion", "")).rpartition("/")[0]
-        # The Applications of this cluster that install its CRD (none: the platform's, as AKS's Karpenter).
-        mine = [
+    def installers(self, app: App, obj: Mapping[str, Any]) -> list[str]:
+        """Return the Applications of the object's cluster that install its CRD (none: the platform's)."""
+        kind, group = str(obj.get("kind", "")), str(obj.get("apiVersion", "")).rpartition("/")[0]
+        return [
             n
             for n, kinds in self.installs.items()
             if (group, kind) in kinds and n in self.apps and self.apps[n].cluster == app.cluster
         ]
+
+    def object_healthy(self, app: App, obj: Mapping[str, Any]) -> bool:
+        if obj.get("kind") == "Application":
+            return self.healthy(str(_meta(obj).get("name")))
+        mine = self.installers(app, obj)
         return not mine or any(self.healthy(n) for n in mine)
+
+    def reason(self, name: str, seen: frozenset[str] = frozenset()) -> str:
+        """Say what a stuck Application waits on, following the chain of Applications it waits on
+        ("": nothing more to say, as for a broken one)."""
+        app = self.apps.get(name)
+        if app is None:
+            return "its creation: the Application that lists it never syncs that far"
+        if name in self.broken or name in seen:
+            return ""
+        missing = [n for n in app.needs if n not in self.applied]
+        if missing:
+            _, kind, namespace, other = missing[0]
+            return f"{kind} {namespace}/{other}, which nothing applies before it"
+        for obj in sorted(app.objects, key=step):
+            if self.object_healthy(app, obj):
+                continue
+            if obj.get("kind") == "Application":
+                child = str(_meta(obj).get("name"))
+                what = f"Application {child}"
+            else:
+                child = self.installers(app, obj)[0]
+                what = f"{obj.get('kind')} {_meta(obj).get('name')}, whose CRD Application {child} installs"
+            more = self.reason(child, seen | {name})
+            return f"{what}, which waits on {more}" if more else what
+        return ""
 
     def run(self, root: Mapping[str, Any]) -> None:
         """Sync from the root until no Application can move on."""
