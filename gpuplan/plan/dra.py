@@ -8,7 +8,8 @@ that class: the ResourceQuota key `<class>.deviceclass.resource.k8s.io/devices` 
 docs concepts/policy/resource-quotas, "Resource quota for extended resources / DRA"; since 1.31), which
 is also the name Kueue's deviceClassMappings give the class, so one number is both quotas. The key is
 the same whichever resource.k8s.io version the claims are written in: the quota evaluator counts the
-API server's internal ResourceClaim (kubernetes/kubernetes pkg/quota/v1/evaluator/core/resource_claims.go;
+API server's internal ResourceClaim (kubernetes/kubernetes pkg/quota/v1/evaluator/core/resource_claims.go,
+read in the stored snapshot of its main branch, no tag checked: the repository is too large to fetch here;
 KEP-4381 "<device-class-name>.deviceclass.resource.k8s.io/devices").
 
 Sharing under DRA is among the consumers of one ResourceClaim (../shared/facts/upstream-components.md,
