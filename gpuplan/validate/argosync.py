@@ -31,6 +31,7 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 HOOK = "argocd.argoproj.io/hook"
 PHASES = {"PreSync": 0, "Sync": 1, "PostSync": 2}
 CLUSTER_LABEL = "gpuplan.io/cluster"
+IN_CLUSTER = ("https://kubernetes.default.svc", "in-cluster")  # Argo CD's own cluster: server, name
 # The fleet's bootstrap root, where gpuplan's emitter writes it (emit/bootstrap/roots.py: validate/ reads
 # the rendered tree, never the emitter).
 ROOT = "argocd/bootstrap/root.yaml"
@@ -93,12 +94,24 @@ class Simulation:
         self.applied: set[Key] = set()
         self.visiting: set[str] = set()
 
-    def add(self, obj: Mapping[str, Any]) -> None:
-        """Create an Application: its source read from the rendered tree, or a chart with its needs."""
+    def add(self, obj: Mapping[str, Any], parent: App | None = None) -> None:
+        """Create an Application: its source read from the rendered tree, or a chart with its needs.
+
+        Its cluster is gpuplan's cluster label: each cluster's Argo CD may name its own API server
+        https://kubernetes.default.svc, so destinations alike are not one cluster. An own Application
+        without the label is on its parent's cluster when it names the in-cluster server, else on
+        the destination it names (a cluster name matches gpuplan's label).
+        """
         name = str(_meta(obj).get("name"))
         spec = obj.get("spec") or {}
         source = spec.get("source") or {}
-        where = destination(obj)
+        where = str((_meta(obj).get("labels") or {}).get(CLUSTER_LABEL) or destination(obj))
+        if (
+            parent is not None
+            and where in IN_CLUSTER
+            and not (_meta(obj).get("labels") or {}).get(CLUSTER_LABEL)
+        ):
+            where = parent.cluster
         namespace = str((spec.get("destination") or {}).get("namespace", ""))
         needs: list[Key] = []
         objects: list[dict[str, Any]] = []
@@ -205,7 +218,7 @@ class Simulation:
         )
         self.applied.add(key)
         if obj.get("kind") == "Application" and str(meta.get("name")) not in self.apps:
-            self.add(obj)
+            self.add(obj, app)
 
     def stuck(self, expected: Collection[str] = ()) -> list[str]:
         """Return the Applications that never become healthy (an expected one never created too)."""
