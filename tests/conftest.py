@@ -102,6 +102,14 @@ def copy_example(target: Path) -> Path:
     return target
 
 
+def edit(root: Path, relative: str, old: str, new: str) -> None:
+    """Replace the first `old` in a repository file with `new` (the text must be there)."""
+    path = root / relative
+    text = path.read_text()
+    assert old in text, f"{relative} has no {old!r}"
+    path.write_text(text.replace(old, new, 1))
+
+
 def snapshot(folder: Path) -> dict[str, bytes]:
     """Return every file under a folder with its bytes (to prove nothing was touched)."""
     if not folder.exists():

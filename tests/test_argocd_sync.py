@@ -13,7 +13,7 @@ import yaml
 from gpuplan.emit.bootstrap.installs import installs
 from gpuplan.pipeline import compile_fleet
 from gpuplan.validate.argosync import coupled, stuck
-from tests.conftest import PROJECT, copy_example
+from tests.conftest import PROJECT, copy_example, run
 
 OUTPUT = PROJECT / "output"
 
@@ -99,3 +99,50 @@ def test_one_root_for_the_whole_fleet_couples_the_clusters(fleet_installs: dict[
     }
     found = coupled({**files, **flat}, _root(files), "output", fleet_installs, _clusters(files))
     assert set(found) == set(_clusters(files))  # any cluster's broken operator stalls the others
+
+
+TEAM_APP = """\
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: team-queues
+  namespace: argocd
+  annotations: {{argocd.argoproj.io/sync-wave: "-1"}}
+spec:
+  project: gpu-platform
+  source: {{repoURL: "https://git.example.com/platform/gpu-fleet.git", targetRevision: main, path: {path}}}
+  destination: {destination}
+"""
+
+
+def _render_with_own_app(tmp_path: Path, path: str, destination: str) -> str:
+    root = copy_example(tmp_path)
+    own = root / "extra" / "h100-prod" / "application-team-queues.yaml"
+    own.write_text(TEAM_APP.format(path=path, destination=destination))
+    result = run("render", "--root", str(root))
+    assert result.code == 1
+    assert not (root / "output").exists()  # nothing written
+    assert "Traceback" not in result.stderr and "please report" not in result.stderr
+    return result.stderr
+
+
+def test_render_refuses_a_fleet_whose_cluster_waits_on_another(tmp_path: Path) -> None:
+    """An own Application in h100-prod's folder (wave -1) that syncs into dgx-onprem: every render proves it."""
+    err = _render_with_own_app(tmp_path, "output/dgx-onprem", "{name: dgx-onprem}")
+    assert (
+        "output/argocd/h100-prod/cluster.yaml:3:1: error: Application/h100-prod: Application h100-prod waits on "
+        "cluster dgx-onprem: while dgx-onprem's Applications are not healthy it never is (it waits on Application "
+        "team-queues, which waits on NetworkAttachmentDefinition data-plane, whose CRD Application "
+        "dgx-onprem-multus installs)"
+    ) in err
+
+
+def test_render_refuses_a_bootstrap_that_deadlocks(tmp_path: Path) -> None:
+    """An own Application that syncs its own cluster's folder waits on itself: the root never gets healthy."""
+    err = _render_with_own_app(
+        tmp_path, "output/h100-prod", '{server: "https://kubernetes.default.svc"}'
+    )
+    assert (
+        "output/argocd/h100-prod/cluster.yaml:3:1: error: Application/h100-prod: Argo CD's sync from the bootstrap "
+        "root never makes Application h100-prod healthy: it waits on Application team-queues"
+    ) in err

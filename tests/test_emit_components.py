@@ -479,7 +479,12 @@ def test_static_pool_selected_by_labels_only_gets_no_rule_and_a_warning(tmp_path
     pools[3]["labels"] |= {"nvidia.com/device-plugin.config": "shared"}
     pools[3]["taints"] = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
     repo(tmp_path / "declared", [cluster(nodePools=pools)], [ALPHA, BETA])
-    assert not any("nodePools[3]" in x for x in texts(tmp_path / "declared"))
+    declared = texts(tmp_path / "declared")
+    # What stays: nothing sets example.com/rack (no node group label among them), which its flavor selects.
+    assert [x for x in declared if "nodePools[3]" in x and "[flavor-labels-unset]" not in x] == []
+    assert any(
+        "nodePools[3].labels: pool shared: its ResourceFlavor selects" in x for x in declared
+    )
 
 
 def test_nfd_label_keys(tmp_path: Path) -> None:

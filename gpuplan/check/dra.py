@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from gpuplan.check.registry import check
 from gpuplan.components.dra_driver import (
     BETA_APIS,
+    CHART_CHANNEL_CLASSES,
+    CHART_GPU_CLASSES,
     GPU_OPERATOR_SINCE,
     NFD_PCI_LABEL,
     RESOURCE_API,
@@ -30,12 +32,8 @@ from gpuplan.plan.dra import DraClass, classes, dra_pools, driver_roots, resourc
 from gpuplan.plan.fleet import ClusterPlan, Fleet
 from gpuplan.plan.gke import google_stack
 
-# The chart's own DeviceClasses (templates/deviceclass-*.yaml at v0.4.1): a gpuplan class of the same name
-# would fight the chart over the object.
-CHART_CLASSES = frozenset({
-    "gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com",
-    "compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com",
-})  # fmt: skip
+# The chart's own DeviceClasses: a gpuplan class of the same name would fight the chart over the object.
+CHART_CLASSES = frozenset(CHART_GPU_CLASSES + CHART_CHANNEL_CLASSES)
 # `<class>.deviceclass.resource.k8s.io` is the prefix of a quota key: a DNS subdomain of at most 253.
 MAX_CLASS_NAME = 253 - len(".deviceclass.resource.k8s.io")
 

@@ -8,7 +8,7 @@ from gpuplan.check.registry import check, clusters_with
 from gpuplan.components.gpu_operator import GpuOperatorRelease
 from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
 from gpuplan.model.drivers import branch
-from gpuplan.plan.drivers import default_mode, pool_drivers
+from gpuplan.plan.drivers import default_mode, node_class_os, pool_drivers
 from gpuplan.plan.fleet import ClusterPlan, Fleet
 
 _OPERATOR = ("components", "gpuOperator")
@@ -27,7 +27,7 @@ def _branches(branches: tuple[int, ...]) -> str:
 def check_driver_version_required(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on a managed pool with no driver version to install."""
     for cluster in clusters_with(fleet, "gpu-operator"):
-        for driver in pool_drivers(cluster.spec):
+        for driver in pool_drivers(cluster):
             if driver.mode == "managed" and driver.version is None:
                 message = (
                     f"pool {driver.pool!r} ({driver.os} on {cluster.spec.provider}) gets its driver from the GPU Operator: "
@@ -43,7 +43,7 @@ def check_driver_version_required(fleet: Fleet) -> Iterator[Diagnostic]:
 def check_driver_branch_gpu(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error when a pool's driver branch is older than its GPU's first supported branch."""
     for cluster in clusters_with(fleet, "gpu-operator"):
-        for driver in pool_drivers(cluster.spec):
+        for driver in pool_drivers(cluster):
             pool = cluster.pools.get(driver.pool)
             if driver.version is None or driver.path is None or pool is None:
                 continue
@@ -71,7 +71,7 @@ def check_driver_branch_operator(fleet: Fleet) -> Iterator[Diagnostic]:
             continue
         branches, version = facts.driver_branches, facts.version
         reported: set[tuple[str | int, ...]] = set()
-        for driver in pool_drivers(cluster.spec):
+        for driver in pool_drivers(cluster):
             if driver.mode != "managed" or driver.version is None or driver.path is None:
                 continue
             if branch(driver.version) not in branches and driver.path not in reported:
@@ -90,7 +90,7 @@ def check_driver_settings(fleet: Fleet) -> Iterator[Diagnostic]:
         operator = cluster.spec.components.gpu_operator
         assert operator is not None
         source = cluster.located.source
-        managed = any(d.mode == "managed" for d in pool_drivers(cluster.spec))
+        managed = any(d.mode == "managed" for d in pool_drivers(cluster))
         if operator.gpu_direct_storage and not managed:
             message = "GPUDirect Storage runs nvidia-fs in the operator's driver pod: it needs a pool with driver.mode managed"
             yield source.diagnostic((*_OPERATOR, "gpuDirectStorage"), message)
@@ -109,7 +109,7 @@ def check_toolkit_mixed(fleet: Fleet) -> Iterator[Diagnostic]:
         operator = cluster.spec.components.gpu_operator
         if operator is None or operator.toolkit is not None:
             continue
-        drivers = pool_drivers(cluster.spec)
+        drivers = pool_drivers(cluster)
         shipped = [d.pool for d in drivers if not d.needs_toolkit]
         if shipped and len(shipped) < len(drivers):
             message = (
@@ -119,21 +119,47 @@ def check_toolkit_mixed(fleet: Fleet) -> Iterator[Diagnostic]:
             yield _warning(cluster.located.source, (*_OPERATOR, "version"), message)
 
 
+def _image(cluster: ClusterPlan, pool: str) -> str:
+    """Return where a pool's node OS comes from when the pool does not say it: its node class."""
+    name = cluster.node_class(pool)
+    image = cluster.node_images.get(name) if name is not None else None
+    return f"node class {name} ({image.source.path})" if image else f"node class {name}"
+
+
+@check
+def check_pool_os_node_class(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when a pool's os is not what the image of its Karpenter node class runs."""
+    for cluster in sorted(fleet.clusters.values(), key=lambda c: c.name):
+        for index, pool in enumerate(cluster.spec.node_pools):
+            runs = node_class_os(cluster, pool.name)
+            if pool.os is None or runs is None or runs == pool.os:
+                continue
+            message = (
+                f"pool {pool.name!r} says os: {pool.os}, but its {_image(cluster, pool.name)} launches {runs} "
+                "nodes: the driver, toolkit and device-plugin settings would be those of the wrong image; "
+                f"make them agree (os: {runs}, or change the node class)"
+            )
+            yield cluster.located.source.diagnostic(("nodePools", index, "os"), message)
+
+
 @check
 def check_bottlerocket_device_plugin(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Warn on Bottlerocket pools: the image runs its own NVIDIA device plugin beside the operator's."""
+    """Warn on Bottlerocket pools (their os, or their node class's image): the image runs its own NVIDIA device plugin."""
     # bottlerocket-os/bottlerocket variants/aws-k8s-1.33-nvidia/Cargo.toml includes the
     # nvidia-k8s-device-plugin package: the host registers nvidia.com/gpu itself.
     for cluster in clusters_with(fleet, "gpu-operator"):
-        for driver in pool_drivers(cluster.spec):
+        for driver in pool_drivers(cluster):
             if driver.os != "bottlerocket":
                 continue
+            pool = cluster.spec.node_pools[driver.index]
+            whose = "" if pool.os else f" (the image of its {_image(cluster, pool.name)})"
             message = (
-                f"pool {driver.pool!r}: Bottlerocket's NVIDIA variant runs its own device plugin, so the GPU "
+                f"pool {driver.pool!r}: Bottlerocket's NVIDIA variant{whose} runs its own device plugin, so the GPU "
                 "Operator's device plugin (and the sharing and MIG settings gpuplan gives it) competes with it "
-                "for nvidia.com/gpu; use os: al2023 for pools the operator configures"
+                "for nvidia.com/gpu; run these nodes on al2023 (the node class's alias al2023@..., os: al2023)"
             )
-            yield _warning(cluster.located.source, ("nodePools", driver.index, "os"), message)
+            loc = ("nodePools", driver.index, "os" if pool.os else "karpenter")
+            yield _warning(cluster.located.source, loc, message)
 
 
 @check
@@ -143,7 +169,7 @@ def check_managed_on_driver_image(fleet: Fleet) -> Iterator[Diagnostic]:
     # pod detects that the driver is preinstalled and labels the node so that the driver pod is
     # terminated" (NVIDIA/cloud-native-docs gpu-operator/getting-started.rst): the version is not installed.
     for cluster in clusters_with(fleet, "gpu-operator"):
-        for driver in pool_drivers(cluster.spec):
+        for driver in pool_drivers(cluster):
             if (
                 driver.mode != "managed"
                 or default_mode(cluster.spec.provider, driver.os) != "preinstalled"

@@ -120,6 +120,24 @@ def check_instance_type_gpus(fleet: Fleet) -> Iterator[Diagnostic]:
 
 
 @check
+def check_host_architecture(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when a pool's GPU only comes on hosts of another CPU architecture than its NodePool asks for."""
+    for cluster, pool in _made(fleet):
+        spec, need = pool.spec.karpenter, pool.model.host_arch
+        if spec is None or not need or spec.architecture == need:
+            continue
+        # The NodePool requires kubernetes.io/arch of the pool's architecture (emit/karpenter.py), and
+        # Karpenter launches only instance types whose labels meet every requirement
+        # (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/provisioning/scheduling/nodeclaim.go,
+        # filterInstanceTypesByRequirements): no instance type has both.
+        message = (
+            f"{pool.model.name} is a Grace superchip: its hosts are {need}, and the pool's NodePool asks for "
+            f"{spec.architecture} nodes, so Karpenter never launches one; set karpenter.architecture: {need}"
+        )
+        yield cluster.located.source.diagnostic(("nodePools", pool.index, "karpenter"), message)
+
+
+@check
 def check_karpenter_values(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error on instance types or zones that are not label values (NodePool requirement values)."""
     for cluster, pool in _made(fleet):

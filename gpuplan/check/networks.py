@@ -311,7 +311,7 @@ def check_efa_interfaces(fleet: Fleet) -> Iterator[Diagnostic]:
         assert karpenter is not None
         rendered = karpenter.node_class.name
         for index, network in enumerate(cluster.spec.networks):
-            reached = [p for p in network.pools if _node_class(cluster, p) == rendered]
+            reached = [p for p in network.pools if cluster.node_class(p) == rendered]
             if network.type != "efa" or not reached:
                 continue
             loc = ("networks", index, "type")
@@ -388,16 +388,6 @@ def check_sriov_vfs(fleet: Fleet) -> Iterator[Diagnostic]:
                 yield _warning(cluster.located.source, _sriov_loc(index), message)
 
 
-def _node_class(cluster: ClusterPlan, name: str) -> str | None:
-    """Return the node class a pool's nodes launch from, None when Karpenter does not make them."""
-    pool = cluster.pools.get(name)
-    karpenter = cluster.spec.components.karpenter
-    if pool is None or not pool.karpenter_made or karpenter is None:
-        return None
-    own = pool.spec.karpenter.node_class if pool.spec.karpenter is not None else None
-    return own or karpenter.node_class.name
-
-
 @check
 def check_efa_node_class_shared(fleet: Fleet) -> Iterator[Diagnostic]:
     """Warn when the node class gpuplan renders with EFA interfaces also launches pools on no efa network."""
@@ -413,7 +403,7 @@ def check_efa_node_class_shared(fleet: Fleet) -> Iterator[Diagnostic]:
             continue  # the node class gets no interfaces (an error of its own, node-class-fields)
         on_efa = {p for n in cluster.spec.networks if n.type == "efa" for p in n.pools}
         for index, pool in enumerate(cluster.spec.node_pools):
-            if pool.name in on_efa or _node_class(cluster, pool.name) != karpenter.node_class.name:
+            if pool.name in on_efa or cluster.node_class(pool.name) != karpenter.node_class.name:
                 continue
             assert pool.karpenter is not None
             # aws/karpenter-provider-aws v1.14.1 pkg/providers/instancetype/compatibility/compatibility.go:

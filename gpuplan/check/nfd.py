@@ -108,7 +108,17 @@ def check_unlabelled_static_pools(fleet: Fleet) -> Iterator[Diagnostic]:
         # The pool label only serves selectors of pools gpuplan labels; these are selected by their own labels.
         needed = {k: v for k, v in pool.node_labels.items() if k != POOL_LABEL}
         given = pool.given_labels
-        missing = {k: v for k, v in needed.items() if given.get(k) != v}
+        for key, value in needed.items():
+            if key in pool.spec.labels and pool.spec.labels[key] != value:
+                # A config label the pool states with another value: a layout changed, its label did not.
+                message = (
+                    f"pool {pool.name}: its nodes carry {key}={pool.spec.labels[key]}, but the config gpuplan writes for "
+                    f"its MIG layout or sharing is {value}: set {key}: {value} here and on the node group"
+                )
+                yield cluster.located.source.diagnostic(
+                    ("nodePools", pool.index, "labels", key), message
+                )
+        missing = {k: v for k, v in needed.items() if k not in given}
         if not missing:
             continue
         wanted = ", ".join(f"{k}={v}" for k, v in missing.items())
@@ -122,6 +132,21 @@ def check_unlabelled_static_pools(fleet: Fleet) -> Iterator[Diagnostic]:
             f"they must already carry {wanted}; say so by adding these to labels, or {fix}"
         )
         yield _warning(cluster.located.source, ("nodePools", pool.index, "labels"), message)
+
+
+@check
+def check_flavor_labels_unset(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn when a pool's ResourceFlavor selects labels nothing sets (gpuplan validate warns on the flavor alike)."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        for loc, what, labels, nodes in cluster.unset_labels():
+            wanted = ", ".join(f"{k}={v}" for k, v in labels.items())
+            message = (
+                f"{what}: its ResourceFlavor selects {wanted}, which no NodePool, NodeFeatureRule or node group "
+                f"sets: until someone labels its {nodes} nodes (gpuplan requirements lists them), Kueue admits work "
+                "no node takes; label them, or select them by their node group's label"
+            )
+            yield _warning(cluster.located.source, loc, message)
 
 
 @check

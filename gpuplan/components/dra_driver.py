@@ -61,11 +61,13 @@ NVIDIA_CHART_DIR = "deployments/helm/nvidia-dra-driver-gpu"
 NGC_REPO = "https://helm.ngc.nvidia.com/nvidia"
 DRIVER = "gpu.nvidia.com"  # ResourceSlice spec.driver and the attributes' domain
 CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"  # api/nvidia.com/resource/v1beta1/api.go
-# The chart's own DeviceClasses at v0.4.1 (templates/deviceclass-gpu.yaml, deviceclass-mig.yaml,
-# deviceclass-vfio-gpu.yaml: devices of type gpu, mig, vfio, with resources.gpus.enabled), which no gpuplan
-# quota counts, and those of ComputeDomains (deviceclass-compute-domain-daemon.yaml,
-# deviceclass-compute-domain-default-channel.yaml: IMEX channels, no GPUs), which the driver's controller
-# claims in the workload's namespace.
+# The chart's own DeviceClasses of GPUs while resources.gpus.enabled (which gpuplan sets): devices of
+# type gpu, mig and vfio at v0.4.1 (deployments/helm/dra-driver-nvidia-gpu/templates/
+# deviceclass-gpu.yaml, deviceclass-mig.yaml, deviceclass-vfio-gpu.yaml) and at NVIDIA's v25.12.0
+# (the same files under deployments/helm/nvidia-dra-driver-gpu/templates/): no gpuplan quota counts
+# them. Those of ComputeDomains (deviceclass-compute-domain-daemon.yaml,
+# deviceclass-compute-domain-default-channel.yaml: IMEX channels, no GPUs) are claimed by the
+# driver's controller in the workload's namespace.
 CHART_GPU_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
 CHART_CHANNEL_CLASSES = (
     "compute-domain-daemon.nvidia.com",

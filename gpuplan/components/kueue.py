@@ -23,6 +23,7 @@ are enumerated in v1beta2). The Configuration (config.kueue.x-k8s.io) has v1beta
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from gpuplan.components.base import Chart, Component, Release
 
@@ -81,6 +82,32 @@ class KueueRelease(Release):
     # default; Configuration resources.deviceClassMappings in apis/config/v1beta2/configuration_types.go),
     # "alpha" v0.14-v0.17 (DynamicResourceAllocation, off by default), "" before.
     dra: str = ""
+
+    @property
+    def chart_manager(self) -> dict[str, Any]:
+        """Return the controller and clientConnection blocks of the chart's own Configuration.
+
+        gpuplan's Configuration replaces the chart's whole controllerManagerConfigYaml, so it repeats
+        these: charts/kueue/values.yaml sets qps 50 / burst 100 and concurrency 5 (Job, Pod, Workload)
+        and 1 (LocalQueue, ClusterQueue, ResourceFlavor) from v0.12.10 to v0.18.6, where the code's
+        defaults are 20 / 30 (apis/config/v1beta1/defaults.go DefaultClientConnectionQPS/Burst); at
+        v0.19.2 qps 300 / burst 500 (the code's defaults too) and Workload 10, LocalQueue and
+        ClusterQueue 5.
+        """
+        newer = int(self.version.split(".")[1]) >= 19
+        return {
+            "controller": {
+                "groupKindConcurrency": {
+                    "Job.batch": 5,
+                    "Pod": 5,
+                    "Workload.kueue.x-k8s.io": 10 if newer else 5,
+                    "LocalQueue.kueue.x-k8s.io": 5 if newer else 1,
+                    "ClusterQueue.kueue.x-k8s.io": 5 if newer else 1,
+                    "ResourceFlavor.kueue.x-k8s.io": 1,
+                }
+            },
+            "clientConnection": {"qps": 300, "burst": 500} if newer else {"qps": 50, "burst": 100},
+        }
 
     @property
     def api(self) -> str:
@@ -180,3 +207,13 @@ KUEUE = Component(
     emitter="gpuplan.emit.kueue:emit",
     checks=("gpuplan.check.kueue",),
 )
+
+
+def on_flavors_rule(version: str | None) -> bool:
+    """Tell whether a Kueue release's ClusterQueue webhook refuses admissionChecksStrategy onFlavors
+    naming no flavor of the queue (None: the newest release).
+
+    kubernetes-sigs/kueue pkg/webhooks/clusterqueue_webhook.go calls validateAdmissionCheckOnFlavors
+    from v0.16 (v0.16.9, v0.17.8, v0.18.6, v0.19.2); v0.12.10 to v0.15.8 have no such rule.
+    """
+    return version is None or int(version.lstrip("v").split(".")[1]) >= 16

@@ -148,7 +148,7 @@ def emit(cluster: ClusterPlan) -> list[Manifest]:
     uses_mig_label = any(p.mig_config for p in cluster.pools.values())
     plugin = device_plugin_configs(cluster, operator.mig_strategy)
     sharing = len(plugin) > 1
-    drivers = driver_layout(cluster.spec)
+    drivers = driver_layout(cluster)
     chosen = settings(operator, drivers)
     if dra_pools(cluster):
         chosen = replace(chosen, eviction_label=KUBELET_PLUGIN_LABEL)

@@ -60,7 +60,7 @@ def chart_values(cluster: ClusterPlan) -> dict[str, Any]:
     if operator is None:
         return {}
     facts = release(operator.version)
-    drivers = layout(cluster.spec)
+    drivers = layout(cluster)
     values: dict[str, Any] = {
         "driver": {
             "enabled": drivers.enabled,

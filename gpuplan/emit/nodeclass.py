@@ -18,7 +18,7 @@ from typing import Any
 from gpuplan.components.karpenter import KarpenterRelease
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.model.nodeclass import AksNodeClassSettings, Ec2NodeClassSettings
-from gpuplan.plan.drivers import layout, pool_os
+from gpuplan.plan.drivers import layout, rendered_ami, rendered_image_family
 from gpuplan.plan.fleet import ClusterPlan
 
 FOLDER = "karpenter"
@@ -28,18 +28,6 @@ IMDS_V2 = {
     "httpPutResponseHopLimit": 1,
     "httpTokens": "required",
 }
-IMAGE_FAMILIES = {"ubuntu": "Ubuntu2204", "azurelinux": "AzureLinux"}
-
-
-def _ami(cluster: ClusterPlan, settings: Ec2NodeClassSettings) -> str:
-    if settings.ami:
-        return settings.ami
-    families = {
-        pool_os(cluster.spec, p.spec)
-        for p in cluster.pools.values()
-        if p.spec.karpenter is not None
-    }
-    return "bottlerocket" if families == {"bottlerocket"} else "al2023"
 
 
 def efa_interfaces(cards: int) -> list[dict[str, Any]]:
@@ -62,7 +50,7 @@ def ec2_node_class(
         {"role": settings.role} if settings.role else {"instanceProfile": settings.instance_profile}
     )
     spec |= {
-        "amiSelectorTerms": [{"alias": f"{_ami(cluster, settings)}@{settings.ami_version}"}],
+        "amiSelectorTerms": [{"alias": f"{rendered_ami(cluster)}@{settings.ami_version}"}],
         "subnetSelectorTerms": [{"tags": tags}],
         "securityGroupSelectorTerms": [{"tags": dict(tags)}],
         "metadataOptions": dict(
@@ -87,20 +75,13 @@ def aks_node_class(
     cluster: ClusterPlan, name: str, settings: AksNodeClassSettings, release: KarpenterRelease
 ) -> dict[str, Any]:
     """Return the AKSNodeClass of the cluster's NodePools."""
-    family = settings.image_family
-    if family is None:
-        oses = {
-            pool_os(cluster.spec, p.spec)
-            for p in cluster.pools.values()
-            if p.spec.karpenter is not None
-        }
-        family = "AzureLinux" if oses == {"azurelinux"} else "Ubuntu2204"
+    family = rendered_image_family(cluster)
     # The CRD defaults osDiskSizeGB to 128 (karpenter.azure.com_aksnodeclasses.yaml, v1.6.2 to v1.14.2):
     # written out, or the API server's default would show as drift in Argo CD.
     spec: dict[str, Any] = {"imageFamily": family, "osDiskSizeGB": settings.os_disk_size_gb or 128}
     if "gpu" in release.node_class_fields:
         # The GPU Operator installs the driver on managed pools: AKS must then install none.
-        spec["gpu"] = {"mode": "None" if layout(cluster.spec).enabled else "Driver"}
+        spec["gpu"] = {"mode": "None" if layout(cluster).enabled else "Driver"}
     if settings.tags:
         spec["tags"] = dict(settings.tags)
     return k8s(release.node_class.api_version, release.node_class.kind, name, spec=spec)

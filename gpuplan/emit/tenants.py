@@ -9,7 +9,7 @@ from typing import Any
 from gpuplan.components.dra_driver import CHART_GPU_CLASSES
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.model.common import ContainerDefaults
-from gpuplan.plan.dra import is_dra_resource, quota_resource
+from gpuplan.plan.dra import dra_pools, is_dra_resource, quota_resource
 from gpuplan.plan.entitlements import CPU, MEMORY, exact_quantity, namespace_quotas, quantity
 from gpuplan.plan.fleet import AllocationPlan, ClusterPlan
 from gpuplan.plan.pools import GPU
@@ -44,10 +44,10 @@ def resource_quota(alloc: AllocationPlan, name: str) -> dict[str, Any]:
     """
     hard = {_quota_key(r): quantity(r, v) for r, v in namespace_quotas(alloc)[name].items()}
     hard |= {f"requests.{r}": "0" for r in unattached_devices(alloc)}
-    spec = alloc.cluster.spec
-    if spec.admission is not None and spec.components.dra_driver is not None:
-        # the DRA driver chart's own classes: no tenant's quota counts them (admission refuses claims too)
-        hard |= {quota_resource(c): "0" for c in CHART_GPU_CLASSES}
+    if dra_pools(alloc.cluster):
+        # A claim on one of the DRA chart's own classes would take a pool's GPUs past the quota on
+        # gpuplan's classes: none of them unless the tenant holds quota on it (a pool's class by that name).
+        hard |= {k: "0" for k in map(quota_resource, CHART_GPU_CLASSES) if k not in hard}
     return k8s("v1", "ResourceQuota", alloc.name, name, spec={"hard": hard})
 
 

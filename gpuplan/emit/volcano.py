@@ -1,17 +1,19 @@
 """Volcano: one Queue per tenant allocation, sized from the same numbers as Kueue and the quotas.
 
 Source of every field: the Volcano v1.15.1 Queue CRD (scheduling.volcano.sh/v1beta1, spec:
-weight, capability, deserved, guarantee.resource, reclaimable). Fields the CRD does not declare
+weight, capability, deserved, guarantee.resource, reclaimable; volcano-sh/volcano v1.15.1
+config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml). Fields the CRD does not declare
 are never emitted (a queue's Open/Closed `state`, which some guides put under spec, is status).
 
 - `weight`: the allocation's weight (default 1); the proportion plugin shares idle capacity by it.
 - `capability`: the most the tenant may ever use per resource, nominal plus what it may borrow,
   exactly the namespaces' ResourceQuota (`entitlements.namespace_limits`).
-- `guarantee.resource`: the nominal quota per resource (output.md: guarantee = nominal quota).
+- `guarantee.resource`: the nominal quota per resource (../shared/spec/output.md: guarantee = nominal quota).
 - `deserved`: the nominal quota too. Volcano's queue admission webhook requires
-  guarantee <= deserved <= capability when guarantee is set (an unset deserved counts as zero and
-  the Queue is rejected), and the capacity plugin shares by `deserved`; equal to the guarantee it
-  changes nothing for the proportion plugin, which derives deserved from the weights.
+  guarantee <= deserved <= capability, and refuses a guarantee whose resource has no deserved
+  (v1.15.1 pkg/webhooks/admission/queues/validate/validate_queue.go), and the capacity plugin
+  shares by `deserved`; equal to the guarantee it changes nothing for the proportion plugin, which
+  derives deserved from the weights.
 - `reclaimable: true`: what a tenant borrowed beyond its deserved share can be taken back.
 - `dequeueStrategy: traverse`: the CRD's default (structural `default:`), written out so the
   object Argo CD compares is the object the API server stores (no drift; tests/test_no_drift.py).
@@ -44,7 +46,8 @@ def _resource_list(values: dict[str, int]) -> dict[str, str]:
 def _queue_resource(name: str) -> str:
     """Return a resource as a Queue names it: a DRA class's devices as deviceclass/<class>.
 
-    ../shared/facts/upstream-components.md, "Volcano + Kueue": DRA in Volcano queues is deviceclass/<DeviceClass>.
+    The scheduler reads a Queue's DRA devices as deviceclass/<DeviceClass> (volcano-sh/volcano v1.15.1
+    pkg/scheduler/framework/session_dra_queue_status.go, queueDRADeviceClassCountPrefix).
     """
     return "deviceclass/" + name.removesuffix(QUOTA_SUFFIX) if is_dra_resource(name) else name
 

@@ -72,6 +72,10 @@ class GpuModel:
     mig: MigGeometry | None = None
     architecture: str = ""  # key of MIN_DRIVER_BRANCH
     driver_since: int = 0  # a later first branch than its architecture's (models launched later)
+    # the CPU architecture of every host the GPU comes in: a Grace superchip (GH200, GB200) is a
+    # Grace CPU, Arm, with its GPUs on one module ("NVIDIA Grace Hopper", "NVIDIA Grace Blackwell"
+    # in NVIDIA/cloud-native-docs gpu-operator/platform-support.rst); "" for GPUs on any host
+    host_arch: str = ""
 
     @property
     def min_driver_branch(self) -> int:
@@ -262,10 +266,23 @@ _MODELS = (
         "H100-NVL-94GB", ("0x2321",), ("NVIDIA-H100-NVL",), 94, _H100_94GB, architecture="hopper"
     ),
     GpuModel(
-        "GH200-96GB", ("0x2342",), ("NVIDIA-GH200-480GB",), 96, _GH200_96GB, architecture="hopper"
+        "GH200-96GB",
+        ("0x2342",),
+        ("NVIDIA-GH200-480GB",),
+        96,
+        _GH200_96GB,
+        architecture="hopper",
+        host_arch="arm64",
     ),
     GpuModel(
-        "GH200-144GB", ("0x2348",), (), 144, _GH200_144GB, architecture="hopper", driver_since=565
+        "GH200-144GB",
+        ("0x2348",),
+        (),
+        144,
+        _GH200_144GB,
+        architecture="hopper",
+        driver_since=565,
+        host_arch="arm64",
     ),
     GpuModel(
         "H200-141GB",
@@ -286,7 +303,15 @@ _MODELS = (
         driver_since=565,
     ),
     GpuModel("B200", ("0x2901",), ("NVIDIA-B200",), 180, _B200, architecture="blackwell"),
-    GpuModel("GB200", ("0x2941",), ("NVIDIA-GB200",), 186, _GB200, architecture="blackwell"),
+    GpuModel(
+        "GB200",
+        ("0x2941",),
+        ("NVIDIA-GB200",),
+        186,
+        _GB200,
+        architecture="blackwell",
+        host_arch="arm64",
+    ),
     GpuModel("L40S", ("0x26B9",), ("NVIDIA-L40S",), 48, architecture="ada"),
     GpuModel("L4", ("0x27B8",), ("NVIDIA-L4",), 24, architecture="ada"),
     GpuModel("A10G", ("0x2237",), ("NVIDIA-A10G",), 24, architecture="ampere-ga10x"),

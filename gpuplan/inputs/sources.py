@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from gpuplan.diagnostics import Diagnostic, Key, Located, SourceFile
-from gpuplan.inputs.load import gather, parse_items, screen
+from gpuplan.inputs.load import gather, parse, parse_items, screen
 from gpuplan.model.cluster import Cluster
 from gpuplan.model.tenant import Tenant
 
@@ -27,6 +27,8 @@ class Inputs:
     tenants: list[Located[Tenant]]
     files: list[str]
     broken: set[str] = field(default_factory=set)  # stems of cluster files that did not validate
+    # cluster -> node class name -> (the OS its image runs, the file and key that say so): extra/<cluster>/
+    node_images: dict[str, dict[str, NodeImage]] = field(default_factory=dict)
 
 
 def _field_names(model: type[BaseModel] | None, loc: Key) -> list[str]:
@@ -185,4 +187,69 @@ def read_inputs(root: Path) -> tuple[Inputs, list[Diagnostic]]:
         problems.append(
             error("clusters", 0, 0, "", f"no clusters/ folder under {root}: is --root right?")
         )
-    return Inputs(clusters, tenants, sorted(set(files)), broken), problems
+    return Inputs(clusters, tenants, sorted(set(files)), broken, node_images(root)), problems
+
+
+# The node OS an own node class's image runs, by its image family. EC2NodeClass
+# spec.amiSelectorTerms[].alias is "<family>@<version>", family one of al2, al2023, bottlerocket,
+# windows2019/2022/2025 (aws/karpenter-provider-aws v1.14.1 pkg/apis/v1/ec2nodeclass.go, the CEL rules
+# on Alias); AKSNodeClass spec.imageFamily is Ubuntu, Ubuntu2204, Ubuntu2404 or AzureLinux, default
+# Ubuntu (the shipped CRD of Azure/karpenter-provider-azure v1.14.2, aksnodeclasses.karpenter.azure.com).
+# Families gpuplan does not model (al2, windows) say nothing: the pool keeps its os or the default.
+_AMI_FAMILIES = {"al2023": "al2023", "bottlerocket": "bottlerocket"}
+IMAGE_OS = {
+    "Ubuntu": "ubuntu",
+    "Ubuntu2204": "ubuntu",
+    "Ubuntu2404": "ubuntu",
+    "AzureLinux": "azurelinux",
+}
+
+
+@dataclass(frozen=True)
+class NodeImage:
+    """The OS a node class's image runs, and where its file says so."""
+
+    os: str
+    source: SourceFile
+    loc: Key
+
+
+def node_image(source: SourceFile) -> tuple[str, NodeImage] | None:
+    """Return (name, image) of a node class manifest whose image family gpuplan knows, else None."""
+    data = source.data
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    spec = data.get("spec") if isinstance(data, dict) else None
+    if not isinstance(meta, dict) or not isinstance(spec, dict) or not meta.get("name"):
+        return None
+    found: tuple[str | None, Key] = (None, ())
+    if data.get("kind") == "EC2NodeClass":
+        terms = spec.get("amiSelectorTerms") or []
+        for index, term in enumerate(terms if isinstance(terms, list) else []):
+            alias = term.get("alias") if isinstance(term, dict) else None
+            if isinstance(alias, str):
+                family = alias.partition("@")[0]
+                found = (_AMI_FAMILIES.get(family), ("spec", "amiSelectorTerms", index, "alias"))
+    elif data.get("kind") == "AKSNodeClass":
+        found = (IMAGE_OS.get(str(spec.get("imageFamily", "Ubuntu"))), ("spec", "imageFamily"))
+    os_, loc = found
+    return (str(meta["name"]), NodeImage(os_, source, loc)) if os_ else None
+
+
+def node_images(root: Path) -> dict[str, dict[str, NodeImage]]:
+    """Read the node classes among the own manifests (extra/<cluster>/): cluster -> name -> image."""
+    out: dict[str, dict[str, NodeImage]] = {}
+    base = root / "extra"
+    if not base.is_dir():
+        return out
+    for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.is_symlink()):
+        for path in sorted(folder.rglob("*.y*ml")):
+            raw = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
+            if b"NodeClass" not in raw:
+                continue
+            source = parse(path.relative_to(root).as_posix(), raw)[
+                0
+            ]  # problems: read_extras reports them
+            found = node_image(source) if source is not None else None
+            if found is not None:
+                out.setdefault(folder.name, {})[found[0]] = found[1]
+    return out

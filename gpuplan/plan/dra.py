@@ -8,12 +8,13 @@ that class: the ResourceQuota key `<class>.deviceclass.resource.k8s.io/devices` 
 docs concepts/policy/resource-quotas, "Resource quota for extended resources / DRA"; since 1.31), which
 is also the name Kueue's deviceClassMappings give the class, so one number is both quotas. The key is
 the same whichever resource.k8s.io version the claims are written in: the quota evaluator counts the
-API server's internal ResourceClaim (kubernetes/kubernetes pkg/quota/v1/evaluator/core/resource_claims.go;
+API server's internal ResourceClaim (kubernetes/kubernetes pkg/quota/v1/evaluator/core/resource_claims.go,
+read in the stored snapshot of its main branch, no tag checked: the repository is too large to fetch here;
 KEP-4381 "<device-class-name>.deviceclass.resource.k8s.io/devices").
 
 Sharing under DRA is among the consumers of one ResourceClaim (../shared/facts/upstream-components.md,
 "NVIDIA DRA driver"): a claim gets a whole device, so quotas count devices, never shares. The config
-sits on the class, not on the claim, because Kueue ignores per-request config (kubernetes-sigs/kueue
+sits on the class, not on the claim, because Kueue does not support per-request config (kubernetes-sigs/kueue
 v0.19.2 site/content/en/docs/concepts/dynamic_resource_allocation.md, "Limitations") and the driver
 honours a class's config (../shared/facts/upstream-components.md).
 """
@@ -148,7 +149,7 @@ def dra_pools(cluster: Any) -> list[Any]:
 
 def driver_roots(cluster: Any) -> dict[str, str]:
     """Return the host driver root of each DRA pool, by pool name."""
-    drivers = {d.pool: d for d in pool_drivers(cluster.spec)}
+    drivers = {d.pool: d for d in pool_drivers(cluster)}
     roots = {}
     for pool in dra_pools(cluster):
         driver = drivers.get(pool.name)

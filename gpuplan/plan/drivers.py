@@ -20,8 +20,10 @@ Everything else (generic Ubuntu, RHEL, Rocky hosts) is managed: the operator ins
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from gpuplan.model.cluster import Cluster, NodePool
+from gpuplan.inputs.sources import IMAGE_OS
+from gpuplan.model.cluster import NodePool
 from gpuplan.model.drivers import DEFAULT_OS
 
 # Node images that ship the driver, by provider ("*": any OS of that provider).
@@ -34,6 +36,8 @@ _PREINSTALLED = {
 }
 # Node images that also ship the container toolkit (and configure containerd for it).
 _TOOLKIT_SHIPPED = {("aws", "al2023"), ("aws", "bottlerocket"), ("azure", "*"), ("*", "dgx-os")}
+# Every `cluster` below is a ClusterPlan (gpuplan.plan.fleet, which imports this module through pools
+# and dra: typed Any, as in dra.py, so that no import cycle forms).
 # Where GKE COS nodes keep the driver and the toolkit: a path on the node, given by NVIDIA/cloud-native-docs
 # gpu-operator/google-gke.rst (toolkit.installDir), not a path of any machine of ours.
 COS_INSTALL_DIR = "/home/kubernetes/bin/nvidia"
@@ -43,9 +47,47 @@ def _matches(table: set[tuple[str, str]], provider: str, os: str) -> bool:
     return bool({(provider, os), (provider, "*"), ("*", os)} & table)
 
 
-def pool_os(cluster: Cluster, pool: NodePool) -> str:
-    """Return a pool's node OS: its own, or the provider's default."""
-    return pool.os or DEFAULT_OS[cluster.provider]
+def _karpenter_oses(cluster: Any) -> set[str]:
+    provider = cluster.spec.provider
+    return {p.spec.os or DEFAULT_OS[provider] for p in cluster.pools.values() if p.spec.karpenter}
+
+
+def rendered_ami(cluster: Any) -> str:
+    """Return the AMI family of the EC2NodeClass gpuplan renders: as set, else the Karpenter pools' os."""
+    karpenter = cluster.spec.components.karpenter
+    settings = karpenter.node_class.aws if karpenter is not None else None
+    if settings is not None and settings.ami:
+        return settings.ami
+    return "bottlerocket" if _karpenter_oses(cluster) == {"bottlerocket"} else "al2023"
+
+
+def rendered_image_family(cluster: Any) -> str:
+    """Return the imageFamily of the AKSNodeClass gpuplan renders: as set, else the Karpenter pools' os."""
+    karpenter = cluster.spec.components.karpenter
+    settings = karpenter.node_class.azure if karpenter is not None else None
+    if settings is not None and settings.image_family:
+        return settings.image_family
+    return "AzureLinux" if _karpenter_oses(cluster) == {"azurelinux"} else "Ubuntu2204"
+
+
+def node_class_os(cluster: Any, pool: str) -> str | None:
+    """Return the OS the image of a pool's node class runs (None: no node class gpuplan can read)."""
+    name = cluster.node_class(pool)
+    karpenter = cluster.spec.components.karpenter
+    if name is None or karpenter is None:
+        return None
+    ref, provider = karpenter.node_class, cluster.spec.provider
+    if name == ref.name and provider == "aws" and ref.aws is not None:
+        return rendered_ami(cluster)
+    if name == ref.name and provider == "azure" and ref.azure is not None:
+        return IMAGE_OS[rendered_image_family(cluster)]
+    image = cluster.node_images.get(name)
+    return image.os if image is not None else None
+
+
+def pool_os(cluster: Any, pool: NodePool) -> str:
+    """Return a pool's node OS: its own, else its node class's image's, else the provider's default."""
+    return pool.os or node_class_os(cluster, pool.name) or DEFAULT_OS[cluster.spec.provider]
 
 
 def default_mode(provider: str, os: str) -> str:
@@ -73,16 +115,17 @@ class PoolDriver:
     needs_toolkit: bool  # the operator must run the toolkit on these nodes
 
 
-def pool_drivers(cluster: Cluster) -> list[PoolDriver]:
+def pool_drivers(cluster: Any) -> list[PoolDriver]:
     """Return every pool's resolved driver, in pool order (empty without the GPU Operator)."""
-    operator = cluster.components.gpu_operator
+    operator = cluster.spec.components.gpu_operator
     if operator is None:
         return []
     out = []
-    for index, pool in enumerate(cluster.node_pools):
+    provider = cluster.spec.provider
+    for index, pool in enumerate(cluster.spec.node_pools):
         os = pool_os(cluster, pool)
         own = pool.driver
-        mode = (own and own.mode) or operator.driver.mode or default_mode(cluster.provider, os)
+        mode = (own and own.mode) or operator.driver.mode or default_mode(provider, os)
         version: str | None
         path: tuple[str | int, ...] | None
         if own is not None and own.version is not None:
@@ -91,7 +134,7 @@ def pool_drivers(cluster: Cluster) -> list[PoolDriver]:
             version, path = operator.driver_version, ("components", "gpuOperator", "driverVersion")
         else:
             version, path = None, None
-        toolkit = mode == "managed" or not ships_toolkit(cluster.provider, os)
+        toolkit = mode == "managed" or not ships_toolkit(provider, os)
         out.append(PoolDriver(pool.name, index, os, mode, version, path, toolkit))
     return out
 
@@ -107,9 +150,9 @@ class DriverLayout:
     cos: bool  # GKE COS install dirs
 
 
-def layout(cluster: Cluster) -> DriverLayout:
+def layout(cluster: Any) -> DriverLayout:
     """Return one ClusterPolicy driver for uniform pools, else an NVIDIADriver per managed pool."""
-    operator = cluster.components.gpu_operator
+    operator = cluster.spec.components.gpu_operator
     drivers = pool_drivers(cluster)
     managed = [d for d in drivers if d.mode == "managed"]
     toolkit = any(d.needs_toolkit for d in drivers)

@@ -9,9 +9,10 @@ from functools import cached_property
 
 from gpuplan.components import REGISTRY, Release, release_of
 from gpuplan.diagnostics import Key, Located
+from gpuplan.inputs.sources import NodeImage
 from gpuplan.model.cluster import Cluster
 from gpuplan.model.tenant import Allocation, Tenant
-from gpuplan.plan.pools import PoolPlan
+from gpuplan.plan.pools import NODE_GROUP_LABELS, PoolPlan
 
 # GPUs per node of common cloud instance types, for pools that leave gpusPerNode out.
 # Source: AWS EC2 accelerated-computing instance type pages (P4, P5, P6, G4dn, G5, G6, G6e).
@@ -183,6 +184,8 @@ class ClusterPlan:
     units: dict[tuple[str, str], tuple[Ratio, Ratio]] = field(
         default_factory=dict, repr=False
     )  # (pool, resource) -> the cpu and memory one unit brings (unit_ratios)
+    # node class name -> the OS its image runs, for the own node classes in extra/<cluster>/
+    node_images: dict[str, NodeImage] = field(default_factory=dict, repr=False)
 
     @property
     def spec(self) -> Cluster:
@@ -203,6 +206,49 @@ class ClusterPlan:
         if key not in self.cache:
             self.cache[key] = release_of(REGISTRY[component], self.spec)
         return self.cache[key]  # type: ignore[return-value]
+
+    def node_class(self, name: str) -> str | None:
+        """Return the node class a pool's nodes launch from, None when Karpenter does not make them."""
+        pool = self.pools.get(name)
+        karpenter = self.spec.components.karpenter
+        if pool is None or not pool.karpenter_made or karpenter is None:
+            return None
+        own = pool.spec.karpenter.node_class if pool.spec.karpenter is not None else None
+        return own or karpenter.node_class.name
+
+    def unset_labels(self) -> list[tuple[Key, str, dict[str, str], int]]:
+        """Return the pools whose Kueue flavor selects labels nothing sets: no NodePool, NFD rule or node group.
+
+        Each as (the labels' key in the cluster file, "pool <name>" or "CPU pool <name>", the labels,
+        the node count): a CPU pool, or a GPU pool selected by labels alone, without the provider's
+        node-group label among them (on-prem there is none). Someone must label those nodes by hand.
+        """
+        group = NODE_GROUP_LABELS.get(self.spec.provider)
+        if self.spec.components.kueue is None:
+            return []
+        out: list[tuple[Key, str, dict[str, str], int]] = []
+        for index, cpu in enumerate(self.spec.cpu_pools):
+            if group not in cpu.labels:
+                out.append(
+                    (
+                        ("cpuPools", index, "labels"),
+                        f"CPU pool {cpu.name}",
+                        dict(cpu.labels),
+                        cpu.nodes.most,
+                    )
+                )
+        for pool in self.pools.values():
+            labels = pool.selector_labels
+            if pool.label_selected and group not in labels:
+                out.append(
+                    (
+                        ("nodePools", pool.index, "labels"),
+                        f"pool {pool.name}",
+                        labels,
+                        pool.spec.nodes.most,
+                    )
+                )
+        return out
 
     def nfd_labelled(self, pool: PoolPlan) -> bool:
         """Tell whether gpuplan labels a pool's nodes through NFD: a static pool with hostnames, labels wanted.

@@ -1,9 +1,10 @@
 """KAI Scheduler's view of the tenants' entitlements: quotas in KAI's units, per leaf and per cohort parent.
 
 Units (../shared/facts/upstream-components.md, KAI Scheduler): GPU devices, CPU millicores, memory MB
-(1e6 bytes). KAI counts `nvidia.com/gpu` per device and a MIG instance `nvidia.com/mig-<N>g.*` as N
-GPUs (kai-scheduler/KAI-Scheduler v0.17.0 pkg/scheduler/api/resource_info/resource_info.go,
-ExtractGpuAndMemoryFromMigResourceName); other resources are not GPUs to KAI. The emitter and the
+(1e6 bytes). KAI counts `nvidia.com/gpu` per device and a MIG instance `nvidia.com/mig-<N>g.<M>gb` as N
+GPUs (kai-scheduler/KAI-Scheduler v0.17.0 pkg/scheduler/api/common_info/resources/mig.go,
+ExtractGpuAndMemoryFromMigResourceName, whose pattern is anchored at both ends: a `+me` name is no
+GPU to it); other resources are not GPUs to KAI. The emitter and the
 checks both read these numbers, so the Queues and the proofs cannot disagree.
 """
 
@@ -21,7 +22,8 @@ from gpuplan.plan.fleet import AllocationPlan, ClusterPlan
 
 RESOURCES = ("cpu", "gpu", "memory")
 DEFAULT_WEIGHT = 1  # overQuotaWeight of a parent Queue and of an allocation without a weight
-_MIG = re.compile(r"^nvidia\.com/mig-(\d+)g\.")  # KAI's MIG resource names (resources.go)
+# KAI's MIG resource names (v0.17.0 pkg/scheduler/api/common_info/resources/mig.go)
+_MIG = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb$")
 
 
 def gpu_units(resource: str) -> int:
@@ -29,8 +31,8 @@ def gpu_units(resource: str) -> int:
     if resource == "nvidia.com/gpu":
         return 1
     if is_dra_resource(resource):
-        # KAI counts a DRA claim's device as a GPU when its deviceClassName contains "gpu"
-        # (../shared/facts/upstream-components.md, KAI Scheduler); check/dra.py refuses other names there.
+        # KAI counts a DRA claim's device as a GPU when its deviceClassName contains "gpu", in any case
+        # (v0.17.0 pkg/common/resources/dra.go IsGPUDeviceClass); check/dra.py refuses other names there.
         return 1 if "gpu" in resource.removesuffix(QUOTA_SUFFIX) else 0
     match = _MIG.match(resource)
     return int(match.group(1)) if match else 0

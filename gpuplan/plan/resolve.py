@@ -692,6 +692,7 @@ def build_fleet(
     clusters: dict[str, ClusterPlan] = {}
     for located in inputs.clusters:
         plan, found = build_cluster(located)
+        plan.node_images = inputs.node_images.get(located.model.name, {})
         problems.extend(found)
         clusters.setdefault(plan.name, plan)
     problems.extend(_namespaces(inputs.tenants, inputs.clusters, base_owners))

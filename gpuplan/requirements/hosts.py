@@ -1,4 +1,4 @@
-"""What the hosts of sriov and ib-sriov networks need: gpuplan installs the SR-IOV device plugin, not the VFs.
+"""What the hosts of sriov, ib-sriov and ipoib networks need: gpuplan installs device plugins, not VFs or CNI binaries.
 
 Creating VFs (SR-IOV on in the NIC firmware and BIOS, the PF's sriov_numvfs) and installing the CNI
 binaries the NetworkAttachmentDefinitions name is host (or SR-IOV / NVIDIA Network Operator) setup:
@@ -14,6 +14,9 @@ from gpuplan.plan.fleet import ClusterPlan
 CNI_PROJECTS = {
     "sriov": "k8snetworkplumbingwg/sriov-cni",
     "ib-sriov": "k8snetworkplumbingwg/ib-sriov-cni v1.3.0, deployment/ib-sriov-cni-daemonset.yaml",
+    # Mellanox/ipoib-cni v1.2.2 images/ipoib-cni-daemonset.yaml: a DaemonSet whose container copies the
+    # ipoib binary into the host's /opt/cni/bin (hostPath mounted at /host/opt/cni/bin).
+    "ipoib": "Mellanox/ipoib-cni v1.2.2, images/ipoib-cni-daemonset.yaml",
 }
 
 
@@ -41,6 +44,30 @@ def sriov_hosts(cluster: ClusterPlan) -> list[str]:
             )
         lines += [
             f"  gpuplan's SR-IOV network device plugin advertises them as {network.resource_name}",
-            f"  the {network.type} CNI binary in /opt/cni/bin ({CNI_PROJECTS[network.type]}), which gpuplan does not install",
+            _cni_binary(network.type),
+        ]
+    for network in cluster.spec.networks:
+        if network.type == "ipoib":  # ipoib-cni is a project of its own, installed on the hosts
+            pools = ", ".join(dict.fromkeys(network.pools))
+            lines += [
+                f"{cluster.name}: network {network.name} (ipoib), nodes of pool(s) {pools}",
+                f"  the IPoIB parent interface {network.master} on every node",
+                _cni_binary(network.type),
+            ]
+    return lines
+
+
+def _cni_binary(kind: str) -> str:
+    return f"  the {kind} CNI binary in /opt/cni/bin ({CNI_PROJECTS[kind]}), which gpuplan does not install"
+
+
+def hand_labels(cluster: ClusterPlan) -> list[str]:
+    """Return the labels someone must put on nodes by hand: a Kueue flavor selects them, nothing sets them."""
+    lines = []
+    for _, what, labels, nodes in cluster.unset_labels():
+        wanted = " ".join(f"{k}={v}" for k, v in labels.items())
+        lines += [
+            f"{cluster.name}: {what}, {nodes} node(s) no NodePool, NFD rule or node group labels",
+            f"  kubectl label node <each of them> {wanted}  (its ResourceFlavor selects them by these)",
         ]
     return lines

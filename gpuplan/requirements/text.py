@@ -26,7 +26,7 @@ import shlex
 from gpuplan.plan.fleet import ClusterPlan
 from gpuplan.plan.gke import ACCELERATOR_LABEL, gcloud_accelerator, google_stack
 from gpuplan.plan.pools import PoolPlan
-from gpuplan.requirements.hosts import sriov_hosts
+from gpuplan.requirements.hosts import hand_labels, sriov_hosts
 from gpuplan.requirements.karpenter_azure import self_hosted_karpenter
 from gpuplan.requirements.nodegroup import (
     aws_discovery_tags,
@@ -138,4 +138,4 @@ def cluster_requirements(cluster: ClusterPlan) -> list[str]:
             f"{cluster.name}: pool {pool.name}, node group {pool.spec.node_group} (Cluster Autoscaler)"
         )
         lines += _aws(cluster, pool) if provider == "aws" else _aks(cluster, pool)
-    return lines + self_hosted_karpenter(cluster) + sriov_hosts(cluster)
+    return lines + self_hosted_karpenter(cluster) + sriov_hosts(cluster) + hand_labels(cluster)

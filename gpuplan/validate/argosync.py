@@ -31,6 +31,10 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 HOOK = "argocd.argoproj.io/hook"
 PHASES = {"PreSync": 0, "Sync": 1, "PostSync": 2}
 CLUSTER_LABEL = "gpuplan.io/cluster"
+IN_CLUSTER = ("https://kubernetes.default.svc", "in-cluster")  # Argo CD's own cluster: server, name
+# The fleet's bootstrap root, where gpuplan's emitter writes it (emit/bootstrap/roots.py: validate/ reads
+# the rendered tree, never the emitter).
+ROOT = "argocd/bootstrap/root.yaml"
 Key = tuple[str, str, str, str]  # (cluster, kind, namespace, name)
 
 
@@ -88,13 +92,26 @@ class Simulation:
         self.installs, self.broken = installs, set(broken)
         self.apps: dict[str, App] = {}
         self.applied: set[Key] = set()
+        self.visiting: set[str] = set()
 
-    def add(self, obj: Mapping[str, Any]) -> None:
-        """Create an Application: its source read from the rendered tree, or a chart with its needs."""
+    def add(self, obj: Mapping[str, Any], parent: App | None = None) -> None:
+        """Create an Application: its source read from the rendered tree, or a chart with its needs.
+
+        Its cluster is gpuplan's cluster label: each cluster's Argo CD may name its own API server
+        https://kubernetes.default.svc, so destinations alike are not one cluster. An own Application
+        without the label is on its parent's cluster when it names the in-cluster server, else on
+        the destination it names (a cluster name matches gpuplan's label).
+        """
         name = str(_meta(obj).get("name"))
         spec = obj.get("spec") or {}
         source = spec.get("source") or {}
-        where = destination(obj)
+        where = str((_meta(obj).get("labels") or {}).get(CLUSTER_LABEL) or destination(obj))
+        if (
+            parent is not None
+            and where in IN_CLUSTER
+            and not (_meta(obj).get("labels") or {}).get(CLUSTER_LABEL)
+        ):
+            where = parent.cluster
         namespace = str((spec.get("destination") or {}).get("namespace", ""))
         needs: list[Key] = []
         objects: list[dict[str, Any]] = []
@@ -112,28 +129,62 @@ class Simulation:
         return sorted({step(o) for o in app.objects})
 
     def healthy(self, name: str) -> bool:
-        """Tell whether an Application is healthy: all its steps applied and each object healthy."""
+        """Tell whether an Application is healthy: all its steps applied and each object healthy.
+
+        An Application that waits on itself, through its children, is never healthy (no recursion loop).
+        """
         app = self.apps.get(name)
-        if app is None or name in self.broken:
+        if app is None or name in self.broken or name in self.visiting:
             return False
         if app.done < len(self.steps(app)) - 1:
             return False
         if any(need not in self.applied for need in app.needs):
             return False
-        return all(self.object_healthy(app, o) for o in app.objects)
+        self.visiting.add(name)
+        try:
+            return all(self.object_healthy(app, o) for o in app.objects)
+        finally:
+            self.visiting.discard(name)
 
-    def object_healthy(self, app: App, obj: Mapping[str, Any]) -> bool:
-        kind = str(obj.get("kind", ""))
-        if kind == "Application":
-            return self.healthy(str(_meta(obj).get("name")))
-        group = str(obj.get("apiVersion", "")).rpartition("/")[0]
-        # The Applications of this cluster that install its CRD (none: the platform's, as AKS's Karpenter).
-        mine = [
+    def installers(self, app: App, obj: Mapping[str, Any]) -> list[str]:
+        """Return the Applications of the object's cluster that install its CRD (none: the platform's)."""
+        kind, group = str(obj.get("kind", "")), str(obj.get("apiVersion", "")).rpartition("/")[0]
+        return [
             n
             for n, kinds in self.installs.items()
             if (group, kind) in kinds and n in self.apps and self.apps[n].cluster == app.cluster
         ]
+
+    def object_healthy(self, app: App, obj: Mapping[str, Any]) -> bool:
+        if obj.get("kind") == "Application":
+            return self.healthy(str(_meta(obj).get("name")))
+        mine = self.installers(app, obj)
         return not mine or any(self.healthy(n) for n in mine)
+
+    def reason(self, name: str, seen: frozenset[str] = frozenset()) -> str:
+        """Say what a stuck Application waits on, following the chain of Applications it waits on
+        ("": nothing more to say, as for a broken one)."""
+        app = self.apps.get(name)
+        if app is None:
+            return "its creation: the Application that lists it never syncs that far"
+        if name in self.broken or name in seen:
+            return ""
+        missing = [n for n in app.needs if n not in self.applied]
+        if missing:
+            _, kind, namespace, other = missing[0]
+            return f"{kind} {namespace}/{other}, which nothing applies before it"
+        for obj in sorted(app.objects, key=step):
+            if self.object_healthy(app, obj):
+                continue
+            if obj.get("kind") == "Application":
+                child = str(_meta(obj).get("name"))
+                what = f"Application {child}"
+            else:
+                child = self.installers(app, obj)[0]
+                what = f"{obj.get('kind')} {_meta(obj).get('name')}, whose CRD Application {child} installs"
+            more = self.reason(child, seen | {name})
+            return f"{what}, which waits on {more}" if more else what
+        return ""
 
     def run(self, root: Mapping[str, Any]) -> None:
         """Sync from the root until no Application can move on."""
@@ -167,7 +218,7 @@ class Simulation:
         )
         self.applied.add(key)
         if obj.get("kind") == "Application" and str(meta.get("name")) not in self.apps:
-            self.add(obj)
+            self.add(obj, app)
 
     def stuck(self, expected: Collection[str] = ()) -> list[str]:
         """Return the Applications that never become healthy (an expected one never created too)."""

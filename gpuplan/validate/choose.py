@@ -130,6 +130,7 @@ class Validators:
                 cel=True,
                 webhooks=True,
                 crds_label=label,
+                kueue=sets.get("kueue"),
             )
             self._by_sets[key] = found
         return found

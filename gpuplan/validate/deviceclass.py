@@ -58,20 +58,28 @@ def selector_problems(obj: Any) -> list[Problem]:
     return problems
 
 
-def _expression_problems(expression: str) -> list[str]:
-    """Return why one selector would not work: it does not compile, or gives no bool on a device."""
+def compile_problems(expression: str) -> tuple[Any, list[str]]:
+    """Compile a device selector as the API server does on create: (the program, or None, and why not)."""
     try:
         program = cel.compile(expression)
     except (ValueError, RuntimeError) as exc:
-        return [f"CEL selector does not compile: {str(exc).splitlines()[0]}"]
+        return None, [f"CEL selector does not compile: {str(exc).splitlines()[0]}"]
     missing = _unsupported(program)
     if missing:
-        return [f"CEL selector uses {', '.join(missing)}, which gpuplan cannot check"]
+        return None, [f"CEL selector uses {', '.join(missing)}, which gpuplan cannot check"]
     unknown = set(program.variables()) - {"device"}
     if unknown:
-        return [
-            f"CEL selector reads {', '.join(sorted(unknown))}; a DeviceClass selector has only device"
+        return None, [
+            f"CEL selector reads {', '.join(sorted(unknown))}; a device selector has only device"
         ]
+    return program, []
+
+
+def _expression_problems(expression: str) -> list[str]:
+    """Return why one selector would not work: it does not compile, or gives no bool on a device."""
+    program, problems = compile_problems(expression)
+    if program is None:
+        return problems
     for device in SAMPLES:
         context = cel.Context(variables={"device": device}, functions=K8S_FUNCTIONS)
         try:

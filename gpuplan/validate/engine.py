@@ -94,6 +94,7 @@ class Validator:
         cel: bool = False,
         webhooks: bool = False,
         crds_label: str = "",
+        kueue: str | None = None,
     ):
         self.crds = crds
         self.crds_label = (
@@ -107,6 +108,7 @@ class Validator:
         self._cel: Any = None
         self._want_cel = cel  # the CEL package is imported on the first custom resource
         self.webhooks = webhooks
+        self.kueue = kueue  # the Kueue release whose webhook rules apply (None: the newest)
         self._plans: dict[tuple[str, str] | None, _Plan] = {}
         # The plan of a kind planned under one apiVersion (else None), by kind.
         self._by_kind: dict[str, _Plan | None] = {}
@@ -267,7 +269,7 @@ class Validator:
         if self.webhooks:
             from gpuplan.validate.webhooks import plain_for, webhook_for
 
-            webhook = webhook_for(api_version, kind)
+            webhook = webhook_for(api_version, kind, self.kueue)
             found = plain_for(api_version, kind)
             if found is not None:
                 plain = found.check
@@ -415,7 +417,7 @@ class Validator:
             return []
         from gpuplan.validate.webhooks import webhook_problems
 
-        return webhook_problems(obj)
+        return webhook_problems(obj, self.kueue)
 
     def _validate_core(self, obj: dict, group: str, version: str, kind: str) -> list[Problem]:
         """Validate against the bundled core schema of this Kubernetes version."""
@@ -579,9 +581,14 @@ def _scope_problems(obj: dict, crd_version: CrdVersion) -> list[Problem]:
 
 
 def _selector_problems(obj: dict) -> list[Problem]:
-    """Return the problems of a DeviceClass's CEL selectors (the CEL package is loaded only for one)."""
-    if obj.get("kind") != "DeviceClass":
-        return []
-    from gpuplan.validate.deviceclass import selector_problems
+    """Return the Go-side problems of DRA objects: a DeviceClass's CEL selectors, a claim's device
+    requests (the CEL package is loaded only for one)."""
+    if obj.get("kind") == "DeviceClass":
+        from gpuplan.validate.deviceclass import selector_problems
 
-    return selector_problems(obj)
+        return selector_problems(obj)
+    if obj.get("kind") in ("ResourceClaim", "ResourceClaimTemplate"):
+        from gpuplan.validate.claims import claim_problems
+
+        return claim_problems(obj)
+    return []

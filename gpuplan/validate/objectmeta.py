@@ -1,16 +1,22 @@
 """Object metadata as the API server validates it in Go, for any kind: name, namespace, labels, annotations.
 
-The schemas say only `type: string` here; the rules come from kubernetes/apimachinery at
-kubernetes-1.34.10 (the staging copy of kubernetes/kubernetes v1.34.10):
+The schemas say only `type: string` here; the rules come from kubernetes/apimachinery, read at
+kubernetes-1.34.10, kubernetes-1.36.3 and kubernetes-1.37.0-beta.0 (gpuplan's newest Kubernetes is
+1.37; the snapshot readable here has no kubernetes-1.37.0 tag), the same rules at all three:
 pkg/api/validation/objectmeta.go (ValidateObjectMetaAccessor, ValidateAnnotations,
-TotalAnnotationSizeLimitB), pkg/apis/meta/v1/validation/validation.go (ValidateLabels),
-pkg/util/validation/validation.go (IsQualifiedName, IsValidLabelValue, IsDNS1123Label,
-IsDNS1123Subdomain, IsDNS1035Label) and pkg/api/validation/path/name.go (IsValidPathSegmentName).
-Which name rule a kind gets is its registry's choice in kubernetes/kubernetes v1.34.10:
-pkg/apis/rbac/validation/validation.go (roles and bindings: a path segment),
-pkg/apis/core/validation/validation.go (Namespace: DNS-1123 label, Service: DNS-1035 label, the
-other core kinds a DNS-1123 subdomain), and custom resources a DNS-1123 subdomain
-(kubernetes/apiextensions-apiserver kubernetes-1.34.10 pkg/registry/customresource/strategy.go, Validate).
+TotalAnnotationSizeLimitB 256 KiB), pkg/apis/meta/v1/validation/validation.go (ValidateLabels);
+IsDNS1123Label, IsDNS1123Subdomain and IsDNS1035Label in pkg/util/validation/validation.go; label
+keys and values and path-segment names in pkg/util/validation/validation.go (IsQualifiedName,
+IsValidLabelValue) and pkg/api/validation/path/name.go (IsValidPathSegmentName) up to 1.35, moved
+from 1.36 to pkg/api/validate/content (kube.go IsLabelKey and IsLabelValue, path.go
+IsPathSegmentName; the old names stay as aliases). Which name rule a kind gets is its registry's
+choice in kubernetes/kubernetes, read in the one stored snapshot of its main branch (the repository
+is too large to fetch here, so no tag was checked): pkg/apis/rbac/validation/validation.go (roles
+and bindings: ValidateRBACName, a path segment), pkg/apis/core/validation/validation.go (Namespace:
+DNS-1123 label, Service: DNS-1035 label, the other core kinds a DNS-1123 subdomain); custom
+resources a DNS-1123 subdomain (kubernetes/apiextensions-apiserver
+pkg/registry/customresource/validator.go, NameIsDNSSubdomain, at kubernetes-1.34.10 and 1.36.3; at
+kubernetes-1.37.0-beta.0 through ValidateObjectMetaDeclaratively, with the same name rule).
 """
 
 from __future__ import annotations

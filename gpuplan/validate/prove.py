@@ -15,6 +15,7 @@ from gpuplan.model.manifest import Manifest
 from gpuplan.plan.fleet import ClusterPlan, Fleet
 from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, check_references, newest
 from gpuplan.validate.admission import admission_problems
+from gpuplan.validate.argosync import CLUSTER_LABEL, ROOT, Simulation
 from gpuplan.validate.buckets import bucket_of
 from gpuplan.validate.collectors import narrowed
 from gpuplan.validate.engine import MISSING_CRD
@@ -48,6 +49,7 @@ def _validators(
                 cel=True,
                 webhooks=True,
                 crds_label=crds_label(versions),
+                kueue=versions.get("kueue"),
             )
         except UnknownKubernetesVersion as exc:
             problems.append(cluster.located.source.diagnostic(("kubernetesVersion",), str(exc)))
@@ -335,7 +337,63 @@ def verify(
     problems += graph_problems(manifests, fleet, installs, groups)
     problems += query_problems(manifests, fleet, place, groups)
     problems += admission_problems(manifests, fleet)
+    problems += sync_problems(manifests, fleet, installs, output_path)
     return problems, notes
+
+
+def sync_problems(
+    manifests: list[Manifest], fleet: Fleet, installs: Installs, output_path: str = "output"
+) -> list[Diagnostic]:
+    """Simulate Argo CD's sync of the rendered tree from its bootstrap root (gpuplan.validate.argosync):
+    an error on each Application that never becomes healthy, and on each that waits on another cluster
+    (found by breaking each cluster's Applications in turn), naming what it waits on.
+
+    Only a whole fleet is simulated: a render of some clusters (--cluster) has the others' folders absent.
+    """
+    if {m.cluster for m in manifests if m.cluster} != set(fleet.clusters):
+        return []
+    files: dict[str, list[dict[str, Any]]] = {}
+    for m in manifests:
+        files.setdefault(m.path, []).append(m.obj)
+    root = files.get(ROOT)
+    if not root:
+        return []
+    apps = {m.name: m for m in manifests if m.kind == "Application"}
+    clusters: dict[str, set[str]] = {}
+    for name, m in apps.items():
+        label = ((m.obj.get("metadata") or {}).get("labels") or {}).get(CLUSTER_LABEL)
+        if label:
+            clusters.setdefault(str(label), set()).add(name)
+    every = {a for names in clusters.values() for a in names}
+    problems = []
+    simulation = Simulation(files, output_path, installs.crds)
+    simulation.run(root[0])
+    for name in simulation.stuck(every):
+        if name in apps:
+            message = (
+                f"Argo CD's sync from the bootstrap root never makes Application {name} healthy"
+            )
+            more = simulation.reason(name)
+            problems.append(
+                _at(
+                    apps[name], "", f"{message}: it waits on {more}" if more else message, bug=False
+                )
+            )
+    if problems:
+        return problems
+    for cluster, mine in sorted(clusters.items()):
+        broken = Simulation(files, output_path, installs.crds, mine)
+        broken.run(root[0])
+        others = every - mine
+        for name in broken.stuck(others):
+            if name in apps and name in others:
+                message = (
+                    f"Application {name} waits on cluster {cluster}: while {cluster}'s Applications are not "
+                    f"healthy it never is (it waits on {broken.reason(name)}); each cluster's sync must depend "
+                    "on its own Applications only"
+                )
+                problems.append(_at(apps[name], "", message, bug=False))
+    return problems
 
 
 QUERY_KINDS = (

@@ -35,6 +35,7 @@ from functools import lru_cache
 from itertools import chain, repeat
 from typing import Any, NamedTuple
 
+from gpuplan.components.kueue import on_flavors_rule
 from gpuplan.model.names import DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
 from gpuplan.model.quantity import QuantityError, parse_quantity
 from gpuplan.validate.listmaps import ITEMS
@@ -301,8 +302,8 @@ def _weight_error_of(value: Any) -> str | None:
 # --- ClusterQueue ---------------------------------------------------------------------
 
 
-def validate_cluster_queue(obj: dict) -> list[Problem]:
-    """The webhook problems of one ClusterQueue (v1beta1 or v1beta2)."""
+def validate_cluster_queue(obj: dict, on_flavors: bool = True) -> list[Problem]:
+    """The webhook problems of one ClusterQueue (v1beta1 or v1beta2); on_flavors: the release has that rule."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return []
@@ -321,7 +322,8 @@ def validate_cluster_queue(obj: dict) -> list[Problem]:
         problems += _size_problems(groups)
     problems += fair_sharing_problems(spec, "spec")
     problems += label_selector_problems(spec.get("namespaceSelector"), "spec.namespaceSelector")
-    problems += _on_flavor_problems(spec, groups)
+    if on_flavors:
+        problems += _on_flavor_problems(spec, groups)
     return sorted(set(problems))
 
 
@@ -755,17 +757,30 @@ WEBHOOKS: dict[str, Callable[[dict], list[Problem]]] = {
 }
 
 
-def webhook_problems(obj: Any) -> list[Problem]:
-    """The Kueue webhook problems of any object; [] for kinds without a Kueue webhook."""
+def webhook_problems(obj: Any, kueue: str | None = None) -> list[Problem]:
+    """The Kueue webhook problems of any object; [] for kinds without a Kueue webhook.
+
+    kueue: the Kueue release the object goes to (None: the newest), for rules only some releases have.
+    """
     if not isinstance(obj, dict) or not isinstance(obj.get("apiVersion"), str):
         return []
-    check = webhook_for(obj["apiVersion"], obj.get("kind"))
+    check = webhook_for(obj["apiVersion"], obj.get("kind"), kueue)
     return check(obj) if check is not None else []
 
 
-def webhook_for(api_version: str, kind: Any) -> Callable[[dict], list[Problem]] | None:
-    """The webhook check of one apiVersion and kind; None for kinds without a Kueue webhook."""
-    return WEBHOOKS.get(kind) if api_version.rpartition("/")[0] == GROUP else None
+def _cluster_queue_before_on_flavors(obj: dict) -> list[Problem]:
+    return validate_cluster_queue(obj, on_flavors=False)
+
+
+def webhook_for(
+    api_version: str, kind: Any, kueue: str | None = None
+) -> Callable[[dict], list[Problem]] | None:
+    """The webhook check of one apiVersion and kind on a Kueue release; None for kinds without a Kueue webhook."""
+    if api_version.rpartition("/")[0] != GROUP:
+        return None
+    if kind == "ClusterQueue" and not on_flavors_rule(kueue):
+        return _cluster_queue_before_on_flavors
+    return WEBHOOKS.get(kind)
 
 
 class Plain(NamedTuple):

@@ -7,7 +7,9 @@ internalCertManagement itself (templates/manager/manager-config.yaml). Fields
 `managedJobsNamespaceSelector`, `integrations.frameworks`, `fairSharing` (v1beta1:
 `enable` + `preemptionStrategies`; v1beta2: present means on, `preemptionStrategies` required) and
 `featureGates`. Health, metrics, webhook and leader election keep the chart's values, which are
-also the code defaults (apis/config/v1beta1/defaults.go).
+also the code defaults (apis/config/v1beta1/defaults.go); the chart's controller concurrency and
+client QPS / burst, which are not the code's defaults before v0.19, are repeated per release
+(KueueRelease.chart_manager).
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ def configuration(cluster: ClusterPlan, release: KueueRelease) -> dict[str, Any]
         "manageJobsWithoutQueueName": authority and bool(namespaces),
         "managedJobsNamespaceSelector": {"matchExpressions": [_selected(namespaces)]},
         "integrations": {"frameworks": list(kueue.frameworks)},
+        **release.chart_manager,
     }
     if cluster.spec.components.monitoring is not None:
         # The tenants' quota, usage and lending series the dashboards and the pending-under-quota alert read
