@@ -11,9 +11,10 @@ from gpuplan.diff import migview
 from gpuplan.diff.kinds import Context, Disruption, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import ObjectKey, Side
 from gpuplan.gpus.catalog import GpuModel
-from gpuplan.plan.pools import MIG_CONFIG_LABEL, POOL_LABEL
+from gpuplan.plan.pools import MIG_CONFIG_LABEL, NODE_GROUP_LABELS, POOL_LABEL
 
 KARPENTER = "karpenter.sh"
+KUEUE = "kueue.x-k8s.io"
 NFD = "nfd.k8s-sigs.io"
 GPU_OPERATOR = "nvidia.com"
 ARGOCD = "argoproj.io"
@@ -39,7 +40,13 @@ DAEMONSETS = (
 
 
 def pool_labels(key: ObjectKey, obj: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """Return (pool, node labels) for a Karpenter NodePool or each rule of an NFD NodeFeatureRule."""
+    """Return (pool, node labels) for a Karpenter NodePool, each rule of an NFD NodeFeatureRule, or
+    the ResourceFlavor of a pool gpuplan does not label (its nodeLabels name the MIG config)."""
+    if is_kind(key, KUEUE, "ResourceFlavor"):
+        labels = mapping(dig(obj, "spec", "nodeLabels"))
+        if POOL_LABEL in labels or MIG_CONFIG_LABEL not in labels:
+            return []  # gpuplan labels the pool's nodes: its NodePool or NFD rule says how
+        return [(key.name, labels)]
     if is_kind(key, KARPENTER, "NodePool"):
         labels = mapping(dig(obj, "spec", "template", "metadata", "labels"))
         return [(str(labels.get(POOL_LABEL) or key.name), labels)]
@@ -53,13 +60,23 @@ def pool_labels(key: ObjectKey, obj: dict[str, Any]) -> list[tuple[str, dict[str
     return []
 
 
-def _mig_labels(side: Side) -> dict[tuple[str, str], str | None]:
-    """Return the mig.config label value per (cluster, pool), for pools whose labels gpuplan sets."""
-    out: dict[tuple[str, str], str | None] = {}
+def _mig_labels(side: Side) -> dict[tuple[str, str], tuple[str | None, str | None]]:
+    """Return the mig.config label value per (cluster, pool), and for a pool gpuplan does not label
+    the nodes that must carry it (`node group G (label)`, or their labels)."""
+    out: dict[tuple[str, str], tuple[str | None, str | None]] = {}
     for key, entry in side.items():
         for pool, labels in pool_labels(key, entry.obj):
             value = labels.get(MIG_CONFIG_LABEL)
-            out[(key.scope, pool)] = None if value is None else str(value)
+            outside = None
+            if is_kind(key, KUEUE, "ResourceFlavor"):
+                groups = [f"{labels[k]} ({k})" for k in NODE_GROUP_LABELS.values() if k in labels]
+                others = [f"{k}={v}" for k, v in labels.items() if k != MIG_CONFIG_LABEL]
+                outside = (
+                    f"node group {groups[0]}"
+                    if groups
+                    else f"the nodes labelled {', '.join(others)}"
+                )
+            out[(key.scope, pool)] = (None if value is None else str(value), outside)
     return out
 
 
@@ -74,6 +91,7 @@ class MigChange:
     old: migview.Config | None
     new: migview.Config | None
     model: GpuModel | None
+    outside: str | None = None  # the nodes gpuplan does not label, which must carry the new label
 
     def text(self) -> str:
         """Return `before -> after` as profile counts per GPU."""
@@ -86,7 +104,7 @@ def mig_changes(ctx: Context) -> list[MigChange]:
     configs_before, configs_after = migview.configs(ctx.old), migview.configs(ctx.new)
     out = []
     for scope, pool in sorted(before.keys() & after.keys()):
-        was, now = before[(scope, pool)], after[(scope, pool)]
+        was, now = before[(scope, pool)][0], after[(scope, pool)][0]
         old = configs_before.get((scope, was)) if was else None
         new = configs_after.get((scope, now)) if now else None
         same_content = (
@@ -98,7 +116,8 @@ def mig_changes(ctx: Context) -> list[MigChange]:
             continue  # a renamed configuration with the same layout: the MIG manager has nothing to do
         shown = next((c for c in (new, old) if c), ())
         model = migview.model_for(shown, ctx.facts.model(scope, pool))
-        out.append(MigChange(scope, pool, was, now, old, new, model))
+        outside = after[(scope, pool)][1]
+        out.append(MigChange(scope, pool, was, now, old, new, model, outside))
     return out
 
 
@@ -107,6 +126,10 @@ def mig_relayouts(ctx: Context) -> Iterator[Disruption]:
     for change in mig_changes(ctx):
         pool = change.pool
         message = f"pool {pool}: MIG layout {change.text()}: " + RESET.format(pool=pool)
+        if change.outside and change.new_name:
+            # The MIG manager acts on a change of the node's label, never on the ConfigMap's
+            # (NVIDIA/mig-parted v0.15.0 cmd/nvidia-mig-manager/main.go, UpdateFunc).
+            message += f"; gpuplan does not label this pool's nodes: set {MIG_CONFIG_LABEL}={change.new_name} on {change.outside} with this change (`gpuplan requirements` lists it), the MIG manager re-partitions a node only when that label changes"
         yield Disruption(
             change.scope, "mig-relayout", pool, message, ctx.facts.pool(change.scope, pool)
         )

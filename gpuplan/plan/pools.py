@@ -145,7 +145,14 @@ class PoolPlan:
         by hostname); a static pool selected by nodeGroup or labels is found by those.
         """
         if self.label_selected:
-            return dict(sorted(self.given_labels.items()))
+            labels = self.given_labels
+            if self.mig_layouts and self.mig_config is not None:
+                # The MIG manager re-partitions a node only when its nvidia.com/mig.config label
+                # changes (NVIDIA/mig-parted v0.15.0 cmd/nvidia-mig-manager/main.go, the Node
+                # informer's UpdateFunc), so the flavor asks for the label of the layout: a new
+                # layout is a new name the node group must carry.
+                labels[MIG_CONFIG_LABEL] = self.mig_config
+            return dict(sorted(labels.items()))
         return {POOL_LABEL: self.name}
 
     @property

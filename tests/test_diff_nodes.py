@@ -1,0 +1,84 @@
+"""`gpuplan diff` on changes that reach nodes gpuplan does not label (issue 37): node-group pools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run
+from tests.test_diff import call, committed_example, edit_yaml, git_identity
+
+__all__ = ["git_identity"]  # the module's git author, used by committed_example
+
+NEW_CONFIG = "gpuplan-4x1g.10gb-1x3g.40gb"
+
+
+def relayout_h100_infer(root: Path) -> None:
+    """Re-partition pool h100-infer (an EKS node group) and leave its labels as they were."""
+
+    def change(cluster: dict[str, Any]) -> None:
+        pool = next(p for p in cluster["nodePools"] if p["name"] == "h100-infer")
+        pool["sharing"]["mig"]["layout"] = {"1g.10gb": 4, "3g.40gb": 1}
+
+    edit_yaml(root / "clusters/h100-prod.yaml", change)
+
+
+def relayout(document: dict[str, Any]) -> dict[str, Any]:
+    return next(
+        d
+        for d in document["disruptions"]
+        if d["code"] == "mig-relayout" and d["subject"] == "h100-infer"
+    )
+
+
+@pytest.fixture(scope="module")
+def relaid(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = committed_example(tmp_path_factory.mktemp("relaid") / "repo")
+    relayout_h100_infer(root)
+    return root
+
+
+def test_a_node_group_pool_relayout_is_disruptive_and_names_the_label_to_set(
+    relaid: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = call(capsys, root=relaid, base="HEAD", fmt="json", exit_code=True)
+    document = json.loads(out)
+    found = relayout(document)
+    assert code == 1 and found["severity"] == "disruptive"
+    assert (
+        f"set nvidia.com/mig.config={NEW_CONFIG} on node group h100-infer (eks.amazonaws.com/nodegroup)"
+        in found["message"]
+    )
+    assert (found["blastRadius"]["nodes"], found["blastRadius"]["gpus"]) == (4, 32)
+    assert found["blastRadius"]["tenants"] == ["team-a", "team-b"]
+    layouts = {(m["cluster"], m["pool"]) for m in document["migLayouts"]}
+    assert ("h100-prod", "h100-infer") in layouts
+
+
+def test_two_rendered_folders_report_the_node_group_relayout_too(
+    relaid: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = committed_example(tmp_path / "before")
+    assert run("render", "--root", str(before), "--out", str(tmp_path / "old")).code == 0
+    assert run("render", "--root", str(relaid), "--out", str(tmp_path / "new")).code == 0
+    _, out, _ = call(capsys, old_dir=tmp_path / "old", new_dir=tmp_path / "new", fmt="json")
+    found = relayout(json.loads(out))
+    assert f"set nvidia.com/mig.config={NEW_CONFIG} on node group h100-infer" in found["message"]
+    _, markdown, _ = call(
+        capsys, old_dir=tmp_path / "old", new_dir=tmp_path / "new", fmt="markdown"
+    )
+    assert "**h100-prod · pool h100-infer" in markdown  # the MIG layout section
+
+
+def test_requirements_print_the_mig_label_every_node_group_must_carry(relaid: Path) -> None:
+    before = committed_example(relaid.parent / "unchanged")
+    old = run("requirements", "--root", str(before), "--cluster", "h100-prod")
+    new = run("requirements", "--root", str(relaid), "--cluster", "h100-prod")
+    assert old.code == new.code == 0
+    block = "h100-prod: pool h100-infer, node group h100-infer\n  node group label nvidia.com/mig.config = {}\n  node group taint nvidia.com/gpu=present:NoSchedule\n"
+    assert block.format("gpuplan-7x1g.10gb") in old.stdout
+    assert block.format(NEW_CONFIG) in new.stdout
+    assert "node group label nvidia.com/mig.config = gpuplan-per-gpu-" in new.stdout  # a100-mixed
