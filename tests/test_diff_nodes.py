@@ -82,3 +82,70 @@ def test_requirements_print_the_mig_label_every_node_group_must_carry(relaid: Pa
     assert block.format("gpuplan-7x1g.10gb") in old.stdout
     assert block.format(NEW_CONFIG) in new.stdout
     assert "node group label nvidia.com/mig.config = gpuplan-per-gpu-" in new.stdout  # a100-mixed
+
+
+def replaced(root: Path, capsys: pytest.CaptureFixture[str], subject: str) -> dict[str, Any]:
+    code, out, _ = call(capsys, root=root, base="HEAD", fmt="json", exit_code=True)
+    document = json.loads(out)
+    assert code == 1
+    return next(
+        d
+        for d in document["disruptions"]
+        if d["code"] == "nodes-replaced" and d["subject"] == subject
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        ("bottlerocket@latest", "bottlerocket@v1.40.0", "whose AMI the new terms no longer select"),
+        ("volumeSize: 500Gi", "volumeSize: 800Gi", "every node it launched"),
+        ("role: KarpenterNodeRole-h100-prod", "role: GpuNodeRole", "every node it launched"),
+        (
+            "subnetSelectorTerms:\n    - tags: {karpenter.sh/discovery: h100-prod}",
+            "subnetSelectorTerms:\n    - tags: {example.com/tier: gpu}",
+            "in a subnet the new terms no longer select",
+        ),
+    ],
+)
+def test_an_own_ec2nodeclass_change_replaces_the_nodes_of_its_nodepools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, said: str
+) -> None:
+    root = committed_example(tmp_path / "repo")
+    path = root / "extra/h100-prod/ec2nodeclass-gpu.yaml"
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+    found = replaced(root, capsys, "EC2NodeClass/gpu")
+    assert found["severity"] == "disruptive" and said in found["message"]
+    assert "in pool l40s-dev;" in found["message"]  # the NodePool whose nodeClassRef is gpu
+    assert (found["blastRadius"]["nodes"], found["blastRadius"]["gpus"]) == (8, 32)
+    assert found["blastRadius"]["tenants"] == ["team-a"]
+
+
+def test_a_rendered_aksnodeclass_image_family_change_replaces_its_nodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = committed_example(tmp_path / "repo")
+    path = root / "clusters/edge-inference.yaml"
+    path.write_text(path.read_text().replace("imageFamily: Ubuntu2204", "imageFamily: AzureLinux"))
+    found = replaced(root, capsys, "AKSNodeClass/gpu")
+    assert "AKSNodeClass/gpu changes (imageFamily)" in found["message"]
+    assert "every node it launched" in found["message"]
+    assert found["blastRadius"]["gpus"]
+
+
+def test_a_node_class_tag_change_on_aks_replaces_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = committed_example(tmp_path / "repo")
+    path = root / "clusters/edge-inference.yaml"
+    path.write_text(
+        path.read_text().replace(
+            "azure: {imageFamily: Ubuntu2204, osDiskSizeGB: 256}",
+            "azure: {imageFamily: Ubuntu2204, osDiskSizeGB: 256, tags: {team: edge}}",
+        )
+    )
+    _, out, _ = call(capsys, root=root, base="HEAD", fmt="json")
+    document = json.loads(out)
+    assert [(o["kind"], o["name"]) for o in document["objects"]] == [("AKSNodeClass", "gpu")]
+    assert "nodes-replaced" not in {d["code"] for d in document["disruptions"]}

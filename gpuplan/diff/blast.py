@@ -53,7 +53,11 @@ class Facts:
 
     def cluster(self, scope: str) -> Blast:
         """Return the blast radius of a change that reaches every GPU node of a cluster."""
-        pools = [f for (s, _), f in sorted(self.pools.items()) if s == scope]
+        return self.some(scope, {p for s, p in self.pools if s == scope})
+
+    def some(self, scope: str, names: set[str]) -> Blast:
+        """Return the blast radius of a change that reaches every node of these pools."""
+        pools = [f for (s, p), f in sorted(self.pools.items()) if s == scope and p in names]
         tenants = tuple(sorted({t for f in pools for t in f.tenants}))
         nodes = _total([f.nodes for f in pools])
         gpus = _total([f.gpus for f in pools])

@@ -318,6 +318,7 @@ RULES: tuple[Rule, ...] = (
     nodes.driver_upgrades,
     nodes.nvidia_driver_upgrades,
     nodes.nodes_replaced,
+    nodes.node_classes_changed,
     pools_removed,
     tenants_removed,
     namespaces_removed,

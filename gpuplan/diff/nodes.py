@@ -294,6 +294,69 @@ def nodes_replaced(ctx: Context) -> Iterator[Disruption]:
         )
 
 
+# Node classes: a change of one drifts the nodes of every NodePool that launches with it.
+# EC2NodeClass: fields outside the hash (hash:"ignore") drift only by what they resolve to: a node
+# whose AMI, subnet or security groups the new selector terms no longer give is Drifted; ipPrefixCount
+# drifts nothing; every other field is in the hash, whose change drifts every node
+# (aws/karpenter-provider-aws v1.14.1 pkg/apis/v1/ec2nodeclass.go, pkg/cloudprovider/drift.go).
+# AKSNodeClass: every field but tags is in the hash (imageFamily, osDiskSizeGB, kubelet, ...)
+# (Azure/karpenter-provider-azure v1.14.2 pkg/apis/v1beta1/aksnodeclass.go,
+# pkg/cloudprovider/drift.go areStaticFieldsDrifted).
+NODE_CLASSES = {"karpenter.k8s.aws": "EC2NodeClass", "karpenter.azure.com": "AKSNodeClass"}
+NO_DRIFT = {"EC2NodeClass": ("ipPrefixCount",), "AKSNodeClass": ("tags",)}
+RESOLVED = {
+    "amiSelectorTerms": "whose AMI the new terms no longer select (a new alias or version: every node)",
+    "amiFamily": "whose AMI the new family no longer selects",
+    "subnetSelectorTerms": "in a subnet the new terms no longer select",
+    "securityGroupSelectorTerms": "whose security groups differ from those the new terms select",
+    "capacityReservationSelectorTerms": "in a capacity reservation the new terms no longer select",
+}
+
+
+def _class_users(ctx: Context, key: ObjectKey) -> list[tuple[str, dict[str, Any]]]:
+    """Return (pool, NodePool) of every NodePool of the cluster that launches nodes with a node class."""
+    out = []
+    for other, entry in ctx.new.items():
+        ref = mapping(dig(entry.obj, "spec", "template", "spec", "nodeClassRef"))
+        if (
+            other.scope == key.scope
+            and is_kind(other, KARPENTER, "NodePool")
+            and ref.get("name") == key.name
+            and ref.get("kind", key.kind) == key.kind
+        ):
+            out.append((pool_labels(other, entry.obj)[0][0], entry.obj))
+    return sorted(out, key=lambda p: p[0])
+
+
+def node_classes_changed(ctx: Context) -> Iterator[Disruption]:
+    """Yield every Karpenter node class whose change drifts the nodes of the NodePools using it."""
+    for key in ctx.changed():
+        if NODE_CLASSES.get(key.group) != key.kind:
+            continue
+        was, now = mapping(dig(ctx.old[key].obj, "spec")), mapping(dig(ctx.new[key].obj, "spec"))
+        fields = sorted(
+            f
+            for f in was.keys() | now.keys()
+            if was.get(f) != now.get(f) and f not in NO_DRIFT[key.kind]
+        )
+        users = _class_users(ctx, key)
+        if not fields or not users:
+            continue
+        if all(f in RESOLVED for f in fields):
+            which = "each node " + " or ".join(RESOLVED[f] for f in fields)
+        else:
+            which = "every node it launched (the node class's hash changes)"
+        held = [pool for pool, obj in users if _drift_held(obj)]
+        fate = "Karpenter drains and replaces them within the NodePools' disruption budgets"
+        if held:
+            fate += f" (pool{'s' if len(held) > 1 else ''} {', '.join(held)}: a budget of 0 Drifted nodes holds them until emptied or deleted by hand)"
+        pools = [pool for pool, _ in users]
+        message = f"{key.label()} changes ({', '.join(fields)}): Karpenter marks Drifted {which} in pool{'s' if len(pools) > 1 else ''} {', '.join(pools)}; {fate}"
+        yield Disruption(
+            key.scope, "nodes-replaced", key.label(), message, ctx.facts.some(key.scope, set(pools))
+        )
+
+
 # Operator charts and CRDs
 
 
