@@ -84,6 +84,15 @@ def test_requirements_print_the_mig_label_every_node_group_must_carry(relaid: Pa
     assert "node group label nvidia.com/mig.config = gpuplan-per-gpu-" in new.stdout  # a100-mixed
 
 
+def replaced_in(tmp_path: Path, relative: str, old: str, new: str) -> Path:
+    """Return the committed example fleet with `old` replaced by `new` in one input file."""
+    root = committed_example(tmp_path / "repo")
+    path = root / relative
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+    return root
+
+
 def replaced(root: Path, capsys: pytest.CaptureFixture[str], subject: str) -> dict[str, Any]:
     code, out, _ = call(capsys, root=root, base="HEAD", fmt="json", exit_code=True)
     document = json.loads(out)
@@ -111,10 +120,7 @@ def replaced(root: Path, capsys: pytest.CaptureFixture[str], subject: str) -> di
 def test_an_own_ec2nodeclass_change_replaces_the_nodes_of_its_nodepools(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, said: str
 ) -> None:
-    root = committed_example(tmp_path / "repo")
-    path = root / "extra/h100-prod/ec2nodeclass-gpu.yaml"
-    assert old in path.read_text()
-    path.write_text(path.read_text().replace(old, new))
+    root = replaced_in(tmp_path, "extra/h100-prod/ec2nodeclass-gpu.yaml", old, new)
     found = replaced(root, capsys, "EC2NodeClass/gpu")
     assert found["severity"] == "disruptive" and said in found["message"]
     assert "in pool l40s-dev;" in found["message"]  # the NodePool whose nodeClassRef is gpu
@@ -125,9 +131,12 @@ def test_an_own_ec2nodeclass_change_replaces_the_nodes_of_its_nodepools(
 def test_a_rendered_aksnodeclass_image_family_change_replaces_its_nodes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = committed_example(tmp_path / "repo")
-    path = root / "clusters/edge-inference.yaml"
-    path.write_text(path.read_text().replace("imageFamily: Ubuntu2204", "imageFamily: AzureLinux"))
+    root = replaced_in(
+        tmp_path,
+        "clusters/edge-inference.yaml",
+        "imageFamily: Ubuntu2204",
+        "imageFamily: AzureLinux",
+    )
     found = replaced(root, capsys, "AKSNodeClass/gpu")
     assert "AKSNodeClass/gpu changes (imageFamily)" in found["message"]
     assert "every node it launched" in found["message"]
@@ -137,15 +146,87 @@ def test_a_rendered_aksnodeclass_image_family_change_replaces_its_nodes(
 def test_a_node_class_tag_change_on_aks_replaces_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = committed_example(tmp_path / "repo")
-    path = root / "clusters/edge-inference.yaml"
-    path.write_text(
-        path.read_text().replace(
-            "azure: {imageFamily: Ubuntu2204, osDiskSizeGB: 256}",
-            "azure: {imageFamily: Ubuntu2204, osDiskSizeGB: 256, tags: {team: edge}}",
-        )
+    root = replaced_in(
+        tmp_path,
+        "clusters/edge-inference.yaml",
+        "azure: {imageFamily: Ubuntu2204, osDiskSizeGB: 256}",
+        "azure: {imageFamily: Ubuntu2204, osDiskSizeGB: 256, tags: {team: edge}}",
     )
     _, out, _ = call(capsys, root=root, base="HEAD", fmt="json")
     document = json.loads(out)
     assert [(o["kind"], o["name"]) for o in document["objects"]] == [("AKSNodeClass", "gpu")]
     assert "nodes-replaced" not in {d["code"] for d in document["disruptions"]}
+
+
+def takes(root: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    code, out, _ = call(capsys, root=root, base="HEAD", fmt="json", fail_on=("risk",))
+    assert code == 1  # --fail-on risk stops the pull request
+    return [d for d in json.loads(out)["disruptions"] if d["code"] == "takes-from-tenants"]
+
+
+def test_preemption_weight_and_borrowing_that_take_from_the_cohort_are_a_risk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = committed_example(tmp_path / "repo")
+
+    def change(tenant: dict[str, Any]) -> None:
+        allocation = tenant["allocations"][0]
+        allocation["weight"] = 400
+        allocation["kueue"]["preemption"] = {"borrowWithinCohort": {"policy": "LowerPriority"}}
+        allocation["quotas"][0]["borrowingLimit"] = 32
+
+    edit_yaml(root / "tenants/team-a.yaml", change)
+    by_subject = {d["subject"]: d for d in takes(root, capsys)}
+    found, volcano = by_subject.pop("team-a"), by_subject.pop("Queue/team-a")
+    assert not by_subject
+    assert found["severity"] == "risk" and found["blastRadius"]["tenants"] == ["team-b"]
+    assert volcano["subject"] == "Queue/team-a" and volcano["blastRadius"]["tenants"] == ["team-b"]
+    assert "Volcano Queue team-a weight 40 -> 400" in volcano["message"]
+    assert found["message"] == (
+        "tenant team-a (ClusterQueue/team-a) can take more from the other tenants of cohort shared: "
+        "preemption borrowWithinCohort Never -> LowerPriority, fair-sharing weight 40 -> 400, "
+        "may borrow nvidia.com/gpu on pool h100-train 16 -> 32"
+    )
+
+
+def test_a_local_queue_weight_raised_names_the_queues_it_takes_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = committed_example(tmp_path / "repo")
+
+    def change(tenant: dict[str, Any]) -> None:
+        tenant["allocations"][0]["kueue"]["localQueues"][1]["weight"] = 1000
+
+    edit_yaml(root / "tenants/team-a.yaml", change)
+    found = {d["subject"]: d for d in takes(root, capsys)}
+    assert set(found) == {"team-a/batch", "team-a-batch/batch"}
+    message = found["team-a/batch"]["message"]
+    assert "fair-sharing weight 3 -> 3000 (1000x)" in message
+    assert "over team-a-batch/batch, team-a-batch/default, team-a/default" in message
+
+
+def test_preempting_its_own_workloads_names_only_the_tenant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = committed_example(tmp_path / "repo")
+
+    def change(tenant: dict[str, Any]) -> None:
+        tenant["allocations"][0]["kueue"]["preemption"]["withinClusterQueue"] = (
+            "LowerOrNewerEqualPriority"
+        )
+
+    edit_yaml(root / "tenants/team-b.yaml", change)
+    [found] = takes(root, capsys)
+    assert found["blastRadius"]["tenants"] == ["team-b"]
+    assert "withinClusterQueue LowerPriority -> LowerOrNewerEqualPriority" in found["message"]
+
+
+def test_a_raised_priority_names_the_tenants_it_can_preempt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = replaced_in(tmp_path, "clusters/h100-prod.yaml", "value: 100}", "value: 900}")
+    _, out, _ = call(capsys, root=root, base="HEAD", fmt="json")
+    raised = {
+        d["subject"]: d for d in json.loads(out)["disruptions"] if d["code"] == "priority-raised"
+    }
+    assert raised["research"]["blastRadius"]["tenants"] == ["team-a", "team-b"]

@@ -775,3 +775,15 @@ def test_a_flavor_that_names_a_topology_cannot_change_in_place() -> None:
     [dropped] = found([pinned], [flavor("p2")])  # the pool leaves topology-aware scheduling
     assert "topologyName changes" in dropped.message
     assert found([flavor("p2")], [pinned]) == []  # naming a Topology for the first time is allowed
+
+
+def test_a_queue_that_may_take_more_from_its_cohort_names_the_others() -> None:
+    old = [queue("a", {"p1": ("8", "4", None)}), queue("b", {"p1": ("8", None, None)})]
+    wider = changed(old[0], "spec.preemption", {"reclaimWithinCohort": "Any"})
+    unlimited = queue("a", {"p1": ("8", None, None)})
+    for new in (wider, unlimited, changed(old[0], "spec.fairSharing", {"weight": "2"})):
+        [finding] = [d for d in found(old, [new, old[1]]) if d.code == "takes-from-tenants"]
+        assert finding.blast.tenants == ("b",) and finding.severity == "risk"
+    assert "takes-from-tenants" not in codes(
+        old, [changed(old[0], "spec.fairSharing", {"weight": "0.5"}), old[1]]
+    )

@@ -291,6 +291,145 @@ def quota_cuts(ctx: Context) -> Iterator[Disruption]:
             yield from _hard_cuts(ctx, key)
 
 
+# Changes that let a tenant take from others (kubernetes-sigs/kueue v0.19.2
+# apis/kueue/v1beta2/clusterqueue_types.go ClusterQueuePreemption, BorrowWithinCohort and
+# borrowingLimit; fairsharing_types.go FairSharing.weight): each policy from the most to the
+# least restrained, the default first.
+PREEMPTION = {
+    "reclaimWithinCohort": ("Never", "LowerPriority", "Any"),
+    "borrowWithinCohort": ("Never", "LowerPriority"),
+    "withinClusterQueue": ("Never", "LowerPriority", "LowerOrNewerEqualPriority"),
+}
+
+
+def _policy(obj: dict[str, Any], name: str) -> str:
+    """Return a ClusterQueue's preemption policy (borrowWithinCohort's `policy`), or its default."""
+    value = dig(obj, "spec", "preemption", name)
+    value = dig(value, "policy") if name == "borrowWithinCohort" else value
+    return str(value or "Never")
+
+
+def _weight(obj: dict[str, Any]) -> str:
+    """Return a queue's fair-sharing weight (Kueue's fairSharing, Volcano's weight; 1 when unset)."""
+    spec = mapping(obj.get("spec"))
+    return str(dig(spec, "fairSharing", "weight") or spec.get("weight") or "1")
+
+
+def _raised(old: Any, new: Any) -> bool:
+    """Tell whether a quantity grew."""
+    was, now = _value(old), _value(new)
+    return was is not None and now is not None and now > was
+
+
+def _cohort_others(ctx: Context, key: ObjectKey, cohort: str | None) -> tuple[str, ...]:
+    """Return the other ClusterQueues (tenants) of a cohort, as they are."""
+    return tuple(
+        sorted(
+            k.name
+            for k, e in ctx.new.items()
+            if k.scope == key.scope
+            and k != key
+            and is_kind(k, KUEUE, "ClusterQueue")
+            and cohort
+            and _cohort(e.obj) == cohort
+        )
+    )
+
+
+def _queue_takes(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
+    """Yield what a ClusterQueue change lets its tenant take from the cohort's other tenants."""
+    old, new = ctx.old[key].obj, ctx.new[key].obj
+    cohort = _cohort(new)
+    others = _cohort_others(ctx, key, cohort)
+    parts: list[str] = []
+    own: list[str] = []
+    for name, order in PREEMPTION.items():
+        was, now = _policy(old, name), _policy(new, name)
+        if was in order and now in order and order.index(now) > order.index(was):
+            (own if name == "withinClusterQueue" else parts).append(
+                f"preemption {name} {was} -> {now}"
+            )
+    if _raised(_weight(old), _weight(new)):
+        parts.append(f"fair-sharing weight {_weight(old)} -> {_weight(new)}")
+    limits_old = nominal_quotas(old, "borrowingLimit")
+    limits_new = nominal_quotas(new, "borrowingLimit")
+    for (flavor, resource), was in sorted(limits_old.items()):
+        limit = limits_new.get((flavor, resource))
+        if (flavor, resource) not in nominal_quotas(new):
+            continue  # the quota is gone: a cut, not more borrowing
+        if resource not in NOT_GPU and (limit is None or _raised(was, limit)):
+            parts.append(f"may borrow {resource} on pool {flavor} {was} -> {limit or 'unlimited'}")
+    if parts and others:
+        message = f"tenant {key.name} ({key.label()}) can take more from the other tenants of cohort {cohort}: {', '.join(parts)}"
+        yield Disruption(key.scope, "takes-from-tenants", key.name, message, Blast(tenants=others))
+    if own:
+        message = f"tenant {key.name} ({key.label()}) preempts more of its own workloads: {', '.join(own)}"
+        yield Disruption(
+            key.scope, "takes-from-tenants", key.name, message, Blast(tenants=(key.name,))
+        )
+
+
+def _local_takes(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
+    """Yield a LocalQueue whose fair-sharing weight grows: it takes from the other LocalQueues of its ClusterQueue."""
+    old, new = ctx.old[key].obj, ctx.new[key].obj
+    if not _raised(_weight(old), _weight(new)):
+        return
+    queue = dig(new, "spec", "clusterQueue")
+    others = sorted(
+        f"{k.namespace}/{k.name}"
+        for k, e in ctx.new.items()
+        if k.scope == key.scope
+        and k != key
+        and is_kind(k, KUEUE, "LocalQueue")
+        and dig(e.obj, "spec", "clusterQueue") == queue
+    )
+    if not others:
+        return
+    was, now = _value(_weight(old)), _value(_weight(new))
+    times = f" ({float(now / was):g}x)" if was else ""
+    message = f"LocalQueue {key.namespace}/{key.name} of tenant {queue}: fair-sharing weight {_weight(old)} -> {_weight(new)}{times}: admission fair sharing now favours it over {', '.join(others)}"
+    yield Disruption(
+        key.scope,
+        "takes-from-tenants",
+        f"{key.namespace}/{key.name}",
+        message,
+        Blast(tenants=(str(queue),)),
+    )
+
+
+def takes_from_tenants(ctx: Context) -> Iterator[Disruption]:
+    """Yield every queue change that lets a tenant take from others: preemption, weights, borrowing."""
+    for key in ctx.changed():
+        if is_kind(key, KUEUE, "ClusterQueue"):
+            yield from _queue_takes(ctx, key)
+        elif is_kind(key, KUEUE, "LocalQueue"):
+            yield from _local_takes(ctx, key)
+        elif is_kind(key, VOLCANO, "Queue"):
+            yield from _volcano_takes(ctx, key)
+
+
+def _volcano_takes(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
+    """Yield a Volcano Queue whose weight grows: the proportion plugin gives it more of the cluster
+    and reclaims from the other Queues over their share (volcano-sh/volcano v1.15.1
+    pkg/scheduler/plugins/proportion/proportion.go: deserved = remaining * weight / total weight)."""
+    was, now = _weight(ctx.old[key].obj), _weight(ctx.new[key].obj)
+    others = tuple(
+        sorted(
+            k.name
+            for k in ctx.new
+            if k.scope == key.scope
+            and k != key
+            and is_kind(k, VOLCANO, "Queue")
+            and k.name not in ("default", "root")
+        )
+    )
+    if _raised(was, now) and others:
+        message = f"Volcano Queue {key.name} weight {was} -> {now}: its deserved share of the cluster grows at the expense of the other Queues"
+        yield Disruption(
+            key.scope, "takes-from-tenants", key.label(), message, Blast(tenants=others)
+        )
+
+
 # Priorities
 
 
@@ -309,8 +448,17 @@ def priority_changes(ctx: Context) -> Iterator[Disruption]:
             message = f"priority {key.name} is lowered ({key.label()}: {was} -> {now}): its workloads may be preempted by others"
             yield Disruption(key.scope, "priority-lowered", key.name, message)
         else:
-            message = f"priority {key.name} is raised ({key.label()}: {was} -> {now}): its workloads may preempt others"
-            yield Disruption(key.scope, "priority-raised", key.name, message)
+            tenants = tuple(
+                sorted(
+                    k.name
+                    for k in ctx.new
+                    if k.scope == key.scope and is_kind(k, KUEUE, "ClusterQueue")
+                )
+            )
+            message = f"priority {key.name} is raised ({key.label()}: {was} -> {now}): its workloads may preempt lower-priority workloads of the tenants of the cluster's queues"
+            yield Disruption(
+                key.scope, "priority-raised", key.name, message, Blast(tenants=tenants)
+            )
 
 
 RULES: tuple[Rule, ...] = (
@@ -323,6 +471,7 @@ RULES: tuple[Rule, ...] = (
     tenants_removed,
     namespaces_removed,
     quota_cuts,
+    takes_from_tenants,
     scheduling.kai_queues,
     scheduling.topologies,
     priority_changes,

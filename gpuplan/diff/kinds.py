@@ -35,6 +35,7 @@ CODES: dict[str, tuple[str, str]] = {
     "chart-upgrade": (RISK, "Operator chart change"),
     "crd-changed": (RISK, "CRD change"),
     "priority-raised": (RISK, "Priority raised"),
+    "takes-from-tenants": (RISK, "Can take from other tenants"),
     "psa-loosened": (RISK, "Pod Security loosened"),
     "rbac-widened": (RISK, "Owners and RBAC widened"),
     "isolation-off": (RISK, "Network isolation off"),
