@@ -230,3 +230,19 @@ def test_a_raised_priority_names_the_tenants_it_can_preempt(
         d["subject"]: d for d in json.loads(out)["disruptions"] if d["code"] == "priority-raised"
     }
     assert raised["research"]["blastRadius"]["tenants"] == ["team-a", "team-b"]
+
+
+def test_a_long_value_cut_in_the_comment_keeps_the_part_that_differs(
+    relaid: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, markdown, _ = call(capsys, root=relaid, base="HEAD", fmt="markdown")
+    lines = [
+        line
+        for line in markdown.splitlines()
+        if line.startswith("data['gpuplan-dashboard-pool-h100-infer.json'].panels")
+    ]
+    assert len(lines) >= 5
+    for line in lines:
+        old, new = line.split(": ", 1)[1].split(" -> ")
+        assert "gpuplan-7x1g.10gb" in old and NEW_CONFIG in new, line
+        assert len(old) <= 160 and len(new) <= 160
