@@ -131,12 +131,8 @@ def test_an_own_ec2nodeclass_change_replaces_the_nodes_of_its_nodepools(
 def test_a_rendered_aksnodeclass_image_family_change_replaces_its_nodes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = replaced_in(
-        tmp_path,
-        "clusters/edge-inference.yaml",
-        "imageFamily: Ubuntu2204",
-        "imageFamily: AzureLinux",
-    )
+    family = "imageFamily: Ubuntu2204"
+    root = replaced_in(tmp_path, "clusters/edge-inference.yaml", family, "imageFamily: AzureLinux")
     found = replaced(root, capsys, "AKSNodeClass/gpu")
     assert "AKSNodeClass/gpu changes (imageFamily)" in found["message"]
     assert "every node it launched" in found["message"]
@@ -246,3 +242,41 @@ def test_a_long_value_cut_in_the_comment_keeps_the_part_that_differs(
         old, new = line.split(": ", 1)[1].split(" -> ")
         assert "gpuplan-7x1g.10gb" in old and NEW_CONFIG in new, line
         assert len(old) <= 160 and len(new) <= 160
+
+
+def quota_cuts(root: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    _, out, _ = call(capsys, root=root, base="HEAD", fmt="json")
+    return [d for d in json.loads(out)["disruptions"] if d["code"] == "quota-cut"]
+
+
+INFER_NODES = "    cpu: {}\n    memory: 1900Gi\n    nodes: {{count: 4}}"  # pool h100-infer's
+
+
+def test_small_cpu_trims_of_untouched_tenants_are_one_finding_with_their_cause(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 2 of the node group's 192 cpus fewer: every tenant of the pool gets a little less cpu
+    old, new = INFER_NODES.format(192), INFER_NODES.format(190)
+    root = replaced_in(tmp_path, "clusters/h100-prod.yaml", old, new)
+    [found] = quota_cuts(root, capsys)
+    assert found["message"].startswith("5 small cpu or memory quota cuts (each under 5%) in ")
+    assert found["message"].endswith(
+        ": cause: pool h100-infer's cpu per GPU unit (its GPU quota is the same)"
+    )
+    assert found["blastRadius"]["tenants"] == ["team-a", "team-b"]
+
+
+def test_every_quota_cut_says_its_cause(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = committed_example(tmp_path / "repo")
+
+    def change(tenant: dict[str, Any]) -> None:
+        tenant["allocations"][0]["quotas"][1]["mig"]["1g.10gb"] = 7  # half the node group's slices
+
+    edit_yaml(root / "tenants/team-a.yaml", change)
+    found = quota_cuts(root, capsys)
+    assert found and all("(cause: " in d["message"] or ": cause: " in d["message"] for d in found)
+    queue = next(d for d in found if d["subject"] == "team-a")
+    assert (
+        "nvidia.com/mig-1g.10gb on pool h100-infer 14 -> 7 (cause: tenant team-a's own quota)"
+        in queue["message"]
+    )
