@@ -280,3 +280,16 @@ def test_every_quota_cut_says_its_cause(tmp_path: Path, capsys: pytest.CaptureFi
         "nvidia.com/mig-1g.10gb on pool h100-infer 14 -> 7 (cause: tenant team-a's own quota)"
         in queue["message"]
     )
+
+
+def test_a_kueue_values_change_reaches_no_gpu_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = replaced_in(
+        tmp_path, "clusters/h100-prod.yaml", "usageHalfLifeTime: 168h", "usageHalfLifeTime: 24h"
+    )
+    _, out, _ = call(capsys, root=root, base="HEAD", fmt="json")
+    [found] = [d for d in json.loads(out)["disruptions"] if d["code"] == "chart-upgrade"]
+    assert "kueue" in found["subject"]
+    assert "no GPU node is touched" in found["message"]
+    assert found["blastRadius"]["gpus"] is None and found["blastRadius"]["nodes"] is None

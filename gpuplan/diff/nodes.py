@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuplan.diff import migview
-from gpuplan.diff.kinds import Context, Disruption, dig, is_kind, listing, mapping
+from gpuplan.diff.kinds import Blast, Context, Disruption, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import ObjectKey, Side
 from gpuplan.gpus.catalog import GpuModel
 from gpuplan.plan.pools import MIG_CONFIG_LABEL, NODE_GROUP_LABELS, POOL_LABEL
@@ -19,6 +19,9 @@ NFD = "nfd.k8s-sigs.io"
 GPU_OPERATOR = "nvidia.com"
 ARGOCD = "argoproj.io"
 CLUSTER_LABEL = "gpuplan.io/cluster"  # on the Applications of a cluster's operators
+# Charts whose DaemonSets run the GPU nodes' stack (driver, container toolkit, kubelet plugin): a
+# change of their release reaches every GPU node; other operators' releases restart their own pods.
+GPU_NODE_CHARTS = {"gpu-operator", "dra-driver-nvidia-gpu"}
 RESET = (
     "MIG manager will reset the GPUs of pool {pool}'s nodes (workloads running on them are stopped)"
 )
@@ -402,7 +405,11 @@ def chart_upgrades(ctx: Context) -> Iterator[Disruption]:
         # an operator's Application lives in argocd/ but is about one cluster: its cluster label
         labels = mapping(dig(ctx.new[key].obj, "metadata", "labels"))
         cluster = str(labels.get(CLUSTER_LABEL) or key.scope)
-        blast = ctx.facts.cluster(cluster)
+        if set(after) & GPU_NODE_CHARTS:
+            blast = ctx.facts.cluster(cluster)
+        else:  # a controller's release: its pods restart, no GPU node is touched
+            blast = Blast()
+            message += " (its own pods only: no GPU node is touched)"
         yield Disruption(cluster, "chart-upgrade", key.label(), message, blast)
 
 
