@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run
-from tests.test_diff import call, committed_example, edit_yaml, git_identity
+from tests.test_diff import call, committed_example, edit_yaml, git, git_identity
 
 __all__ = ["git_identity"]  # the module's git author, used by committed_example
 
@@ -293,3 +293,30 @@ def test_a_kueue_values_change_reaches_no_gpu_node(
     assert "kueue" in found["subject"]
     assert "no GPU node is touched" in found["message"]
     assert found["blastRadius"]["gpus"] is None and found["blastRadius"]["nodes"] is None
+
+
+def set_infer_driver(root: Path, version: str) -> None:
+    """State the driver version the node group's image ships (preinstalled)."""
+
+    def change(cluster: dict[str, Any]) -> None:
+        pool = next(p for p in cluster["nodePools"] if p["name"] == "h100-infer")
+        pool["driver"] = {"mode": "preinstalled", "version": version}
+
+    edit_yaml(root / "clusters/h100-prod.yaml", change)
+
+
+def test_a_preinstalled_driver_change_is_disruptive_on_the_node_group(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = committed_example(tmp_path / "repo")
+    set_infer_driver(root, "580.82.07")
+    git(root, "commit", "-qam", "the image's driver stated")
+    set_infer_driver(root, "580.95.05")
+    code, out, _ = call(capsys, root=root, base="HEAD", fmt="json", fail_on=("driver-upgrade",))
+    [found] = [d for d in json.loads(out)["disruptions"] if d["code"] == "driver-upgrade"]
+    assert code == 1 and found["subject"] == "h100-infer" and found["severity"] == "disruptive"
+    assert found["message"].startswith(
+        "pool h100-infer: driver 580.82.07 preinstalled on al2023, its own toolkit -> "
+        "driver 580.95.05 preinstalled on al2023, its own toolkit: the node image ships"
+    )
+    assert (found["blastRadius"]["nodes"], found["blastRadius"]["gpus"]) == (4, 32)

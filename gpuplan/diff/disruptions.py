@@ -513,6 +513,7 @@ RULES: tuple[Rule, ...] = (
     nodes.mig_relayouts,
     nodes.driver_upgrades,
     nodes.nvidia_driver_upgrades,
+    nodes.preinstalled_stacks,
     nodes.nodes_replaced,
     nodes.node_classes_changed,
     pools_removed,

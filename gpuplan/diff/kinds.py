@@ -127,6 +127,8 @@ def both(old: Side, new: Side, key: ObjectKey) -> tuple[dict[str, Any], dict[str
 class Facts(Protocol):
     """What each pool puts at stake (gpuplan.diff.blast.Facts): the blast radius of a change."""
 
+    stacks: dict[tuple[str, str], tuple[str, str]]  # pools whose preinstalled GPU stack changes
+
     def pool(self, scope: str, pool: str, tenants: tuple[str, ...] | None = None) -> Blast: ...
 
     def cluster(self, scope: str) -> Blast: ...

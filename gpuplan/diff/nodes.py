@@ -211,6 +211,13 @@ def nvidia_driver_upgrades(ctx: Context) -> Iterator[Disruption]:
         yield Disruption(key.scope, "driver-upgrade", key.label(), f"{what}: {how}", blast)
 
 
+def preinstalled_stacks(ctx: Context) -> Iterator[Disruption]:
+    """Yield every pool whose preinstalled driver or OS changes (from the fleets: `--base` only)."""
+    for (scope, pool), (was, now) in sorted(ctx.facts.stacks.items()):
+        message = f"pool {pool}: {was} -> {now}: the node image ships the GPU stack, so every node of the pool must be re-imaged (drained and rebooted, or replaced) outside gpuplan; gpuplan only checks the stated version"
+        yield Disruption(scope, "driver-upgrade", pool, message, ctx.facts.pool(scope, pool))
+
+
 def gpu_operator_upgrades(ctx: Context) -> Iterator[Disruption]:
     """Yield the GPU Operator DaemonSets whose version changes: each rolls over every GPU node."""
     for key, old, new in _policies(ctx):
