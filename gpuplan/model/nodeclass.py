@@ -41,7 +41,7 @@ class Ec2NodeClassSettings(Model):
     ] = "latest"
     """AMI release of the alias, or latest: v20250505 (al2023@v20250505), 1.39.0 (bottlerocket@1.39.0); pin it to roll nodes on purpose."""
     discovery_tags: dict[TagKey, TagValue] | None = Field(default=None, min_length=1, max_length=20)
-    """Tags selecting the subnets and security groups; default {karpenter.sh/discovery: <cluster>}."""
+    """Tags selecting the subnets and security groups; default {karpenter.sh/discovery: <karpenter.clusterName, else the cluster's name>}."""
     capacity_reservation_ids: list[CapacityReservationId] = []
     """On-demand capacity reservations or capacity blocks the nodes may launch into (pools use capacity type reserved)."""
     placement_group: Annotated[str, Field(min_length=1, max_length=255)] | None = None
