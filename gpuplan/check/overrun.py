@@ -151,6 +151,22 @@ def _capacity(fleet: Fleet, cluster: ClusterPlan) -> Iterator[Diagnostic]:
                 message,
                 "pool-capacity-autoscaled",
             )
+        elif asked > least and pool.spec.nodes.by_cluster_autoscaler:
+            # the Cluster Autoscaler keeps a node group at its minimum (PoolPlan.nodes_least), and
+            # grows it only for pending pods: the rest waits for a node to launch
+            message = (
+                f"tenants' {asked} {units} of pool {pool_name} ({_addends(grants)}) exceed the {least} "
+                f"that nodes.min {pool.spec.nodes.min} keeps up: the rest waits for the Cluster Autoscaler "
+                f"to grow node group {pool.spec.node_group}; raise nodes.min for capacity that must stay up"
+            )
+            yield _pool_at(
+                cluster,
+                pool,
+                ("nodes", "min"),
+                Severity.WARNING,
+                message,
+                "pool-capacity-autoscaled",
+            )
 
 
 def _pool_at(
