@@ -222,6 +222,11 @@ def _expected_kai_queues() -> dict[tuple[str, str], tuple[str | None, int, int]]
     return out
 
 
+def gpus(value: int) -> str:
+    """Return a KAI figure as the tables show it (-1: unlimited)."""
+    return "unlimited" if value == -1 else str(value)
+
+
 def test_capacity_json_and_markdown_carry_the_kai_queue_trees() -> None:
     document = json.loads(run("capacity", "--root", str(PROJECT), "--format", "json").stdout)
     queues = document["kai_queues"]
@@ -237,9 +242,15 @@ def test_capacity_json_and_markdown_carry_the_kai_queue_trees() -> None:
     lines = run("capacity", "--root", str(PROJECT), "--format", "markdown").stdout.splitlines()
     table = lines[lines.index("| " + " | ".join(QUEUE_HEAD) + " |") + 2 :]
     assert [row.split(" | ")[1:4] for row in table] == [
-        [q["queue"], q["parent"] or "-", f"{q['quota']['gpu']} / {q['limit']['gpu']}"]
+        [q["queue"], q["parent"] or "-", f"{q['quota']['gpu']} / {gpus(q['limit']['gpu'])}"]
         for q in queues
     ]
+    llm = next(q for q in queues if q["queue"] == "llm-alignment")
+    cpu, memory = llm["quota"]["cpu"], llm["quota"]["memory"]  # KAI's millicores and MB
+    row = next(r for r in table if r.split(" | ")[1] == "llm-alignment").split(" | ")
+    assert row[4].startswith(f"{cpu // 1000} / ") and row[5].startswith(f"{memory / 1e6:.1f} TB / ")
+    text = run("capacity", "--root", str(PROJECT), "--cluster", "gb200-train").stdout
+    assert "millicores" not in text and f"cpu {cpu // 1000}/" in text
     one = json.loads(
         run("capacity", "--root", str(PROJECT), "--cluster", "h100-prod", "--format", "json").stdout
     )

@@ -101,10 +101,18 @@ def test_cluster_autoscaler_keeps_nodes_min_up() -> None:
     assert not pools["h100-od"].karpenter_made
 
 
-def test_no_karpenter_minimum_warning_on_cluster_autoscaler_pools() -> None:
-    result = run("check", "--root", str(CASE / "input"), "--strict")
+def test_a_cluster_autoscaler_pool_above_its_minimum_warns_like_a_karpenter_pool() -> None:
+    result = run("check", "--root", str(CASE / "input"))
     assert result.code == 0, result.stderr
-    assert "Karpenter" not in result.stderr
+    assert "Karpenter" not in result.stderr  # not Karpenter's warning: the group keeps nodes.min
+    warnings = [line for line in result.stderr.splitlines() if "[pool-capacity-autoscaled]" in line]
+    assert warnings == [
+        "clusters/ca-explicit.yaml:30:18: warning: nodePools[0].nodes.min: tenants' 32 GPUs of pool "
+        "h100-spot (prod 32) exceed the 0 that nodes.min 0 keeps up: the rest waits for the Cluster "
+        "Autoscaler to grow node group h100-spot; raise nodes.min for capacity that must stay up "
+        "[pool-capacity-autoscaled]"
+    ]  # h100-od's quota fits in the nodes its minimum keeps up
+    assert run("check", "--root", str(CASE / "input"), "--strict").code == 1
 
 
 def test_requirements_print_the_scale_from_zero_tags() -> None:

@@ -812,3 +812,15 @@ def test_admission_tightened_and_loosened_name_the_tenants_they_reach() -> None:
     [grown] = found([*ns, fewer, vap_binding("Deny")], [*ns, table, vap_binding("Deny")])
     assert (grown.code, grown.blast.tenants) == ("admission-loosened", ("team-a",))
     assert found([*ns, table, vap_binding("Audit")], [*ns, fewer, vap_binding("Audit")]) == []
+
+
+def test_a_queue_that_may_take_more_from_its_cohort_names_the_others() -> None:
+    old = [queue("a", {"p1": ("8", "4", None)}), queue("b", {"p1": ("8", None, None)})]
+    wider = changed(old[0], "spec.preemption", {"reclaimWithinCohort": "Any"})
+    unlimited = queue("a", {"p1": ("8", None, None)})
+    for new in (wider, unlimited, changed(old[0], "spec.fairSharing", {"weight": "2"})):
+        [finding] = [d for d in found(old, [new, old[1]]) if d.code == "takes-from-tenants"]
+        assert finding.blast.tenants == ("b",) and finding.severity == "risk"
+    assert "takes-from-tenants" not in codes(
+        old, [changed(old[0], "spec.fairSharing", {"weight": "0.5"}), old[1]]
+    )

@@ -780,3 +780,18 @@ def test_cluster_queue_entries_are_copies_of_what_emit_keeps() -> None:
     for entry in entries:
         entry["nominalQuota"] = "changed"
     assert not [e for e in _example_queues() if e["nominalQuota"] == "changed"]
+
+
+@pytest.mark.parametrize(("cloud_name", "tag"), [(None, "gpu"), ("prod-eks-1", "prod-eks-1")])
+def test_the_node_class_discovers_subnets_by_karpenters_cluster_name(
+    tmp_path: Path, cloud_name: str | None, tag: str
+) -> None:
+    data = cluster()
+    if cloud_name:
+        data["components"]["karpenter"]["clusterName"] = cloud_name
+    root = repo(tmp_path / "repo", [data], [ALPHA, BETA])
+    assert run("render", "--root", str(root)).code == 0
+    [node_class] = [o for o in _rendered(root, "gpu") if o["kind"] == "EC2NodeClass"]
+    spec = node_class["spec"]
+    wanted = [{"tags": {"karpenter.sh/discovery": tag}}]
+    assert spec["subnetSelectorTerms"] == spec["securityGroupSelectorTerms"] == wanted

@@ -27,8 +27,10 @@ def test_check_names_the_files_a_quota_change_touches(example_repo: Path) -> Non
     tenant.write_text(tenant.read_text().replace("gpus: 16\n", "gpus: 24\n", 1))
     stale = run("render", "--root", str(example_repo), "--check")
     assert stale.code == 1
-    assert "would change: h100-prod/kueue/clusterqueue-team-a.yaml" in stale.stderr
-    assert "would change: h100-prod/namespaces/team-a/resourcequota-team-a.yaml" in stale.stderr
+    assert "would change: output/h100-prod/kueue/clusterqueue-team-a.yaml" in stale.stderr
+    assert (
+        "would change: output/h100-prod/namespaces/team-a/resourcequota-team-a.yaml" in stale.stderr
+    )
     assert snapshot(example_repo / "output") == before  # --check writes nothing
 
 

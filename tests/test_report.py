@@ -469,7 +469,7 @@ def test_kai_clusters_show_their_queue_tree(example_report: tuple[Path, str]) ->
             str(2 if q["parent"] else 1),
             q["queue"],
             q["parent"] or "",
-            f"{q['quota']['gpu']} / {q['limit']['gpu']}",
+            f"{q['quota']['gpu']} / {'unlimited' if q['limit']['gpu'] == -1 else q['limit']['gpu']}",
         )
         for q in queues
     ]

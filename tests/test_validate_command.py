@@ -138,6 +138,10 @@ def test_rendered_example_fleet_validates_clean(crds_dir: Path) -> None:
     result = run("validate", str(PROJECT / "output"), "--crds", str(crds_dir))
     assert result.code == 0, result.stderr
     assert "error:" not in result.stderr
+    # the operators' namespaces are made by their Argo CD Applications (CreateNamespace=true)
+    assert "does not exist (no Namespace object creates it)" not in result.stderr
+    # a flavor of a cloud node group selects labels the group sets (`gpuplan requirements`)
+    assert "nodegroup" not in result.stderr and "agentpool" not in result.stderr
 
 
 def test_json_format(wrong_file: Path, crds_dir: Path) -> None:

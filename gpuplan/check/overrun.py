@@ -133,16 +133,25 @@ def _capacity(fleet: Fleet, cluster: ClusterPlan) -> Iterator[Diagnostic]:
                 yield Diagnostic(
                     file, line, col, Severity.ERROR, path, f"{total}; {_share(grant, grants)}"
                 )
-        elif asked > least and pool.spec.nodes.by_karpenter:
+        elif asked > least and (nodes := pool.spec.nodes).autoscaled:
             share = _addends(grants)
-            # Karpenter keeps no minimum, so no node of an autoscaled pool is always there
-            # (PoolPlan.nodes_least): every unit asked depends on Karpenter launching nodes.
-            kept = f" (nodes.min {pool.spec.nodes.min} is not kept)" if pool.spec.nodes.min else ""
-            message = (
-                f"tenants' {asked} {units} of pool {pool_name} ({share}) all depend on autoscaling: Karpenter "
-                f"keeps no minimum, so none of the pool is always-on{kept}; "
-                "for capacity that must stay up, use a static pool ({count: N})"
-            )
+            if nodes.by_karpenter:
+                # Karpenter keeps no minimum, so no node of an autoscaled pool is always there
+                # (PoolPlan.nodes_least): every unit asked depends on Karpenter launching nodes.
+                kept = f" (nodes.min {nodes.min} is not kept)" if nodes.min else ""
+                message = (
+                    f"tenants' {asked} {units} of pool {pool_name} ({share}) all depend on autoscaling: Karpenter "
+                    f"keeps no minimum, so none of the pool is always-on{kept}; "
+                    "for capacity that must stay up, use a static pool ({count: N})"
+                )
+            else:
+                # the Cluster Autoscaler keeps a node group at its minimum (PoolPlan.nodes_least)
+                # and grows it only for pending pods: the rest waits for a node to launch
+                message = (
+                    f"tenants' {asked} {units} of pool {pool_name} ({share}) exceed the {least} "
+                    f"that nodes.min {nodes.min} keeps up: the rest waits for the Cluster Autoscaler "
+                    f"to grow node group {pool.spec.node_group}; raise nodes.min for capacity that must stay up"
+                )
             yield _pool_at(
                 cluster,
                 pool,

@@ -43,11 +43,16 @@ def _pool_levels(cluster: ClusterPlan, pool: PoolPlan) -> Iterator[Diagnostic]:
             yield source.diagnostic(
                 where, f"topology level {level.level} repeats node label {label}"
             )
-        elif not carried(provider, label, pool.spec, gfd):
+        elif level.per_node and label in pool.spec.labels:
+            yield source.diagnostic(
+                where,
+                f"topology level {level.level}: {label} is per node (perNode), but the pool's labels give all its nodes one value: drop it from labels or perNode",
+            )
+        elif not level.per_node and not carried(provider, label, pool.spec, gfd):
             hint = (
                 "run the GPU Operator (its GPU Feature Discovery sets it)"
                 if level.level == "clique"
-                else "set it in the pool's labels (NFD or Karpenter puts them on its nodes)"
+                else "set it in the pool's labels (NFD or Karpenter puts them on its nodes), or, when its value differs node by node and the nodes carry it already, say perNode: true"
             )
             yield source.diagnostic(
                 where,

@@ -175,7 +175,11 @@ def _print_shown(shown: Shown, strict: bool) -> bool:
 
 
 def _report_check(options: Options, changes: Changes, count: int) -> int:
-    for line in changes.lines():
+    # the output folder as the user names it: under the root, relative to it (output/...)
+    folder = options.output
+    if folder.is_relative_to(options.root):
+        folder = folder.relative_to(options.root)
+    for line in changes.lines(folder.as_posix()):
         sys.stderr.write(f"{line}\n")
     if changes.any:
         sys.stderr.write(f"{options.output} is stale: run `gpuplan render` and commit the result\n")

@@ -8,11 +8,12 @@ is not in any object, and the tenants are read from the ClusterQueues' nominal q
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuplan.diff.kinds import Blast, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import Side
 from gpuplan.model.quantity import QuantityError, parse_quantity
+from gpuplan.plan.drivers import pool_drivers
 from gpuplan.plan.fleet import Fleet
 from gpuplan.plan.headroom import capacity_rows
 from gpuplan.plan.pools import GPU, POOL_LABEL
@@ -31,6 +32,7 @@ class PoolFacts:
     gpus: int | None  # physical GPUs at the most nodes
     model: str | None  # the GPU model, e.g. H100-SXM5-80GB
     tenants: tuple[str, ...]  # tenants with a nominal quota on the pool
+    stack: str | None = None  # a preinstalled GPU stack: the driver the image ships, and the OS
 
 
 @dataclass
@@ -38,6 +40,7 @@ class Facts:
     """Per (cluster, pool) what it puts at stake; both sides merged, the old side first."""
 
     pools: dict[PoolKey, PoolFacts]
+    stacks: dict[PoolKey, tuple[str, str]] = field(default_factory=dict)  # preinstalled, changed
 
     def pool(self, scope: str, pool: str, tenants: tuple[str, ...] | None = None) -> Blast:
         """Return the blast radius of a change that reaches every node of a pool."""
@@ -53,7 +56,11 @@ class Facts:
 
     def cluster(self, scope: str) -> Blast:
         """Return the blast radius of a change that reaches every GPU node of a cluster."""
-        pools = [f for (s, _), f in sorted(self.pools.items()) if s == scope]
+        return self.some(scope, {p for s, p in self.pools if s == scope})
+
+    def some(self, scope: str, names: set[str]) -> Blast:
+        """Return the blast radius of a change that reaches every node of these pools."""
+        pools = [f for (s, p), f in sorted(self.pools.items()) if s == scope and p in names]
         tenants = tuple(sorted({t for f in pools for t in f.tenants}))
         nodes = _total([f.nodes for f in pools])
         gpus = _total([f.gpus for f in pools])
@@ -104,14 +111,24 @@ def from_fleet(fleet: Fleet | None) -> dict[PoolKey, PoolFacts]:
             s.tenant for s in row.tenants if s.nominal > 0
         )
     for name, plan in fleet.clusters.items():
+        drivers = {d.pool: d for d in pool_drivers(plan)}
         for pool in plan.pools.values():
             key = (name, pool.name)
+            driver = drivers.get(pool.name)
+            stack = None
+            if driver is not None and driver.mode == "preinstalled":
+                # the pool's own version only: the cluster's driverVersion is what the operator installs
+                own = driver.path is not None and driver.path[0] == "nodePools"
+                version = driver.version if own else "(version not stated)"
+                toolkit = "the operator's toolkit" if driver.needs_toolkit else "its own toolkit"
+                stack = f"driver {version} preinstalled on {driver.os}, {toolkit}"
             out[key] = PoolFacts(
                 pool.nodes_most,
                 pool.nodes_least,
                 pool.nodes_most * pool.gpus_per_node,
                 pool.model.name,
                 tuple(sorted(tenants.get(key, ()))),
+                stack,
             )
     return out
 
@@ -166,4 +183,9 @@ def from_objects(side: Side) -> dict[PoolKey, PoolFacts]:
 
 def merged(old: dict[PoolKey, PoolFacts], new: dict[PoolKey, PoolFacts]) -> Facts:
     """Return the facts of both sides: a pool as it was (what the change reaches), else as it is."""
-    return Facts(new | old)
+    stacks = {
+        k: (str(old[k].stack), str(new[k].stack))
+        for k in old.keys() & new.keys()
+        if old[k].stack and new[k].stack and old[k].stack != new[k].stack
+    }
+    return Facts(new | old, stacks)

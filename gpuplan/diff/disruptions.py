@@ -9,6 +9,7 @@ isolation. A rule is a function of the diff's Context yielding Disruptions.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any
 
 from gpuplan.diff import admission, nodes, scheduling, security
@@ -197,6 +198,10 @@ def _capacity_cut(ctx: Context, scope: str, pool: str) -> str | None:
 def _cause(ctx: Context, key: ObjectKey, flavor: str, resource: str, own: bool) -> str:
     """Return why a queue's quota of (flavor, resource) shrinks: its own, a lender's or capacity."""
     capacity = _capacity_cut(ctx, key.scope, flavor)
+    if own and resource in NOT_GPU and _gpus_same(ctx, key, flavor):
+        # gpuplan gives a queue the node cpu and memory that go with its GPU units (plan/pools.py
+        # cpu_per_unit): with the GPU quota unchanged, the pool's share per unit moved
+        return f"cause: pool {flavor}'s {resource} per GPU unit (its GPU quota is the same)"
     if own:
         return f"cause: tenant {key.name}'s own quota" + (f" (with {capacity})" if capacity else "")
     lenders = _lenders(ctx, key, flavor, resource)
@@ -207,34 +212,59 @@ def _cause(ctx: Context, key: ObjectKey, flavor: str, resource: str, own: bool) 
     return f"cause: tenant {key.name}'s own borrowing limit"
 
 
-def _queue_cuts(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
+def _gpus_same(ctx: Context, key: ObjectKey, flavor: str) -> bool:
+    """Tell whether a queue's GPU quotas on a flavor are unchanged (and it has some)."""
+    old, new = nominal_quotas(ctx.old[key].obj), nominal_quotas(ctx.new[key].obj)
+    gpus = {r for f, r in old.keys() | new.keys() if f == flavor and r not in NOT_GPU}
+    return bool(gpus) and all(old.get((flavor, r)) == new.get((flavor, r)) for r in gpus)
+
+
+Cut = tuple[Disruption, bool, set[str]]  # the finding, whether it is small, its causes
+SMALL = Fraction(1, 20)  # a cpu or memory cut under 5% of the value is a trim
+
+
+def _small(cuts: list[tuple[Any, Any, Any]]) -> bool:
+    """Tell whether every cut is of cpu or memory and under SMALL of its old value."""
+    for what, was, now in cuts:
+        resource = str(what[1] if isinstance(what, tuple) else what).split(".")[-1]
+        old, new = _value(was), _value(now)
+        if resource not in NOT_GPU or not old or (old - new) / old >= SMALL:
+            return False
+    return True
+
+
+def _queue_cuts(ctx: Context, key: ObjectKey) -> Iterator[Cut]:
     """Yield the quota cut of a ClusterQueue: nominal quota (a flavor gone counts as 0) or borrowing."""
     old, new = ctx.old[key].obj, ctx.new[key].obj
-    parts = []
-    for (flavor, resource), was, now in _cuts(nominal_quotas(old), nominal_quotas(new), "0"):
-        parts.append(
-            f"{resource} on pool {flavor} {was} -> {now} ({_cause(ctx, key, flavor, resource, own=True)})"
-        )
-    for (flavor, resource), was, now in _cuts(
+    parts, causes = [], set()
+    nominal = _cuts(nominal_quotas(old), nominal_quotas(new), "0")
+    for (flavor, resource), was, now in nominal:
+        causes.add(cause := _cause(ctx, key, flavor, resource, own=True))
+        parts.append(f"{resource} on pool {flavor} {was} -> {now} ({cause})")
+    borrowing = _cuts(
         nominal_quotas(old, "borrowingLimit"), nominal_quotas(new, "borrowingLimit"), None
-    ):
-        if resource not in NOT_GPU:
-            parts.append(
-                f"may borrow {resource} on pool {flavor} {was} -> {now} ({_cause(ctx, key, flavor, resource, own=False)})"
-            )
+    )
+    borrowing = [c for c in borrowing if c[0][1] not in NOT_GPU]
+    for (flavor, resource), was, now in borrowing:
+        causes.add(cause := _cause(ctx, key, flavor, resource, own=False))
+        parts.append(f"may borrow {resource} on pool {flavor} {was} -> {now} ({cause})")
     if parts:
         message = f"quota cut for tenant {key.name} ({key.label()}): {', '.join(parts)}"
-        yield Disruption(key.scope, "quota-cut", key.name, message, Blast(tenants=(key.name,)))
+        found = Disruption(key.scope, "quota-cut", key.name, message, Blast(tenants=(key.name,)))
+        yield found, _small(nominal + borrowing), causes
 
 
 def _namespace_cause(ctx: Context, scope: str, tenant: str | None) -> str:
     """Return why a namespace's ResourceQuota shrinks, from its tenant's ClusterQueue."""
     key = ObjectKey(scope, KUEUE, "ClusterQueue", "", tenant or "")
-    if tenant is None or key not in ctx.old or key not in ctx.new:
-        return ""
+    if tenant is None:
+        return "cause: the namespace belongs to no tenant's queue"
+    if key not in ctx.old or key not in ctx.new:
+        return f"cause: tenant {tenant}'s own quota (in its scheduler's queue)"
     old, new = ctx.old[key].obj, ctx.new[key].obj
-    if _cuts(nominal_quotas(old), nominal_quotas(new), "0"):
-        return f"cause: tenant {tenant}'s own quota"
+    own = _cuts(nominal_quotas(old), nominal_quotas(new), "0")
+    if own:
+        return "; ".join(sorted({_cause(ctx, key, f, r, own=True) for (f, r), _, _ in own}))
     for (flavor, resource), _, _ in _cuts(
         nominal_quotas(old, "borrowingLimit"), nominal_quotas(new, "borrowingLimit"), None
     ):
@@ -248,7 +278,7 @@ def _namespace_cause(ctx: Context, scope: str, tenant: str | None) -> str:
     return (
         f"cause: a capacity change ({capacity})"
         if (capacity := _any_capacity_cut(ctx, scope, old))
-        else ""
+        else f"cause: tenant {tenant}'s queue is unchanged: its namespaces' share of its quota moved"
     )
 
 
@@ -264,7 +294,7 @@ def _any_capacity_cut(ctx: Context, scope: str, queue: dict[str, Any]) -> str | 
     )
 
 
-def _hard_cuts(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
+def _hard_cuts(ctx: Context, key: ObjectKey) -> Iterator[Cut]:
     """Yield the cut of a ResourceQuota's hard limits (a limit gone lifts it: not a cut)."""
     before = mapping(dig(ctx.old[key].obj, "spec", "hard"))
     cuts = _cuts(before, mapping(dig(ctx.new[key].obj, "spec", "hard")), None)
@@ -274,21 +304,178 @@ def _hard_cuts(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
     cause = _namespace_cause(ctx, key.scope, tenant)
     parts = [f"{resource} {was} -> {now}" for resource, was, now in cuts]
     where = security.namespace_text(key.scope, key.namespace, ctx.new, ctx.old)
-    message = f"quota cut in {where} ({key.label()}): {', '.join(parts)}" + (
-        f" ({cause})" if cause else ""
-    )
-    yield Disruption(
-        key.scope, "quota-cut", key.label(), message, Blast(tenants=(tenant,) if tenant else ())
-    )
+    message = f"quota cut in {where} ({key.label()}): {', '.join(parts)} ({cause})"
+    blast = Blast(tenants=(tenant,) if tenant else ())
+    yield Disruption(key.scope, "quota-cut", key.label(), message, blast), _small(cuts), {cause}
 
 
 def quota_cuts(ctx: Context) -> Iterator[Disruption]:
-    """Yield every ClusterQueue or ResourceQuota whose quota decreases, with its cause."""
+    """Yield every ClusterQueue or ResourceQuota whose quota decreases, with its cause; the small
+    cpu and memory trims of a cluster in one finding."""
+    small: dict[str, list[Cut]] = {}
+    for key in ctx.changed():
+        found: Iterator[Cut] = iter(())
+        if is_kind(key, KUEUE, "ClusterQueue"):
+            found = _queue_cuts(ctx, key)
+        elif is_kind(key, "", "ResourceQuota"):
+            found = _hard_cuts(ctx, key)
+        for cut in found:
+            if cut[1]:
+                small.setdefault(cut[0].scope, []).append(cut)
+            else:
+                yield cut[0]
+    for scope, cuts in small.items():
+        if len(cuts) == 1:
+            yield cuts[0][0]
+            continue
+        objects = sorted(
+            c[0].subject if "/" in c[0].subject else f"ClusterQueue/{c[0].subject}" for c in cuts
+        )
+        causes = sorted({part for c in cuts for cause in c[2] for part in cause.split("; ")})
+        tenants = tuple(sorted({t for c in cuts for t in c[0].blast.tenants}))
+        message = f"{len(cuts)} small cpu or memory quota cuts (each under {float(SMALL):.0%}) in {', '.join(objects)}: {'; '.join(causes)}"
+        yield Disruption(
+            scope, "quota-cut", "cpu and memory trims", message, Blast(tenants=tenants)
+        )
+
+
+# Changes that let a tenant take from others (kubernetes-sigs/kueue v0.19.2
+# apis/kueue/v1beta2/clusterqueue_types.go ClusterQueuePreemption, BorrowWithinCohort and
+# borrowingLimit; fairsharing_types.go FairSharing.weight): each policy from the most to the
+# least restrained, the default first.
+PREEMPTION = {
+    "reclaimWithinCohort": ("Never", "LowerPriority", "Any"),
+    "borrowWithinCohort": ("Never", "LowerPriority"),
+    "withinClusterQueue": ("Never", "LowerPriority", "LowerOrNewerEqualPriority"),
+}
+
+
+def _policy(obj: dict[str, Any], name: str) -> str:
+    """Return a ClusterQueue's preemption policy (borrowWithinCohort's `policy`), or its default."""
+    value = dig(obj, "spec", "preemption", name)
+    value = dig(value, "policy") if name == "borrowWithinCohort" else value
+    return str(value or "Never")
+
+
+def _weight(obj: dict[str, Any]) -> str:
+    """Return a queue's fair-sharing weight (Kueue's fairSharing, Volcano's weight; 1 when unset)."""
+    spec = mapping(obj.get("spec"))
+    return str(dig(spec, "fairSharing", "weight") or spec.get("weight") or "1")
+
+
+def _raised(old: Any, new: Any) -> bool:
+    """Tell whether a quantity grew."""
+    was, now = _value(old), _value(new)
+    return was is not None and now is not None and now > was
+
+
+def _cohort_others(ctx: Context, key: ObjectKey, cohort: str | None) -> tuple[str, ...]:
+    """Return the other ClusterQueues (tenants) of a cohort, as they are."""
+    return tuple(
+        sorted(
+            k.name
+            for k, e in ctx.new.items()
+            if k.scope == key.scope
+            and k != key
+            and is_kind(k, KUEUE, "ClusterQueue")
+            and cohort
+            and _cohort(e.obj) == cohort
+        )
+    )
+
+
+def _queue_takes(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
+    """Yield what a ClusterQueue change lets its tenant take from the cohort's other tenants."""
+    old, new = ctx.old[key].obj, ctx.new[key].obj
+    cohort = _cohort(new)
+    others = _cohort_others(ctx, key, cohort)
+    parts: list[str] = []
+    own: list[str] = []
+    for name, order in PREEMPTION.items():
+        was, now = _policy(old, name), _policy(new, name)
+        if was in order and now in order and order.index(now) > order.index(was):
+            (own if name == "withinClusterQueue" else parts).append(
+                f"preemption {name} {was} -> {now}"
+            )
+    if _raised(_weight(old), _weight(new)):
+        parts.append(f"fair-sharing weight {_weight(old)} -> {_weight(new)}")
+    limits_old = nominal_quotas(old, "borrowingLimit")
+    limits_new = nominal_quotas(new, "borrowingLimit")
+    for (flavor, resource), was in sorted(limits_old.items()):
+        limit = limits_new.get((flavor, resource))
+        if (flavor, resource) not in nominal_quotas(new):
+            continue  # the quota is gone: a cut, not more borrowing
+        if resource not in NOT_GPU and (limit is None or _raised(was, limit)):
+            parts.append(f"may borrow {resource} on pool {flavor} {was} -> {limit or 'unlimited'}")
+    if parts and others:
+        message = f"tenant {key.name} ({key.label()}) can take more from the other tenants of cohort {cohort}: {', '.join(parts)}"
+        yield Disruption(key.scope, "takes-from-tenants", key.name, message, Blast(tenants=others))
+    if own:
+        message = f"tenant {key.name} ({key.label()}) preempts more of its own workloads: {', '.join(own)}"
+        yield Disruption(
+            key.scope, "takes-from-tenants", key.name, message, Blast(tenants=(key.name,))
+        )
+
+
+def _local_takes(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
+    """Yield a LocalQueue whose fair-sharing weight grows: it takes from the other LocalQueues of its ClusterQueue."""
+    old, new = ctx.old[key].obj, ctx.new[key].obj
+    if not _raised(_weight(old), _weight(new)):
+        return
+    queue = dig(new, "spec", "clusterQueue")
+    others = sorted(
+        f"{k.namespace}/{k.name}"
+        for k, e in ctx.new.items()
+        if k.scope == key.scope
+        and k != key
+        and is_kind(k, KUEUE, "LocalQueue")
+        and dig(e.obj, "spec", "clusterQueue") == queue
+    )
+    if not others:
+        return
+    was, now = _value(_weight(old)), _value(_weight(new))
+    times = f" ({float(now / was):g}x)" if was else ""
+    message = f"LocalQueue {key.namespace}/{key.name} of tenant {queue}: fair-sharing weight {_weight(old)} -> {_weight(new)}{times}: admission fair sharing now favours it over {', '.join(others)}"
+    yield Disruption(
+        key.scope,
+        "takes-from-tenants",
+        f"{key.namespace}/{key.name}",
+        message,
+        Blast(tenants=(str(queue),)),
+    )
+
+
+def takes_from_tenants(ctx: Context) -> Iterator[Disruption]:
+    """Yield every queue change that lets a tenant take from others: preemption, weights, borrowing."""
     for key in ctx.changed():
         if is_kind(key, KUEUE, "ClusterQueue"):
-            yield from _queue_cuts(ctx, key)
-        elif is_kind(key, "", "ResourceQuota"):
-            yield from _hard_cuts(ctx, key)
+            yield from _queue_takes(ctx, key)
+        elif is_kind(key, KUEUE, "LocalQueue"):
+            yield from _local_takes(ctx, key)
+        elif is_kind(key, VOLCANO, "Queue"):
+            yield from _volcano_takes(ctx, key)
+
+
+def _volcano_takes(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
+    """Yield a Volcano Queue whose weight grows: the proportion plugin gives it more of the cluster
+    and reclaims from the other Queues over their share (volcano-sh/volcano v1.15.1
+    pkg/scheduler/plugins/proportion/proportion.go: deserved = remaining * weight / total weight)."""
+    was, now = _weight(ctx.old[key].obj), _weight(ctx.new[key].obj)
+    others = tuple(
+        sorted(
+            k.name
+            for k in ctx.new
+            if k.scope == key.scope
+            and k != key
+            and is_kind(k, VOLCANO, "Queue")
+            and k.name not in ("default", "root")
+        )
+    )
+    if _raised(was, now) and others:
+        message = f"Volcano Queue {key.name} weight {was} -> {now}: its deserved share of the cluster grows at the expense of the other Queues"
+        yield Disruption(
+            key.scope, "takes-from-tenants", key.label(), message, Blast(tenants=others)
+        )
 
 
 # Priorities
@@ -309,19 +496,31 @@ def priority_changes(ctx: Context) -> Iterator[Disruption]:
             message = f"priority {key.name} is lowered ({key.label()}: {was} -> {now}): its workloads may be preempted by others"
             yield Disruption(key.scope, "priority-lowered", key.name, message)
         else:
-            message = f"priority {key.name} is raised ({key.label()}: {was} -> {now}): its workloads may preempt others"
-            yield Disruption(key.scope, "priority-raised", key.name, message)
+            tenants = tuple(
+                sorted(
+                    k.name
+                    for k in ctx.new
+                    if k.scope == key.scope and is_kind(k, KUEUE, "ClusterQueue")
+                )
+            )
+            message = f"priority {key.name} is raised ({key.label()}: {was} -> {now}): its workloads may preempt lower-priority workloads of the tenants of the cluster's queues"
+            yield Disruption(
+                key.scope, "priority-raised", key.name, message, Blast(tenants=tenants)
+            )
 
 
 RULES: tuple[Rule, ...] = (
     nodes.mig_relayouts,
     nodes.driver_upgrades,
     nodes.nvidia_driver_upgrades,
+    nodes.preinstalled_stacks,
     nodes.nodes_replaced,
+    nodes.node_classes_changed,
     pools_removed,
     tenants_removed,
     namespaces_removed,
     quota_cuts,
+    takes_from_tenants,
     scheduling.kai_queues,
     scheduling.topologies,
     priority_changes,

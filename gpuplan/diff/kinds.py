@@ -35,6 +35,7 @@ CODES: dict[str, tuple[str, str]] = {
     "chart-upgrade": (RISK, "Operator chart change"),
     "crd-changed": (RISK, "CRD change"),
     "priority-raised": (RISK, "Priority raised"),
+    "takes-from-tenants": (RISK, "Can take from other tenants"),
     "psa-loosened": (RISK, "Pod Security loosened"),
     "rbac-widened": (RISK, "Owners and RBAC widened"),
     "isolation-off": (RISK, "Network isolation off"),
@@ -128,9 +129,13 @@ def both(old: Side, new: Side, key: ObjectKey) -> tuple[dict[str, Any], dict[str
 class Facts(Protocol):
     """What each pool puts at stake (gpuplan.diff.blast.Facts): the blast radius of a change."""
 
+    stacks: dict[tuple[str, str], tuple[str, str]]  # pools whose preinstalled GPU stack changes
+
     def pool(self, scope: str, pool: str, tenants: tuple[str, ...] | None = None) -> Blast: ...
 
     def cluster(self, scope: str) -> Blast: ...
+
+    def some(self, scope: str, names: set[str]) -> Blast: ...
 
     def model(self, scope: str, pool: str) -> str | None: ...
 

@@ -8,16 +8,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuplan.diff import migview
-from gpuplan.diff.kinds import Context, Disruption, dig, is_kind, listing, mapping
+from gpuplan.diff.kinds import Blast, Context, Disruption, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import ObjectKey, Side
 from gpuplan.gpus.catalog import GpuModel
-from gpuplan.plan.pools import MIG_CONFIG_LABEL, POOL_LABEL
+from gpuplan.plan.pools import MIG_CONFIG_LABEL, NODE_GROUP_LABELS, POOL_LABEL
 
 KARPENTER = "karpenter.sh"
+KUEUE = "kueue.x-k8s.io"
 NFD = "nfd.k8s-sigs.io"
 GPU_OPERATOR = "nvidia.com"
 ARGOCD = "argoproj.io"
 CLUSTER_LABEL = "gpuplan.io/cluster"  # on the Applications of a cluster's operators
+# Charts whose DaemonSets run the GPU nodes' stack (driver, container toolkit, kubelet plugin): a
+# change of their release reaches every GPU node; other operators' releases restart their own pods.
+GPU_NODE_CHARTS = {"gpu-operator", "dra-driver-nvidia-gpu"}
 RESET = (
     "MIG manager will reset the GPUs of pool {pool}'s nodes (workloads running on them are stopped)"
 )
@@ -39,7 +43,13 @@ DAEMONSETS = (
 
 
 def pool_labels(key: ObjectKey, obj: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """Return (pool, node labels) for a Karpenter NodePool or each rule of an NFD NodeFeatureRule."""
+    """Return (pool, node labels) for a Karpenter NodePool, each rule of an NFD NodeFeatureRule, or
+    the ResourceFlavor of a pool gpuplan does not label (its nodeLabels name the MIG config)."""
+    if is_kind(key, KUEUE, "ResourceFlavor"):
+        labels = mapping(dig(obj, "spec", "nodeLabels"))
+        if POOL_LABEL in labels or MIG_CONFIG_LABEL not in labels:
+            return []  # gpuplan labels the pool's nodes: its NodePool or NFD rule says how
+        return [(key.name, labels)]
     if is_kind(key, KARPENTER, "NodePool"):
         labels = mapping(dig(obj, "spec", "template", "metadata", "labels"))
         return [(str(labels.get(POOL_LABEL) or key.name), labels)]
@@ -53,13 +63,23 @@ def pool_labels(key: ObjectKey, obj: dict[str, Any]) -> list[tuple[str, dict[str
     return []
 
 
-def _mig_labels(side: Side) -> dict[tuple[str, str], str | None]:
-    """Return the mig.config label value per (cluster, pool), for pools whose labels gpuplan sets."""
-    out: dict[tuple[str, str], str | None] = {}
+def _mig_labels(side: Side) -> dict[tuple[str, str], tuple[str | None, str | None]]:
+    """Return the mig.config label value per (cluster, pool), and for a pool gpuplan does not label
+    the nodes that must carry it (`node group G (label)`, or their labels)."""
+    out: dict[tuple[str, str], tuple[str | None, str | None]] = {}
     for key, entry in side.items():
         for pool, labels in pool_labels(key, entry.obj):
             value = labels.get(MIG_CONFIG_LABEL)
-            out[(key.scope, pool)] = None if value is None else str(value)
+            outside = None
+            if is_kind(key, KUEUE, "ResourceFlavor"):
+                groups = [f"{labels[k]} ({k})" for k in NODE_GROUP_LABELS.values() if k in labels]
+                others = [f"{k}={v}" for k, v in labels.items() if k != MIG_CONFIG_LABEL]
+                outside = (
+                    f"node group {groups[0]}"
+                    if groups
+                    else f"the nodes labelled {', '.join(others)}"
+                )
+            out[(key.scope, pool)] = (None if value is None else str(value), outside)
     return out
 
 
@@ -74,6 +94,7 @@ class MigChange:
     old: migview.Config | None
     new: migview.Config | None
     model: GpuModel | None
+    outside: str | None = None  # the nodes gpuplan does not label, which must carry the new label
 
     def text(self) -> str:
         """Return `before -> after` as profile counts per GPU."""
@@ -86,7 +107,7 @@ def mig_changes(ctx: Context) -> list[MigChange]:
     configs_before, configs_after = migview.configs(ctx.old), migview.configs(ctx.new)
     out = []
     for scope, pool in sorted(before.keys() & after.keys()):
-        was, now = before[(scope, pool)], after[(scope, pool)]
+        was, now = before[(scope, pool)][0], after[(scope, pool)][0]
         old = configs_before.get((scope, was)) if was else None
         new = configs_after.get((scope, now)) if now else None
         same_content = (
@@ -98,7 +119,8 @@ def mig_changes(ctx: Context) -> list[MigChange]:
             continue  # a renamed configuration with the same layout: the MIG manager has nothing to do
         shown = next((c for c in (new, old) if c), ())
         model = migview.model_for(shown, ctx.facts.model(scope, pool))
-        out.append(MigChange(scope, pool, was, now, old, new, model))
+        outside = after[(scope, pool)][1]
+        out.append(MigChange(scope, pool, was, now, old, new, model, outside))
     return out
 
 
@@ -107,6 +129,10 @@ def mig_relayouts(ctx: Context) -> Iterator[Disruption]:
     for change in mig_changes(ctx):
         pool = change.pool
         message = f"pool {pool}: MIG layout {change.text()}: " + RESET.format(pool=pool)
+        if change.outside and change.new_name:
+            # The MIG manager acts on a change of the node's label, never on the ConfigMap's
+            # (NVIDIA/mig-parted v0.15.0 cmd/nvidia-mig-manager/main.go, UpdateFunc).
+            message += f"; gpuplan does not label this pool's nodes: set {MIG_CONFIG_LABEL}={change.new_name} on {change.outside} with this change (`gpuplan requirements` lists it), the MIG manager re-partitions a node only when that label changes"
         yield Disruption(
             change.scope, "mig-relayout", pool, message, ctx.facts.pool(change.scope, pool)
         )
@@ -183,6 +209,13 @@ def nvidia_driver_upgrades(ctx: Context) -> Iterator[Disruption]:
         )
         blast = ctx.facts.pool(key.scope, pool) if pool else ctx.facts.cluster(key.scope)
         yield Disruption(key.scope, "driver-upgrade", key.label(), f"{what}: {how}", blast)
+
+
+def preinstalled_stacks(ctx: Context) -> Iterator[Disruption]:
+    """Yield every pool whose preinstalled driver or OS changes (from the fleets: `--base` only)."""
+    for (scope, pool), (was, now) in sorted(ctx.facts.stacks.items()):
+        message = f"pool {pool}: {was} -> {now}: the node image ships the GPU stack, so every node of the pool must be re-imaged (drained and rebooted, or replaced) outside gpuplan; gpuplan only checks the stated version"
+        yield Disruption(scope, "driver-upgrade", pool, message, ctx.facts.pool(scope, pool))
 
 
 def gpu_operator_upgrades(ctx: Context) -> Iterator[Disruption]:
@@ -271,6 +304,69 @@ def nodes_replaced(ctx: Context) -> Iterator[Disruption]:
         )
 
 
+# Node classes: a change of one drifts the nodes of every NodePool that launches with it.
+# EC2NodeClass: fields outside the hash (hash:"ignore") drift only by what they resolve to: a node
+# whose AMI, subnet or security groups the new selector terms no longer give is Drifted; ipPrefixCount
+# drifts nothing; every other field is in the hash, whose change drifts every node
+# (aws/karpenter-provider-aws v1.14.1 pkg/apis/v1/ec2nodeclass.go, pkg/cloudprovider/drift.go).
+# AKSNodeClass: every field but tags is in the hash (imageFamily, osDiskSizeGB, kubelet, ...)
+# (Azure/karpenter-provider-azure v1.14.2 pkg/apis/v1beta1/aksnodeclass.go,
+# pkg/cloudprovider/drift.go areStaticFieldsDrifted).
+NODE_CLASSES = {"karpenter.k8s.aws": "EC2NodeClass", "karpenter.azure.com": "AKSNodeClass"}
+NO_DRIFT = {"EC2NodeClass": ("ipPrefixCount",), "AKSNodeClass": ("tags",)}
+RESOLVED = {
+    "amiSelectorTerms": "whose AMI the new terms no longer select (a new alias or version: every node)",
+    "amiFamily": "whose AMI the new family no longer selects",
+    "subnetSelectorTerms": "in a subnet the new terms no longer select",
+    "securityGroupSelectorTerms": "whose security groups differ from those the new terms select",
+    "capacityReservationSelectorTerms": "in a capacity reservation the new terms no longer select",
+}
+
+
+def _class_users(ctx: Context, key: ObjectKey) -> list[tuple[str, dict[str, Any]]]:
+    """Return (pool, NodePool) of every NodePool of the cluster that launches nodes with a node class."""
+    out = []
+    for other, entry in ctx.new.items():
+        ref = mapping(dig(entry.obj, "spec", "template", "spec", "nodeClassRef"))
+        if (
+            other.scope == key.scope
+            and is_kind(other, KARPENTER, "NodePool")
+            and ref.get("name") == key.name
+            and ref.get("kind", key.kind) == key.kind
+        ):
+            out.append((pool_labels(other, entry.obj)[0][0], entry.obj))
+    return sorted(out, key=lambda p: p[0])
+
+
+def node_classes_changed(ctx: Context) -> Iterator[Disruption]:
+    """Yield every Karpenter node class whose change drifts the nodes of the NodePools using it."""
+    for key in ctx.changed():
+        if NODE_CLASSES.get(key.group) != key.kind:
+            continue
+        was, now = mapping(dig(ctx.old[key].obj, "spec")), mapping(dig(ctx.new[key].obj, "spec"))
+        fields = sorted(
+            f
+            for f in was.keys() | now.keys()
+            if was.get(f) != now.get(f) and f not in NO_DRIFT[key.kind]
+        )
+        users = _class_users(ctx, key)
+        if not fields or not users:
+            continue
+        if all(f in RESOLVED for f in fields):
+            which = "each node " + " or ".join(RESOLVED[f] for f in fields)
+        else:
+            which = "every node it launched (the node class's hash changes)"
+        held = [pool for pool, obj in users if _drift_held(obj)]
+        fate = "Karpenter drains and replaces them within the NodePools' disruption budgets"
+        if held:
+            fate += f" (pool{'s' if len(held) > 1 else ''} {', '.join(held)}: a budget of 0 Drifted nodes holds them until emptied or deleted by hand)"
+        pools = [pool for pool, _ in users]
+        message = f"{key.label()} changes ({', '.join(fields)}): Karpenter marks Drifted {which} in pool{'s' if len(pools) > 1 else ''} {', '.join(pools)}; {fate}"
+        yield Disruption(
+            key.scope, "nodes-replaced", key.label(), message, ctx.facts.some(key.scope, set(pools))
+        )
+
+
 # Operator charts and CRDs
 
 
@@ -316,7 +412,11 @@ def chart_upgrades(ctx: Context) -> Iterator[Disruption]:
         # an operator's Application lives in argocd/ but is about one cluster: its cluster label
         labels = mapping(dig(ctx.new[key].obj, "metadata", "labels"))
         cluster = str(labels.get(CLUSTER_LABEL) or key.scope)
-        blast = ctx.facts.cluster(cluster)
+        if set(after) & GPU_NODE_CHARTS:
+            blast = ctx.facts.cluster(cluster)
+        else:  # a controller's release: its pods restart, no GPU node is touched
+            blast = Blast()
+            message += " (its own pods only: no GPU node is touched)"
         yield Disruption(cluster, "chart-upgrade", key.label(), message, blast)
 
 

@@ -88,19 +88,33 @@ def summary(result: DiffResult) -> str:
     return text
 
 
-def show(value: Any, limit: int = 0) -> str:
-    """Return a value on one line as JSON (strings quoted), cut to `limit` characters if set."""
-    if value is ABSENT:
-        return "(absent)"
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text[: limit - 1] + "…" if limit and len(text) > limit else text
+def show(value: Any, limit: int = 0, start: int = 0) -> str:
+    """Return a value on one line as JSON (strings quoted), cut to `limit` characters if set,
+    from `start` on (an elided head shown as `…`)."""
+    text = "(absent)" if value is ABSENT else json.dumps(value, ensure_ascii=False, default=str)
+    if not limit or len(text) <= limit:
+        return text
+    start = min(start, max(len(text) - limit + 1, 0))
+    head = "…" if start else ""
+    room = limit - len(head)
+    tail = "…" if start + room < len(text) else ""
+    return head + text[start : start + room - len(tail)] + tail
+
+
+def _first_difference(old: str, new: str) -> int:
+    """Return where two texts first differ, with some context before it."""
+    same = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), None)
+    if same is None:
+        same = min(len(old), len(new))
+    return max(same - 20, 0)
 
 
 def field_line(change: FieldChange, limit: int = 0) -> str:
-    """Return `path: old -> new` (with `(rename)` for a reference that only follows a rename)."""
-    return f"{change.path}: {show(change.old, limit)}{ARROW}{show(change.new, limit)}" + (
-        " (rename)" if change.reference else ""
-    )
+    """Return `path: old -> new` (with `(rename)` for a reference that only follows a rename);
+    values cut to `limit` keep the part where they differ."""
+    start = _first_difference(show(change.old), show(change.new)) if limit else 0
+    old, new = show(change.old, limit, start), show(change.new, limit, start)
+    return f"{change.path}: {old}{ARROW}{new}" + (" (rename)" if change.reference else "")
 
 
 def who(change: ObjectChange) -> str:

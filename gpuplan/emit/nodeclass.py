@@ -45,7 +45,12 @@ def ec2_node_class(
     cluster: ClusterPlan, name: str, settings: Ec2NodeClassSettings, release: KarpenterRelease
 ) -> dict[str, Any]:
     """Return the EC2NodeClass of the cluster's NodePools."""
-    tags = dict(settings.discovery_tags or {"karpenter.sh/discovery": cluster.name})
+    # subnets and security groups are tagged karpenter.sh/discovery: <the cloud's cluster name>
+    # (aws/karpenter-provider-aws v1.14.1 website/content/en/docs/concepts/nodeclasses.md), the
+    # name Karpenter's settings.clusterName holds
+    karpenter = cluster.spec.components.karpenter
+    cloud = (karpenter.cluster_name if karpenter else None) or cluster.name
+    tags = dict(settings.discovery_tags or {"karpenter.sh/discovery": cloud})
     spec: dict[str, Any] = (
         {"role": settings.role} if settings.role else {"instanceProfile": settings.instance_profile}
     )

@@ -666,6 +666,9 @@ class TopologyLevel(Model):
     """Node label whose value names the node's domain at this level; default by provider: aws
     topology.k8s.aws/network-node-layer-1/2/3 (block/subblock/rack), gcp cloud.google.com/gce-topology-*,
     host kubernetes.io/hostname. On premises a rack or block label is yours to name (and set in labels)."""
+    per_node: bool = False
+    """The label's value differs node by node (a rack label) and the nodes carry it already, set by
+    NFD, the provider or you; gpuplan cannot see node labels, so it takes it as stated (not in labels)."""
 
 
 class Dra(Model):

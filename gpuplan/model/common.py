@@ -18,7 +18,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from gpuplan.model.names import DNS1123_LABEL, DNS1123_SUBDOMAIN, LABEL_NAME, LABEL_VALUE
-from gpuplan.model.quantity import QuantityError, parse_quantity
+from gpuplan.model.quantity import QuantityError, parse_quantity, quantity_text
 
 VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.-]+)?$")
 
@@ -108,7 +108,7 @@ def _quantity(value: Any) -> Fraction:
 Quantity = Annotated[
     Fraction,
     BeforeValidator(_quantity),
-    PlainSerializer(lambda v: str(v), return_type=str),
+    PlainSerializer(quantity_text, return_type=str),
     WithJsonSchema(
         {
             "anyOf": [

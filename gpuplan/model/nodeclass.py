@@ -32,10 +32,16 @@ class Ec2NodeClassSettings(Model):
     """An existing IAM instance profile of the nodes; set this or role."""
     ami: Literal["al2023", "bottlerocket"] | None = None
     """AMI family alias; Karpenter picks its NVIDIA variant for GPU instance types. Default: the pools' os."""
-    ami_version: Annotated[str, Field(pattern=r"^(latest|v?[0-9][0-9A-Za-z.\-]*)$")] = "latest"
-    """AMI release of the alias (al2023@v20250505, bottlerocket@1.39.0) or latest; pin it to roll nodes on purpose."""
+    ami_version: Annotated[
+        str,
+        Field(
+            pattern=r"^(latest|v?[0-9][0-9A-Za-z.\-]*)$",
+            examples=["v20250505", "1.39.0", "latest"],
+        ),
+    ] = "latest"
+    """AMI release of the alias, or latest: v20250505 (al2023@v20250505), 1.39.0 (bottlerocket@1.39.0); pin it to roll nodes on purpose."""
     discovery_tags: dict[TagKey, TagValue] | None = Field(default=None, min_length=1, max_length=20)
-    """Tags selecting the subnets and security groups; default {karpenter.sh/discovery: <cluster>}."""
+    """Tags selecting the subnets and security groups; default {karpenter.sh/discovery: <karpenter.clusterName, else the cluster's name>}."""
     capacity_reservation_ids: list[CapacityReservationId] = []
     """On-demand capacity reservations or capacity blocks the nodes may launch into (pools use capacity type reserved)."""
     placement_group: Annotated[str, Field(min_length=1, max_length=255)] | None = None

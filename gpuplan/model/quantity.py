@@ -125,3 +125,13 @@ def format_bytes(amount: Fraction) -> str:
 def format_count(count: int | Fraction) -> str:
     """Return a whole count (GPUs, MIG instances, shares) as a canonical quantity string."""
     return _decimal(int(count))
+
+
+def quantity_text(value: Fraction) -> str:
+    """Return a quantity as a user writes it (100m, 256Mi, 3k), exactly where it can be."""
+    if value.denominator == 1:
+        whole = int(value)
+        return format_bytes(value) if whole >= 1024 and whole % 1024 == 0 else _decimal(whole)
+    if (value * 1000).denominator == 1:
+        return format_millicores(int(value * 1000))
+    return str(float(value))

@@ -139,8 +139,8 @@ class Allocation(Model):
     """Kueue cohort; required for borrowing and lending."""
     weight: int | None = Field(default=None, ge=1, le=1_000_000)
     """Volcano queue weight and Kueue fair-sharing weight."""
-    quotas: list[Quota] = Field(min_length=1)
-    """The tenant's quota on each GPU pool it uses (at least one)."""
+    quotas: list[Quota] = []
+    """The tenant's quota on each GPU pool it uses; none for a CPU-only tenant (then cpuQuotas)."""
     cpu: Quantity | None = None
     """Total cpu; default: each pool's cpu per GPU times the GPUs granted."""
     memory: Quantity | None = None
@@ -163,6 +163,14 @@ class Allocation(Model):
     inference HorizontalPodAutoscaler can scale on it; needs monitoring on the cluster. Default false."""
     ignore: list[Ignore] = []
     """Warnings about this allocation accepted where they stand, each with its reason."""
+
+    @model_validator(mode="after")
+    def _something(self) -> Allocation:
+        if not self.quotas and not self.cpu_quotas:
+            raise ValueError(
+                "an allocation grants quotas on GPU pools or cpuQuotas on CPU pools (a CPU-only tenant): it has neither"
+            )
+        return self
 
 
 class Tenant(Model):

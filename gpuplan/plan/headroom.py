@@ -278,12 +278,12 @@ def _cells(row: ResourceRow) -> tuple[str, ...]:
     )
 
 
-QUEUE_HEAD = ("cluster", "KAI queue", "parent", "gpu quota / limit", "cpu quota / limit (millicores)",
-              "memory quota / limit (MB)", "over-quota weight")  # fmt: skip
+QUEUE_HEAD = ("cluster", "KAI queue", "parent", "gpu quota / limit", "cpu quota / limit (cores)",
+              "memory quota / limit", "over-quota weight")  # fmt: skip
 
 
 def _queue_cells(row: QueueRow) -> tuple[str, ...]:
-    figures = tuple(f"{row.quota[r]} / {row.limit[r]}" for r in ("gpu", "cpu", "memory"))
+    figures = tuple(row.cell(r) for r in ("gpu", "cpu", "memory"))
     return (row.cluster, row.queue, row.parent or "-", *figures, str(row.over_quota_weight))
 
 

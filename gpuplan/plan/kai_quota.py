@@ -99,10 +99,28 @@ class QueueRow:
     over_quota_weight: int
     enforced: bool  # False: another scheduler enforces the quotas and every figure is -1
 
+    def cell(self, resource: str, sep: str = " / ") -> str:
+        """Return `quota / limit` of a resource as a reader reads it (cores, GB or TB, unlimited)."""
+        return shown(resource, self.quota[resource]) + sep + shown(resource, self.limit[resource])
+
     @property
     def depth(self) -> int:
         """Return the queue's depth under the cluster: 1 for a parent or top-level leaf, 2 under a parent."""
         return 2 if self.parent else 1
+
+
+def shown(resource: str, value: int) -> str:
+    """Return a figure in KAI's units (cpu millicores, memory MB) as cores, GB or TB; -1 unlimited."""
+    if value == UNLIMITED:
+        return "unlimited"
+    if resource == "cpu":
+        return f"{value / 1000:g}"
+    if resource == "memory":
+        for unit, size in (("TB", 1_000_000), ("GB", 1000)):
+            if value >= size:
+                return f"{value / size:.1f} {unit}"
+        return f"{value} MB"
+    return str(value)
 
 
 def queue_rows(cluster: ClusterPlan) -> list[QueueRow]:
@@ -135,14 +153,14 @@ def queue_rows(cluster: ClusterPlan) -> list[QueueRow]:
 
 
 def queue_tree(cluster: ClusterPlan) -> list[str]:
-    """Return the cluster's KAI Queue tree as text lines: quota/limit per resource (-1 unlimited)."""
+    """Return the cluster's KAI Queue tree as text lines: quota/limit per resource."""
     rows = queue_rows(cluster)
-    head = f"cluster {cluster.name}: KAI Queues, quota/limit (cpu millicores, gpu GPUs, memory MB; -1 unlimited)"
+    head = f"cluster {cluster.name}: KAI Queues, quota/limit (cpu cores, gpu GPUs, memory)"
     if authority(cluster.spec.components) != "kai":
         head += f", {authority(cluster.spec.components)} enforces the quotas"
     lines = [head]
     for item in rows:
-        cells = [f"{r} {item.quota[r]}/{item.limit[r]}" for r in RESOURCES]
+        cells = [f"{r} {item.cell(r, '/')}" for r in RESOURCES]
         indent = "  " * item.depth
         lines.append(f"{indent}{item.queue:<{30 - 2 * item.depth}}  " + "  ".join(cells))
     return lines

@@ -13,6 +13,7 @@ from gpuplan.components.dra_driver import DEVICE_PLUGIN_DEPLOY_LABEL, KUBELET_PL
 from gpuplan.gpus.catalog import GpuModel, MigGeometry
 from gpuplan.gpus.mig import config_name
 from gpuplan.model.cluster import Cluster, NodePool
+from gpuplan.model.names import NODE_GROUP_LABELS
 from gpuplan.plan.dra import DraClass, class_of
 from gpuplan.plan.gke import google_stack
 from gpuplan.plan.gke import node_labels as gke_node_labels
@@ -23,13 +24,6 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 GPU = "nvidia.com/gpu"
 MIG_DISABLED = "all-disabled"
 DEFAULT_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-# The label each cloud puts on a node with its node group (../shared/facts/upstream-components.md,
-# "NFD's system.name/nodename feature"): what a static pool's nodeGroup selects by.
-NODE_GROUP_LABELS = {
-    "aws": "eks.amazonaws.com/nodegroup",
-    "azure": "kubernetes.azure.com/agentpool",
-    "gcp": "cloud.google.com/gke-nodepool",
-}
 
 
 @dataclass(frozen=True)
@@ -145,7 +139,14 @@ class PoolPlan:
         by hostname); a static pool selected by nodeGroup or labels is found by those.
         """
         if self.label_selected:
-            return dict(sorted(self.given_labels.items()))
+            labels = self.given_labels
+            if self.mig_layouts and self.mig_config is not None:
+                # The MIG manager re-partitions a node only when its nvidia.com/mig.config label
+                # changes (NVIDIA/mig-parted v0.15.0 cmd/nvidia-mig-manager/main.go, the Node
+                # informer's UpdateFunc), so the flavor asks for the label of the layout: a new
+                # layout is a new name the node group must carry.
+                labels[MIG_CONFIG_LABEL] = self.mig_config
+            return dict(sorted(labels.items()))
         return {POOL_LABEL: self.name}
 
     @property

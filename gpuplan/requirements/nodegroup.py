@@ -23,7 +23,13 @@ from typing import Any
 from gpuplan.components.cluster_autoscaler import NODE_TEMPLATE_TAG
 from gpuplan.plan.expander import settings
 from gpuplan.plan.fleet import ClusterPlan
-from gpuplan.plan.pools import NODE_GROUP_LABELS, PoolPlan
+from gpuplan.plan.pools import (
+    MIG_CONFIG_LABEL,
+    MIG_DISABLED,
+    NODE_GROUP_LABELS,
+    POOL_LABEL,
+    PoolPlan,
+)
 
 ACCELERATOR_LABEL_AWS = "k8s.amazonaws.com/accelerator"
 DISCOVERY_TAG = "k8s.io/cluster-autoscaler"
@@ -42,9 +48,23 @@ def aws_accelerator(pool: PoolPlan) -> str:
     )
 
 
+def group_labels(pool: PoolPlan) -> dict[str, str]:
+    """Return the Kubernetes labels a node group must give its nodes: the pool's labels and the
+    configurations gpuplan names (MIG layout, device-plugin config), which it cannot put on nodes
+    it does not label (the cloud sets its node-group label itself)."""
+    skip = {POOL_LABEL, pool.node_group_label, *pool.gke_labels}
+    if pool.mig_config == MIG_DISABLED:
+        # the GPU Operator labels a MIG-capable node without the label all-disabled itself
+        # (NVIDIA/gpu-operator v26.7.0 controllers/nodelabeling_controller.go)
+        skip.add(MIG_CONFIG_LABEL)
+    return {k: v for k, v in sorted(pool.node_labels.items()) if k not in skip}
+
+
 def aws_node_labels(pool: PoolPlan) -> dict[str, str]:
     """Return the Kubernetes labels an EKS node group sets on its nodes for this pool (EKS adds its own)."""
-    return dict(sorted({ACCELERATOR_LABEL_AWS: aws_accelerator(pool), **pool.spec.labels}.items()))
+    return dict(
+        sorted({ACCELERATOR_LABEL_AWS: aws_accelerator(pool), **group_labels(pool)}.items())
+    )
 
 
 def aws_discovery_tags(cluster: ClusterPlan) -> dict[str, str]:

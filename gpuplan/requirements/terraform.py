@@ -40,6 +40,7 @@ from gpuplan.requirements.nodegroup import (
     aws_node_labels,
     aws_template_tags,
     cloud_name,
+    group_labels,
     profile,
     taint_text,
 )
@@ -110,8 +111,8 @@ def _aks(cluster: ClusterPlan, pool: PoolPlan) -> list[Block]:
     block.set("node_taints", [taint_text(t) for t in pool.taints])
     if nodes.capacity_type == "spot":
         block.set("priority", "Spot")
-    if pool.spec.labels:
-        block.set("node_labels", dict(sorted(pool.spec.labels.items())))
+    if labels := group_labels(pool):
+        block.set("node_labels", labels)
     return [block]
 
 

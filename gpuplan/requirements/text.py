@@ -33,6 +33,7 @@ from gpuplan.requirements.nodegroup import (
     aws_node_labels,
     aws_template_tags,
     cloud_name,
+    group_labels,
     profile,
     taint_text,
 )
@@ -83,10 +84,8 @@ def _aks(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
         created.append("--priority Spot")
     if pool.taints:
         created.append("--node-taints " + _sh(",".join(taint_text(t) for t in pool.taints)))
-    if pool.spec.labels:
-        created.append(
-            "--labels " + _sh(*(f"{k}={v}" for k, v in sorted(pool.spec.labels.items())))
-        )
+    if labels := group_labels(pool):
+        created.append("--labels " + _sh(*(f"{k}={v}" for k, v in labels.items())))
     if created:
         lines.append("  the node pool is created (az aks nodepool add) with " + " ".join(created))
     return lines
@@ -121,6 +120,15 @@ def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
     return lines
 
 
+def _static_group(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
+    """Return the labels and taints a fixed-size node group must give its nodes (gpuplan labels none)."""
+    if not pool.label_selected or pool.spec.node_group is None:
+        return []
+    lines = [f"{cluster.name}: pool {pool.name}, node group {pool.spec.node_group}"]
+    lines += [f"  node group label {k} = {v}" for k, v in group_labels(pool).items()]
+    return lines + [f"  node group taint {taint_text(t)}" for t in pool.taints]
+
+
 def cluster_requirements(cluster: ClusterPlan) -> list[str]:
     """Return the lines of what one cluster's node groups need set on the cloud side."""
     lines = []
@@ -133,6 +141,7 @@ def cluster_requirements(cluster: ClusterPlan) -> list[str]:
             lines += _gke(cluster, pool)
             continue
         if not pool.spec.nodes.by_cluster_autoscaler:
+            lines += _static_group(cluster, pool)
             continue
         lines.append(
             f"{cluster.name}: pool {pool.name}, node group {pool.spec.node_group} (Cluster Autoscaler)"

@@ -226,10 +226,41 @@ def validate_documents(docs: list[Document], run: Run, checked: bool = False) ->
     groups: dict[str, list[Document]] = {}
     for doc in docs:
         groups.setdefault(run.unit(doc.file), []).append(doc)
-    for _, members in sorted(groups.items()):
+    created = _created_namespaces(docs)
+    for folder, members in sorted(groups.items()):
         found += duplicate_problems(members, locator)
-        found += _reference_problems(members, locator, run.strict)
+        made = created.get(os.path.basename(folder.rstrip("/")), set())
+        found += _reference_problems(members, locator, run.strict, made)
     return found
+
+
+def _dig(node: Any, *path: str) -> Any:
+    """Return a nested field, or None when any step is missing."""
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _created_namespaces(docs: list[Document]) -> dict[str, set[str]]:
+    """Return, per cluster (an Application's gpuplan.io/cluster label), the namespaces its Argo CD
+    Applications create (syncOptions CreateNamespace=true creates the destination namespace:
+    argoproj/argo-cd v3.5.1 docs/operator-manual/application.yaml, as gpuplan/emit/bootstrap/app.py)."""
+    out: dict[str, set[str]] = {}
+    for doc in docs:
+        obj = doc.obj
+        if not isinstance(obj, dict) or obj.get("kind") != "Application":
+            continue
+        options = _dig(obj, "spec", "syncPolicy", "syncOptions") or []
+        namespace = _dig(obj, "spec", "destination", "namespace")
+        cluster = _dig(obj, "metadata", "labels", "gpuplan.io/cluster")
+        if (
+            isinstance(options, list)
+            and "CreateNamespace=true" in options
+            and isinstance(namespace, str)
+            and cluster
+        ):
+            out.setdefault(str(cluster), set()).add(namespace)
+    return out
 
 
 def _identity(doc: Document) -> tuple[str, str, str, str] | None:
@@ -279,7 +310,7 @@ def _key(doc: Document) -> tuple[Any, str, Any]:
 
 
 def _reference_problems(
-    docs: list[Document], locator: Locator, strict: bool = False
+    docs: list[Document], locator: Locator, strict: bool = False, made: set[str] | None = None
 ) -> list[Diagnostic]:
     """Check references between the objects of one folder.
 
@@ -291,7 +322,7 @@ def _reference_problems(
     for d in docs:
         index.setdefault(_key(d), d)
     found = []
-    for problem in check_references(objects).problems:
+    for problem in check_references(objects, external_namespaces=made or ()).problems:
         doc = index.get((problem.kind, problem.namespace, problem.name))
         severity = Severity.ERROR if problem.severity == "error" else Severity.WARNING
         if problem.external or problem.path == "metadata.namespace":

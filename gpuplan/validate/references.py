@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 import yaml
 
+from gpuplan.model.names import NODE_GROUP_LABELS
 from gpuplan.validate.buckets import OTHER, objects_by_kind
 
 Severity = Literal["error", "warning"]
@@ -483,6 +484,8 @@ def check_flavor_labels(cluster: ClusterObjects) -> list[ReferenceProblem]:
     problems = []
     for flavor in flavors:
         labels = _get(flavor, "spec", "nodeLabels")
+        if isinstance(labels, dict) and set(labels) & set(NODE_GROUP_LABELS.values()):
+            continue  # a cloud node group's nodes: the cloud and the group set these labels
         for key, value in labels.items() if isinstance(labels, dict) else []:
             values = provided.get(key, set())
             if _ANY not in values and value not in values:

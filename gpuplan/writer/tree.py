@@ -269,12 +269,13 @@ class Changes:
         """Tell whether anything differs."""
         return bool(self.added or self.changed or self.removed)
 
-    def lines(self) -> list[str]:
-        """Return one line per file that would change."""
+    def lines(self, folder: str = "") -> list[str]:
+        """Return one line per file that would change, its path under `folder`."""
+        at = f"{folder.rstrip('/')}/" if folder else ""
         return (
-            [f"would add: {p}" for p in self.added]
-            + [f"would change: {p}" for p in self.changed]
-            + [f"would remove: {p}" for p in self.removed]
+            [f"would add: {at}{p}" for p in self.added]
+            + [f"would change: {at}{p}" for p in self.changed]
+            + [f"would remove: {at}{p}" for p in self.removed]
         )
 
 
