@@ -163,7 +163,8 @@ def test_capacity_shows_the_kai_queue_tree(crds_dir: Path) -> None:
     tree = result.stdout.split("cluster kai: KAI Queues", 1)[1].splitlines()[1:]
     assert [line.split()[0] for line in tree] == ["research", "nlp", "vision", "serving"]
     assert tree[0].startswith("  research ") and tree[1].startswith("    nlp ")
-    assert "gpu 28/-1" in tree[0] and "gpu 20/28" in tree[1] and "gpu 16/16" in tree[3]
+    # a KAI limit of -1 is shown as "unlimited" (JSON keeps KAI's own -1)
+    assert "gpu 28/unlimited" in tree[0] and "gpu 20/28" in tree[1] and "gpu 16/16" in tree[3]
 
 
 def test_the_example_kai_cluster_has_a_department_tree_and_topologies() -> None:
