@@ -93,6 +93,11 @@ class Simulation:
         self.apps: dict[str, App] = {}
         self.applied: set[Key] = set()
         self.visiting: set[str] = set()
+        # Health while nothing is applied: found once per Application (cleared by every step), the
+        # same answer a walk gives; an answer that met a cycle of Applications is not kept.
+        self.health: dict[str, bool] = {}
+        self.cycles = 0  # how many walks met an Application already being walked
+        self.installed_by: dict[tuple[str, str, str], list[str]] = {}
 
     def add(self, obj: Mapping[str, Any], parent: App | None = None) -> None:
         """Create an Application: its source read from the rendered tree, or a chart with its needs.
@@ -133,27 +138,40 @@ class Simulation:
 
         An Application that waits on itself, through its children, is never healthy (no recursion loop).
         """
+        if name in self.health:
+            return self.health[name]
         app = self.apps.get(name)
-        if app is None or name in self.broken or name in self.visiting:
+        if name in self.visiting:
+            self.cycles += 1
+            return False
+        if app is None or name in self.broken:
             return False
         if app.done < len(self.steps(app)) - 1:
             return False
         if any(need not in self.applied for need in app.needs):
             return False
         self.visiting.add(name)
+        cycles = self.cycles
         try:
-            return all(self.object_healthy(app, o) for o in app.objects)
+            found = all(self.object_healthy(app, o) for o in app.objects)
         finally:
             self.visiting.discard(name)
+        if self.cycles == cycles:
+            self.health[name] = found
+        return found
 
     def installers(self, app: App, obj: Mapping[str, Any]) -> list[str]:
         """Return the Applications of the object's cluster that install its CRD (none: the platform's)."""
         kind, group = str(obj.get("kind", "")), str(obj.get("apiVersion", "")).rpartition("/")[0]
-        return [
-            n
-            for n, kinds in self.installs.items()
-            if (group, kind) in kinds and n in self.apps and self.apps[n].cluster == app.cluster
-        ]
+        key = (app.cluster, group, kind)
+        found = self.installed_by.get(key)
+        if found is None:
+            found = self.installed_by[key] = [
+                n
+                for n, kinds in self.installs.items()
+                if (group, kind) in kinds and n in self.apps and self.apps[n].cluster == app.cluster
+            ]
+        return found
 
     def object_healthy(self, app: App, obj: Mapping[str, Any]) -> bool:
         if obj.get("kind") == "Application":
@@ -203,6 +221,7 @@ class Simulation:
                     if any(not self.object_healthy(app, o) for o in current):
                         break  # the sync waits on its running tasks (or fails and retries)
                     app.done += 1
+                    self.health.clear()
                     for obj in app.objects:
                         if step(obj) == steps[app.done]:
                             self.apply(app, obj)
@@ -217,8 +236,10 @@ class Simulation:
             str(meta.get("name")),
         )
         self.applied.add(key)
+        self.health.clear()
         if obj.get("kind") == "Application" and str(meta.get("name")) not in self.apps:
             self.add(obj, app)
+            self.installed_by.clear()  # a new Application may install a kind
 
     def stuck(self, expected: Collection[str] = ()) -> list[str]:
         """Return the Applications that never become healthy (an expected one never created too)."""
