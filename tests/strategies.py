@@ -630,6 +630,10 @@ def _draw_tenant(
         tenant["owners"] = [f"group:{name}-admins"]
     if draw(st.integers(0, 3)) == 0:
         tenant["podSecurity"] = draw(st.sampled_from(["restricted", "baseline", "privileged"]))
+    # A GPU share's cpu can be below the default container request (100m: a time-sliced GPU of a
+    # 16-core node split 48 ways is 41m); gpuplan refuses that (check container-defaults), so a
+    # valid fleet's tenants ask for less by default.
+    tenant["containerDefaults"] = {"requests": {"cpu": "10m", "memory": "16Mi"}}
     on = draw(st.lists(st.sampled_from(range(len(clusters))), max_size=len(clusters), unique=True))
     allocations = []
     for c_index in sorted(on):
