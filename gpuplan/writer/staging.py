@@ -2,7 +2,7 @@
 
 A render builds the new tree in `.<output>.gpuplan-staging-PID` and swaps it with the output;
 the two-rename fallback parks the old output in `.<output>.gpuplan-retired-PID` for an instant;
-gpuplan 0.1's `render --watch` kept a copy of the output in `.<output>.gpuplan-spare-PID`.
+An earlier `render --watch` kept a copy of the output in `.<output>.gpuplan-spare-PID`.
 A killed render leaves one of them behind: the next run removes it (or, for a retired folder
 with no output beside it, puts it back). An entry with these names that is not a real folder is
 never followed, moved or removed.
