@@ -14,6 +14,7 @@ from gpuplan.components.upgrades import (
     RequiredStop,
     UpgradeNote,
     notes_between,
+    release_order,
     steps,
     version_key,
 )
@@ -29,7 +30,7 @@ def _upstream(component: str, line: str) -> set[str]:
 
 
 def _range(component: str, line: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    keys = [version_key(v) for v in REGISTRY[component].versions_of(line)]
+    keys = [release_order(component, v) for v in REGISTRY[component].versions_of(line)]
     return min(keys), max(keys)
 
 
@@ -49,7 +50,8 @@ def test_a_note_names_a_supported_release_and_its_upstream_source(note: UpgradeN
     assert note.component in REGISTRY
     assert note.line in REGISTRY[note.component].lines
     low, high = _range(note.component, note.line)
-    assert low <= version_key(note.version) <= high, f"{note.version} outside the supported range"
+    key = release_order(note.component, note.version)
+    assert low <= key <= high, f"{note.version} outside the supported range"
     assert re.fullmatch(r"v\d+\.\d+\.\d+", note.version)
     assert note.action.strip() and note.action == note.action.strip()
     _check_source(note)
@@ -59,14 +61,15 @@ def test_a_note_names_a_supported_release_and_its_upstream_source(note: UpgradeN
 def test_a_stop_names_a_supported_release_or_the_one_that_satisfies_it(stop: RequiredStop) -> None:
     assert stop.line in REGISTRY[stop.component].lines
     low, high = _range(stop.component, stop.line)
-    key = version_key(stop.version)
+    key = release_order(stop.component, stop.version)
     assert key <= high
     if key < low:
         # A stop below the oldest supported release: `why` names the supported release that meets it.
         meets = [
             v
             for v in REGISTRY[stop.component].versions_of(stop.line)
-            if version_key(v)[:2] == key[:2] and version_key(v) >= key
+            if release_order(stop.component, v)[:3] == key[:3]
+            and release_order(stop.component, v) >= key
         ]
         assert meets and any(v in stop.why for v in meets), stop.why
     assert stop.why.strip()
@@ -156,3 +159,20 @@ def test_a_patch_bump_with_no_upstream_action_crosses_nothing(
 
 def test_a_downgrade_crosses_nothing() -> None:
     assert notes_between(REGISTRY["kueue"], "", "v0.19.2", "v0.14.4") == []
+
+
+def test_the_dra_driver_move_to_semver_orders_v0_4_after_v25_12() -> None:
+    dra = REGISTRY["dra-driver"]
+    assert release_order("dra-driver", "v0.4.1") > release_order("dra-driver", "v25.12.0")
+    found = notes_between(dra, "", "v25.12.0", "v0.4.1")
+    assert [n.version for n in found] == ["v0.4.0"] * 4
+    assert any("nameOverride=nvidia-dra-driver-gpu" in n.action and n.required for n in found)
+    assert notes_between(dra, "", "v0.4.1", "v25.12.0") == []
+
+
+def test_a_monitoring_bump_names_the_crd_apply_before_the_chart() -> None:
+    found = notes_between(REGISTRY["monitoring"], "", "v0.92.1", "v0.93.0")
+    assert found[0].required and "CRDs" in found[0].action
+    assert found[0].source.startswith(
+        "prometheus-community/helm-charts@kube-prometheus-stack-88.3.0:"
+    )

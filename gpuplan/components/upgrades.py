@@ -466,8 +466,86 @@ _GPU_OPERATOR_NOTES = (
     ),
 )
 
+# ---------------------------------------------------------------------------------------------------
+# The other components, one bump each in the supported range.
+# - DRA driver v25.12.0 -> v0.4.1: docs/upgrade.md of kubernetes-sigs/dra-driver-nvidia-gpu at v0.4.1.
+# - Monitoring v0.92.1 -> v0.93.0 (kube-prometheus-stack 87.21.0 -> 88.3.0): the chart's UPGRADE.md
+#   ("From 87.x to 88.x") and prometheus-operator's CHANGELOG.md ("0.93.0", the [CHANGE] entries).
+# - KAI v0.16.8 -> v0.17.0: CHANGELOG.md at v0.17.0 (nothing marked breaking; one removed value).
+# - NFD v0.18.3 -> v0.19.0: docs/deployment/helm.md ("Upgrading the chart", "From v0.14+") at v0.19.0.
+# Volcano (v1.11.2 to v1.15.1), Multus (v4.2.4 -> v4.3.0) and the Cluster Autoscaler chart (9.53.0 ->
+# 9.59.0) document no upgrade action at those tags: Volcano's CHANGELOG.md ends at v0.4, Multus has no
+# changelog, and the chart README's migrations stop at 9.0 -> 9.1.
+# ---------------------------------------------------------------------------------------------------
+
+_DRA_UPGRADE = "kubernetes-sigs/dra-driver-nvidia-gpu@v0.4.1:docs/upgrade.md"
+_KPS_UPGRADE = (
+    "prometheus-community/helm-charts@kube-prometheus-stack-88.3.0:"
+    "charts/kube-prometheus-stack/UPGRADE.md#from-87x-to-88x"
+)
+_OPERATOR_LOG = "prometheus-operator/prometheus-operator@v0.93.0:CHANGELOG.md#0930--2026-07-28"
+
+_OTHER_NOTES = (
+    UpgradeNote(
+        "dra-driver", "v0.4.0",
+        "Apply the v0.4 ComputeDomain and ComputeDomainClique CRDs before upgrading the chart: "
+        "Helm does not update them.",
+        _DRA_UPGRADE + "#upgrade-procedure",
+    ),
+    UpgradeNote(
+        "dra-driver", "v0.4.0",
+        "The chart is renamed dra-driver-nvidia-gpu (also at oci://registry.k8s.io/dra-driver-nvidia/"
+        "charts) and versioned by SemVer: the first upgrade must set nameOverride=nvidia-dra-driver-gpu "
+        "and an explicit chart version, or it creates a second copy of every object.",
+        _DRA_UPGRADE + "#upgrade-procedure",
+    ),
+    UpgradeNote(
+        "dra-driver", "v0.4.0",
+        "On a node that hit the 'device cannot be reprepared after host reboot' issue, delete the "
+        "kubelet plugin checkpoint file before upgrading.",
+        _DRA_UPGRADE + "#before-you-begin",
+    ),
+    UpgradeNote(
+        "dra-driver", "v0.4.0",
+        "Forward only: once on v0.4, going back to v25.12.0 is unsupported (checkpoint BootID, "
+        "ComputeDomain numNodes optional).",
+        _DRA_UPGRADE + "#what-changed", required=False,
+    ),
+    UpgradeNote(
+        "monitoring", "v0.93.0",
+        "kube-prometheus-stack 88 runs prometheus-operator v0.93.0: server-side apply its "
+        "monitoring.coreos.com CRDs before the chart upgrade, or enable crds.upgradeJob.enabled.",
+        _KPS_UPGRADE,
+    ),
+    UpgradeNote(
+        "monitoring", "v0.93.0",
+        "With a Thanos sidecar uploading blocks (Prometheus v3.9.0+, Thanos v0.41.0+), local "
+        "compaction stays on: set spec.disableCompaction: true to keep it off.",
+        _OPERATOR_LOG, required=False,
+    ),
+    UpgradeNote(
+        "monitoring", "v0.93.0",
+        "The CRDs reject negative values in integer fields, and spec.shards of Prometheus and "
+        "PrometheusAgent defaults to 1.",
+        _OPERATOR_LOG, required=False,
+    ),
+    UpgradeNote(
+        "kai-scheduler", "v0.17.0",
+        "The queuecontroller.certSecretName and admission.certSecretName chart values are removed "
+        "(the operator manages the webhook TLS secrets): drop them from values.",
+        "kai-scheduler/KAI-Scheduler@v0.17.0:CHANGELOG.md#v0170---2026-08-03", required=False,
+    ),
+    UpgradeNote(
+        "nfd", "v0.19.0",
+        "Apply the release's nfd-api-crds.yaml (deployment/base/nfd-crds/) before helm upgrade: the "
+        "chart keeps its NFD API CRDs in crds/, which Helm never updates.",
+        "kubernetes-sigs/node-feature-discovery@v0.19.0:docs/deployment/helm.md#from-v014",
+    ),
+)  # fmt: skip
+
 NOTES: tuple[UpgradeNote, ...] = (
     *_KUEUE_NOTES, *_KARPENTER_AWS_NOTES, *_KARPENTER_AZURE_NOTES, *_GPU_OPERATOR_NOTES,
+    *_OTHER_NOTES,
 )  # fmt: skip
 
 # The rule sits in life-cycle-policy.rst, which platform-support.rst includes.
@@ -502,23 +580,40 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in core.split(".") if part.isdigit())
 
 
+# Components whose numbering started over: a version whose first number is below the value belongs to
+# the newer series. The DRA driver went from calendar versions (NVIDIA/k8s-dra-driver-gpu, v25.12.0) to
+# SemVer v0.4.0 when it moved to kubernetes-sigs (kubernetes-sigs/dra-driver-nvidia-gpu@v0.4.1:
+# docs/upgrade.md#what-changed), so v0.4.1 comes after v25.12.0.
+_RESTARTED = {"dra-driver": 25}
+
+
+def release_order(component: str, version: str) -> tuple[int, ...]:
+    """Return the key that orders a component's releases oldest first (series, then numbers)."""
+    key = version_key(version)
+    restart = _RESTARTED.get(component)
+    series = 1 if restart is not None and key and key[0] < restart else 0
+    return (series, *key)
+
+
 def notes_between(component: Component, line: str, old: str, new: str) -> list[UpgradeNote]:
     """Return the notes of the releases a bump from `old` to `new` crosses (old < v <= new), oldest first."""
-    low, high = version_key(old), version_key(new)
+    name = component.name
+    low, high = release_order(name, old), release_order(name, new)
     found = [
         n
         for n in NOTES
-        if n.component == component.name and n.line == line and low < version_key(n.version) <= high
+        if n.component == name and n.line == line and low < release_order(name, n.version) <= high
     ]
-    return sorted(found, key=lambda n: version_key(n.version))
+    return sorted(found, key=lambda n: release_order(name, n.version))
 
 
 def steps(component: Component, line: str, old: str, new: str) -> list[RequiredStop]:
     """Return the releases a bump from `old` to `new` must stop at on the way (old < v < new), oldest first."""
-    low, high = version_key(old), version_key(new)
+    name = component.name
+    low, high = release_order(name, old), release_order(name, new)
     found = [
         s
         for s in STOPS
-        if s.component == component.name and s.line == line and low < version_key(s.version) < high
+        if s.component == name and s.line == line and low < release_order(name, s.version) < high
     ]
-    return sorted(found, key=lambda s: version_key(s.version))
+    return sorted(found, key=lambda s: release_order(name, s.version))
