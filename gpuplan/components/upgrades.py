@@ -3,6 +3,13 @@
 Facts only, each with its source ("owner/repo@tag:path", or a release note's address). The PR comment's
 upgrade plan (`gpuplan.diff.upgrade`) reads them through `steps` and `notes_between`; the CRD, chart
 value, metric and image differences it computes itself from what gpuplan ships per release.
+
+A note is `required` where upstream marks it so: Kueue's "Urgent Upgrade Notes" and "Actions Required
+Before Upgrading" (its "ACTION REQUIRED" items among them) and "Upgrading steps"; an upgrade guide's
+must-do step ("ensure ... before upgrading", "you will need to", a "breaking change" alert); a chart's
+upgrade procedure. Behaviour changes upstream lists without asking for anything are kept with
+required=False. A note names the release that brings it, so a bump from any supported release to a
+later one crosses exactly the notes that concern it.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ class UpgradeNote:
     version: str  # the release that brings it
     action: str  # what the platform team must do, in gpuplan's own words
     source: str  # where upstream says so
-    required: bool = True  # upstream marks it "ACTION REQUIRED" / an urgent upgrade note
+    required: bool = True  # upstream marks it required (see the module docstring)
     line: str = ""  # the release line, for a component with several ("aws", "azure")
 
 
