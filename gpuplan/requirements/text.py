@@ -29,6 +29,7 @@ from gpuplan.plan.gke import accelerator, gcloud_accelerator, google_stack, mach
 from gpuplan.plan.pools import PoolPlan
 from gpuplan.requirements.hosts import hand_labels, sriov_hosts
 from gpuplan.requirements.karpenter_azure import self_hosted_karpenter
+from gpuplan.requirements.monitoring import existing_prometheus
 from gpuplan.requirements.nodegroup import (
     aws_discovery_tags,
     aws_node_labels,
@@ -154,4 +155,5 @@ def cluster_requirements(cluster: ClusterPlan) -> list[str]:
             f"{cluster.name}: pool {pool.name}, node group {pool.spec.node_group} (Cluster Autoscaler)"
         )
         lines += _aws(cluster, pool) if provider == "aws" else _aks(cluster, pool)
-    return lines + self_hosted_karpenter(cluster) + sriov_hosts(cluster) + hand_labels(cluster)
+    lines += self_hosted_karpenter(cluster) + sriov_hosts(cluster) + hand_labels(cluster)
+    return lines + existing_prometheus(cluster)
