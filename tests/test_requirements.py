@@ -281,6 +281,11 @@ def test_a_gpu_count_or_model_without_a_gke_machine_type_says_so(tmp_path: Path)
         "its machine types have 1, 2, 4, 8; set gpusPerNode to one of them"
     ) in result.stdout.splitlines()
     assert "--machine-type" not in result.stdout.split("l4-shared", 1)[1]
+    check = run("check", "--root", str(root))
+    [warning] = [x for x in check.stderr.splitlines() if "no GKE machine type" in x]
+    assert re.match(
+        r"^clusters/gke-serving\.yaml:\d+:\d+: warning: nodePools\[1\]\.gpusPerNode: ", warning
+    )
     tf = run("requirements", "--root", str(root), "--format", "terraform").stdout
     assert (
         "# machine_type: no GKE machine type has 3 L4"

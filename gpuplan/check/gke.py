@@ -12,7 +12,13 @@ from collections.abc import Iterator
 from gpuplan.check.registry import check
 from gpuplan.diagnostics import Diagnostic, Severity, format_path
 from gpuplan.plan.fleet import ClusterPlan, Fleet
-from gpuplan.plan.gke import ACCELERATOR_LABEL, MAX_SHARED_CLIENTS, google_stack
+from gpuplan.plan.gke import (
+    ACCELERATOR_LABEL,
+    MAX_SHARED_CLIENTS,
+    accelerator,
+    google_stack,
+    machine_type,
+)
 from gpuplan.plan.pools import PoolPlan
 
 
@@ -120,6 +126,28 @@ def check_gke_expander_priority(fleet: Fleet) -> Iterator[Diagnostic]:
             )
             loc = ("nodePools", pool.index, "nodes", "priority")
             line, col = cluster.located.source.position(loc, False)
+            yield Diagnostic(
+                cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), message
+            )
+
+
+@check
+def check_gke_machine_type(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn on a GKE node pool whose GPU and count no Compute Engine machine type has."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        if cluster.spec.provider != "gcp":
+            continue
+        for pool in cluster.pools.values():
+            if pool.spec.node_group is None:
+                continue
+            kind = accelerator(pool.spec, pool.model.name)
+            found = machine_type(pool.model.name, pool.gpus_per_node, kind)
+            if found.fits:
+                continue
+            loc = ("nodePools", pool.index, "gpusPerNode")
+            line, col = cluster.located.source.position(loc, False)
+            message = f"{found.text} (gpuplan requirements prints no machine type for node pool {pool.spec.node_group})"
             yield Diagnostic(
                 cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), message
             )

@@ -110,8 +110,9 @@ N1_ATTACHED = {"nvidia-tesla-t4": (1, 2, 4)}
 class MachineType:
     """The Compute Engine machine type a GKE node pool of some GPU and count is made of."""
 
-    name: str | None  # the (smallest) machine type, or None when no type fits
+    name: str | None  # the (smallest) machine type, or None when no one type follows (or none fits)
     text: str  # what `gpuplan requirements` prints: the type and its alternatives, or why none fits
+    fits: bool = True  # False: Compute Engine has no VM with this GPU and count
 
 
 def accelerator(pool: Any, model: str) -> str | None:
@@ -122,7 +123,9 @@ def accelerator(pool: Any, model: str) -> str | None:
 def machine_type(model: str, count: int, accelerator_type: str | None) -> MachineType:
     """Return the machine type of a GKE node pool with ``count`` GPUs of ``model`` per node."""
     if accelerator_type is None:
-        return MachineType(None, f"Compute Engine offers no {model} GPU (no GKE accelerator type)")
+        return MachineType(
+            None, f"Compute Engine offers no {model} GPU (no GKE accelerator type)", False
+        )
     if accelerator_type in N1_ATTACHED:
         counts = N1_ATTACHED[accelerator_type]
         if count in counts:
@@ -130,13 +133,15 @@ def machine_type(model: str, count: int, accelerator_type: str | None) -> Machin
                 None,
                 f"an N1 machine type of your choice with {count} {accelerator_type} attached",
             )
-        return MachineType(None, _no_type(model, count, accelerator_type, counts))
+        return MachineType(None, _no_type(model, count, accelerator_type, counts), False)
     types = MACHINE_TYPES.get(accelerator_type)
     if types is None:
-        return MachineType(None, f"gpuplan knows no machine type with {accelerator_type} GPUs")
+        return MachineType(
+            None, f"gpuplan knows no machine type with {accelerator_type} GPUs", False
+        )
     found = types.get(count)
     if not found:
-        return MachineType(None, _no_type(model, count, accelerator_type, tuple(types)))
+        return MachineType(None, _no_type(model, count, accelerator_type, tuple(types)), False)
     others = f" (or {', '.join(found[1:])}: the same GPU, more vCPUs)" if len(found) > 1 else ""
     return MachineType(found[0], f"{found[0]}{others}")
 
