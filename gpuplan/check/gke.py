@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpuplan.check.registry import check
-from gpuplan.diagnostics import Diagnostic, Severity, format_path
+from gpuplan.diagnostics import Diagnostic
 from gpuplan.plan.fleet import ClusterPlan, Fleet
 from gpuplan.plan.gke import (
     ACCELERATOR_LABEL,
@@ -104,10 +104,7 @@ def check_gke_accelerator_label(fleet: Fleet) -> Iterator[Diagnostic]:
                 "the pool's Kueue flavor selects GPU nodes of that type and `gpuplan requirements` names the accelerator"
             )
             loc = ("nodePools", pool.index, "name")
-            line, col = cluster.located.source.position(loc, False)
-            yield Diagnostic(
-                cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), message
-            )
+            yield cluster.located.source.warning(loc, message)
 
 
 @check
@@ -125,10 +122,7 @@ def check_gke_expander_priority(fleet: Fleet) -> Iterator[Diagnostic]:
                 "(the ConfigMap exists on aws and azure only): this priority has no effect"
             )
             loc = ("nodePools", pool.index, "nodes", "priority")
-            line, col = cluster.located.source.position(loc, False)
-            yield Diagnostic(
-                cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), message
-            )
+            yield cluster.located.source.warning(loc, message)
 
 
 @check
@@ -146,8 +140,5 @@ def check_gke_machine_type(fleet: Fleet) -> Iterator[Diagnostic]:
             if found.fits:
                 continue
             loc = ("nodePools", pool.index, "gpusPerNode")
-            line, col = cluster.located.source.position(loc, False)
             message = f"{found.text} (gpuplan requirements prints no machine type for node pool {pool.spec.node_group})"
-            yield Diagnostic(
-                cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), message
-            )
+            yield cluster.located.source.warning(loc, message)
