@@ -134,9 +134,10 @@ def test_an_autoscaling_tenant_needs_the_existing_prometheus_url(tmp_path: Path)
     assert "team-b" in line and "gpuMetricAutoscaling" in line
 
 
-def test_a_malformed_url_is_an_input_error(tmp_path: Path) -> None:
-    block = "    prometheus:\n      install: existing\n      url: prometheus:9090\n"
-    root = existing_repo(tmp_path / "repo", block)
-    result = run("check", "--root", str(root))
-    assert result.code == 1 and "Traceback" not in result.stderr
-    assert re.search(r"clusters/h100-prod\.yaml:\d+:\d+: error: .*url", result.stderr)
+@pytest.mark.parametrize(
+    "url", ["prometheus:9090", "http://user:secret@prom:9090", "http://prom:99999"]
+)
+def test_a_malformed_url_is_an_input_error(tmp_path: Path, url: str) -> None:
+    block = f"    prometheus:\n      install: existing\n      url: {url}\n"
+    line = error_line(tmp_path, block, "prometheus.url")
+    assert "gpuMetricAutoscaling" not in line  # the URL's own error, not the missing one's

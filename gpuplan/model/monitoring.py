@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, WithJsonSchema, model_validator
+from pydantic import Field, WithJsonSchema, field_validator, model_validator
 
 from gpuplan.components.monitoring import RELEASES
 from gpuplan.model.common import LabelKey, LabelValue, Model, Name, Version
@@ -65,9 +66,18 @@ class Prometheus(Model):
     """stack: gpuplan installs kube-prometheus-stack, whose Prometheus selects every rule and monitor.
     existing: the cluster runs a Prometheus Operator and Prometheus already; gpuplan installs neither and
     labels its objects for that Prometheus' selectors (the fields below). Default stack."""
-    url: Annotated[str, Field(pattern=r"^https?://[^\s/]+(:[0-9]+)?(/[^\s]*)?$")] | None = None
+    url: (
+        Annotated[
+            str,
+            Field(
+                pattern=r"^https?://(\[[0-9A-Fa-f:.]+\]|[^\s/@:\[\]]+)(:[0-9]{1,5})?(/[^\s#]*)?$"
+            ),
+        ]
+        | None
+    ) = None
     """existing only: the URL the Prometheus Adapter queries, such as
-    http://prometheus-operated.monitoring.svc:9090; needed when a tenant asks for gpuMetricAutoscaling."""
+    http://prometheus-operated.monitoring.svc:9090; needed when a tenant asks for gpuMetricAutoscaling.
+    No credentials in it (it is rendered into Git)."""
     rule_labels: dict[LabelKey, LabelValue] = {}
     """existing only: labels every PrometheusRule gets, which the Prometheus' spec.ruleSelector must match
     (a null ruleSelector matches no rule)."""
@@ -79,6 +89,13 @@ class Prometheus(Model):
     dashboard_labels: dict[LabelKey, LabelValue] | None = None
     """existing only: labels the dashboard ConfigMaps get for the cluster's Grafana sidecar; default
     grafana_dashboard: "1" (the Grafana chart's own)."""
+
+    @field_validator("url")
+    @classmethod
+    def _port_in_range(cls, value: str | None) -> str | None:
+        if value is not None and (urlsplit(value).port or 1) > 65535:
+            raise ValueError("the port must be 1 to 65535")
+        return value
 
     def existing_fields(self) -> list[str]:
         """Return the fields set that describe an existing Prometheus (in input spelling)."""

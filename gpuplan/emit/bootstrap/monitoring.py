@@ -72,12 +72,10 @@ def adapter_prometheus(monitoring: Monitoring) -> dict[str, Any] | None:
     if given is None:
         return None
     parts = urlsplit(given)
+    host = parts.netloc if parts.port is None else parts.netloc[: parts.netloc.rfind(":")]
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    return {
-        "url": f"{parts.scheme}://{parts.hostname}",
-        "port": port,
-        "path": parts.path.rstrip("/"),
-    }
+    path = parts.path.rstrip("/") + (f"?{parts.query}" if parts.query else "")
+    return {"url": f"{parts.scheme}://{host}", "port": port, "path": path}
 
 
 def operators(cluster: ClusterPlan) -> list[Operator]:
