@@ -140,4 +140,4 @@ def test_an_autoscaling_tenant_needs_the_existing_prometheus_url(tmp_path: Path)
 def test_a_malformed_url_is_an_input_error(tmp_path: Path, url: str) -> None:
     block = f"    prometheus:\n      install: existing\n      url: {url}\n"
     line = error_line(tmp_path, block, "prometheus.url")
-    assert "gpuMetricAutoscaling" not in line  # the URL's own error, not the missing one's
+    assert "give an http:// or https:// URL of a host" in line  # the URL's own error

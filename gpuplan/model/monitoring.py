@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, WithJsonSchema, field_validator, model_validator
+from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 
 from gpuplan.components.monitoring import RELEASES
 from gpuplan.model.common import LabelKey, LabelValue, Model, Name, Version
@@ -13,6 +14,26 @@ from gpuplan.model.common import LabelKey, LabelValue, Model, Name, Version
 Duration = Annotated[str, Field(pattern=r"^[1-9][0-9]*(s|m|h)$")]
 AlertName = Annotated[str, Field(pattern=r"^[A-Z][A-Za-z0-9]{0,62}$")]
 MetricName = Annotated[str, Field(pattern=r"^[A-Za-z_:][A-Za-z0-9_:]*$", max_length=200)]
+
+
+URL_PATTERN = r"^https?://(\[[0-9A-Fa-f:.]+\]|[^\s/@:\[\]]+)(:[0-9]{1,5})?(/[^\s#]*)?$"
+
+
+def _prometheus_url(value: str) -> str:
+    """Accept an http(s) URL of a host, an optional port and path: no credentials (it goes to Git)."""
+    if not re.match(URL_PATTERN, value) or (urlsplit(value).port or 1) > 65535:
+        raise ValueError(
+            "give an http:// or https:// URL of a host, with an optional port (1 to 65535) and path "
+            "and no user or password, such as http://prometheus-operated.monitoring.svc:9090"
+        )
+    return value
+
+
+PrometheusUrl = Annotated[
+    str,
+    AfterValidator(_prometheus_url),
+    WithJsonSchema({"type": "string", "pattern": URL_PATTERN}),
+]
 
 
 class Thresholds(Model):
@@ -66,15 +87,7 @@ class Prometheus(Model):
     """stack: gpuplan installs kube-prometheus-stack, whose Prometheus selects every rule and monitor.
     existing: the cluster runs a Prometheus Operator and Prometheus already; gpuplan installs neither and
     labels its objects for that Prometheus' selectors (the fields below). Default stack."""
-    url: (
-        Annotated[
-            str,
-            Field(
-                pattern=r"^https?://(\[[0-9A-Fa-f:.]+\]|[^\s/@:\[\]]+)(:[0-9]{1,5})?(/[^\s#]*)?$"
-            ),
-        ]
-        | None
-    ) = None
+    url: PrometheusUrl | None = None
     """existing only: the URL the Prometheus Adapter queries, such as
     http://prometheus-operated.monitoring.svc:9090; needed when a tenant asks for gpuMetricAutoscaling.
     No credentials in it (it is rendered into Git)."""
@@ -89,13 +102,6 @@ class Prometheus(Model):
     dashboard_labels: dict[LabelKey, LabelValue] | None = None
     """existing only: labels the dashboard ConfigMaps get for the cluster's Grafana sidecar; default
     grafana_dashboard: "1" (the Grafana chart's own)."""
-
-    @field_validator("url")
-    @classmethod
-    def _port_in_range(cls, value: str | None) -> str | None:
-        if value is not None and (urlsplit(value).port or 1) > 65535:
-            raise ValueError("the port must be 1 to 65535")
-        return value
 
     def existing_fields(self) -> list[str]:
         """Return the fields set that describe an existing Prometheus (in input spelling)."""
