@@ -21,12 +21,16 @@ URL_PATTERN = r"^https?://(\[[0-9A-Fa-f:.]+\]|[^\s/@:\[\]]+)(:[0-9]{1,5})?(/[^\s
 
 def _prometheus_url(value: str) -> str:
     """Accept an http(s) URL of a host, an optional port and path: no credentials (it goes to Git)."""
-    if not re.match(URL_PATTERN, value) or (urlsplit(value).port or 1) > 65535:
-        raise ValueError(
-            "give an http:// or https:// URL of a host, with an optional port (1 to 65535) and path "
-            "and no user or password, such as http://prometheus-operated.monitoring.svc:9090"
-        )
-    return value
+    if re.match(URL_PATTERN, value):
+        try:
+            if urlsplit(value).port != 0:
+                return value
+        except ValueError:
+            pass  # a port above 65535
+    raise ValueError(
+        "give an http:// or https:// URL of a host, with an optional port (1 to 65535) and path "
+        "and no user or password, such as http://prometheus-operated.monitoring.svc:9090"
+    )
 
 
 PrometheusUrl = Annotated[
