@@ -24,6 +24,7 @@ CASE_NAMES = (
     "cluster-autoscaler-aks",
     "gke-stack",
     "bootstrap-older-releases",  # Karpenter self-hosted on AKS: its identity's credential and roles
+    "monitoring-existing",  # what the cluster's own Prometheus must select
 )
 
 
