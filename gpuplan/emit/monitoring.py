@@ -123,9 +123,8 @@ def for_existing(obj: dict[str, Any], monitoring: Monitoring) -> dict[str, Any]:
         labels = prometheus.rule_labels
     elif obj["kind"] == "ServiceMonitor":
         labels = prometheus.service_monitor_labels
-        metadata["namespace"] = (
-            monitoring.namespace
-        )  # its namespaceSelector still names the Service's
+        # its namespaceSelector still names the Service's own namespace
+        metadata["namespace"] = monitoring.namespace
     elif DASHBOARD_LABEL[0] in (metadata.get("labels") or {}):
         metadata["labels"] = {}
         labels = prometheus.dashboard_labels or dict([DASHBOARD_LABEL])
