@@ -86,9 +86,11 @@ def test_the_crds_are_taken_as_the_clusters_own_and_render_says_so(
 ) -> None:
     _, stderr = rendered
     assert (
-        "note: cluster h100-prod: PrometheusRule (monitoring.coreos.com), ServiceMonitor "
-        "(monitoring.coreos.com) taken as already on the cluster" in stderr
+        "note: cluster h100-prod: the monitoring.coreos.com CRDs are taken as the cluster's own "
+        "(components.monitoring.prometheus.install: existing)" in stderr
     )
+    # only a declared existing Prometheus is noted
+    assert "note: cluster edge-inference" not in stderr
 
 
 def test_requirements_print_what_the_existing_prometheus_must_select(tmp_path: Path) -> None:

@@ -338,27 +338,7 @@ def verify(
     problems += query_problems(manifests, fleet, place, groups)
     problems += admission_problems(manifests, fleet)
     problems += sync_problems(manifests, fleet, installs, output_path)
-    return problems, notes + external_notes(manifests, installs)
-
-
-def external_notes(manifests: list[Manifest], installs: Installs) -> list[str]:
-    """Say, per cluster, which emitted kinds are taken as the cluster's own (installs.external): no
-    Application installs their CRDs, so the deployment graph and the sync simulation do not wait on them."""
-    used: dict[str, set[tuple[str, str]]] = {}
-    for m in manifests:
-        if m.cluster is not None:
-            group = str(m.obj.get("apiVersion", "")).rpartition("/")[0]
-            used.setdefault(m.cluster, set()).add((group, str(m.kind)))
-    notes = []
-    for cluster, kinds in sorted(installs.external.items()):
-        found = sorted(kinds & used.get(cluster, set()))
-        if found:
-            listed = ", ".join(f"{kind} ({group})" for group, kind in found)
-            notes.append(
-                f"cluster {cluster}: {listed} taken as already on the cluster, whose own operator "
-                "installs the CRDs (no Application of gpuplan does): the sync simulation does not wait on them"
-            )
-    return notes
+    return problems, notes
 
 
 def sync_problems(
