@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from gpuplan.diff.blast import Facts, from_objects, merged
 from gpuplan.diff.disruptions import find
-from gpuplan.diff.kinds import Blast, Context, Disruption
+from gpuplan.diff import upgrade
+from gpuplan.diff.kinds import SEVERITIES, Blast, Context, Disruption
 from gpuplan.diff.nodes import KARPENTER, mig_changes
 from gpuplan.diff.objects import FieldChange, ObjectChange, ObjectKey, Side, compare, field_changes
 from gpuplan.diff.renames import Aligned, Rename, aligned_side, substitute
@@ -19,19 +20,25 @@ def analyse(
     new: Side,
     capacity: list[CapacityChange],
     facts: Facts | None = None,
+    held: dict[tuple[str, str], str] | None = None,
 ) -> DiffResult:
-    """Return the diff of two sides: renames, object changes, disruptions, MIG layouts and capacity."""
+    """Return the diff of two sides: renames, object changes, disruptions, MIG layouts, capacity
+    and upgrade plans (`held`: releases the base runs but could not render, see upgrade.plans)."""
     facts = facts if facts is not None else merged(from_objects(old), from_objects(new))
     aligned = aligned_side(old, new)
     changes = _changes(old, new, aligned)
     ctx = Context(aligned.side, new, changes, facts)
+    plans = upgrade.plans(ctx, held)
     disruptions = find(aligned.side, new, changes, facts) + list(
         _rename_disruptions(aligned, facts)
     )
-    disruptions.sort(key=lambda d: d.severity != "disruptive")
-    return DiffResult(
+    disruptions += upgrade.findings(plans)
+    disruptions.sort(key=lambda d: SEVERITIES.index(d.severity))
+    result = DiffResult(
         old_label, new_label, changes, disruptions, capacity, aligned.renames, mig_changes(ctx)
     )
+    result.upgrades = plans
+    return result
 
 
 def _changes(old: Side, new: Side, aligned: Aligned) -> list[ObjectChange]:

@@ -18,7 +18,7 @@ from urllib.parse import quote
 import jinja2
 
 from gpuplan.diff import migview
-from gpuplan.diff.kinds import DISRUPTIVE, RISK, Disruption
+from gpuplan.diff.kinds import DISRUPTIVE, ERROR, RISK, Disruption
 from gpuplan.diff.objects import FLEET, ObjectChange
 from gpuplan.diff.result import WORKING_TREE, DiffResult, field_line, summary
 
@@ -122,12 +122,61 @@ def _grouped(items: list[Disruption]) -> list[str]:
 def _findings(result: DiffResult, level: str) -> list[dict[str, Any]]:
     """Return the disruptive section, then the risks, each listing every finding."""
     sections = []
-    for severity, title in ((DISRUPTIVE, "⚠️ Disruptive changes"), (RISK, "Risks to review")):
+    for severity, title in (
+        (ERROR, "⛔ Refused by upstream"),
+        (DISRUPTIVE, "⚠️ Disruptive changes"),
+        (RISK, "Risks to review"),
+    ):
         items = result.severe(severity)
         if items:
             lines = _grouped(items) if level == "grouped" else [_finding(d, level) for d in items]
             sections.append({"title": title, "count": len(items), "items": lines})
     return sections
+
+
+# upgrade plans
+
+STEP_TITLES = {
+    "action": "Upstream",
+    "crds": "CRDs",
+    "crd-install": "CRD install",
+    "api": "Rendering",
+    "defaults": "Chart defaults",
+    "images": "GPU nodes",
+    "metrics": "Metrics",
+}
+
+
+def _upgrades(result: DiffResult, level: str) -> list[dict[str, Any]]:
+    """Return each plan: a heading line with its reach, its numbered steps in order (stops first), and
+    the folded details (every line behind a step, and its sources)."""
+    out = []
+    for plan in result.upgrades:
+        reach = plan.blast.describe()
+        head = f"**{_prose(plan.scope)}** · {_code(plan.component + (f' ({plan.line})' if plan.line else ''))} {_prose(plan.old)} → {_prose(plan.new)}"
+        head += f" — _reaches {_prose(reach)}_" if reach else ""
+        if plan.identical:
+            out.append({"head": head + ": CRDs and chart defaults identical, Argo CD only rolls the controller's pods", "steps": [], "details": [], "fence": "```"})
+            continue
+        steps, details = [], []
+        for stop in plan.stops:
+            steps.append(f"⛔ **Stop at {_prose(stop.version)} first**: {_prose(stop.why)}")
+            details.append(f"[{len(steps)}] source: {stop.source}")
+        multi = len(plan.hops) > 1
+        for hop in plan.hops:
+            for step in hop.steps:
+                text = step.text if level == "full" else step.text.split(":", 1)[0]
+                mark = "❗ " if step.action else ""
+                where = f"{_prose(hop.old)} → {_prose(hop.new)} · " if multi else ""
+                line = f"{mark}{where}**{STEP_TITLES[step.kind]}**: {_prose(text)}"
+                reach = step.blast.describe()
+                steps.append(line + (f" — _reaches {_prose(reach)}_" if reach else ""))
+                details += [f"[{len(steps)}] {d}" for d in step.details]
+                if step.source:
+                    details.append(f"[{len(steps)}] source: {step.source}")
+        fence = "`" * max(3, max((len(r) for d in details for r in re.findall(r"`+", d)), default=0) + 1)
+        out.append({"head": head, "steps": steps, "details": details, "fence": fence})
+    return out
 
 
 # MIG layouts
@@ -333,6 +382,7 @@ def _render(result: DiffResult, limits: Limits, cut: list[str]) -> str:
         "new": _label(result.new_label),
         "counts": _counts(result, limits),
         "findings": _findings(result, limits.findings),
+        "upgrades": _upgrades(result, limits.findings),
         "mig": _mig(result, limits.drawings),
         "renames": _renames(result),
         "capacity": _capacity(result, limits),

@@ -11,12 +11,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpuplan.diff.kinds import DISRUPTIVE, RISK, Disruption
+from gpuplan.diff.kinds import DISRUPTIVE, ERROR, RISK, Disruption
 from gpuplan.diff.objects import ABSENT, FLEET, FieldChange, ObjectChange
 
 if TYPE_CHECKING:
     from gpuplan.diff.nodes import MigChange
     from gpuplan.diff.renames import Rename
+    from gpuplan.diff.upgrade import Plan
 
 WORKING_TREE = "the working tree"
 ARROW = " -> "
@@ -47,6 +48,7 @@ class DiffResult:
     capacity: list[CapacityChange] = field(default_factory=list)
     renames: list[Rename] = field(default_factory=list)
     mig: list[MigChange] = field(default_factory=list)
+    upgrades: list[Plan] = field(default_factory=list)
     marker: str = ""  # the sticky-comment marker (markdown only)
 
     def count(self, status: str) -> int:
@@ -83,8 +85,11 @@ def summary(result: DiffResult) -> str:
     if FLEET in result.scopes():
         text += f" {'and' if clusters else 'in'} {FLEET}"
     severe, risks = len(result.severe(DISRUPTIVE)), len(result.severe(RISK))
+    errors = len(result.severe(ERROR))
+    if errors:
+        text += f"; {errors} {'error' if errors == 1 else 'errors'}"
     if severe or risks:
-        text += f"; {severe} disruptive, {risks} {'risk' if risks == 1 else 'risks'}"
+        text += f"{',' if errors else ';'} {severe} disruptive, {risks} {'risk' if risks == 1 else 'risks'}"
     return text
 
 
@@ -209,6 +214,35 @@ def _layout_json(config: Any, name: str | None) -> dict[str, Any] | None:
     return {"config": name, "layout": groups if config is not None else None}
 
 
+def _blast_json(blast: Any) -> dict[str, Any]:
+    return {"nodes": blast.nodes, "gpus": blast.gpus, "tenants": list(blast.tenants), "text": blast.describe()}
+
+
+def _plan_json(plan: Plan) -> dict[str, Any]:
+    """Return one upgrade plan as JSON: the stops, then each hop's steps in order."""
+    stops = [{"version": s.version, "why": s.why, "source": s.source} for s in plan.stops]
+    hops = [
+        {
+            "old": hop.old,
+            "new": hop.new,
+            "steps": [
+                {"kind": s.kind, "text": s.text, "action": s.action, "source": s.source}
+                | {"details": list(s.details), "blastRadius": _blast_json(s.blast)}
+                for s in hop.steps
+            ],
+        }
+        for hop in plan.hops
+    ]
+    head = {"cluster": plan.scope, "component": plan.component, "line": plan.line or None}
+    head |= {"old": plan.old, "new": plan.new, "application": plan.application}
+    return head | {
+        "identical": plan.identical,
+        "blastRadius": _blast_json(plan.blast),
+        "stops": stops,
+        "hops": hops,
+    }
+
+
 def as_json(result: DiffResult) -> str:
     """Return the whole diff as one JSON document."""
     counts = [
@@ -224,6 +258,7 @@ def as_json(result: DiffResult) -> str:
     }
     head |= {
         "clusters": result.scopes(),
+        "error": len(result.severe(ERROR)),
         "disruptive": len(result.severe(DISRUPTIVE)),
         "risk": len(result.severe(RISK)),
         "counts": counts,
@@ -243,6 +278,7 @@ def as_json(result: DiffResult) -> str:
             }
             for r in result.renames
         ],
+        "upgrades": [_plan_json(p) for p in result.upgrades],
         "migLayouts": [
             {
                 "cluster": m.scope,
