@@ -21,14 +21,16 @@ def analyse(
     capacity: list[CapacityChange],
     facts: Facts | None = None,
     held: dict[tuple[str, str], str] | None = None,
+    source: upgrade.Upstream = upgrade.Upstream(),
 ) -> DiffResult:
     """Return the diff of two sides: renames, object changes, disruptions, MIG layouts, capacity
-    and upgrade plans (`held`: releases the base runs but could not render, see upgrade.plans)."""
+    and upgrade plans (`held`: releases the base runs but could not render, see upgrade.plans;
+    `source`: upstream's stops and notes)."""
     facts = facts if facts is not None else merged(from_objects(old), from_objects(new))
     aligned = aligned_side(old, new)
     changes = _changes(old, new, aligned)
     ctx = Context(aligned.side, new, changes, facts)
-    plans = upgrade.plans(ctx, held)
+    plans = upgrade.plans(ctx, held, source)
     disruptions = find(aligned.side, new, changes, facts) + list(
         _rename_disruptions(aligned, facts)
     )

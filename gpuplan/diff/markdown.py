@@ -155,6 +155,7 @@ def _upgrades(result: DiffResult, level: str) -> list[dict[str, Any]]:
         reach = plan.blast.describe()
         head = f"**{_prose(plan.scope)}** · {_code(plan.component + (f' ({plan.line})' if plan.line else ''))} {_prose(plan.old)} → {_prose(plan.new)}"
         head += f" — _reaches {_prose(reach)}_" if reach else ""
+        head += f"\n\n_{_prose(plan.note)}._" if plan.note else ""
         if plan.identical:
             out.append({"head": head + ": CRDs and chart defaults identical, Argo CD only rolls the controller's pods", "steps": [], "details": [], "fence": "```"})
             continue
@@ -377,7 +378,7 @@ def _render(result: DiffResult, limits: Limits, cut: list[str]) -> str:
     context = {
         "marker": result.marker,
         "summary": summary(result),
-        "changed": bool(result.changes),
+        "changed": bool(result.changes or result.disruptions),
         "old": _label(result.old_label),
         "new": _label(result.new_label),
         "counts": _counts(result, limits),

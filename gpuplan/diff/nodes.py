@@ -403,7 +403,9 @@ def chart_upgrades(ctx: Context) -> Iterator[Disruption]:
         values = [s for s in _sources(ctx.new[key].obj) if s.get("chart")] != [
             s for s in _sources(ctx.old[key].obj) if s.get("chart")
         ]
-        if moved and upgrade.releases_on(ctx.old[key].obj) != upgrade.releases_on(ctx.new[key].obj):
+        was = upgrade.releases_on(ctx.old[key].obj, crd_charts=True)
+        now = upgrade.releases_on(ctx.new[key].obj, crd_charts=True)
+        if any(was[c][1] != now[c][1] for c in was.keys() & now.keys()):
             continue  # a supported release moves: the upgrade plan says what it does
         if moved:
             message = f"operator chart upgrade ({', '.join(moved)}): Argo CD upgrades the release, its CRDs and its controllers"

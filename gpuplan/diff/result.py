@@ -73,7 +73,7 @@ class DiffResult:
 
 def summary(result: DiffResult) -> str:
     """Return `3 objects changed, 1 added, 0 removed in 2 clusters; 2 disruptive, 1 risk`."""
-    if not result.changes:
+    if not result.changes and not result.disruptions:
         return "no changes"
     changed = result.count("changed")
     text = f"{changed} {'object' if changed == 1 else 'objects'} changed, {result.count('added')} added, {result.count('removed')} removed"
@@ -235,6 +235,7 @@ def _plan_json(plan: Plan) -> dict[str, Any]:
     ]
     head = {"cluster": plan.scope, "component": plan.component, "line": plan.line or None}
     head |= {"old": plan.old, "new": plan.new, "application": plan.application}
+    head |= {"note": plan.note} if plan.note else {}
     return head | {
         "identical": plan.identical,
         "blastRadius": _blast_json(plan.blast),

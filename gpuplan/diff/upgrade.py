@@ -85,6 +85,7 @@ class Plan:
     blast: Blast
     stops: tuple[upstream.RequiredStop, ...]
     hops: tuple[Hop, ...]
+    note: str = ""  # how the sides were rendered, when not at the bump's own releases
 
     @property
     def identical(self) -> bool:
@@ -108,6 +109,7 @@ class Bump:
     old: Release
     new: Release
     application: ObjectKey
+    held: bool = False  # the base runs `old` but was rendered at a release gpuplan renders
 
 
 def _sources(obj: dict[str, object]) -> list[dict[str, object]]:
@@ -120,11 +122,16 @@ def _charts(release: Release) -> list[object]:
     return [c for c in (release.chart, getattr(release, "stack_chart", None)) if c is not None]
 
 
-def releases_on(obj: dict[str, object]) -> dict[str, tuple[Component, Release]]:
-    """Return component -> (component, release) of every supported chart an Application installs."""
+def releases_on(
+    obj: dict[str, object], crd_charts: bool = False
+) -> dict[str, tuple[Component, Release]]:
+    """Return component -> (component, release) of every supported chart an Application installs;
+    with `crd_charts` also a release's CRD-only chart (karpenter-crd, the same repository and version)."""
     out = {}
     for source in _sources(obj):
         name, version = source.get("chart"), str(source.get("targetRevision", ""))
+        if crd_charts and isinstance(name, str):
+            name = name.removesuffix("-crd")
         repo = str(source.get("repoURL", ""))
         for component in REGISTRY.values():
             for release in component.releases:
@@ -171,7 +178,8 @@ def _held_bump(side: Side, scope: str, name: str, version: str) -> Bump | None:
             on = releases_on(entry.obj).get(name)
             if on is not None:
                 component, new = on
-                return Bump(scope, component, new.line, component.release(version, new.line), new, key)
+                old = component.release(version, new.line)
+                return Bump(scope, component, new.line, old, new, key, held=True)
     return None
 
 
@@ -188,9 +196,14 @@ def _plan(ctx: Context, bump: Bump, source: Upstream) -> Plan:
         Hop(a.version, b.version, tuple(_hop(ctx, bump, a, b, source)))
         for a, b in zip(path, path[1:], strict=False)
     )
+    note = (
+        f"the base runs {bump.old.version}, which gpuplan does not render (chart-cluster-policy): its objects are compared as rendered at {bump.new.version}, the releases' facts as they are"
+        if bump.held
+        else ""
+    )
     return Plan(
         bump.scope, bump.component.name, bump.line, bump.old.version, bump.new.version,
-        bump.application.label(), _reach(ctx, bump), stops, hops,
+        bump.application.label(), _reach(ctx, bump), stops, hops, note,
     )  # fmt: skip
 
 
@@ -235,7 +248,7 @@ def _install_step(ctx: Context, bump: Bump) -> Step:
     side = " server-side (ServerSideApply=true)" if "ServerSideApply=true" in options else ""
     if helm.get("skipCrds"):
         crd_app = _crd_application(ctx.new, bump)
-        where = f"Application {crd_app} (its own chart, an earlier sync wave)" if crd_app else "another source"
+        where = f"{crd_app} (its own chart, an earlier sync wave)" if crd_app else "another source"
         text = f"{bump.application.label()} skips the chart's crds/ (skipCrds); the CRDs come from {where}, applied{side} before the controller restarts"
         return Step("crd-install", text, source=INCLUDE_CRDS)
     text = f"unlike `helm upgrade`, Argo CD renders the chart with its CRDs (--include-crds) and applies them{side} in the same sync as the controller"
@@ -270,7 +283,7 @@ def _api_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iterator
     replace others, and the GPU Operator's ClusterPolicy moving from the chart to gpuplan."""
     if bump.component.name == "gpu-operator" and _deploys_cr(old) != _deploys_cr(new):
         yield Step("api", _switch_over(), source=f"{DEPLOY_CR}, {OWNED}", blast=ctx.facts.cluster(bump.scope), action=True)
-    if (old, new) != (bump.old, bump.new):
+    if new.version != bump.new.version:
         return  # the objects on both sides are those of the bump's ends: shown on the last hop only
     groups = _groups(bump.component, new) | _groups(bump.component, old)
     moved, gone, came = [], set(), set()
@@ -326,32 +339,47 @@ def _image_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iterat
             if any(r.startswith("toolkit ") for r in rolled):
                 text += "; the toolkit restarts the container runtime on each node"
             yield Step("images", text, source=f"NVIDIA/gpu-operator@{new.version}:deployments/gpu-operator/values.yaml", blast=ctx.facts.cluster(bump.scope))
-        driver = _driver_step(ctx, bump)
-        if driver is not None and (old, new) == (bump.old, bump.new):
-            yield driver
+        if new.version == bump.new.version:  # the objects are those of the bump's ends: last hop
+            yield from _driver_steps(ctx, bump)
     elif bump.component.name == "dra-driver":
         text = f"the DRA kubelet plugin DaemonSet rolls on every GPU node ({old.version} -> {new.version}); prepared claims stay, new pods wait for the plugin"
         yield Step("images", text, blast=ctx.facts.cluster(bump.scope))
 
 
-def _driver_step(ctx: Context, bump: Bump) -> Step | None:
-    """Return the driver change of the cluster's ClusterPolicy and the policy that governs it."""
-    for key, entry in ctx.new.items():
-        if key.scope != bump.scope or not is_kind(key, "nvidia.com", "ClusterPolicy"):
+def _drivers(side: Side, scope: str) -> dict[ObjectKey, dict[str, object]]:
+    """Return the driver specs of a cluster: the ClusterPolicy's (unless NVIDIADriver objects deploy
+    the drivers) and each NVIDIADriver's."""
+    out: dict[ObjectKey, dict[str, object]] = {}
+    for key, entry in side.items():
+        if key.scope != scope:
             continue
-        now = mapping(dig(entry.obj, "spec", "driver"))
-        before = ctx.old.get(key)
-        was = mapping(dig(before.obj, "spec", "driver")) if before else {}
-        if not now.get("enabled", True) or was.get("version") == now.get("version"):
-            return None
+        if is_kind(key, "nvidia.com", "ClusterPolicy"):
+            driver = mapping(dig(entry.obj, "spec", "driver"))
+            if driver.get("enabled", True) and not driver.get("useNvidiaDriverCRD"):
+                out[key] = driver
+        elif is_kind(key, "nvidia.com", "NVIDIADriver"):
+            out[key] = mapping(entry.obj.get("spec"))
+    return out
+
+
+def _driver_steps(ctx: Context, bump: Bump) -> Iterator[Step]:
+    """Yield each driver that changes and the upgrade policy that governs its rollout."""
+    before, after = _drivers(ctx.old, bump.scope), _drivers(ctx.new, bump.scope)
+    for key, now in sorted(after.items(), key=lambda item: str(item[0])):
+        was = before.get(key, {})
+        if was.get("version") == now.get("version"):
+            continue
         policy = mapping(now.get("upgradePolicy"))
-        if policy.get("autoUpgrade"):
-            how = f"autoUpgrade: the GPU Operator cordons and drains each GPU node, {policy.get('maxParallelUpgrades', 1)} at a time (maxUnavailable {policy.get('maxUnavailable', '25%')}), and restarts its driver; GPU pods there are evicted"
+        auto = policy.get("autoUpgrade", is_kind(key, "nvidia.com", "NVIDIADriver"))
+        if auto:
+            evict = "drains it" if dig(policy, "drain", "enable") else "deletes its GPU pods"
+            how = f"autoUpgrade: the GPU Operator takes the GPU nodes {policy.get('maxParallelUpgrades', 1)} at a time (maxUnavailable {policy.get('maxUnavailable', '25%')}), cordons each, {evict} and restarts its driver"
         else:
             how = "autoUpgrade is off: the driver DaemonSet is OnDelete, each node keeps its driver until its driver pod is deleted by hand"
-        text = f"GPU driver {was.get('version') or 'none'} -> {now.get('version')} ({key.label()} upgradePolicy): {how}"
-        return Step("images", text, source=DRIVER_POLICY, blast=ctx.facts.cluster(bump.scope), action=not policy.get("autoUpgrade"))
-    return None
+        pool = mapping(now.get("nodeSelector")).get("gpuplan.io/pool")
+        blast = ctx.facts.pool(bump.scope, str(pool)) if pool else ctx.facts.cluster(bump.scope)
+        text = f"GPU driver {was.get('version') or 'none'} -> {now.get('version')} ({key.label()}): {how}"
+        yield Step("images", text, source=DRIVER_POLICY, blast=blast, action=not auto)
 
 
 def _metric_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iterator[Step]:

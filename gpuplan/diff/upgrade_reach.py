@@ -14,8 +14,16 @@ from gpuplan.diff.kinds import dig, mapping
 from gpuplan.diff.objects import ObjectKey, Side
 
 # Leaves that only say which image a chart runs: the upgrade itself, not a changed behaviour.
-IMAGE_LEAVES = frozenset({"tag", "version", "digest", "sha", "appVersion"})
+IMAGE_LEAVES = frozenset({"tag", "version", "digest", "sha", "appVersion", "image_tag_version"})
 SHOWN = 12  # default changes named in a step's line; the rest fold into its details
+# With clusterPolicy.deployCR=false (gpuplan renders the ClusterPolicy) the GPU Operator chart reads only
+# these top-level keys: every template but clusterpolicy.yaml and gpucluster.yaml
+# (NVIDIA/gpu-operator@v26.7.0:deployments/gpu-operator/templates/).
+GPU_OPERATOR_READ = frozenset({
+    "cdi", "daemonsets", "dcgmExporter", "devicePlugin", "driver", "extraObjects", "fullnameOverride",
+    "gdrcopy", "gds", "migManager", "nameOverride", "nfd", "node-feature-discovery", "operator",
+    "platform", "toolkit", "validator",
+})  # fmt: skip
 
 
 def leaves(values: Any, prefix: str = "") -> dict[str, Any]:
@@ -43,10 +51,15 @@ def default_changes(
         return None
     was, now, set_here = leaves(before), leaves(after), set(leaves(given))
     effective = now | leaves(given)
+    read = _read_keys(component, given)
     out = []
     for path in sorted(was.keys() | now.keys()):
         if path.rsplit(".", 1)[-1] in IMAGE_LEAVES or _set_by(path, set_here):
             continue
+        if read is not None and path.split(".", 1)[0] not in read:
+            continue  # a key only the template gpuplan turns off reads
+        if path not in was and _off(now[path]):
+            continue  # a new knob whose default is off or empty: nothing changes until it is set
         if _switched_off(path, effective):
             continue  # a part the fleet does not run: its defaults change nothing
         if was.get(path, _ABSENT) != now.get(path, _ABSENT):
@@ -56,6 +69,17 @@ def default_changes(
 
 
 _ABSENT = object()
+
+
+def _read_keys(component: str, given: dict[str, Any]) -> frozenset[str] | None:
+    """Return the top-level keys the chart still reads with gpuplan's values (None: all)."""
+    if component == "gpu-operator" and dig(given, "clusterPolicy", "deployCR") is False:
+        return GPU_OPERATOR_READ
+    return None
+
+
+def _off(value: Any) -> bool:
+    return value is None or value is False or value in ("", {}, [])
 SWITCHES = ("enabled", "enable")
 
 
