@@ -107,7 +107,15 @@ def _where(component: str, line: str, version: str) -> tuple[str, str, str, tupl
     raise KeyError(component)
 
 
-COMPONENTS = ("gpu-operator", "kueue", "volcano", "karpenter", "kai-scheduler", "dra-driver", "monitoring")
+COMPONENTS = (
+    "gpu-operator",
+    "kueue",
+    "volcano",
+    "karpenter",
+    "kai-scheduler",
+    "dra-driver",
+    "monitoring",
+)
 
 
 def entries() -> list[Entry]:
@@ -162,7 +170,13 @@ class GitHubSource:
 
     def commit(self, repo: str, tag: str) -> str:
         done = subprocess.run(
-            ["git", "ls-remote", f"https://github.com/{repo}", f"refs/tags/{tag}^{{}}", f"refs/tags/{tag}"],
+            [
+                "git",
+                "ls-remote",
+                f"https://github.com/{repo}",
+                f"refs/tags/{tag}^{{}}",
+                f"refs/tags/{tag}",
+            ],
             capture_output=True,
             check=False,
             text=True,

@@ -21,7 +21,7 @@ from gpuplan.components import upgrades as upstream
 from gpuplan.diff.markdown import as_markdown, marker
 from gpuplan.diff.result import DiffResult, as_json
 from gpuplan.diff.sides import from_git
-from gpuplan.diff.upgrade import Upstream
+from gpuplan.diff.upgrade import UPSTREAM, Upstream
 from gpuplan.exitcode import ExitCode
 from tests.conftest import copy_example, edit
 from tests.test_diff import GIT_ENV
@@ -61,7 +61,7 @@ def bump(root: Path, base: list[Edit], work: list[Edit], fleet: Path | None = No
     return root
 
 
-def diff(root: Path, source: Upstream = Upstream()) -> DiffResult:
+def diff(root: Path, source: Upstream = UPSTREAM) -> DiffResult:
     """Compare HEAD with the working tree (upstream facts given by the test: public construction)."""
     result = from_git(root, "HEAD", None, source=source)
     result.marker = marker(".")
@@ -147,8 +147,10 @@ def test_the_json_has_each_plan_with_its_steps_in_order(tmp_path: Path) -> None:
     )  # fmt: skip
     kinds = [s["kind"] for h in plan["hops"] for s in h["steps"]]
     assert kinds[:2] == ["crds", "crd-install"]
-    storage = [s for s in plan["hops"][0]["steps"] if s["kind"] == "crds"][0]
-    assert storage["action"] and any("storage version v1beta1 -> v1beta2" in d for d in storage["details"])
+    storage = next(s for s in plan["hops"][0]["steps"] if s["kind"] == "crds")
+    assert storage["action"] and any(
+        "storage version v1beta1 -> v1beta2" in d for d in storage["details"]
+    )
 
 
 def _notes_for(component: str, line: str) -> list[upstream.UpgradeNote]:
@@ -157,7 +159,11 @@ def _notes_for(component: str, line: str) -> list[upstream.UpgradeNote]:
     if shipped:
         return shipped
     versions = REGISTRY[component].versions_of(line)
-    return [upstream.UpgradeNote(component, versions[-1], f"test action for {component}", "test source", line=line)]
+    return [
+        upstream.UpgradeNote(
+            component, versions[-1], f"test action for {component}", "test source", line=line
+        )
+    ]
 
 
 @pytest.mark.parametrize(
@@ -177,11 +183,19 @@ def test_every_upstream_action_note_is_named_by_a_bump_across_it(
 
     def notes_between(c: object, ln: str, old: str, new: str) -> list[upstream.UpgradeNote]:
         return upstream.notes_between(c, ln, old, new) + [  # type: ignore[arg-type]
-            n for n in made if upstream.version_key(old) < upstream.version_key(n.version) <= upstream.version_key(new)
+            n
+            for n in made
+            if upstream.version_key(old)
+            < upstream.version_key(n.version)
+            <= upstream.version_key(new)
         ]
 
     source = Upstream(notes=notes_between, stops=lambda *_: [])  # every note on one hop
-    root = bump(tmp_path / "repo", [(file, f"version: {newest}", f"version: {oldest}")], [(file, f"version: {newest}", f"version: {target}")])
+    root = bump(
+        tmp_path / "repo",
+        [(file, f"version: {newest}", f"version: {oldest}")],
+        [(file, f"version: {newest}", f"version: {target}")],
+    )
     text = comment(diff(root, source))
     for note in notes:
         if upstream.version_key(oldest) < upstream.version_key(note.version):
@@ -190,7 +204,9 @@ def test_every_upstream_action_note_is_named_by_a_bump_across_it(
 
 
 def test_a_skip_upstream_forbids_is_an_error_finding(tmp_path: Path) -> None:
-    stop = upstream.RequiredStop("kueue", "v0.16.9", "test: v0.16 migrates the stored objects", "test source")
+    stop = upstream.RequiredStop(
+        "kueue", "v0.16.9", "test: v0.16 migrates the stored objects", "test source"
+    )
     source = Upstream(stops=lambda c, line, old, new: [stop])
     root = bump(tmp_path / "repo", [], [(DGX, "version: v0.14.4", "version: v0.19.2")])
     result = diff(root, source)

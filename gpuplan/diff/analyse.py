@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from gpuplan.diff import upgrade
 from gpuplan.diff.blast import Facts, from_objects, merged
 from gpuplan.diff.disruptions import find
-from gpuplan.diff import upgrade
 from gpuplan.diff.kinds import SEVERITIES, Blast, Context, Disruption
 from gpuplan.diff.nodes import KARPENTER, mig_changes
 from gpuplan.diff.objects import FieldChange, ObjectChange, ObjectKey, Side, compare, field_changes
@@ -21,7 +21,7 @@ def analyse(
     capacity: list[CapacityChange],
     facts: Facts | None = None,
     held: dict[tuple[str, str], str] | None = None,
-    source: upgrade.Upstream = upgrade.Upstream(),
+    source: upgrade.Upstream = upgrade.UPSTREAM,
 ) -> DiffResult:
     """Return the diff of two sides: renames, object changes, disruptions, MIG layouts, capacity
     and upgrade plans (`held`: releases the base runs but could not render, see upgrade.plans;

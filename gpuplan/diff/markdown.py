@@ -157,7 +157,15 @@ def _upgrades(result: DiffResult, level: str) -> list[dict[str, Any]]:
         head += f" — _reaches {_prose(reach)}_" if reach else ""
         head += f"\n\n_{_prose(plan.note)}._" if plan.note else ""
         if plan.identical:
-            out.append({"head": head + ": CRDs and chart defaults identical, Argo CD only rolls the controller's pods", "steps": [], "details": [], "fence": "```"})
+            out.append(
+                {
+                    "head": head
+                    + ": CRDs and chart defaults identical, Argo CD only rolls the controller's pods",
+                    "steps": [],
+                    "details": [],
+                    "fence": "```",
+                }
+            )
             continue
         steps, details = [], []
         for stop in plan.stops:
@@ -175,7 +183,9 @@ def _upgrades(result: DiffResult, level: str) -> list[dict[str, Any]]:
                 details += [f"[{len(steps)}] {d}" for d in step.details]
                 if step.source:
                     details.append(f"[{len(steps)}] source: {step.source}")
-        fence = "`" * max(3, max((len(r) for d in details for r in re.findall(r"`+", d)), default=0) + 1)
+        fence = "`" * max(
+            3, max((len(r) for d in details for r in re.findall(r"`+", d)), default=0) + 1
+        )
         out.append({"head": head, "steps": steps, "details": details, "fence": fence})
     return out
 

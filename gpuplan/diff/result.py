@@ -215,7 +215,12 @@ def _layout_json(config: Any, name: str | None) -> dict[str, Any] | None:
 
 
 def _blast_json(blast: Any) -> dict[str, Any]:
-    return {"nodes": blast.nodes, "gpus": blast.gpus, "tenants": list(blast.tenants), "text": blast.describe()}
+    return {
+        "nodes": blast.nodes,
+        "gpus": blast.gpus,
+        "tenants": list(blast.tenants),
+        "text": blast.describe(),
+    }
 
 
 def _plan_json(plan: Plan) -> dict[str, Any]:

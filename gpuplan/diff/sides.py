@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from gpuplan.components.gpu_operator import CHART_DEPLOY_CR
+from gpuplan.components.gpu_operator import CHART_DEPLOY_CR, GpuOperatorRelease
 from gpuplan.components.gpu_operator import COMPONENT as GPU_OPERATOR
 from gpuplan.diagnostics import Diagnostic, has_errors, ordered, render
 from gpuplan.diff.analyse import analyse
@@ -26,7 +26,6 @@ from gpuplan.diff.blast import Facts, PoolFacts, PoolKey, from_fleet, merged
 from gpuplan.diff.disruptions import KUEUE, nominal_quotas
 from gpuplan.diff.markdown import as_markdown
 from gpuplan.diff.objects import Side, cluster_folders, from_folder, from_manifests
-from gpuplan.diff.upgrade import Upstream
 from gpuplan.diff.result import (
     WORKING_TREE,
     CapacityChange,
@@ -34,6 +33,7 @@ from gpuplan.diff.result import (
     as_json,
     as_text,
 )
+from gpuplan.diff.upgrade import UPSTREAM, Upstream
 from gpuplan.inputs import snapshot
 from gpuplan.inputs.git import UsageError, export_inputs, resolve
 from gpuplan.model.quantity import QuantityError, parse_quantity
@@ -146,7 +146,11 @@ def _hold(folder: Path, diagnostics: list[Diagnostic]) -> Held:
     errors = [d for d in diagnostics if d.severity == "error"]
     if not errors or any(d.code != HELD_CODE for d in errors):
         return {}
-    target = next(r.version for r in GPU_OPERATOR.releases if r.has(CHART_DEPLOY_CR))
+    target = next(
+        r.version
+        for r in GPU_OPERATOR.releases
+        if isinstance(r, GpuOperatorRelease) and r.has(CHART_DEPLOY_CR)
+    )
     held: Held = {}
     for item in errors:
         path = folder / item.file
@@ -171,7 +175,7 @@ def from_git(
     ref: str,
     crds: Path | None,
     both: Both = in_turn,
-    source: Upstream = Upstream(),
+    source: Upstream = UPSTREAM,
 ) -> DiffResult:
     """Compare the fleet rendered from the inputs at a git REF with the one from the working tree.
 
@@ -253,7 +257,7 @@ def _result(
     new: tuple[Side, dict[CapacityKey, str]],
     facts: Facts | None,
     held: Held | None = None,
-    source: Upstream = Upstream(),
+    source: Upstream = UPSTREAM,
 ) -> DiffResult:
     """Return the diff of two sides; the old capacity rows follow the renames found."""
     result = analyse(old_label, new_label, old[0], new[0], [], facts, held, source)

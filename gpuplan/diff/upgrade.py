@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from gpuplan.components import REGISTRY
 from gpuplan.components import upgrades as upstream
@@ -32,7 +33,9 @@ HOOKS = f"{ARGO}:docs/user-guide/helm.md"
 GPU_OPERATOR = "NVIDIA/gpu-operator@v26.7.0"
 # The driver DaemonSet is OnDelete; with autoUpgrade the upgrade controller cordons, drains and
 # restarts the driver node by node, maxParallelUpgrades at a time.
-DRIVER_POLICY = f"{GPU_OPERATOR}:controllers/upgrade_controller.go, assets/state-driver/0500_daemonset.yaml"
+DRIVER_POLICY = (
+    f"{GPU_OPERATOR}:controllers/upgrade_controller.go, assets/state-driver/0500_daemonset.yaml"
+)
 # Every operand DaemonSet is owned by the ClusterPolicy (controllerutil.SetControllerReference), so
 # the garbage collector deletes them all when it is deleted.
 OWNED = f"{GPU_OPERATOR}:controllers/object_controls.go"
@@ -49,6 +52,9 @@ class Upstream:
 
     notes: Notes = upstream.notes_between
     stops: Stops = upstream.steps
+
+
+UPSTREAM = Upstream()  # the shipped facts
 
 
 @dataclass(frozen=True)
@@ -162,13 +168,17 @@ def bumps(ctx: Context) -> list[Bump]:
     return out
 
 
-def plans(ctx: Context, held: dict[tuple[str, str], str] | None = None, source: Upstream = Upstream()) -> list[Plan]:
+def plans(
+    ctx: Context, held: dict[tuple[str, str], str] | None = None, source: Upstream = UPSTREAM
+) -> list[Plan]:
     """Return the upgrade plan of every bump; `held` names a base release the base could not render
     ((cluster, component) -> version), whose Application shows the new release on both sides."""
     found = {(b.scope, b.component.name): b for b in bumps(ctx)}
     for (scope, name), version in sorted((held or {}).items()):
-        found.setdefault((scope, name), _held_bump(ctx.new, scope, name, version))
-    return [_plan(ctx, b, source) for _, b in sorted(found.items()) if b is not None]
+        made = _held_bump(ctx.new, scope, name, version)
+        if made is not None:
+            found.setdefault((scope, name), made)
+    return [_plan(ctx, b, source) for _, b in sorted(found.items())]
 
 
 def _held_bump(side: Side, scope: str, name: str, version: str) -> Bump | None:
@@ -193,8 +203,7 @@ def _plan(ctx: Context, bump: Bump, source: Upstream) -> Plan:
     stops = tuple(source.stops(bump.component, bump.line, bump.old.version, bump.new.version))
     path = [bump.old] + [bump.component.release(s.version, bump.line) for s in stops] + [bump.new]
     hops = tuple(
-        Hop(a.version, b.version, tuple(_hop(ctx, bump, a, b, source)))
-        for a, b in zip(path, path[1:], strict=False)
+        Hop(a.version, b.version, tuple(_hop(ctx, bump, a, b, source))) for a, b in pairwise(path)
     )
     note = (
         f"the base runs {bump.old.version}, which gpuplan does not render (chart-cluster-policy): its objects are compared as rendered at {bump.new.version}, the releases' facts as they are"
@@ -211,7 +220,12 @@ def _hop(ctx: Context, bump: Bump, old: Release, new: Release, source: Upstream)
     """Yield what one hop does, in the order it happens."""
     for note in source.notes(bump.component, bump.line, old.version, new.version):
         mark = "ACTION REQUIRED" if note.required else "note"
-        yield Step("action", f"{mark} ({note.version}): {note.action}", source=note.source, action=note.required)
+        yield Step(
+            "action",
+            f"{mark} ({note.version}): {note.action}",
+            source=note.source,
+            action=note.required,
+        )
     yield from _crd_steps(ctx, bump, old, new)
     yield from _api_steps(ctx, bump, old, new)
     yield from _default_steps(ctx, bump, old, new)
@@ -236,7 +250,9 @@ def _crd_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iterator
         details = tuple(c.line for c in changes)
         yield Step("crds", text, details, ", ".join(sources), action=bool(acts))
     else:
-        yield Step("crds", f"{old_set} -> {new_set}: validation details only (same versions and fields)")
+        yield Step(
+            "crds", f"{old_set} -> {new_set}: validation details only (same versions and fields)"
+        )
     yield _install_step(ctx, bump)
 
 
@@ -282,7 +298,13 @@ def _api_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iterator
     """Yield how gpuplan renders the component's objects differently: new apiVersions, kinds that
     replace others, and the GPU Operator's ClusterPolicy moving from the chart to gpuplan."""
     if bump.component.name == "gpu-operator" and _deploys_cr(old) != _deploys_cr(new):
-        yield Step("api", _switch_over(), source=f"{DEPLOY_CR}, {OWNED}", blast=ctx.facts.cluster(bump.scope), action=True)
+        yield Step(
+            "api",
+            _switch_over(),
+            source=f"{DEPLOY_CR}, {OWNED}",
+            blast=ctx.facts.cluster(bump.scope),
+            action=True,
+        )
     if new.version != bump.new.version:
         return  # the objects on both sides are those of the bump's ends: shown on the last hop only
     groups = _groups(bump.component, new) | _groups(bump.component, old)
@@ -321,12 +343,18 @@ def _switch_over() -> str:
 
 def _default_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iterator[Step]:
     given = upgrade_reach.application_values(ctx.new[bump.application].obj)
-    found = upgrade_reach.default_changes(bump.component.name, bump.line, old.version, new.version, given)
+    found = upgrade_reach.default_changes(
+        bump.component.name, bump.line, old.version, new.version, given
+    )
     if found is None or not found[0]:
         return
     changes, sources = found
     named = ", ".join(c.split(":", 1)[0] for c in changes[: upgrade_reach.SHOWN])
-    more = f" and {len(changes) - upgrade_reach.SHOWN} more" if len(changes) > upgrade_reach.SHOWN else ""
+    more = (
+        f" and {len(changes) - upgrade_reach.SHOWN} more"
+        if len(changes) > upgrade_reach.SHOWN
+        else ""
+    )
     text = f"{len(changes)} chart default{'s' if len(changes) != 1 else ''} change that gpuplan's values leave alone ({named}{more})"
     yield Step("defaults", text, tuple(changes), sources)
 
@@ -338,7 +366,12 @@ def _image_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iterat
             text = f"operand DaemonSets roll on every GPU node ({', '.join(rolled)})"
             if any(r.startswith("toolkit ") for r in rolled):
                 text += "; the toolkit restarts the container runtime on each node"
-            yield Step("images", text, source=f"NVIDIA/gpu-operator@{new.version}:deployments/gpu-operator/values.yaml", blast=ctx.facts.cluster(bump.scope))
+            yield Step(
+                "images",
+                text,
+                source=f"NVIDIA/gpu-operator@{new.version}:deployments/gpu-operator/values.yaml",
+                blast=ctx.facts.cluster(bump.scope),
+            )
         if new.version == bump.new.version:  # the objects are those of the bump's ends: last hop
             yield from _driver_steps(ctx, bump)
     elif bump.component.name == "dra-driver":
@@ -404,5 +437,9 @@ def findings(found: list[Plan]) -> Iterator[Disruption]:
             yield Disruption(plan.scope, "upgrade-skip", plan.component, text, plan.blast)
         else:
             acts = sum(1 for h in plan.hops for s in h.steps if s.action)
-            text = f"{plan.title}: " + ("CRDs and chart defaults unchanged" if plan.identical else f"{sum(len(h.steps) for h in plan.hops)} steps, {acts} to act on (see the upgrade plan)")
+            text = f"{plan.title}: " + (
+                "CRDs and chart defaults unchanged"
+                if plan.identical
+                else f"{sum(len(h.steps) for h in plan.hops)} steps, {acts} to act on (see the upgrade plan)"
+            )
             yield Disruption(plan.scope, "upgrade", plan.component, text, plan.blast)

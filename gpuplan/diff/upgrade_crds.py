@@ -125,7 +125,10 @@ def merged(changes: list[CrdChange]) -> list[CrdChange]:
     groups: dict[tuple[str, bool, str], list[str]] = {}
     for change in changes:
         groups.setdefault((change.text, change.action, change.source), []).append(change.crd)
-    return [CrdChange(", ".join(crds), text, action, source) for (text, action, source), crds in groups.items()]
+    return [
+        CrdChange(", ".join(crds), text, action, source)
+        for (text, action, source), crds in groups.items()
+    ]
 
 
 def _kind(doc: dict[str, Any]) -> tuple[str, str]:
@@ -166,7 +169,9 @@ def _one(name: str, was: dict[str, Any], now: dict[str, Any]) -> list[CrdChange]
             continue
         before, after = field_paths(schema(was, version)), field_paths(schema(now, version))
         required = sorted(p for p, r in after.items() if r and not before.get(p) and p in before)
-        required += sorted(p for p, r in after.items() if r and p not in before and _parent_in(p, before))
+        required += sorted(
+            p for p, r in after.items() if r and p not in before and _parent_in(p, before)
+        )
         removed = sorted(p for p in before if p not in after and _parent_in(p, after))
         if required:
             out.append(CrdChange(name, f"{version} newly requires {', '.join(required)}"))
@@ -187,7 +192,13 @@ def crd_changes(old_set: str, new_set: str) -> list[CrdChange]:
     out = []
     for name in sorted(before.keys() | after.keys()):
         if name not in after:
-            out.append(CrdChange(name, "no longer shipped: Argo CD prunes a CRD the chart drops, and every object of it with it", True))
+            out.append(
+                CrdChange(
+                    name,
+                    "no longer shipped: Argo CD prunes a CRD the chart drops, and every object of it with it",
+                    True,
+                )
+            )
         elif name not in before:
             out.append(CrdChange(name, "new CRD"))
         else:
@@ -199,11 +210,17 @@ def pruned_fields(new_set: str, scope: str, sides: tuple[Side, ...]) -> list[Crd
     """Return the objects of a cluster (the live ones of the base, the fleet's and own ones after)
     that use fields the new CRDs do not declare: the API server prunes them."""
     out = []
-    for name, doc in sorted(crd_documents(new_set).items()):
+    for _, doc in sorted(crd_documents(new_set).items()):
         for label, obj in _objects(sides, scope, doc):
             version = str(obj.get("apiVersion", "")).rpartition("/")[2]
             if version not in served(doc):
-                out.append(CrdChange("", f"{label}: {version} is no longer served: it must be rewritten at {storage(doc)}", True))
+                out.append(
+                    CrdChange(
+                        "",
+                        f"{label}: {version} is no longer served: it must be rewritten at {storage(doc)}",
+                        True,
+                    )
+                )
                 continue
             unknown = list(dict.fromkeys(unknown_fields(obj, schema(doc, version))))
             if unknown:

@@ -63,7 +63,9 @@ def default_changes(
         if _switched_off(path, effective):
             continue  # a part the fleet does not run: its defaults change nothing
         if was.get(path, _ABSENT) != now.get(path, _ABSENT):
-            out.append(f"{path}: {_show(was.get(path, _ABSENT))} -> {_show(now.get(path, _ABSENT))}")
+            out.append(
+                f"{path}: {_show(was.get(path, _ABSENT))} -> {_show(now.get(path, _ABSENT))}"
+            )
     sources = f"{source(component, line, old)}, {source(component, line, new)}"
     return out, sources
 
@@ -80,6 +82,8 @@ def _read_keys(component: str, given: dict[str, Any]) -> frozenset[str] | None:
 
 def _off(value: Any) -> bool:
     return value is None or value is False or value in ("", {}, [])
+
+
 SWITCHES = ("enabled", "enable")
 
 
@@ -90,7 +94,10 @@ def _switched_off(path: str, values: dict[str, Any]) -> bool:
         return True  # Kueue's enableKueueViz: false turns off everything under kueueViz
     for end in range(1, len(parts)):
         prefix = ".".join(parts[:end])
-        if any(values.get(f"{prefix}.{s}") is False for s in SWITCHES) and parts[end] not in SWITCHES:
+        if (
+            any(values.get(f"{prefix}.{s}") is False for s in SWITCHES)
+            and parts[end] not in SWITCHES
+        ):
             return True
     return False
 
