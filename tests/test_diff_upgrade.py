@@ -22,7 +22,7 @@ from gpuplan.diff.markdown import as_markdown, marker
 from gpuplan.diff.result import DiffResult, as_json
 from gpuplan.diff.sides import from_git
 from gpuplan.diff.upgrade import UPSTREAM, Upstream
-from gpuplan.exitcode import ExitCode
+from gpuplan.pipeline import compile_fleet
 from tests.conftest import copy_example, edit
 from tests.test_diff import GIT_ENV
 
@@ -216,4 +216,20 @@ def test_a_skip_upstream_forbids_is_an_error_finding(tmp_path: Path) -> None:
     assert [(h.old, h.new) for h in plan.hops] == [("v0.14.4", "v0.16.9"), ("v0.16.9", "v0.19.2")]
     text = comment(result)
     assert "### ⛔ Refused by upstream (1)" in text and "⛔ **Stop at v0.16.9 first**" in text
-    assert int(ExitCode.FAILED) == 1
+
+
+def test_check_base_refuses_a_skip_upstream_forbids_at_the_version_line(tmp_path: Path) -> None:
+    root = bump(tmp_path / "repo", [], [(DGX, "version: v0.14.4", "version: v0.19.2")])
+    assert not [d for d in compile_fleet(root, base="HEAD").diagnostics if d.code == "upgrade-skip"]
+    stop = upstream.RequiredStop(
+        "kueue", "v0.16.9", "test: v0.16 migrates stored objects", "test source"
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(upstream, "STOPS", (*upstream.STOPS, stop))
+        found = [
+            d for d in compile_fleet(root, base="HEAD").diagnostics if d.code == "upgrade-skip"
+        ]
+    (skip,) = found
+    line = (root / DGX).read_text().splitlines().index("    version: v0.19.2") + 1
+    assert (skip.file, skip.line, skip.severity) == (DGX, line, "error")
+    assert "v0.14.4 -> v0.19.2" in skip.message and "v0.16.9" in skip.message
