@@ -14,7 +14,7 @@ from gpuplan.diff.analyse import analyse
 from gpuplan.diff.blast import Facts, PoolFacts
 from gpuplan.diff.kinds import CODES, Disruption
 from gpuplan.diff.objects import Entry, Side, key_of
-from gpuplan.diff.upgrade import Upstream
+from gpuplan.diff.upgrade import Bumped, Upstream
 from tests.conftest import run
 
 
@@ -247,7 +247,7 @@ def test_a_bump_over_a_release_upstream_requires_is_an_error() -> None:
     stop = RequiredStop("gpu-operator", "v26.3.1", "test stop", "test source")
     source = Upstream(stops=lambda *_: [stop])
     old, new = side(application("v26.3.0")), side(application("v26.7.0"))
-    result = analyse("old", "new", old, new, [], FACTS, source=source)
+    result = analyse("old", "new", old, new, [], FACTS, Bumped(source=source))
     [skip] = [d for d in result.disruptions if d.code == "upgrade-skip"]
     assert skip.severity == "error" and "skips v26.3.1" in skip.message
     assert result.disruptions[0] is skip  # errors first

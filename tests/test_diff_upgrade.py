@@ -103,6 +103,8 @@ CASES: dict[str, tuple[list[Edit], list[Edit]]] = {
     "karpenter-azure": ([], [(AKS, "version: v1.12.2", "version: v1.13.1")]),
     "dra-driver": ([(GB200, "version: v0.4.1", "version: v25.12.0")], []),
     "monitoring": ([(H100, "version: v0.93.0", "version: v0.92.1")], []),
+    # two minors at once: the control plane moves one at a time, so the skip is refused
+    "kubernetes": ([], [(DGX, 'kubernetesVersion: "1.32"', 'kubernetesVersion: "1.34"')]),
 }
 
 
@@ -233,3 +235,12 @@ def test_check_base_refuses_a_skip_upstream_forbids_at_the_version_line(tmp_path
     line = (root / DGX).read_text().splitlines().index("    version: v0.19.2") + 1
     assert (skip.file, skip.line, skip.severity) == (DGX, line, "error")
     assert "v0.14.4 -> v0.19.2" in skip.message and "v0.16.9" in skip.message
+
+
+def test_check_base_refuses_a_kubernetes_minor_skipped(tmp_path: Path) -> None:
+    base, work = CASES["kubernetes"]
+    root = bump(tmp_path / "repo", base, work)
+    (skip,) = [d for d in compile_fleet(root, base="HEAD").diagnostics if d.code == "upgrade-skip"]
+    assert (skip.file, skip.line) == (DGX, 4) and "skips 1.33" in skip.message
+    edit(root, DGX, 'kubernetesVersion: "1.34"', 'kubernetesVersion: "1.33"')
+    assert not [d for d in compile_fleet(root, base="HEAD").diagnostics if d.code == "upgrade-skip"]

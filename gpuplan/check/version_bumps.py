@@ -6,19 +6,22 @@ from collections.abc import Iterator
 
 from gpuplan.check.registry import check
 from gpuplan.components import REGISTRY, chosen
+from gpuplan.components.skew import SKEW, kubernetes_stops
 from gpuplan.components.upgrades import steps
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.plan.fleet import Fleet
+from gpuplan.plan.fleet import ClusterPlan, Fleet
 
 
 @check
 def check_upgrade_skip(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Error on a component bump since the base that skips a required stop (upgrades.STOPS).
+    """Error on a bump since the base that skips a required stop: a component release upstream
+    requires (upgrades.STOPS), or a Kubernetes minor.
 
     Upstream refuses such a skip (a storage migration or a conversion the skipped release runs), so
     the bump must be merged in steps; `gpuplan diff` shows the same as an `upgrade-skip` finding.
     """
     for cluster in fleet.clusters.values():
+        yield from _kubernetes_skip(fleet, cluster)
         for name, component in REGISTRY.items():
             base = (fleet.base_releases or {}).get((cluster.name, name))
             now = chosen(component, cluster.spec)
@@ -31,3 +34,14 @@ def check_upgrade_skip(fleet: Fleet) -> Iterator[Diagnostic]:
                 yield cluster.located.source.diagnostic(
                     ("components", component.field, "version"), message
                 )
+
+
+def _kubernetes_skip(fleet: Fleet, cluster: ClusterPlan) -> Iterator[Diagnostic]:
+    """Yield an error when the cluster's Kubernetes version moves more than one minor since the base."""
+    base = (fleet.base_releases or {}).get((cluster.name, "kubernetes"))
+    now = str(cluster.spec.kubernetes_version)
+    stops = kubernetes_stops(base[0], now) if base is not None else []
+    if base is not None and stops:
+        skipped = ", ".join(s.version for s in stops)
+        message = f"Kubernetes {base[0]} -> {now} skips {skipped}: the control plane moves one minor at a time ({SKEW}); bump to {stops[0].version} first and merge it, then on"
+        yield cluster.located.source.diagnostic(("kubernetesVersion",), message)

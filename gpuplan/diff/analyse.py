@@ -20,17 +20,15 @@ def analyse(
     new: Side,
     capacity: list[CapacityChange],
     facts: Facts | None = None,
-    held: dict[tuple[str, str], str] | None = None,
-    source: upgrade.Upstream = upgrade.UPSTREAM,
+    bumped: upgrade.Bumped = upgrade.NONE,
 ) -> DiffResult:
     """Return the diff of two sides: renames, object changes, disruptions, MIG layouts, capacity
-    and upgrade plans (`held`: releases the base runs but could not render, see upgrade.plans;
-    `source`: upstream's stops and notes)."""
+    and upgrade plans (`bumped`: what the objects cannot tell, and upstream's stops and notes)."""
     facts = facts if facts is not None else merged(from_objects(old), from_objects(new))
     aligned = aligned_side(old, new)
     changes = _changes(old, new, aligned)
     ctx = Context(aligned.side, new, changes, facts)
-    plans = upgrade.plans(ctx, held, source)
+    plans = upgrade.plans(ctx, bumped)
     disruptions = find(aligned.side, new, changes, facts) + list(
         _rename_disruptions(aligned, facts)
     )

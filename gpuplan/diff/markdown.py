@@ -138,6 +138,7 @@ def _findings(result: DiffResult, level: str) -> list[dict[str, Any]]:
 
 STEP_TITLES = {
     "action": "Upstream",
+    "nodes": "Kubernetes",
     "crds": "CRDs",
     "crd-install": "CRD install",
     "api": "Rendering",

@@ -21,6 +21,7 @@ import yaml
 from gpuplan.components.gpu_operator import CHART_DEPLOY_CR, GpuOperatorRelease
 from gpuplan.components.gpu_operator import COMPONENT as GPU_OPERATOR
 from gpuplan.diagnostics import Diagnostic, has_errors, ordered, render
+from gpuplan.diff import upgrade
 from gpuplan.diff.analyse import analyse
 from gpuplan.diff.blast import Facts, PoolFacts, PoolKey, from_fleet, merged
 from gpuplan.diff.disruptions import KUEUE, nominal_quotas
@@ -91,8 +92,11 @@ def _queue_quotas(side: Side) -> dict[CapacityKey, str]:
     return out
 
 
-SideResult = tuple[Side, dict[CapacityKey, str], dict[PoolKey, PoolFacts], list[str], str]
-EMPTY: SideResult = ({}, {}, {}, [], "")
+# objects, capacity, pool facts, notes, Kubernetes version per cluster, error report ('' if none)
+SideResult = tuple[
+    Side, dict[CapacityKey, str], dict[PoolKey, PoolFacts], list[str], dict[str, str], str
+]
+EMPTY: SideResult = ({}, {}, {}, [], {}, "")
 Held = dict[tuple[str, str], str]  # (cluster, component) -> the release the base runs
 # A base on a GPU Operator release gpuplan cannot render (its chart always owns cluster-policy):
 # its objects are rendered at the first release gpuplan renders, and the plan starts from its own.
@@ -108,11 +112,13 @@ def _side(root: Path, crds: Path | None, where: str) -> SideResult:
 def _from_result(result: Any, where: str) -> SideResult:
     """Return one compiled side's objects, capacity, pool facts, notes, and its error report."""
     if has_errors(result.diagnostics) or result.fleet is None:
-        return {}, {}, {}, [], _errors_text(result.diagnostics, where)
+        return {}, {}, {}, [], {}, _errors_text(result.diagnostics, where)
     side, problems = from_manifests(result.manifests)
     if problems:
-        return {}, {}, {}, [], _errors_text(problems, where)
-    return side, _fleet_capacity(result.fleet), from_fleet(result.fleet), result.notes, ""
+        return {}, {}, {}, [], {}, _errors_text(problems, where)
+    kubernetes = {n: str(c.spec.kubernetes_version) for n, c in result.fleet.clusters.items()}
+    facts = from_fleet(result.fleet)
+    return side, _fleet_capacity(result.fleet), facts, result.notes, kubernetes, ""
 
 
 def _errors_text(diagnostics: list[Diagnostic], where: str) -> str:
@@ -129,7 +135,7 @@ def _base_side(
         try:
             exported = export_inputs(root, commit, Path(folder))
         except snapshot.UnsafeTree as exc:
-            return ({}, {}, {}, [], _errors_text(exc.diagnostics, where)), {}
+            return ({}, {}, {}, [], {}, _errors_text(exc.diagnostics, where)), {}
         if not (exported and (Path(folder) / "clusters").is_dir()):
             return None
         result = compile_fleet(Path(folder), crds=crds, verify_output=False)
@@ -198,8 +204,13 @@ def from_git(
         sys.stderr.write(
             f"note: cluster {cluster} at {label} runs {component} {version}, which gpuplan does not render ({HELD_CODE}): its objects are compared as rendered at the first release gpuplan renders, and the upgrade plan starts from {version}\n"
         )
-    old, old_capacity, old_facts, notes, old_errors = base
-    new, new_capacity, new_facts, more, new_errors = current
+    old, old_capacity, old_facts, notes, old_kubernetes, old_errors = base
+    new, new_capacity, new_facts, more, new_kubernetes, new_errors = current
+    kubernetes = {
+        c: (old_kubernetes[c], new_kubernetes[c])
+        for c in sorted(old_kubernetes.keys() & new_kubernetes.keys())
+        if old_kubernetes[c] != new_kubernetes[c]
+    }
     sys.stderr.write(old_errors + new_errors)
     if old_errors or new_errors:
         raise InputErrors
@@ -211,8 +222,7 @@ def from_git(
         (old, old_capacity),
         (new, new_capacity),
         merged(old_facts, new_facts),
-        held,
-        source,
+        upgrade.Bumped(held, kubernetes, source),
     )
 
 
@@ -256,11 +266,10 @@ def _result(
     old: tuple[Side, dict[CapacityKey, str]],
     new: tuple[Side, dict[CapacityKey, str]],
     facts: Facts | None,
-    held: Held | None = None,
-    source: Upstream = UPSTREAM,
+    bumped: upgrade.Bumped = upgrade.NONE,
 ) -> DiffResult:
     """Return the diff of two sides; the old capacity rows follow the renames found."""
-    result = analyse(old_label, new_label, old[0], new[0], [], facts, held, source)
+    result = analyse(old_label, new_label, old[0], new[0], [], facts, bumped)
     names: dict[str, dict[str, str]] = {}
     for rename in result.renames:
         names.setdefault(rename.scope, {})[rename.old] = rename.new

@@ -17,6 +17,7 @@ from itertools import pairwise
 from gpuplan.components import REGISTRY
 from gpuplan.components import upgrades as upstream
 from gpuplan.components.base import Component, Release
+from gpuplan.components.skew import SKEW, kubernetes_stops
 from gpuplan.diff import upgrade_crds, upgrade_reach
 from gpuplan.diff.kinds import Blast, Context, Disruption, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import ObjectKey, Side
@@ -55,6 +56,21 @@ class Upstream:
 
 
 UPSTREAM = Upstream()  # the shipped facts
+
+
+@dataclass(frozen=True)
+class Bumped:
+    """What a plan needs beyond the two sides' objects (from the compiled fleets, with --base)."""
+
+    held: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(cluster, component) -> the release the base runs but gpuplan does not render (its objects
+    were rendered at the new release)."""
+    kubernetes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """cluster -> (old, new) kubernetesVersion."""
+    source: Upstream = UPSTREAM
+
+
+NONE = Bumped()
 
 
 @dataclass(frozen=True)
@@ -168,17 +184,17 @@ def bumps(ctx: Context) -> list[Bump]:
     return out
 
 
-def plans(
-    ctx: Context, held: dict[tuple[str, str], str] | None = None, source: Upstream = UPSTREAM
-) -> list[Plan]:
-    """Return the upgrade plan of every bump; `held` names a base release the base could not render
-    ((cluster, component) -> version), whose Application shows the new release on both sides."""
+def plans(ctx: Context, bumped: Bumped = NONE) -> list[Plan]:
+    """Return the upgrade plan of every bump, by cluster: its Kubernetes version first, then its
+    components; a held release (the base could not render it) shows the new one on both sides."""
     found = {(b.scope, b.component.name): b for b in bumps(ctx)}
-    for (scope, name), version in sorted((held or {}).items()):
+    for (scope, name), version in sorted(bumped.held.items()):
         made = _held_bump(ctx.new, scope, name, version)
         if made is not None:
             found.setdefault((scope, name), made)
-    return [_plan(ctx, b, source) for _, b in sorted(found.items())]
+    out = [_kubernetes_plan(ctx, c, *v) for c, v in sorted(bumped.kubernetes.items())]
+    out += [_plan(ctx, b, bumped.source) for _, b in sorted(found.items())]
+    return sorted(out, key=lambda p: p.scope)
 
 
 def _held_bump(side: Side, scope: str, name: str, version: str) -> Bump | None:
@@ -307,16 +323,25 @@ def _api_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iterator
         )
     if new.version != bump.new.version:
         return  # the objects on both sides are those of the bump's ends: shown on the last hop only
-    groups = _groups(bump.component, new) | _groups(bump.component, old)
-    moved, gone, came = [], set(), set()
-    old_keys = {k: e for k, e in ctx.old.items() if k.scope == bump.scope and k.group in groups}
-    new_keys = {k: e for k, e in ctx.new.items() if k.scope == bump.scope and k.group in groups}
+    yield from _rendered(
+        ctx, bump.scope, _groups(bump.component, new) | _groups(bump.component, old)
+    )
+
+
+def _rendered(ctx: Context, scope: str, groups: set[str] | None) -> Iterator[Step]:
+    """Yield the objects of a cluster (of these API groups; None: all) rendered at another
+    apiVersion, and the kinds that replace others."""
+    moved, groups_moved = [], set()
+    old_keys = {k: e for k, e in ctx.old.items() if k.scope == scope}
+    new_keys = {k: e for k, e in ctx.new.items() if k.scope == scope}
     for key in sorted(old_keys.keys() & new_keys.keys(), key=str):
         was, now = old_keys[key].obj.get("apiVersion"), new_keys[key].obj.get("apiVersion")
-        if was != now:
+        if was != now and (groups is None or key.group in groups):
             moved.append(f"{key.label()}: {was} -> {now}")
-    gone = {k.kind for k in old_keys} - {k.kind for k in new_keys}
-    came = {k.kind for k in new_keys} - {k.kind for k in old_keys}
+            groups_moved.add(key.group)
+    kinds = groups if groups is not None else groups_moved  # every group: those that move only
+    gone = {k.kind for k in old_keys if k.group in kinds} - {k.kind for k in new_keys}
+    came = {k.kind for k in new_keys if k.group in kinds} - {k.kind for k in old_keys}
     if moved:
         text = f"gpuplan renders {len(moved)} object{'s' if len(moved) != 1 else ''} at a new apiVersion: Argo CD applies them as such and the API server converts what it stores"
         yield Step("api", text, tuple(moved))
@@ -426,6 +451,21 @@ def _metric_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Itera
         lines = tuple(f"{m}: read by {', '.join(who)}" for m, who in read.items())
         text = f"{len(read)} metric{'s' if len(read) != 1 else ''} the fleet reads {'are' if len(read) != 1 else 'is'} no longer collected ({', '.join(read)}): those alerts, dashboards and adapter rules go silent"
         yield Step("metrics", text, lines, action=True)
+
+
+def _kubernetes_plan(ctx: Context, scope: str, old: str, new: str) -> Plan:
+    """Return a cluster's Kubernetes bump: one minor at a time, the control plane before the nodes."""
+    stops = tuple(kubernetes_stops(old, new))
+    path = [old, *(s.version for s in stops), new]
+    blast = ctx.facts.cluster(scope)
+    hops = []
+    for was, now in pairwise(path):
+        text = f"control plane {was} -> {now} first, then the nodes (a kubelet may be up to three minors older than kube-apiserver, never newer): each node is drained and upgraded or replaced, as the provider does it"
+        steps = [Step("nodes", text, source=SKEW, blast=blast)]
+        if now == new:
+            steps += _rendered(ctx, scope, None)
+        hops.append(Hop(was, now, tuple(steps)))
+    return Plan(scope, "kubernetes", "", old, new, "", blast, stops, tuple(hops))
 
 
 def findings(found: list[Plan]) -> Iterator[Disruption]:

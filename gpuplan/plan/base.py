@@ -41,13 +41,15 @@ def namespace_owners(fleet: Fleet | None) -> dict[str, str] | None:
 
 
 def base_releases(fleet: Fleet | None) -> dict[tuple[str, str], tuple[str, str]]:
-    """Return (cluster, component) -> (version, line) of every version a cluster's file names at the base."""
+    """Return (cluster, component) -> (version, line) of every version a cluster's file names at the
+    base, and (cluster, "kubernetes") -> (its kubernetesVersion, "")."""
     out: dict[tuple[str, str], tuple[str, str]] = {}
     for cluster in fleet.clusters.values() if fleet is not None else ():
         for name, component in REGISTRY.items():
             wanted = chosen(component, cluster.spec)
             if wanted is not None:
                 out[(cluster.name, name)] = wanted
+        out[(cluster.name, "kubernetes")] = (str(cluster.spec.kubernetes_version), "")
     return out
 
 
