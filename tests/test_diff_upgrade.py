@@ -11,17 +11,22 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gpuplan.components import REGISTRY
 from gpuplan.components import upgrades as upstream
 from gpuplan.diff.markdown import as_markdown, marker
+from gpuplan.diff.objects import Entry, Side, key_of
 from gpuplan.diff.result import DiffResult, as_json
 from gpuplan.diff.sides import from_git
 from gpuplan.diff.upgrade import UPSTREAM, Upstream
+from gpuplan.diff.upgrade_crds import pruned_fields
+from gpuplan.diff.upgrade_reach import readers
 from gpuplan.pipeline import compile_fleet
 from tests.conftest import copy_example, edit
 from tests.test_diff import GIT_ENV
@@ -244,3 +249,44 @@ def test_check_base_refuses_a_kubernetes_minor_skipped(tmp_path: Path) -> None:
     assert (skip.file, skip.line) == (DGX, 4) and "skips 1.33" in skip.message
     edit(root, DGX, 'kubernetesVersion: "1.34"', 'kubernetesVersion: "1.33"')
     assert not [d for d in compile_fleet(root, base="HEAD").diagnostics if d.code == "upgrade-skip"]
+
+
+def _side(*objects: dict[str, Any]) -> Side:
+    return {
+        key_of(o, "c1", "f.yaml"): Entry(key_of(o, "c1", "f.yaml"), o, "f.yaml") for o in objects
+    }
+
+
+def test_fields_the_new_crds_drop_are_named_with_the_objects_that_use_them() -> None:
+    flavor = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "own"},
+        "spec": {"nodeLabels": {"a": "b"}, "retiredField": 1},
+    }
+    (found,) = pruned_fields("kueue/v0.19.2", "c1", (_side(flavor),))
+    assert found.action and "ResourceFlavor/own" in found.text and "spec.retiredField" in found.text
+    flavor["spec"].pop("retiredField")
+    assert pruned_fields("kueue/v0.19.2", "c1", (_side(flavor),)) == []
+    old = flavor | {"apiVersion": "kueue.x-k8s.io/v1alpha9"}
+    (unserved,) = pruned_fields("kueue/v0.19.2", "c1", (_side(old),))
+    assert "v1alpha9 is no longer served" in unserved.text
+
+
+def test_a_metric_the_fleet_reads_is_found_in_its_rules_and_dashboards() -> None:
+    rule = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "gpu", "namespace": "monitoring"},
+        "spec": {"groups": [{"rules": [{"expr": "avg(DCGM_FI_DEV_GPU_TEMP) > 80"}]}]},
+    }
+    assert readers(_side(rule), "c1", {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED"}) == {
+        "DCGM_FI_DEV_GPU_TEMP": ["PrometheusRule/monitoring/gpu"]
+    }
+    assert readers(_side(rule), "c1", {"DCGM_FI_DEV_GPU"}) == {}  # whole names only
+
+
+def test_the_shipped_chart_values_match_their_sources() -> None:
+    script = Path(__file__).parent.parent / "scripts" / "fetch_chart_values.py"
+    done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
