@@ -22,7 +22,7 @@ from gpuplan.components import REGISTRY
 from gpuplan.components import upgrades as upstream
 from gpuplan.diff.markdown import as_markdown, marker
 from gpuplan.diff.objects import Entry, Side, key_of
-from gpuplan.diff.result import DiffResult, as_json
+from gpuplan.diff.result import DiffResult, as_json, as_text
 from gpuplan.diff.sides import from_git
 from gpuplan.diff.upgrade import UPSTREAM, Upstream
 from gpuplan.diff.upgrade_crds import pruned_fields
@@ -145,9 +145,16 @@ def test_a_patch_bump_with_identical_crds_and_values_is_one_line(tmp_path: Path)
     assert section.count("\n") == 0 and "CRDs and chart defaults identical" in section
 
 
-def test_the_json_has_each_plan_with_its_steps_in_order(tmp_path: Path) -> None:
+def test_the_json_and_the_text_have_each_plan_with_its_steps_in_order(tmp_path: Path) -> None:
     base, work = CASES["kueue"]
-    document = json.loads(as_json(diff(bump(tmp_path / "repo", base, work))))
+    result = diff(bump(tmp_path / "repo", base, work))
+    lines = as_text(result).splitlines()
+    start = lines.index(
+        "= dgx-onprem: upgrade kueue v0.14.4 -> v0.19.2 (reaches its own pods only: no GPU node is touched)"
+    )
+    assert lines[start + 1].startswith("  1. (act) crds: kueue/v0.14.4 -> kueue/v0.19.2")
+    assert lines[start + 2].startswith("  2. crd-install: ")
+    document = json.loads(as_json(result))
     (plan,) = document["upgrades"]
     assert (plan["cluster"], plan["component"], plan["old"], plan["new"]) == (
         "dgx-onprem", "kueue", "v0.14.4", "v0.19.2",

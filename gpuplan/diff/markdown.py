@@ -36,6 +36,7 @@ class Limits:
     capacity: int = 100  # capacity rows
     counts: int = 60  # rows of the counts table (then one row per cluster)
     drawings: bool = True  # MIG layouts drawn as slice tables
+    plan_details: bool = True  # the folded details and sources of each upgrade plan
     findings: str = "full"  # full, short (no message) or grouped (subjects per cluster and code)
 
 
@@ -44,6 +45,7 @@ LIMITS = Limits()
 STEPS: tuple[tuple[str, Callable[[Limits], Limits]], ...] = (
     ("object tables", lambda lim: replace(lim, objects=0, capacity=0)),
     ("MIG slice drawings", lambda lim: replace(lim, drawings=False)),
+    ("upgrade plan details", lambda lim: replace(lim, plan_details=False)),
     ("counts per kind", lambda lim: replace(lim, counts=0)),
     ("finding messages", lambda lim: replace(lim, findings="short")),
     ("one line per cluster and code", lambda lim: replace(lim, findings="grouped")),
@@ -148,7 +150,7 @@ STEP_TITLES = {
 }
 
 
-def _upgrades(result: DiffResult, level: str) -> list[dict[str, Any]]:
+def _upgrades(result: DiffResult, limits: Limits) -> list[dict[str, Any]]:
     """Return each plan: a heading line with its reach, its numbered steps in order (stops first), and
     the folded details (every line behind a step, and its sources)."""
     out = []
@@ -175,7 +177,7 @@ def _upgrades(result: DiffResult, level: str) -> list[dict[str, Any]]:
         multi = len(plan.hops) > 1
         for hop in plan.hops:
             for step in hop.steps:
-                text = step.text if level == "full" else step.text.split(":", 1)[0]
+                text = step.text if limits.findings == "full" else step.text.split(":", 1)[0]
                 mark = "❗ " if step.action else ""
                 where = f"{_prose(hop.old)} → {_prose(hop.new)} · " if multi else ""
                 line = f"{mark}{where}**{STEP_TITLES[step.kind]}**: {_prose(text)}"
@@ -187,7 +189,8 @@ def _upgrades(result: DiffResult, level: str) -> list[dict[str, Any]]:
         fence = "`" * max(
             3, max((len(r) for d in details for r in re.findall(r"`+", d)), default=0) + 1
         )
-        out.append({"head": head, "steps": steps, "details": details, "fence": fence})
+        kept = details if limits.plan_details else []
+        out.append({"head": head, "steps": steps, "details": kept, "fence": fence})
     return out
 
 
@@ -394,7 +397,7 @@ def _render(result: DiffResult, limits: Limits, cut: list[str]) -> str:
         "new": _label(result.new_label),
         "counts": _counts(result, limits),
         "findings": _findings(result, limits.findings),
-        "upgrades": _upgrades(result, limits.findings),
+        "upgrades": _upgrades(result, limits),
         "mig": _mig(result, limits.drawings),
         "renames": _renames(result),
         "capacity": _capacity(result, limits),
@@ -421,6 +424,8 @@ def as_markdown(result: DiffResult, limits: Limits = LIMITS) -> str:
     for what, step in STEPS:
         if len(text) <= MAX_COMMENT:
             break
+        if what == "upgrade plan details" and not result.upgrades:
+            continue  # nothing to give up
         limits = step(limits)
         cut.append(what)
         text = _render(result, limits, cut)

@@ -137,6 +137,26 @@ def finding_line(item: Disruption) -> str:
 # text
 
 
+def plan_lines(plan: Plan) -> list[str]:
+    """Return an upgrade plan as text: `= cluster component old -> new`, then one line per step in order."""
+    lines = [
+        f"= {plan.scope}: upgrade {plan.title}"
+        + (f" (reaches {plan.blast.describe()})" if plan.blast.describe() else "")
+    ]
+    if plan.identical:
+        return [lines[0] + ": CRDs and chart defaults identical"]
+    steps = [f"stop at {s.version} first: {s.why} [{s.source}]" for s in plan.stops]
+    for hop in plan.hops:
+        where = f"{hop.old} -> {hop.new}: " if len(plan.hops) > 1 else ""
+        for step in hop.steps:
+            mark = "(act) " if step.action else ""
+            steps.append(
+                f"{mark}{where}{step.kind}: {step.text}"
+                + (f" [{step.source}]" if step.source else "")
+            )
+    return lines + [f"  {n}. {s}" for n, s in enumerate(steps, 1)]
+
+
 def as_text(result: DiffResult) -> str:
     """Return one line per changed field, added, removed or renamed object, then findings and the summary."""
     lines = []
@@ -150,6 +170,7 @@ def as_text(result: DiffResult) -> str:
         else:
             lines.extend(f"~ {who(change)} {field_line(f)}" for f in change.fields)
     lines += [f"! {finding_line(d)}" for d in result.disruptions]
+    lines += [line for plan in result.upgrades for line in plan_lines(plan)]
     lines.append(summary(result))
     return "\n".join(lines) + "\n"
 
