@@ -10,17 +10,27 @@ images that restart on the GPU nodes, and the metrics the fleet reads that the n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from itertools import pairwise
 
 from gpuplan.components import REGISTRY
-from gpuplan.components import upgrades as upstream
 from gpuplan.components.base import Component, Release
 from gpuplan.components.skew import SKEW, kubernetes_stops
-from gpuplan.diff import upgrade_crds, upgrade_reach
+from gpuplan.diff import upgrade_crds, upgrade_gpu, upgrade_reach
 from gpuplan.diff.kinds import Blast, Context, Disruption, dig, is_kind, listing, mapping
-from gpuplan.diff.objects import ObjectKey, Side
+from gpuplan.diff.objects import Side
+from gpuplan.diff.upgrade_model import (
+    NONE,
+    UPSTREAM,
+    Bump,
+    Bumped,
+    Hop,
+    Plan,
+    Step,
+    Upstream,
+)
+
+__all__ = ["NONE", "UPSTREAM", "Bumped", "Plan", "Step", "Upstream", "bumps", "findings", "plans"]
 
 ARGOCD = "argoproj.io"
 CLUSTER_LABEL = "gpuplan.io/cluster"
@@ -31,107 +41,6 @@ ARGO = "argoproj/argo-cd@v3.5.1"
 # PreSync hook on every sync (docs/user-guide/helm.md "Helm Hooks").
 INCLUDE_CRDS = f"{ARGO}:util/helm/cmd.go"
 HOOKS = f"{ARGO}:docs/user-guide/helm.md"
-GPU_OPERATOR = "NVIDIA/gpu-operator@v26.7.0"
-# The driver DaemonSet is OnDelete; with autoUpgrade the upgrade controller cordons, drains and
-# restarts the driver node by node, maxParallelUpgrades at a time.
-DRIVER_POLICY = (
-    f"{GPU_OPERATOR}:controllers/upgrade_controller.go, assets/state-driver/0500_daemonset.yaml"
-)
-# Every operand DaemonSet is owned by the ClusterPolicy (controllerutil.SetControllerReference), so
-# the garbage collector deletes them all when it is deleted.
-OWNED = f"{GPU_OPERATOR}:controllers/object_controls.go"
-# clusterPolicy.deployCR exists from v26.7.0: before, the chart always rendered `cluster-policy`.
-DEPLOY_CR = f"{GPU_OPERATOR}:deployments/gpu-operator/templates/clusterpolicy.yaml"
-
-Notes = Callable[[Component, str, str, str], list[upstream.UpgradeNote]]
-Stops = Callable[[Component, str, str, str], list[upstream.RequiredStop]]
-
-
-@dataclass(frozen=True)
-class Upstream:
-    """Where upstream's stops and notes come from (gpuplan.components.upgrades by default)."""
-
-    notes: Notes = upstream.notes_between
-    stops: Stops = upstream.steps
-
-
-UPSTREAM = Upstream()  # the shipped facts
-
-
-@dataclass(frozen=True)
-class Bumped:
-    """What a plan needs beyond the two sides' objects (from the compiled fleets, with --base)."""
-
-    held: dict[tuple[str, str], str] = field(default_factory=dict)
-    """(cluster, component) -> the release the base runs but gpuplan does not render (its objects
-    were rendered at the new release)."""
-    kubernetes: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """cluster -> (old, new) kubernetesVersion."""
-    source: Upstream = UPSTREAM
-
-
-NONE = Bumped()
-
-
-@dataclass(frozen=True)
-class Step:
-    """One thing a hop does: its kind, one line, the details that fold, its sources and reach."""
-
-    kind: str  # action, crds, crd-install, api, defaults, images, metrics
-    text: str
-    details: tuple[str, ...] = ()
-    source: str = ""
-    blast: Blast = field(default_factory=Blast)
-    action: bool = False  # the platform team must act (before the sync, or before a later one)
-
-
-@dataclass(frozen=True)
-class Hop:
-    """One release-to-release move of a bump."""
-
-    old: str
-    new: str
-    steps: tuple[Step, ...]
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A component's (or Kubernetes') bump on one cluster, hop by hop."""
-
-    scope: str
-    component: str
-    line: str
-    old: str
-    new: str
-    application: str
-    blast: Blast
-    stops: tuple[upstream.RequiredStop, ...]
-    hops: tuple[Hop, ...]
-    note: str = ""  # how the sides were rendered, when not at the bump's own releases
-
-    @property
-    def identical(self) -> bool:
-        """Tell whether the bump changes nothing but the controller's own image (one line)."""
-        return not self.stops and all(not h.steps for h in self.hops)
-
-    @property
-    def title(self) -> str:
-        """Return `kueue v0.14.4 -> v0.19.2` (with the release line)."""
-        line = f" ({self.line})" if self.line else ""
-        return f"{self.component}{line} {self.old} -> {self.new}"
-
-
-@dataclass(frozen=True)
-class Bump:
-    """A component release change found on an Application."""
-
-    scope: str
-    component: Component
-    line: str
-    old: Release
-    new: Release
-    application: ObjectKey
-    held: bool = False  # the base runs `old` but was rendered at a release gpuplan renders
 
 
 def _sources(obj: dict[str, object]) -> list[dict[str, object]]:
@@ -245,7 +154,7 @@ def _hop(ctx: Context, bump: Bump, old: Release, new: Release, source: Upstream)
     yield from _crd_steps(ctx, bump, old, new)
     yield from _api_steps(ctx, bump, old, new)
     yield from _default_steps(ctx, bump, old, new)
-    yield from _image_steps(ctx, bump, old, new)
+    yield from upgrade_gpu.image_steps(ctx, bump, old, new)
     yield from _metric_steps(ctx, bump, old, new)
 
 
@@ -313,14 +222,7 @@ def _groups(component: Component, release: Release) -> set[str]:
 def _api_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iterator[Step]:
     """Yield how gpuplan renders the component's objects differently: new apiVersions, kinds that
     replace others, and the GPU Operator's ClusterPolicy moving from the chart to gpuplan."""
-    if bump.component.name == "gpu-operator" and _deploys_cr(old) != _deploys_cr(new):
-        yield Step(
-            "api",
-            _switch_over(),
-            source=f"{DEPLOY_CR}, {OWNED}",
-            blast=ctx.facts.cluster(bump.scope),
-            action=True,
-        )
+    yield from upgrade_gpu.switch_over(ctx, bump, old, new)
     if new.version != bump.new.version:
         return  # the objects on both sides are those of the bump's ends: shown on the last hop only
     yield from _rendered(
@@ -350,22 +252,6 @@ def _rendered(ctx: Context, scope: str, groups: set[str] | None) -> Iterator[Ste
         yield Step("api", text, action=bool(gone))
 
 
-def _deploys_cr(release: Release) -> bool:
-    has = getattr(release, "has", None)
-    return bool(has and has("chart values clusterPolicy.deployCR"))
-
-
-def _switch_over() -> str:
-    return (
-        "ClusterPolicy cluster-policy changes owner: the old chart rendered it itself, from this release "
-        "gpuplan renders it and sets clusterPolicy.deployCR=false. Argo CD would prune the chart's copy when "
-        "the operator's Application syncs, and the garbage collector would delete every operand DaemonSet it "
-        "owns (driver included) until the cluster's Application recreates it. Before merging: annotate the live "
-        "object `argocd.argoproj.io/sync-options=Prune=false` so the prune skips it and the cluster's "
-        "Application adopts it under the same name; remove the annotation after the sync"
-    )
-
-
 def _default_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iterator[Step]:
     given = upgrade_reach.application_values(ctx.new[bump.application].obj)
     found = upgrade_reach.default_changes(
@@ -382,62 +268,6 @@ def _default_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iter
     )
     text = f"{len(changes)} chart default{'s' if len(changes) != 1 else ''} change that gpuplan's values leave alone ({named}{more})"
     yield Step("defaults", text, tuple(changes), sources)
-
-
-def _image_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iterator[Step]:
-    if bump.component.name == "gpu-operator":
-        rolled = upgrade_reach.operand_changes(old, new)
-        if rolled:
-            text = f"operand DaemonSets roll on every GPU node ({', '.join(rolled)})"
-            if any(r.startswith("toolkit ") for r in rolled):
-                text += "; the toolkit restarts the container runtime on each node"
-            yield Step(
-                "images",
-                text,
-                source=f"NVIDIA/gpu-operator@{new.version}:deployments/gpu-operator/values.yaml",
-                blast=ctx.facts.cluster(bump.scope),
-            )
-        if new.version == bump.new.version:  # the objects are those of the bump's ends: last hop
-            yield from _driver_steps(ctx, bump)
-    elif bump.component.name == "dra-driver":
-        text = f"the DRA kubelet plugin DaemonSet rolls on every GPU node ({old.version} -> {new.version}); prepared claims stay, new pods wait for the plugin"
-        yield Step("images", text, blast=ctx.facts.cluster(bump.scope))
-
-
-def _drivers(side: Side, scope: str) -> dict[ObjectKey, dict[str, object]]:
-    """Return the driver specs of a cluster: the ClusterPolicy's (unless NVIDIADriver objects deploy
-    the drivers) and each NVIDIADriver's."""
-    out: dict[ObjectKey, dict[str, object]] = {}
-    for key, entry in side.items():
-        if key.scope != scope:
-            continue
-        if is_kind(key, "nvidia.com", "ClusterPolicy"):
-            driver = mapping(dig(entry.obj, "spec", "driver"))
-            if driver.get("enabled", True) and not driver.get("useNvidiaDriverCRD"):
-                out[key] = driver
-        elif is_kind(key, "nvidia.com", "NVIDIADriver"):
-            out[key] = mapping(entry.obj.get("spec"))
-    return out
-
-
-def _driver_steps(ctx: Context, bump: Bump) -> Iterator[Step]:
-    """Yield each driver that changes and the upgrade policy that governs its rollout."""
-    before, after = _drivers(ctx.old, bump.scope), _drivers(ctx.new, bump.scope)
-    for key, now in sorted(after.items(), key=lambda item: str(item[0])):
-        was = before.get(key, {})
-        if was.get("version") == now.get("version"):
-            continue
-        policy = mapping(now.get("upgradePolicy"))
-        auto = policy.get("autoUpgrade", is_kind(key, "nvidia.com", "NVIDIADriver"))
-        if auto:
-            evict = "drains it" if dig(policy, "drain", "enable") else "deletes its GPU pods"
-            how = f"autoUpgrade: the GPU Operator takes the GPU nodes {policy.get('maxParallelUpgrades', 1)} at a time (maxUnavailable {policy.get('maxUnavailable', '25%')}), cordons each, {evict} and restarts its driver"
-        else:
-            how = "autoUpgrade is off: the driver DaemonSet is OnDelete, each node keeps its driver until its driver pod is deleted by hand"
-        pool = mapping(now.get("nodeSelector")).get("gpuplan.io/pool")
-        blast = ctx.facts.pool(bump.scope, str(pool)) if pool else ctx.facts.cluster(bump.scope)
-        text = f"GPU driver {was.get('version') or 'none'} -> {now.get('version')} ({key.label()}): {how}"
-        yield Step("images", text, source=DRIVER_POLICY, blast=blast, action=not auto)
 
 
 def _metric_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iterator[Step]:
