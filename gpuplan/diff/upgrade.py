@@ -280,7 +280,8 @@ def _metric_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Itera
     if read:
         lines = tuple(f"{m}: read by {', '.join(who)}" for m, who in read.items())
         text = f"{len(read)} metric{'s' if len(read) != 1 else ''} the fleet reads {'are' if len(read) != 1 else 'is'} no longer collected ({', '.join(read)}): those alerts, dashboards and adapter rules go silent"
-        yield Step("metrics", text, lines, action=True)
+        sources = ", ".join(upgrade_reach.metric_source(bump.component.name, r) for r in (old, new))
+        yield Step("metrics", text, lines, sources, action=True)
 
 
 def _kubernetes_plan(ctx: Context, scope: str, old: str, new: str) -> Plan:

@@ -27,6 +27,13 @@ DEPLOY_CR = f"{GPU_OPERATOR}:deployments/gpu-operator/templates/clusterpolicy.ya
 PRUNE = "argoproj/argo-cd@v3.5.1:docs/user-guide/sync-options.md"
 
 
+def _plugin_source(release: Release) -> str:
+    """Return the chart template of the DRA driver's kubelet plugin DaemonSet at a release."""
+    if release.version.startswith("v25."):
+        return f"NVIDIA/k8s-dra-driver-gpu@{release.version}:deployments/helm/nvidia-dra-driver-gpu/templates/kubeletplugin.yaml"
+    return f"kubernetes-sigs/dra-driver-nvidia-gpu@{release.version}:deployments/helm/dra-driver-nvidia-gpu/templates/kubeletplugin.yaml"
+
+
 def _deploys_cr(release: Release) -> bool:
     """Tell whether a release's chart has clusterPolicy.deployCR (it can leave the ClusterPolicy to gpuplan)."""
     return isinstance(release, GpuOperatorRelease) and release.has(CHART_DEPLOY_CR)
@@ -72,8 +79,8 @@ def image_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iterato
         if new.version == bump.new.version:  # the objects are those of the bump's ends: last hop
             yield from _driver_steps(ctx, bump)
     elif bump.component.name == "dra-driver":
-        text = f"the DRA kubelet plugin DaemonSet rolls on every GPU node ({old.version} -> {new.version}); prepared claims stay, new pods wait for the plugin"
-        yield Step("images", text, blast=ctx.facts.cluster(bump.scope))
+        text = f"the DRA kubelet plugin DaemonSet rolls on every GPU node ({old.version} -> {new.version}): a pod whose claim the plugin must prepare waits until it is back on its node"
+        yield Step("images", text, source=_plugin_source(new), blast=ctx.facts.cluster(bump.scope))
 
 
 def _drivers(side: Side, scope: str) -> dict[ObjectKey, dict[str, object]]:

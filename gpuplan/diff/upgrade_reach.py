@@ -122,6 +122,14 @@ def application_values(obj: dict[str, Any]) -> dict[str, Any]:
 # metrics
 
 
+def metric_source(component: str, release: Release) -> str:
+    """Return where a release's metric list was read (gpuplan/components/metrics/SOURCES.json)."""
+    if component == "gpu-operator":
+        tag = dcgm_tag(getattr(release, "operands", {})["dcgmExporter"].version)
+        return f"NVIDIA/dcgm-exporter@{tag}:etc/dcp-metrics-included.csv"
+    return f"kubernetes-sigs/kueue@{release.version}:site/content/en/docs/reference/metrics.md"
+
+
 def metric_names(component: str, release: Release) -> set[str] | None:
     """Return the metrics a release's exporter publishes (DCGM for the GPU Operator, Kueue's own)."""
     if component == "gpu-operator":
