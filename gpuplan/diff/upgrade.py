@@ -266,7 +266,8 @@ def _default_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iter
         if len(changes) > upgrade_reach.SHOWN
         else ""
     )
-    text = f"{len(changes)} chart default{'s' if len(changes) != 1 else ''} change that gpuplan's values leave alone ({named}{more})"
+    one = len(changes) == 1
+    text = f"{len(changes)} chart default{'' if one else 's'} {'changes' if one else 'change'} that gpuplan's values leave alone ({named}{more})"
     yield Step("defaults", text, tuple(changes), sources)
 
 

@@ -174,7 +174,8 @@ def _one(name: str, was: dict[str, Any], now: dict[str, Any]) -> list[CrdChange]
         )
         removed = sorted(p for p in before if p not in after and _parent_in(p, after))
         if required:
-            out.append(CrdChange(name, f"{version} newly requires {', '.join(required)}"))
+            text = f"{version} newly requires {', '.join(required)}: an object without it is refused on its next write"
+            out.append(CrdChange(name, text, True))
         if removed:
             out.append(CrdChange(name, f"{version} drops the fields {', '.join(removed)}"))
     return out

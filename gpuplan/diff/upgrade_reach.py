@@ -17,13 +17,15 @@ from gpuplan.diff.objects import ObjectKey, Side
 IMAGE_LEAVES = frozenset({"tag", "version", "digest", "sha", "appVersion", "image_tag_version"})
 SHOWN = 12  # default changes named in a step's line; the rest fold into its details
 # With clusterPolicy.deployCR=false (gpuplan renders the ClusterPolicy) the GPU Operator chart reads only
-# these top-level keys: every template but clusterpolicy.yaml and gpucluster.yaml
-# (NVIDIA/gpu-operator@v26.7.0:deployments/gpu-operator/templates/).
-GPU_OPERATOR_READ = frozenset({
-    "cdi", "daemonsets", "dcgmExporter", "devicePlugin", "driver", "extraObjects", "fullnameOverride",
-    "gdrcopy", "gds", "migManager", "nameOverride", "nfd", "node-feature-discovery", "operator",
-    "platform", "toolkit", "validator",
-})  # fmt: skip
+# these values: every `.Values.` path of its templates but clusterpolicy.yaml and gpucluster.yaml
+# (NVIDIA/gpu-operator@v26.7.0:deployments/gpu-operator/templates/), and its NFD subchart's.
+GPU_OPERATOR_READ = (
+    "cdi.enabled", "cdi.nriPluginEnabled", "clusterPolicy.deployCR", "daemonsets.annotations",
+    "daemonsets.labels", "daemonsets.tolerations", "dcgmExporter.config", "devicePlugin.config", "driver",
+    "extraObjects", "fullnameOverride", "gdrcopy", "gds", "gpuCluster.deployCR", "migManager.config",
+    "nameOverride", "nfd.enabled", "nfd.nodefeaturerules", "node-feature-discovery", "operator",
+    "platform.openshift", "toolkit.enabled", "validator.image", "validator.repository", "validator.version",
+)  # fmt: skip
 
 
 def leaves(values: Any, prefix: str = "") -> dict[str, Any]:
@@ -56,8 +58,8 @@ def default_changes(
     for path in sorted(was.keys() | now.keys()):
         if path.rsplit(".", 1)[-1] in IMAGE_LEAVES or _set_by(path, set_here):
             continue
-        if read is not None and path.split(".", 1)[0] not in read:
-            continue  # a key only the template gpuplan turns off reads
+        if read is not None and not any(path == r or path.startswith(r + ".") for r in read):
+            continue  # a value only the template gpuplan turns off reads
         if path not in was and _off(now[path]):
             continue  # a new knob whose default is off or empty: nothing changes until it is set
         if _switched_off(path, effective):
@@ -73,8 +75,8 @@ def default_changes(
 _ABSENT = object()
 
 
-def _read_keys(component: str, given: dict[str, Any]) -> frozenset[str] | None:
-    """Return the top-level keys the chart still reads with gpuplan's values (None: all)."""
+def _read_keys(component: str, given: dict[str, Any]) -> tuple[str, ...] | None:
+    """Return the value paths the chart still reads with gpuplan's values (None: all)."""
     if component == "gpu-operator" and dig(given, "clusterPolicy", "deployCR") is False:
         return GPU_OPERATOR_READ
     return None
