@@ -35,6 +35,7 @@ from typing import Any
 import yaml
 
 from gpuplan.components import REGISTRY
+from gpuplan.components.values import COMPONENTS
 
 DATA = Path(__file__).resolve().parent.parent / "gpuplan" / "components" / "values"
 SOURCES = "SOURCES.json"
@@ -105,17 +106,6 @@ def _where(component: str, line: str, version: str) -> tuple[str, str, str, tupl
             STACK_KEYS,
         )
     raise KeyError(component)
-
-
-COMPONENTS = (
-    "gpu-operator",
-    "kueue",
-    "volcano",
-    "karpenter",
-    "kai-scheduler",
-    "dra-driver",
-    "monitoring",
-)
 
 
 def entries() -> list[Entry]:

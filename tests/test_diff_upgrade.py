@@ -297,3 +297,13 @@ def test_the_shipped_chart_values_match_their_sources() -> None:
     script = Path(__file__).parent.parent / "scripts" / "fetch_chart_values.py"
     done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_chart_whose_defaults_gpuplan_does_not_ship_says_so(tmp_path: Path) -> None:
+    root = bump(
+        tmp_path / "repo", [("clusters/eks-batch.yaml", "version: 9.59.0", "version: 9.53.0")], []
+    )
+    (plan,) = diff(root).upgrades
+    assert (plan.component, plan.old, plan.new) == ("cluster-autoscaler", "9.53.0", "9.59.0")
+    (step,) = [s for h in plan.hops for s in h.steps]
+    assert step.kind == "defaults" and "does not compare this chart's defaults" in step.text

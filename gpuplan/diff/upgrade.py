@@ -16,6 +16,7 @@ from itertools import pairwise
 from gpuplan.components import REGISTRY
 from gpuplan.components.base import Component, Release
 from gpuplan.components.skew import SKEW, kubernetes_stops
+from gpuplan.components.values import COMPONENTS as COVERED
 from gpuplan.diff import upgrade_crds, upgrade_gpu, upgrade_reach
 from gpuplan.diff.kinds import Blast, Context, Disruption, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import Side
@@ -257,7 +258,16 @@ def _default_steps(ctx: Context, bump: Bump, old: Release, new: Release) -> Iter
     found = upgrade_reach.default_changes(
         bump.component.name, bump.line, old.version, new.version, given
     )
-    if found is None or not found[0]:
+    if found is None:
+        if bump.component.name in COVERED:  # a release added without its values
+            missing = (
+                "chart values of this release are not shipped: run scripts/fetch_chart_values.py"
+            )
+        else:
+            missing = "gpuplan does not compare this chart's defaults: read its release notes"
+        yield Step("defaults", f"{old.version} -> {new.version}: {missing}")
+        return
+    if not found[0]:
         return
     changes, sources = found
     named = ", ".join(c.split(":", 1)[0] for c in changes[: upgrade_reach.SHOWN])

@@ -15,6 +15,16 @@ from typing import Any
 import yaml
 
 DATA = Path(__file__).parent
+# The components whose chart defaults ship (scripts/fetch_chart_values.py fetches every supported release).
+COMPONENTS = (
+    "gpu-operator",
+    "kueue",
+    "volcano",
+    "karpenter",
+    "kai-scheduler",
+    "dra-driver",
+    "monitoring",
+)
 
 
 def _target(component: str, line: str, version: str) -> str:
