@@ -185,6 +185,7 @@ def _notes_for(component: str, line: str) -> list[upstream.UpgradeNote]:
     [
         ("kueue", "", DGX, "v0.14.4", "v0.12.10"),
         ("karpenter", "aws", H100, "v1.14.1", "v1.0.14"),
+        ("karpenter", "azure", AKS, "v1.12.2", "v1.6.2"),
     ],
 )
 def test_every_upstream_action_note_is_named_by_a_bump_across_it(
@@ -209,6 +210,7 @@ def test_every_upstream_action_note_is_named_by_a_bump_across_it(
         tmp_path / "repo",
         [(file, f"version: {newest}", f"version: {oldest}")],
         [(file, f"version: {newest}", f"version: {target}")],
+        AKS_FLEET if file == AKS else None,
     )
     text = comment(diff(root, source))
     for note in notes:
