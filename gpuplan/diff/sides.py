@@ -16,8 +16,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpuplan.components.gpu_operator import CHART_DEPLOY_CR, GpuOperatorRelease
 from gpuplan.components.gpu_operator import COMPONENT as GPU_OPERATOR
 from gpuplan.diagnostics import Diagnostic, has_errors, ordered, render
@@ -159,15 +157,16 @@ def _hold(folder: Path, diagnostics: list[Diagnostic]) -> Held:
     )
     held: Held = {}
     for item in errors:
-        path = folder / item.file
+        path = (folder / item.file).resolve()
+        if not path.is_relative_to(folder.resolve()) or path.is_symlink():
+            return {}  # only the exported files themselves are ever rewritten
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
         found = VERSION.search(lines[item.line - 1])
         if found is None:
             return {}
         lines[item.line - 1] = VERSION.sub(target, lines[item.line - 1], count=1)
         path.write_text("".join(lines), encoding="utf-8")
-        name = yaml.safe_load("".join(lines)).get("name", path.stem)
-        held[(str(name), GPU_OPERATOR.name)] = found.group(0)
+        held[(path.stem, GPU_OPERATOR.name)] = found.group(0)  # a cluster is named by its file
     return held
 
 
