@@ -100,6 +100,7 @@ def compile_fleet(
         fleet, more = build_fleet(inputs, owners)
     if base is not None:
         fleet.base = gitbase.base_quotas(at_base)
+        fleet.base_releases = gitbase.base_releases(at_base)
     found += with_code(more, "resolve")
     with stage("checks"):
         found += run_checks(fleet)

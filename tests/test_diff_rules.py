@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 import yaml
 
+from gpuplan.components.upgrades import RequiredStop
 from gpuplan.diff.analyse import analyse
 from gpuplan.diff.blast import Facts, PoolFacts
 from gpuplan.diff.kinds import CODES, Disruption
 from gpuplan.diff.objects import Entry, Side, key_of
+from gpuplan.diff.upgrade import Bumped, Upstream
 from tests.conftest import run
 
 
@@ -231,14 +233,24 @@ def application(revision: str, values: str = "a: 1") -> dict[str, Any]:
 
 
 def test_an_operator_chart_upgrade_and_a_values_change() -> None:
+    # a supported release moves: its upgrade plan replaces the bare chart change
     [upgrade] = found([application("v26.3.0")], [application("v26.7.0")])
-    assert (
-        upgrade.code == "chart-upgrade"
-        and "gpu-operator v26.3.0 -> v26.7.0" in upgrade.message
-        and "CRDs" in upgrade.message
-    )
+    assert upgrade.code == "upgrade" and "gpu-operator v26.3.0 -> v26.7.0" in upgrade.message
+    # a chart version gpuplan has no facts of stays a chart change
+    [unknown] = found([application("v26.3.0")], [application("v99.0.0")])
+    assert unknown.code == "chart-upgrade" and "gpu-operator v26.3.0 -> v99.0.0" in unknown.message
     [values] = found([application("v26.7.0")], [application("v26.7.0", "a: 2")])
     assert values.code == "chart-upgrade" and "values change" in values.message
+
+
+def test_a_bump_over_a_release_upstream_requires_is_an_error() -> None:
+    stop = RequiredStop("gpu-operator", "v26.3.1", "test stop", "test source")
+    source = Upstream(stops=lambda *_: [stop])
+    old, new = side(application("v26.3.0")), side(application("v26.7.0"))
+    result = analyse("old", "new", old, new, [], FACTS, Bumped(source=source))
+    [skip] = [d for d in result.disruptions if d.code == "upgrade-skip"]
+    assert skip.severity == "error" and "skips v26.3.1" in skip.message
+    assert result.disruptions[0] is skip  # errors first
 
 
 def test_a_crd_change_or_removal() -> None:
@@ -546,7 +558,7 @@ def test_fail_on_a_code_or_severity_exits_1(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("code", sorted(CODES))
 def test_every_code_has_a_known_severity(code: str) -> None:
-    assert CODES[code][0] in ("disruptive", "risk")
+    assert CODES[code][0] in ("error", "disruptive", "risk")
 
 
 def test_the_readme_lists_every_code_with_its_severity() -> None:

@@ -34,7 +34,16 @@ def run_checks(fleet: Fleet) -> list[Diagnostic]:
 def _register() -> None:
     """Import the checks of no one component, then each registry component's check modules."""
     # register the checks (gke: GKE's GPU stack, which is no registry component)
-    from gpuplan.check import admission, gke, overrun, quotas, rbac, tenants, topology  # noqa: F401
+    from gpuplan.check import (  # noqa: F401
+        admission,
+        gke,
+        overrun,
+        quotas,
+        rbac,
+        tenants,
+        topology,
+        version_bumps,
+    )
     from gpuplan.components import REGISTRY
 
     for component in REGISTRY.values():

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from gpuplan.diff import upgrade
 from gpuplan.diff.blast import Facts, from_objects, merged
 from gpuplan.diff.disruptions import find
-from gpuplan.diff.kinds import Blast, Context, Disruption
+from gpuplan.diff.kinds import SEVERITIES, Blast, Context, Disruption
 from gpuplan.diff.nodes import KARPENTER, mig_changes
 from gpuplan.diff.objects import FieldChange, ObjectChange, ObjectKey, Side, compare, field_changes
 from gpuplan.diff.renames import Aligned, Rename, aligned_side, substitute
@@ -19,19 +20,25 @@ def analyse(
     new: Side,
     capacity: list[CapacityChange],
     facts: Facts | None = None,
+    bumped: upgrade.Bumped = upgrade.NONE,
 ) -> DiffResult:
-    """Return the diff of two sides: renames, object changes, disruptions, MIG layouts and capacity."""
+    """Return the diff of two sides: renames, object changes, disruptions, MIG layouts, capacity
+    and upgrade plans (`bumped`: what the objects cannot tell, and upstream's stops and notes)."""
     facts = facts if facts is not None else merged(from_objects(old), from_objects(new))
     aligned = aligned_side(old, new)
     changes = _changes(old, new, aligned)
     ctx = Context(aligned.side, new, changes, facts)
+    plans = upgrade.plans(ctx, bumped)
     disruptions = find(aligned.side, new, changes, facts) + list(
         _rename_disruptions(aligned, facts)
     )
-    disruptions.sort(key=lambda d: d.severity != "disruptive")
-    return DiffResult(
+    disruptions += upgrade.findings(plans)
+    disruptions.sort(key=lambda d: SEVERITIES.index(d.severity))
+    result = DiffResult(
         old_label, new_label, changes, disruptions, capacity, aligned.renames, mig_changes(ctx)
     )
+    result.upgrades = plans
+    return result
 
 
 def _changes(old: Side, new: Side, aligned: Aligned) -> list[ObjectChange]:

@@ -5,7 +5,10 @@ says how bad the code is:
 
 - `disruptive`: running work is stopped, evicted or moved, or nodes are drained or replaced;
 - `risk`: nothing stops by itself, but the change loosens isolation or security, or rolls
-  components a reviewer should know about.
+  components a reviewer should know about;
+- `error`: the change does what upstream forbids (a version bump that skips a required stop); a
+  diff does not fail on it by itself (the PR comment must still be posted): `--fail-on error`
+  gates it, and `gpuplan check --base REF` refuses it as an error at the version's line.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ from typing import Any, Protocol
 
 from gpuplan.diff.objects import ObjectChange, ObjectKey, Side
 
-DISRUPTIVE, RISK = "disruptive", "risk"
-SEVERITIES = (DISRUPTIVE, RISK)
+ERROR, DISRUPTIVE, RISK = "error", "disruptive", "risk"
+SEVERITIES = (ERROR, DISRUPTIVE, RISK)
 
 # code -> (severity, heading in the markdown comment)
 CODES: dict[str, tuple[str, str]] = {
+    "upgrade-skip": (ERROR, "Upgrade skips a required release"),
     "mig-relayout": (DISRUPTIVE, "MIG relayout"),
     "driver-upgrade": (DISRUPTIVE, "GPU driver change"),
     "nodes-replaced": (DISRUPTIVE, "Nodes replaced"),
@@ -33,6 +37,7 @@ CODES: dict[str, tuple[str, str]] = {
     "topology-changed": (DISRUPTIVE, "Topology levels changed or removed"),
     "gpu-operator-upgrade": (RISK, "GPU Operator components roll"),
     "chart-upgrade": (RISK, "Operator chart change"),
+    "upgrade": (RISK, "Component upgrade"),
     "crd-changed": (RISK, "CRD change"),
     "priority-raised": (RISK, "Priority raised"),
     "takes-from-tenants": (RISK, "Can take from other tenants"),

@@ -18,7 +18,7 @@ from urllib.parse import quote
 import jinja2
 
 from gpuplan.diff import migview
-from gpuplan.diff.kinds import DISRUPTIVE, RISK, Disruption
+from gpuplan.diff.kinds import DISRUPTIVE, ERROR, RISK, Disruption
 from gpuplan.diff.objects import FLEET, ObjectChange
 from gpuplan.diff.result import WORKING_TREE, DiffResult, field_line, summary
 
@@ -36,6 +36,7 @@ class Limits:
     capacity: int = 100  # capacity rows
     counts: int = 60  # rows of the counts table (then one row per cluster)
     drawings: bool = True  # MIG layouts drawn as slice tables
+    plan_details: bool = True  # the folded details and sources of each upgrade plan
     findings: str = "full"  # full, short (no message) or grouped (subjects per cluster and code)
 
 
@@ -44,6 +45,7 @@ LIMITS = Limits()
 STEPS: tuple[tuple[str, Callable[[Limits], Limits]], ...] = (
     ("object tables", lambda lim: replace(lim, objects=0, capacity=0)),
     ("MIG slice drawings", lambda lim: replace(lim, drawings=False)),
+    ("upgrade plan details", lambda lim: replace(lim, plan_details=False)),
     ("counts per kind", lambda lim: replace(lim, counts=0)),
     ("finding messages", lambda lim: replace(lim, findings="short")),
     ("one line per cluster and code", lambda lim: replace(lim, findings="grouped")),
@@ -122,12 +124,74 @@ def _grouped(items: list[Disruption]) -> list[str]:
 def _findings(result: DiffResult, level: str) -> list[dict[str, Any]]:
     """Return the disruptive section, then the risks, each listing every finding."""
     sections = []
-    for severity, title in ((DISRUPTIVE, "⚠️ Disruptive changes"), (RISK, "Risks to review")):
+    for severity, title in (
+        (ERROR, "⛔ Refused by upstream"),
+        (DISRUPTIVE, "⚠️ Disruptive changes"),
+        (RISK, "Risks to review"),
+    ):
         items = result.severe(severity)
         if items:
             lines = _grouped(items) if level == "grouped" else [_finding(d, level) for d in items]
             sections.append({"title": title, "count": len(items), "items": lines})
     return sections
+
+
+# upgrade plans
+
+STEP_TITLES = {
+    "action": "Upstream",
+    "nodes": "Kubernetes",
+    "crds": "CRDs",
+    "crd-install": "CRD install",
+    "api": "Rendering",
+    "defaults": "Chart defaults",
+    "images": "GPU nodes",
+    "metrics": "Metrics",
+}
+
+
+def _upgrades(result: DiffResult, limits: Limits) -> list[dict[str, Any]]:
+    """Return each plan: a heading line with its reach, its numbered steps in order (stops first), and
+    the folded details (every line behind a step, and its sources)."""
+    out = []
+    for plan in result.upgrades:
+        reach = plan.blast.describe()
+        head = f"**{_prose(plan.scope)}** · {_code(plan.component + (f' ({plan.line})' if plan.line else ''))} {_prose(plan.old)} → {_prose(plan.new)}"
+        head += f" — _reaches {_prose(reach)}_" if reach else ""
+        head += f"\n\n_{_prose(plan.note)}._" if plan.note else ""
+        if plan.identical:
+            out.append(
+                {
+                    "head": head
+                    + ": CRDs and chart defaults identical, Argo CD only rolls the controller's pods",
+                    "steps": [],
+                    "details": [],
+                    "fence": "```",
+                }
+            )
+            continue
+        steps, details = [], []
+        for stop in plan.stops:
+            steps.append(f"⛔ **Stop at {_prose(stop.version)} first**: {_prose(stop.why)}")
+            details.append(f"[{len(steps)}] source: {stop.source}")
+        multi = len(plan.hops) > 1
+        for hop in plan.hops:
+            for step in hop.steps:
+                text = step.text if limits.findings == "full" else step.text.split(":", 1)[0]
+                mark = "❗ " if step.action else ""
+                where = f"{_prose(hop.old)} → {_prose(hop.new)} · " if multi else ""
+                line = f"{mark}{where}**{STEP_TITLES[step.kind]}**: {_prose(text)}"
+                reach = step.blast.describe()
+                steps.append(line + (f" — _reaches {_prose(reach)}_" if reach else ""))
+                details += [f"[{len(steps)}] {d}" for d in step.details]
+                if step.source:
+                    details.append(f"[{len(steps)}] source: {step.source}")
+        fence = "`" * max(
+            3, max((len(r) for d in details for r in re.findall(r"`+", d)), default=0) + 1
+        )
+        kept = details if limits.plan_details else []
+        out.append({"head": head, "steps": steps, "details": kept, "fence": fence})
+    return out
 
 
 # MIG layouts
@@ -328,11 +392,12 @@ def _render(result: DiffResult, limits: Limits, cut: list[str]) -> str:
     context = {
         "marker": result.marker,
         "summary": summary(result),
-        "changed": bool(result.changes),
+        "changed": bool(result.changes or result.disruptions),
         "old": _label(result.old_label),
         "new": _label(result.new_label),
         "counts": _counts(result, limits),
         "findings": _findings(result, limits.findings),
+        "upgrades": _upgrades(result, limits),
         "mig": _mig(result, limits.drawings),
         "renames": _renames(result),
         "capacity": _capacity(result, limits),
@@ -359,6 +424,8 @@ def as_markdown(result: DiffResult, limits: Limits = LIMITS) -> str:
     for what, step in STEPS:
         if len(text) <= MAX_COMMENT:
             break
+        if what == "upgrade plan details" and not result.upgrades:
+            continue  # nothing to give up
         limits = step(limits)
         cut.append(what)
         text = _render(result, limits, cut)

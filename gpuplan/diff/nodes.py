@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from gpuplan.diff import migview
+from gpuplan.diff import migview, upgrade
 from gpuplan.diff.kinds import Blast, Context, Disruption, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import ObjectKey, Side
 from gpuplan.gpus.catalog import GpuModel
@@ -404,6 +404,10 @@ def chart_upgrades(ctx: Context) -> Iterator[Disruption]:
         values = [s for s in _sources(ctx.new[key].obj) if s.get("chart")] != [
             s for s in _sources(ctx.old[key].obj) if s.get("chart")
         ]
+        was = upgrade.releases_on(ctx.old[key].obj, crd_charts=True)
+        now = upgrade.releases_on(ctx.new[key].obj, crd_charts=True)
+        if any(was[c][1] != now[c][1] for c in was.keys() & now.keys()):
+            continue  # a supported release moves: the upgrade plan says what it does
         if moved:
             message = f"operator chart upgrade ({', '.join(moved)}): Argo CD upgrades the release, its CRDs and its controllers"
         elif values:

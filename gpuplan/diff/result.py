@@ -11,12 +11,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpuplan.diff.kinds import DISRUPTIVE, RISK, Disruption
+from gpuplan.diff.kinds import DISRUPTIVE, ERROR, RISK, Disruption
 from gpuplan.diff.objects import ABSENT, FLEET, FieldChange, ObjectChange
 
 if TYPE_CHECKING:
     from gpuplan.diff.nodes import MigChange
     from gpuplan.diff.renames import Rename
+    from gpuplan.diff.upgrade import Plan
 
 WORKING_TREE = "the working tree"
 ARROW = " -> "
@@ -47,6 +48,7 @@ class DiffResult:
     capacity: list[CapacityChange] = field(default_factory=list)
     renames: list[Rename] = field(default_factory=list)
     mig: list[MigChange] = field(default_factory=list)
+    upgrades: list[Plan] = field(default_factory=list)
     marker: str = ""  # the sticky-comment marker (markdown only)
 
     def count(self, status: str) -> int:
@@ -71,7 +73,7 @@ class DiffResult:
 
 def summary(result: DiffResult) -> str:
     """Return `3 objects changed, 1 added, 0 removed in 2 clusters; 2 disruptive, 1 risk`."""
-    if not result.changes:
+    if not result.changes and not result.disruptions:
         return "no changes"
     changed = result.count("changed")
     text = f"{changed} {'object' if changed == 1 else 'objects'} changed, {result.count('added')} added, {result.count('removed')} removed"
@@ -83,8 +85,11 @@ def summary(result: DiffResult) -> str:
     if FLEET in result.scopes():
         text += f" {'and' if clusters else 'in'} {FLEET}"
     severe, risks = len(result.severe(DISRUPTIVE)), len(result.severe(RISK))
+    errors = len(result.severe(ERROR))
+    if errors:
+        text += f"; {errors} {'error' if errors == 1 else 'errors'}"
     if severe or risks:
-        text += f"; {severe} disruptive, {risks} {'risk' if risks == 1 else 'risks'}"
+        text += f"{',' if errors else ';'} {severe} disruptive, {risks} {'risk' if risks == 1 else 'risks'}"
     return text
 
 
@@ -132,6 +137,26 @@ def finding_line(item: Disruption) -> str:
 # text
 
 
+def plan_lines(plan: Plan) -> list[str]:
+    """Return an upgrade plan as text: `= cluster component old -> new`, then one line per step in order."""
+    lines = [
+        f"= {plan.scope}: upgrade {plan.title}"
+        + (f" (reaches {plan.blast.describe()})" if plan.blast.describe() else "")
+    ]
+    if plan.identical:
+        return [lines[0] + ": CRDs and chart defaults identical"]
+    steps = [f"stop at {s.version} first: {s.why} [{s.source}]" for s in plan.stops]
+    for hop in plan.hops:
+        where = f"{hop.old} -> {hop.new}: " if len(plan.hops) > 1 else ""
+        for step in hop.steps:
+            mark = "(act) " if step.action else ""
+            steps.append(
+                f"{mark}{where}{step.kind}: {step.text}"
+                + (f" [{step.source}]" if step.source else "")
+            )
+    return lines + [f"  {n}. {s}" for n, s in enumerate(steps, 1)]
+
+
 def as_text(result: DiffResult) -> str:
     """Return one line per changed field, added, removed or renamed object, then findings and the summary."""
     lines = []
@@ -145,6 +170,7 @@ def as_text(result: DiffResult) -> str:
         else:
             lines.extend(f"~ {who(change)} {field_line(f)}" for f in change.fields)
     lines += [f"! {finding_line(d)}" for d in result.disruptions]
+    lines += [line for plan in result.upgrades for line in plan_lines(plan)]
     lines.append(summary(result))
     return "\n".join(lines) + "\n"
 
@@ -209,6 +235,41 @@ def _layout_json(config: Any, name: str | None) -> dict[str, Any] | None:
     return {"config": name, "layout": groups if config is not None else None}
 
 
+def _blast_json(blast: Any) -> dict[str, Any]:
+    return {
+        "nodes": blast.nodes,
+        "gpus": blast.gpus,
+        "tenants": list(blast.tenants),
+        "text": blast.describe(),
+    }
+
+
+def _plan_json(plan: Plan) -> dict[str, Any]:
+    """Return one upgrade plan as JSON: the stops, then each hop's steps in order."""
+    stops = [{"version": s.version, "why": s.why, "source": s.source} for s in plan.stops]
+    hops = [
+        {
+            "old": hop.old,
+            "new": hop.new,
+            "steps": [
+                {"kind": s.kind, "text": s.text, "action": s.action, "source": s.source}
+                | {"details": list(s.details), "blastRadius": _blast_json(s.blast)}
+                for s in hop.steps
+            ],
+        }
+        for hop in plan.hops
+    ]
+    head = {"cluster": plan.scope, "component": plan.component, "line": plan.line or None}
+    head |= {"old": plan.old, "new": plan.new, "application": plan.application}
+    head |= {"note": plan.note} if plan.note else {}
+    return head | {
+        "identical": plan.identical,
+        "blastRadius": _blast_json(plan.blast),
+        "stops": stops,
+        "hops": hops,
+    }
+
+
 def as_json(result: DiffResult) -> str:
     """Return the whole diff as one JSON document."""
     counts = [
@@ -224,6 +285,7 @@ def as_json(result: DiffResult) -> str:
     }
     head |= {
         "clusters": result.scopes(),
+        "error": len(result.severe(ERROR)),
         "disruptive": len(result.severe(DISRUPTIVE)),
         "risk": len(result.severe(RISK)),
         "counts": counts,
@@ -243,6 +305,7 @@ def as_json(result: DiffResult) -> str:
             }
             for r in result.renames
         ],
+        "upgrades": [_plan_json(p) for p in result.upgrades],
         "migLayouts": [
             {
                 "cluster": m.scope,

@@ -7,6 +7,7 @@ nothing is written.
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -15,7 +16,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from gpuplan.components.gpu_operator import CHART_DEPLOY_CR, GpuOperatorRelease
+from gpuplan.components.gpu_operator import COMPONENT as GPU_OPERATOR
 from gpuplan.diagnostics import Diagnostic, has_errors, ordered, render
+from gpuplan.diff import upgrade
 from gpuplan.diff.analyse import analyse
 from gpuplan.diff.blast import Facts, PoolFacts, PoolKey, from_fleet, merged
 from gpuplan.diff.disruptions import KUEUE, nominal_quotas
@@ -28,6 +32,7 @@ from gpuplan.diff.result import (
     as_json,
     as_text,
 )
+from gpuplan.diff.upgrade import UPSTREAM, Upstream
 from gpuplan.inputs import snapshot
 from gpuplan.inputs.git import UsageError, export_inputs, resolve
 from gpuplan.model.quantity import QuantityError, parse_quantity
@@ -85,35 +90,84 @@ def _queue_quotas(side: Side) -> dict[CapacityKey, str]:
     return out
 
 
-SideResult = tuple[Side, dict[CapacityKey, str], dict[PoolKey, PoolFacts], list[str], str]
-EMPTY: SideResult = ({}, {}, {}, [], "")
+# objects, capacity, pool facts, notes, Kubernetes version per cluster, error report ('' if none)
+SideResult = tuple[
+    Side, dict[CapacityKey, str], dict[PoolKey, PoolFacts], list[str], dict[str, str], str
+]
+EMPTY: SideResult = ({}, {}, {}, [], {}, "")
+Held = dict[tuple[str, str], str]  # (cluster, component) -> the release the base runs
+# A base on a GPU Operator release gpuplan cannot render (its chart always owns cluster-policy):
+# its objects are rendered at the first release gpuplan renders, and the plan starts from its own.
+HELD_CODE = "chart-cluster-policy"
+VERSION = re.compile(r"\bv\d+\.\d+\.\d+\b")
 
 
 def _side(root: Path, crds: Path | None, where: str) -> SideResult:
     """Compile one side; return its objects, capacity, pool facts, notes, and its error report ('' if none)."""
-    result = compile_fleet(root, crds=crds, verify_output=False)
+    return _from_result(compile_fleet(root, crds=crds, verify_output=False), where)
+
+
+def _from_result(result: Any, where: str) -> SideResult:
+    """Return one compiled side's objects, capacity, pool facts, notes, and its error report."""
     if has_errors(result.diagnostics) or result.fleet is None:
-        return {}, {}, {}, [], _errors_text(result.diagnostics, where)
+        return {}, {}, {}, [], {}, _errors_text(result.diagnostics, where)
     side, problems = from_manifests(result.manifests)
     if problems:
-        return {}, {}, {}, [], _errors_text(problems, where)
-    return side, _fleet_capacity(result.fleet), from_fleet(result.fleet), result.notes, ""
+        return {}, {}, {}, [], {}, _errors_text(problems, where)
+    kubernetes = {n: str(c.spec.kubernetes_version) for n, c in result.fleet.clusters.items()}
+    facts = from_fleet(result.fleet)
+    return side, _fleet_capacity(result.fleet), facts, result.notes, kubernetes, ""
 
 
 def _errors_text(diagnostics: list[Diagnostic], where: str) -> str:
     return f"error: {where} has errors:\n" + render(ordered(diagnostics), "text")
 
 
-def _base_side(root: Path, commit: str, crds: Path | None, where: str) -> SideResult | None:
-    """Export the inputs at a commit and compile them (None when the commit has no clusters/)."""
+def _base_side(
+    root: Path, commit: str, crds: Path | None, where: str
+) -> tuple[SideResult, Held] | None:
+    """Export the inputs at a commit and compile them (None when the commit has no clusters/);
+    a GPU Operator release gpuplan refuses only for its chart's own ClusterPolicy is held (see
+    `_hold`), so the upgrade plan can start from it."""
     with tempfile.TemporaryDirectory(prefix="gpuplan-base-") as folder:
         try:
             exported = export_inputs(root, commit, Path(folder))
         except snapshot.UnsafeTree as exc:
-            return {}, {}, {}, [], _errors_text(exc.diagnostics, where)
+            return ({}, {}, {}, [], {}, _errors_text(exc.diagnostics, where)), {}
         if not (exported and (Path(folder) / "clusters").is_dir()):
             return None
-        return _side(Path(folder), crds, where)
+        result = compile_fleet(Path(folder), crds=crds, verify_output=False)
+        held = _hold(Path(folder), result.diagnostics)
+        if held:
+            result = compile_fleet(Path(folder), crds=crds, verify_output=False)
+        return _from_result(result, where), held
+
+
+def _hold(folder: Path, diagnostics: list[Diagnostic]) -> Held:
+    """Rewrite, in the exported base, each GPU Operator version refused only by `chart-cluster-policy`
+    to the oldest release gpuplan renders; return what each cluster ran. Nothing when other errors
+    stand (they are reported as they are)."""
+    errors = [d for d in diagnostics if d.severity == "error"]
+    if not errors or any(d.code != HELD_CODE for d in errors):
+        return {}
+    target = next(
+        r.version
+        for r in GPU_OPERATOR.releases
+        if isinstance(r, GpuOperatorRelease) and r.has(CHART_DEPLOY_CR)
+    )
+    held: Held = {}
+    for item in errors:
+        path = (folder / item.file).resolve()
+        if not path.is_relative_to(folder.resolve()) or path.is_symlink():
+            return {}  # only the exported files themselves are ever rewritten
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        found = VERSION.search(lines[item.line - 1])
+        if found is None:
+            return {}
+        lines[item.line - 1] = VERSION.sub(target, lines[item.line - 1], count=1)
+        path.write_text("".join(lines), encoding="utf-8")
+        held[(path.stem, GPU_OPERATOR.name)] = found.group(0)  # a cluster is named by its file
+    return held
 
 
 def in_turn(first: Callable[[], Any], second: Callable[[], Any]) -> tuple[Any, Any]:
@@ -121,10 +175,17 @@ def in_turn(first: Callable[[], Any], second: Callable[[], Any]) -> tuple[Any, A
     return first(), second()
 
 
-def from_git(root: Path, ref: str, crds: Path | None, both: Both = in_turn) -> DiffResult:
+def from_git(
+    root: Path,
+    ref: str,
+    crds: Path | None,
+    both: Both = in_turn,
+    source: Upstream = UPSTREAM,
+) -> DiffResult:
     """Compare the fleet rendered from the inputs at a git REF with the one from the working tree.
 
-    `both` runs the two sides' compiles (each a whole compile): `gpuplan diff` gives it two cores.
+    `both` runs the two sides' compiles (each a whole compile): `gpuplan diff` gives it two cores;
+    `source` gives upstream's required stops and action notes (gpuplan.components.upgrades).
     """
     commit = resolve(root, ref)
     label = f"{ref} ({commit[:12]})" if ref != commit else commit[:12]
@@ -132,18 +193,35 @@ def from_git(root: Path, ref: str, crds: Path | None, both: Both = in_turn) -> D
     current, base = both(
         partial(_side, root, crds, new_where), partial(_base_side, root, commit, crds, old_where)
     )
+    held: Held = {}
     if base is None:
         sys.stderr.write(f"note: no clusters/ at {label}: comparing with an empty fleet\n")
         base = EMPTY
-    old, old_capacity, old_facts, notes, old_errors = base
-    new, new_capacity, new_facts, more, new_errors = current
+    else:
+        base, held = base
+    for (cluster, component), version in sorted(held.items()):
+        sys.stderr.write(
+            f"note: cluster {cluster} at {label} runs {component} {version}, which gpuplan does not render ({HELD_CODE}): its objects are compared as rendered at the first release gpuplan renders, and the upgrade plan starts from {version}\n"
+        )
+    old, old_capacity, old_facts, notes, old_kubernetes, old_errors = base
+    new, new_capacity, new_facts, more, new_kubernetes, new_errors = current
+    kubernetes = {
+        c: (old_kubernetes[c], new_kubernetes[c])
+        for c in sorted(old_kubernetes.keys() & new_kubernetes.keys())
+        if old_kubernetes[c] != new_kubernetes[c]
+    }
     sys.stderr.write(old_errors + new_errors)
     if old_errors or new_errors:
         raise InputErrors
     for note in dict.fromkeys(notes + more):
         sys.stderr.write(f"note: {note}\n")
     return _result(
-        label, WORKING_TREE, (old, old_capacity), (new, new_capacity), merged(old_facts, new_facts)
+        label,
+        WORKING_TREE,
+        (old, old_capacity),
+        (new, new_capacity),
+        merged(old_facts, new_facts),
+        upgrade.Bumped(held, kubernetes, source),
     )
 
 
@@ -187,9 +265,10 @@ def _result(
     old: tuple[Side, dict[CapacityKey, str]],
     new: tuple[Side, dict[CapacityKey, str]],
     facts: Facts | None,
+    bumped: upgrade.Bumped = upgrade.NONE,
 ) -> DiffResult:
     """Return the diff of two sides; the old capacity rows follow the renames found."""
-    result = analyse(old_label, new_label, old[0], new[0], [], facts)
+    result = analyse(old_label, new_label, old[0], new[0], [], facts, bumped)
     names: dict[str, dict[str, str]] = {}
     for rename in result.renames:
         names.setdefault(rename.scope, {})[rename.old] = rename.new

@@ -10,6 +10,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from gpuplan.components import REGISTRY, chosen
 from gpuplan.inputs.git import export_inputs, resolve
 from gpuplan.inputs.sources import read_inputs
 from gpuplan.plan.fleet import Fleet
@@ -37,6 +38,19 @@ def namespace_owners(fleet: Fleet | None) -> dict[str, str] | None:
     return {
         ns: name for name, tenant in fleet.tenants.items() for ns in tenant.model.namespace_names
     }
+
+
+def base_releases(fleet: Fleet | None) -> dict[tuple[str, str], tuple[str, str]]:
+    """Return (cluster, component) -> (version, line) of every version a cluster's file names at the
+    base, and (cluster, "kubernetes") -> (its kubernetesVersion, "")."""
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    for cluster in fleet.clusters.values() if fleet is not None else ():
+        for name, component in REGISTRY.items():
+            wanted = chosen(component, cluster.spec)
+            if wanted is not None:
+                out[(cluster.name, name)] = wanted
+        out[(cluster.name, "kubernetes")] = (str(cluster.spec.kubernetes_version), "")
+    return out
 
 
 def base_quotas(fleet: Fleet | None) -> dict[tuple[str, str, str, str], int]:

@@ -306,3 +306,6 @@ class Fleet:
     base: dict[tuple[str, str, str, str], int] | None = None
     """With `check --base REF`: (cluster, pool, resource, tenant) -> nominal quota at REF, and
     (cluster, pool, resource, "") -> the pool's capacity there; None without a base."""
+    base_releases: dict[tuple[str, str], tuple[str, str]] | None = None
+    """With `check --base REF`: (cluster, component) -> (version, release line) each cluster ran at
+    REF, for the component versions its file names; None without a base."""
