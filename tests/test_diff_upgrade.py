@@ -7,6 +7,7 @@ does. The comments are golden files under tests/upgrades/ (`pytest --update-gold
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -136,13 +137,35 @@ def test_the_gpu_operator_plan_restarts_the_driver_under_its_upgrade_policy(tmp_
     assert plan.blast.gpus and plan.blast.nodes  # every GPU node of the cluster
 
 
+def _section(result: DiffResult) -> str:
+    return comment(result).split("### Upgrade plan\n\n", 1)[1].split("\n\n", 1)[0]
+
+
 def test_a_patch_bump_with_identical_crds_and_values_is_one_line(tmp_path: Path) -> None:
     root = bump(tmp_path / "repo", [], [(DGX, "version: v0.14.4", "version: v0.14.8")])
-    result = diff(root)
+    silent = Upstream(notes=lambda *bump: [], stops=lambda *bump: [])
+    result = diff(root, silent)
     (plan,) = result.upgrades
     assert plan.identical
-    section = comment(result).split("### Upgrade plan\n\n", 1)[1].split("\n\n", 1)[0]
+    section = _section(result)
     assert section.count("\n") == 0 and "CRDs and chart defaults identical" in section
+
+
+def test_a_patch_bump_with_identical_crds_and_values_still_names_upstreams_notes(
+    tmp_path: Path,
+) -> None:
+    root = bump(tmp_path / "repo", [], [(DGX, "version: v0.14.4", "version: v0.14.8")])
+    notes = upstream.notes_between(REGISTRY["kueue"], "", "v0.14.4", "v0.14.8")
+    assert notes, "Kueue v0.14.5 brings a note: this case needs one"
+    result = diff(root)
+    (plan,) = result.upgrades
+    assert plan.identical and plan.notes == len(notes)
+    assert "CRDs and chart defaults identical" in _section(result)
+    plan_text = comment(result).split("### Upgrade plan\n\n", 1)[1].split("<details>", 1)[0]
+    steps = [line for line in plan_text.splitlines() if re.match(r"\d+\. ", line)]
+    assert len(steps) == len(notes)  # the notes, and nothing else
+    text = comment(result).replace("\\", "")
+    assert all(n.action in text for n in notes)
 
 
 def test_the_json_and_the_text_have_each_plan_with_its_steps_in_order(tmp_path: Path) -> None:
@@ -152,32 +175,25 @@ def test_the_json_and_the_text_have_each_plan_with_its_steps_in_order(tmp_path: 
     start = lines.index(
         "= dgx-onprem: upgrade kueue v0.14.4 -> v0.19.2 (reaches its own pods only: no GPU node is touched)"
     )
-    assert lines[start + 1].startswith("  1. (act) crds: kueue/v0.14.4 -> kueue/v0.19.2")
-    assert lines[start + 2].startswith("  2. crd-install: ")
+    steps = lines[start + 1 :]
+    notes = upstream.notes_between(REGISTRY["kueue"], "", "v0.14.4", "v0.19.2")
+    first = steps[: len(notes)]  # upstream's notes first
+    assert all(re.match(r"  \d+\. (\(act\) )?action: ", step) for step in first), first
+    assert steps[len(notes)].startswith(
+        f"  {len(notes) + 1}. (act) crds: kueue/v0.14.4 -> kueue/v0.19.2"
+    )
+    assert steps[len(notes) + 1].startswith(f"  {len(notes) + 2}. crd-install: ")
     document = json.loads(as_json(result))
     (plan,) = document["upgrades"]
     assert (plan["cluster"], plan["component"], plan["old"], plan["new"]) == (
         "dgx-onprem", "kueue", "v0.14.4", "v0.19.2",
     )  # fmt: skip
     kinds = [s["kind"] for h in plan["hops"] for s in h["steps"]]
-    assert kinds[:2] == ["crds", "crd-install"]
+    assert kinds[: len(notes) + 2] == ["action"] * len(notes) + ["crds", "crd-install"]
     storage = next(s for s in plan["hops"][0]["steps"] if s["kind"] == "crds")
     assert storage["action"] and any(
         "storage version v1beta1 -> v1beta2" in d for d in storage["details"]
     )
-
-
-def _notes_for(component: str, line: str) -> list[upstream.UpgradeNote]:
-    """Return the shipped notes of a component line, or one made here when none is shipped yet."""
-    shipped = [n for n in upstream.NOTES if n.component == component and n.line == line]
-    if shipped:
-        return shipped
-    versions = REGISTRY[component].versions_of(line)
-    return [
-        upstream.UpgradeNote(
-            component, versions[-1], f"test action for {component}", "test source", line=line
-        )
-    ]
 
 
 @pytest.mark.parametrize(
@@ -191,32 +207,22 @@ def _notes_for(component: str, line: str) -> list[upstream.UpgradeNote]:
 def test_every_upstream_action_note_is_named_by_a_bump_across_it(
     component: str, line: str, file: str, newest: str, oldest: str, tmp_path: Path
 ) -> None:
-    notes = _notes_for(component, line)
-    versions = REGISTRY[component].versions_of(line)
-    target = versions[-1]
-    made = [n for n in notes if n not in upstream.NOTES]
-
-    def notes_between(c: object, ln: str, old: str, new: str) -> list[upstream.UpgradeNote]:
-        return upstream.notes_between(c, ln, old, new) + [  # type: ignore[arg-type]
-            n
-            for n in made
-            if upstream.version_key(old)
-            < upstream.version_key(n.version)
-            <= upstream.version_key(new)
-        ]
-
-    source = Upstream(notes=notes_between, stops=lambda *_: [])  # every note on one hop
+    notes = [n for n in upstream.NOTES if n.component == component and n.line == line]
+    assert notes, f"no upstream notes shipped for {component} {line}"
+    target = REGISTRY[component].versions_of(line)[-1]
+    source = Upstream(stops=lambda *_: [])  # the shipped notes; every one on a single hop
     root = bump(
         tmp_path / "repo",
         [(file, f"version: {newest}", f"version: {oldest}")],
         [(file, f"version: {newest}", f"version: {target}")],
         AKS_FLEET if file == AKS else None,
     )
-    text = comment(diff(root, source))
-    for note in notes:
-        if upstream.version_key(oldest) < upstream.version_key(note.version):
-            assert note.action in text.replace("\\", ""), f"{note.version}: {note.action}"
-            assert note.source in text
+    text = html.unescape(comment(diff(root, source)).replace("\\", ""))
+    crossed = [n for n in notes if upstream.version_key(oldest) < upstream.version_key(n.version)]
+    assert crossed
+    for note in crossed:
+        assert note.action in text, f"{note.version}: {note.action}"
+        assert note.source in text
 
 
 def test_a_skip_upstream_forbids_is_an_error_finding(tmp_path: Path) -> None:

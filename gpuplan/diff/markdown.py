@@ -160,16 +160,10 @@ def _upgrades(result: DiffResult, limits: Limits) -> list[dict[str, Any]]:
         head += f" — _reaches {_prose(reach)}_" if reach else ""
         head += f"\n\n_{_prose(plan.note)}._" if plan.note else ""
         if plan.identical:
-            out.append(
-                {
-                    "head": head
-                    + ": CRDs and chart defaults identical, Argo CD only rolls the controller's pods",
-                    "steps": [],
-                    "details": [],
-                    "fence": "```",
-                }
-            )
-            continue
+            head += ": CRDs and chart defaults identical, Argo CD only rolls the controller's pods"
+            if not plan.notes:
+                out.append({"head": head, "steps": [], "details": [], "fence": "```"})
+                continue
         steps, details = [], []
         for stop in plan.stops:
             steps.append(f"⛔ **Stop at {_prose(stop.version)} first**: {_prose(stop.why)}")

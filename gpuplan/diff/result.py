@@ -144,7 +144,7 @@ def plan_lines(plan: Plan) -> list[str]:
         + (f" (reaches {plan.blast.describe()})" if plan.blast.describe() else "")
     ]
     if plan.identical:
-        return [lines[0] + ": CRDs and chart defaults identical"]
+        lines[0] += ": CRDs and chart defaults identical"
     steps = [f"stop at {s.version} first: {s.why} [{s.source}]" for s in plan.stops]
     for hop in plan.hops:
         where = f"{hop.old} -> {hop.new}: " if len(plan.hops) > 1 else ""

@@ -321,6 +321,11 @@ def findings(found: list[Plan]) -> Iterator[Disruption]:
             acts = sum(1 for h in plan.hops for s in h.steps if s.action)
             text = f"{plan.title}: " + (
                 "CRDs and chart defaults unchanged"
+                + (
+                    f", {plan.notes} upstream note{'s' if plan.notes > 1 else ''}"
+                    if plan.notes
+                    else ""
+                )
                 if plan.identical
                 else f"{sum(len(h.steps) for h in plan.hops)} steps, {acts} to act on (see the upgrade plan)"
             )

@@ -78,8 +78,14 @@ class Plan:
 
     @property
     def identical(self) -> bool:
-        """Tell whether the bump changes nothing but the controller's own image (one line)."""
-        return not self.stops and all(not h.steps for h in self.hops)
+        """Tell whether the two releases ship the same CRDs, chart defaults and images: nothing but
+        the controller's own image changes, and upstream's notes (if any) are the only steps."""
+        return not self.stops and all(s.kind == "action" for h in self.hops for s in h.steps)
+
+    @property
+    def notes(self) -> int:
+        """Return how many steps are upstream's notes."""
+        return sum(1 for h in self.hops for s in h.steps if s.kind == "action")
 
     @property
     def title(self) -> str:
