@@ -13,7 +13,8 @@ Snippet conventions (docs/ follows them; this file is their definition):
   that order (`...` elides lines). A command must exit 0, unless the block shows what it
   printed (an error the page explains). A command ending `  # needs a cluster` is checked
   offline as OFFLINE below defines;
-- a ```sh or ```bash block is refused (write ```console, so it runs);
+- a ```sh or ```bash block is refused (write ```console, so it runs), and so is a block that
+  names no language (```text is an illustration, which nothing checks);
 - the working folder of getting-started.md starts empty; every other page's starts as the example
   fleet (clusters/, tenants/, extra/, patches/, values/ and the rendered output/) committed in a
   fresh git repository.
@@ -51,7 +52,7 @@ from gpuplan.views.reference import (
     input_files,
     reference_pages,
 )
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, run
 
 DOCS = PROJECT / "docs"
 CASES = PROJECT / "tests" / "cases"
@@ -232,7 +233,9 @@ def console_block(block: Block, where: str, folder: Path) -> None:
             if line == "...":
                 continue
             found = printed.find(line, at)
-            assert found >= 0, f"{where}: `{command}` did not print {line!r} (in order); it printed:\n{printed}"
+            assert found >= 0, (
+                f"{where}: `{command}` did not print {line!r} (in order); it printed:\n{printed}"
+            )
             at = found + len(line)
 
 
@@ -241,6 +244,7 @@ def test_every_snippet_of_the_page_works(page: Path, tmp_path: Path, example_fle
     folder = working_folder(page, tmp_path, example_fleet)
     for block in blocks(page):
         where = f"{page.relative_to(PROJECT)}:{block.line}"
+        assert block.lang, f"{where}: say what the block is (```text for an illustration)"
         assert block.lang not in ("sh", "bash", "shell"), (
             f"{where}: write commands as a ```console block (`$ ` lines), so the test runs them"
         )
@@ -347,7 +351,9 @@ class _Tiny(Model):
 
 
 def test_a_field_without_a_description_fails_naming_it() -> None:
-    with pytest.raises(Undocumented, match=r"1 input fields without a description: _Tiny\.brightColour$"):
+    with pytest.raises(
+        Undocumented, match=r"1 input fields without a description: _Tiny\.brightColour$"
+    ):
         fields_page({"tiny": ("tiny.yaml", _Tiny)})
 
 
@@ -373,3 +379,16 @@ def test_a_command_or_option_without_help_fails_naming_it() -> None:
 def test_the_real_code_has_every_description(reference: dict[str, str]) -> None:
     """The reference pages build (building raises Undocumented otherwise) and are not empty."""
     assert all(len(text) > 2000 for text in reference.values())
+
+
+def test_the_readme_example_says_what_gpuplan_check_prints(tmp_path: Path) -> None:
+    """The README's 30-second example: its two files, and the diagnostics `gpuplan check` prints."""
+    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    for text in re.findall(r"```yaml\n(.*?)```", readme, re.S):
+        target = tmp_path / text.splitlines()[0].removeprefix("# ")
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(text)
+    shown = re.search(r"`gpuplan check` refuses it.*?```text\n(.*?)```", readme, re.S)
+    assert shown is not None
+    result = run("check", "--root", str(tmp_path))
+    assert result.code == 1 and result.stderr == shown[1]

@@ -4,7 +4,7 @@ target, and the scrape endpoints of the components gpuplan monitors, read at the
 - CRDs: prometheus-operator/prometheus-operator@<tag>:example/prometheus-operator-crd/
   monitoring.coreos.com_{servicemonitors,podmonitors,prometheusrules}.yaml (shipped by
   scripts/fetch_crds.py). gpuplan installs no Prometheus: the operator, Prometheus, Grafana (with its
-  dashboard sidecar) and kube-state-metrics must run on the cluster (README, "Monitoring").
+  dashboard sidecar) and kube-state-metrics must run on the cluster (docs/concepts/monitoring.md).
 - DCGM exporter: the GPU Operator's Service "nvidia-dcgm-exporter", label app=nvidia-dcgm-exporter, port
   "gpu-metrics" 9400 (NVIDIA/gpu-operator@v26.7.0:assets/state-dcgm-exporter/0400_service.yaml; the same
   from v25.10.0), in the GPU Operator's namespace.
@@ -61,7 +61,7 @@ KUEUE_METRICS_READER = "kueue-metrics-reader"
 VOLCANO_SERVICE_LABELS = {"app": "volcano-scheduler"}
 VOLCANO_PORT = "metrics"
 # Node labels gpuplan's rules read through kube-state-metrics' kube_node_labels; its
-# --metric-labels-allowlist must list them (README, "Monitoring").
+# --metric-labels-allowlist must list them (docs/concepts/monitoring.md).
 MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
 # The sidecar of the Grafana chart loads ConfigMaps carrying this label (grafana/helm-charts
 # charts/grafana values.yaml sidecar.dashboards.label/labelValue defaults; kube-prometheus-stack uses "1").

@@ -22,7 +22,12 @@ from pydantic.json_schema import GenerateJsonSchema
 
 from gpuplan.model.quantity import quantity_text
 
-PAGES = ("reference/fields.md", "reference/codes.md", "reference/commands.md", "reference/versions.md")
+PAGES = (
+    "reference/fields.md",
+    "reference/codes.md",
+    "reference/commands.md",
+    "reference/versions.md",
+)
 QUANTITY = "Kubernetes quantity"  # the description gpuplan.model.common.Quantity's schema carries
 EXCERPT = 4  # lines of an example's input shown before and after the line a diagnostic names
 
@@ -166,9 +171,7 @@ def _compact(value: Any) -> str:
 
 def _type(node: dict[str, Any]) -> str:
     """Return a property's type as a reader says it, with its bounds."""
-    options = [
-        n for n in node.get("anyOf", node.get("oneOf", [])) if n.get("type") != "null"
-    ]
+    options = [n for n in node.get("anyOf", node.get("oneOf", [])) if n.get("type") != "null"]
     if len(options) > 1 and QUANTITY in str(node.get("description", "")) + str(
         [o.get("description", "") for o in options]
     ):
@@ -259,7 +262,9 @@ def codes_page(cases: Path, described: Mapping[str, str] | None = None) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-DIAGNOSTIC = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+): .* \[(?P<code>[a-z0-9-]+)\]$")
+DIAGNOSTIC = re.compile(
+    r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+): .* \[(?P<code>[a-z0-9-]+)\]$"
+)
 
 
 def code_examples(cases: Path) -> dict[str, tuple[str, str]]:
