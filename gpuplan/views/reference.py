@@ -287,10 +287,8 @@ def _example(cases: Path, case: str, line: str) -> list[str]:
         lines = source.read_text(encoding="utf-8").splitlines()
         at = int(match["line"])
         first, last = max(1, at - EXCERPT), min(len(lines), at + EXCERPT)
-        if first > 1:
-            out.append("```yaml\n# ...")
-        else:
-            out.append("```yaml")
+        # numbered as in the file, the diagnostic's line marked (pymdownx.highlight)
+        out.append(f'```yaml linenums="{first}" hl_lines="{at - first + 1}"')
         out += lines[first - 1 : last]
         out.append("```\n")
     out += ["```text", line, "```\n"]
