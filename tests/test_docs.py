@@ -23,6 +23,7 @@ Snippet conventions (docs/ follows them; this file is their definition):
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import pkgutil
@@ -397,3 +398,45 @@ def test_the_readme_example_says_what_gpuplan_check_prints(tmp_path: Path) -> No
     assert shown is not None
     result = run("check", "--root", str(tmp_path))
     assert result.code == 1 and result.stderr == shown[1]
+
+
+# --- the built site in a browser ----------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium")
+BROWSER = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]  # fmt: skip
+
+
+def _mkdocs() -> bool:
+    return importlib.util.find_spec("mkdocs") is not None
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed (apt-get install chromium): the site is not opened",
+)
+@pytest.mark.skipif(
+    not _mkdocs(),
+    reason="mkdocs is not installed (pip install -e '.[docs]'): the site is not built",
+)
+def test_the_built_getting_started_page_shows_its_headings_in_chromium(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
+        cwd=PROJECT, check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    page = site / "getting-started" / "index.html"
+    command = [
+        str(CHROMIUM), *BROWSER, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,2000",
+        "--dump-dom", page.as_uri(),
+    ]  # fmt: skip
+    dom = subprocess.run(command, check=True, capture_output=True, text=True, timeout=120).stdout
+    shown = [
+        re.sub(r"<[^>]+>", "", heading).replace("\u00b6", "").strip()
+        for heading in re.findall(r"<h2[^>]*>(.*?)</h2>", dom, re.S)
+    ]
+    written = re.findall(r"^## (.+)$", (DOCS / "getting-started.md").read_text(), re.M)
+    assert shown == written
+    assert "Reference" in dom and "Input fields" in dom  # the navigation lists the generated pages

@@ -162,7 +162,11 @@ def _model_section(
 
 
 def _one_paragraph(text: str) -> str:
-    return " ".join(text.split())
+    """Return text on one line, with `<` and `>` outside code spans escaped (clusters/<name>.yaml)."""
+    parts = " ".join(text.split()).split("`")
+    for i in range(0, len(parts), 2):  # the even parts are outside backticks
+        parts[i] = parts[i].replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
 
 
 def _compact(value: Any) -> str:
@@ -216,9 +220,9 @@ def _bounds(node: dict[str, Any]) -> str:
         ("exclusiveMaximum", "below {}"),
         ("minLength", "at least {} characters"),
         ("maxLength", "at most {} characters"),
-        ("minItems", "at least {} items"),
-        ("maxItems", "at most {} items"),
-        ("minProperties", "at least {} entries"),
+        ("minItems", "at least {} item(s)"),
+        ("maxItems", "at most {} item(s)"),
+        ("minProperties", "at least {} key(s)"),
         ("pattern", "matching `{}`"),
     )
     for key, text in pairs:
@@ -254,7 +258,7 @@ def codes_page(cases: Path, described: Mapping[str, str] | None = None) -> str:
     ]
     for code in sorted(described):
         out.append(f"## `{code}`\n")
-        out.append(described[code].strip() + "\n")
+        out.append(_help_paragraphs(described[code]) + "\n")
         if code in examples:
             out += _example(cases, *examples[code])
         elif code not in RETIRED_CODES:
