@@ -339,7 +339,6 @@ def test_the_versions_page_names_every_supported_version(reference: dict[str, st
 # Codes no golden case can show yet, and why (the reference says so under each).
 CODES_WITHOUT_AN_EXAMPLE_YET = {
     "manifest",  # only `gpuplan validate` reports it; the golden cases run `render`
-    "unused-ignore",  # reported only when a render has no error; a case that renders keeps no diagnostics
     "karpenter-values",  # the input model refuses such values first (an `input` error)
 }
 

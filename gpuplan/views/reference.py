@@ -286,7 +286,9 @@ def _example(cases: Path, case: str, line: str) -> list[str]:
     match = DIAGNOSTIC.match(line)
     assert match is not None  # code_examples kept only the lines that match
     source = cases / case / "input" / match["file"]
-    out = [f"Example: case `{case}`, `{match['file']}`:\n"]
+    args = cases / case / "args.txt"  # more render flags (tests/test_golden.py)
+    flags = f" (`gpuplan render {args.read_text().strip()}`)" if args.is_file() else ""
+    out = [f"Example: case `{case}`{flags}, `{match['file']}`:\n"]
     if source.is_file():
         lines = source.read_text(encoding="utf-8").splitlines()
         at = int(match["line"])
