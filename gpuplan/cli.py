@@ -242,20 +242,26 @@ def requirements(root: Path, cluster: str | None, fmt: str) -> None:
     `k8s.amazonaws.com/accelerator` node label and the scale-from-zero `node-template` tags
     (labels, taints, GPU resources); on AKS the `az aks update --cluster-autoscaler-profile`
     (priority expander, scale-down settings) and `az aks nodepool update` limits; for GKE node
-    pools the `gcloud container node-pools create` flags (accelerator, driver, partition size,
-    time-sharing, spot, `--total-min-nodes`/`--total-max-nodes`); for a self-hosted Karpenter on
-    AKS the bootstrap-token Secret to create, the identity's federated credential and role
-    assignments. `--format terraform` prints the same as attribute blocks of
-    `aws_eks_node_group` and `aws_autoscaling_group_tag`, `azurerm_kubernetes_cluster`
-    (`auto_scaler_profile`) and `azurerm_kubernetes_cluster_node_pool`, or
-    `google_container_node_pool`, to merge into the resources that create the node groups, and
-    for a self-hosted AKS Karpenter an `azurerm_federated_identity_credential` and the
-    `azurerm_role_assignment`s (node resource group, and the subnet's group when it is another),
-    which refer to the identity as `azurerm_user_assigned_identity.<cluster>_karpenter` (the
-    bootstrap token stays out of Terraform state: create the Secret yourself). Printed to
-    stdout, never written: every YAML file under `output/<cluster>/` is something Argo CD
-    applies. Exits 0 (also when nothing is needed), 1 when the fleet has errors (diagnostics on
-    stderr, nothing on stdout), 2 on a usage error such as an unknown format.
+    pools the machine type their GPU and count need (such as `a3-highgpu-8g` for 8 H100 80GB; a
+    GPU or count no machine type has is said so) and the `gcloud container node-pools create`
+    flags (machine type, accelerator, driver, partition size, time-sharing, node labels, spot,
+    `--total-min-nodes`/`--total-max-nodes`); for a cluster with an existing Prometheus, the
+    labels and namespaces its selectors must match and the kube-state-metrics allowlist; for a
+    self-hosted Karpenter on AKS the bootstrap-token Secret to create, the identity's federated
+    credential and role assignments. `--format terraform` prints the same as attribute blocks of
+    `aws_eks_node_group` (`labels`, `taint`) and `aws_autoscaling_group_tag`,
+    `azurerm_kubernetes_cluster` (`auto_scaler_profile`) and
+    `azurerm_kubernetes_cluster_node_pool` (`node_labels`, `node_taints`), or
+    `google_container_node_pool` (`node_config` `machine_type`, `labels`, `taint`), for every
+    node group, fixed-size or autoscaled, to merge into the resources that create the node
+    groups, and for a self-hosted AKS Karpenter an `azurerm_federated_identity_credential` and
+    the `azurerm_role_assignment`s (node resource group, and the subnet's group when it is
+    another), which refer to the identity as
+    `azurerm_user_assigned_identity.<cluster>_karpenter` (the bootstrap token stays out of
+    Terraform state: create the Secret yourself). Printed to stdout, never written: every YAML
+    file under `output/<cluster>/` is something Argo CD applies. Exits 0 (also when nothing is
+    needed), 1 when the fleet has errors (diagnostics on stderr, nothing on stdout), 2 on a
+    usage error such as an unknown format.
     """
     from gpuplan.commands.options import Options
     from gpuplan.commands.requirements import requirements as run

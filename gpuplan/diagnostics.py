@@ -171,6 +171,11 @@ class SourceFile:
         line, col = self.position(loc, at_key)
         return error(self.path, line, col, format_path(loc), message)
 
+    def warning(self, loc: Key, message: str) -> Diagnostic:
+        """Return a warning at the value of `loc` in this file."""
+        line, col = self.position(loc)
+        return warning(self.path, line, col, format_path(loc), message)
+
 
 M = TypeVar("M", bound="BaseModel")
 

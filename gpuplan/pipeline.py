@@ -165,5 +165,19 @@ def validate_manifests(
         result.overlay.place if result.overlay else None,
         proven,
     )
-    result.notes.extend(notes)
+    result.notes.extend(notes + _own_prometheus_notes(fleet))
     return problems
+
+
+def _own_prometheus_notes(fleet: Fleet) -> list[str]:
+    """Say which clusters' Prometheus Operator CRDs are taken as present (prometheus.install: existing)."""
+    notes = []
+    for name, cluster in sorted(fleet.clusters.items()):
+        monitoring = cluster.spec.components.monitoring
+        if monitoring is not None and monitoring.prometheus.install == "existing":
+            notes.append(
+                f"cluster {name}: the monitoring.coreos.com CRDs are taken as the cluster's own "
+                "(components.monitoring.prometheus.install: existing): no Application installs them, so "
+                "the deployment graph and the Argo CD sync simulation do not wait on them"
+            )
+    return notes

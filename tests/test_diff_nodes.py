@@ -323,3 +323,37 @@ def test_a_preinstalled_driver_change_is_disruptive_on_the_node_group(
         "driver 580.95.05 preinstalled on al2023, its own toolkit: the node image ships"
     )
     assert (found["blastRadius"]["nodes"], found["blastRadius"]["gpus"]) == (4, 32)
+
+
+def test_two_rendered_folders_report_the_preinstalled_driver_change_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stack is stated on the pool's ResourceFlavor, so a folder diff finds it without --base."""
+    for side, version in (("old", "580.82.07"), ("new", "580.95.05")):
+        root = committed_example(tmp_path / f"repo-{side}")
+        set_infer_driver(root, version)
+        assert run("render", "--root", str(root), "--out", str(tmp_path / side)).code == 0
+    code, out, _ = call(
+        capsys,
+        old_dir=tmp_path / "old",
+        new_dir=tmp_path / "new",
+        fmt="json",
+        fail_on=("disruptive",),
+    )
+    [found] = [d for d in json.loads(out)["disruptions"] if d["code"] == "driver-upgrade"]
+    assert code == 1 and found["subject"] == "h100-infer" and found["severity"] == "disruptive"
+    assert found["message"].startswith(
+        "pool h100-infer: driver 580.82.07 preinstalled on al2023, its own toolkit -> "
+        "driver 580.95.05 preinstalled on al2023, its own toolkit: the node image ships"
+    )
+    assert found["blastRadius"]["tenants"] == ["team-a", "team-b"]
+
+
+def test_an_unchanged_preinstalled_stack_is_no_finding_between_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = committed_example(tmp_path / "repo")
+    assert run("render", "--root", str(root), "--out", str(tmp_path / "old")).code == 0
+    assert run("render", "--root", str(root), "--out", str(tmp_path / "new")).code == 0
+    _, out, _ = call(capsys, old_dir=tmp_path / "old", new_dir=tmp_path / "new", fmt="json")
+    assert not [d for d in json.loads(out)["disruptions"] if d["code"] == "driver-upgrade"]

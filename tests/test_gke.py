@@ -88,7 +88,8 @@ def test_requirements_print_the_node_pool_flags() -> None:
     result = run("requirements", "--root", str(CASE / "input"))
     assert result.code == 0, result.stderr
     assert (
-        "  gcloud container node-pools create l4-shared --cluster gke-serving --accelerator type=nvidia-l4,count=1,gpu-driver-version=default,"
+        "  gcloud container node-pools create l4-shared --cluster gke-serving --machine-type g2-standard-4 "
+        "--accelerator type=nvidia-l4,count=1,gpu-driver-version=default,"
         "gpu-sharing-strategy=time-sharing,max-shared-clients-per-gpu=4 --node-taints nvidia.com/gpu=present:NoSchedule "
         "--enable-autoscaling --total-min-nodes 1 --total-max-nodes 10"
     ) in result.stdout.splitlines()

@@ -148,19 +148,19 @@ def prop_cpu_memory_fit(case: S.Case) -> str:
     return "rendered"
 
 
-@settings(PROPERTY, max_examples=150)
+@settings(PROPERTY, max_examples=80)
 @given(S.fleets(defects=False))
 def test_a_valid_fleet_renders_and_its_output_keeps_the_capacity_invariants(case: S.Case) -> None:
     prop_valid_fleet_renders(case)
 
 
-@settings(PROPERTY, max_examples=200)
+@settings(PROPERTY, max_examples=100)
 @given(S.fleets(defects=True))
 def test_any_fleet_renders_correct_output_or_is_refused_with_a_diagnostic(case: S.Case) -> None:
     prop_renders_or_refuses(case)
 
 
-@settings(PROPERTY, max_examples=40)
+@settings(PROPERTY, max_examples=20)
 @given(S.fleets(defects=True, max_tenants=3))
 def test_the_command_line_exits_0_or_1_and_a_render_is_then_up_to_date(case: S.Case) -> None:
     prop_command_line(case)

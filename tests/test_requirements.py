@@ -1,6 +1,7 @@
 """`gpuplan requirements`: golden text and Terraform output per case, the formats' own rules, exit codes.
 
-Goldens: tests/cases/<case>/requirements/{text.txt,terraform.tf}; `pytest --update-golden` rewrites them.
+Goldens: tests/cases/<case>/requirements/{text.txt,terraform.tf}, and the example fleet's in
+tests/golden/requirements-example.{txt,tf}; `pytest --update-golden` rewrites them.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from gpuplan.plan.gke import machine_type
 from gpuplan.requirements.hcl import Block, Expr, identifier, render
-from tests.conftest import run
+from tests.conftest import EXAMPLE, run
 
 CASES = Path(__file__).resolve().parent / "cases"
 GOLDEN = {"text": "text.txt", "terraform": "terraform.tf"}
@@ -22,6 +24,7 @@ CASE_NAMES = (
     "cluster-autoscaler-aks",
     "gke-stack",
     "bootstrap-older-releases",  # Karpenter self-hosted on AKS: its identity's credential and roles
+    "monitoring-existing",  # what the cluster's own Prometheus must select
 )
 
 
@@ -188,4 +191,104 @@ def test_self_hosted_aks_karpenter_gets_its_credential_and_node_roles_and_a_subn
     assert (
         "principal_id         = azurerm_user_assigned_identity.aks_self_karpenter.principal_id"
         in subnet
+    )
+
+
+EXAMPLE_GOLDEN = {"text": "requirements-example.txt", "terraform": "requirements-example.tf"}
+
+
+@pytest.mark.parametrize("fmt", sorted(EXAMPLE_GOLDEN))
+def test_golden_requirements_of_the_example_fleet(fmt: str, update_golden: bool) -> None:
+    """The repository's own fleet: every node group (autoscaled or fixed, EKS, AKS, GKE) in both formats."""
+    result = run("requirements", "--root", str(EXAMPLE), "--format", fmt)
+    assert result.code == 0, result.stderr
+    golden = Path(__file__).resolve().parent / "golden" / EXAMPLE_GOLDEN[fmt]
+    if update_golden:
+        golden.write_text(result.stdout)
+    assert result.stdout == golden.read_text()
+    again = run("requirements", "--root", str(EXAMPLE), "--format", fmt)
+    assert again.stdout == result.stdout  # byte-deterministic
+
+
+def test_fixed_size_node_groups_get_their_labels_and_taints_in_terraform() -> None:
+    blocks = _blocks(run("requirements", "--root", str(EXAMPLE), "--format", "terraform").stdout)
+    eks = blocks["aws_eks_node_group.h100_prod_h100_infer"]
+    assert '"nvidia.com/mig.config" = "gpuplan-7x1g.10gb"' in eks
+    assert 'effect = "NO_SCHEDULE"' in eks and "scaling_config" not in eks
+    aks = blocks["azurerm_kubernetes_cluster_node_pool.edge_inference_nvl_shared"]
+    assert 'node_taints = ["nvidia.com/gpu=present:NoSchedule"]' in aks
+    assert '"nvidia.com/device-plugin.config" = "nvl-shared"' in aks
+    assert "auto_scaling_enabled" not in aks  # not autoscaled: no sizes gpuplan would own
+
+
+def test_gke_node_pools_name_their_machine_type() -> None:
+    root = str(CASES / "gke-stack" / "input")
+    text = run("requirements", "--root", root).stdout.splitlines()
+    assert "  machine type for 8x A100-SXM4-80GB per node: a2-ultragpu-8g" in text
+    assert any(
+        "node-pools create a100-mig --cluster gke-serving --machine-type a2-ultragpu-8g " in line
+        for line in text
+    )
+    tf = _blocks(run("requirements", "--root", root, "--format", "terraform").stdout)
+    assert (
+        'machine_type = "a2-ultragpu-8g"' in tf["google_container_node_pool.gke_serving_a100_mig"]
+    )
+    assert (
+        'machine_type = "g2-standard-4"' in tf["google_container_node_pool.gke_serving_l4_shared"]
+    )
+    # GKE labels its nodes with the accelerator itself: no node_config label for it
+    assert "gke-accelerator" not in tf["google_container_node_pool.gke_serving_l4_shared"]
+
+
+@pytest.mark.parametrize(
+    ("model", "count", "accelerator", "expected"),
+    [
+        ("H100-SXM5-80GB", 8, "nvidia-h100-80gb", "a3-highgpu-8g"),
+        ("H100-SXM5-80GB", 8, "nvidia-h100-mega-80gb", "a3-megagpu-8g"),
+        ("H100-SXM5-80GB", 2, "nvidia-h100-80gb", "a3-highgpu-2g"),
+        ("H200-141GB", 8, "nvidia-h200-141gb", "a3-ultragpu-8g"),
+        ("A100-SXM4-40GB", 16, "nvidia-tesla-a100", "a2-megagpu-16g"),
+        ("L4", 2, "nvidia-l4", "g2-standard-24"),
+        ("GB200", 4, "nvidia-gb200", "a4x-highgpu-4g"),
+        ("B200", 8, "nvidia-b200", "a4-highgpu-8g"),
+    ],
+)
+def test_machine_type_follows_from_the_gpu_and_its_count(
+    model: str, count: int, accelerator: str, expected: str
+) -> None:
+    assert machine_type(model, count, accelerator).name == expected
+
+
+def test_a_gpu_count_or_model_without_a_gke_machine_type_says_so(tmp_path: Path) -> None:
+    three = machine_type("H100-SXM5-80GB", 3, "nvidia-h100-80gb")
+    assert three.name is None
+    assert three.text == (
+        "no GKE machine type has 3 H100-SXM5-80GB (nvidia-h100-80gb) per node: "
+        "its machine types have 1, 2, 4, 8; set gpusPerNode to one of them"
+    )
+    assert machine_type("L40S", 4, None).text == (
+        "Compute Engine offers no L40S GPU (no GKE accelerator type)"
+    )
+    t4 = machine_type("T4", 4, "nvidia-tesla-t4")
+    assert t4.name is None and "N1 machine type" in t4.text
+    root = tmp_path / "repo"
+    shutil.copytree(CASES / "gke-stack" / "input", root)
+    cluster = root / "clusters" / "gke-serving.yaml"
+    cluster.write_text(cluster.read_text().replace("gpusPerNode: 1\n", "gpusPerNode: 3\n", 1))
+    result = run("requirements", "--root", str(root))
+    assert result.code == 0, result.stderr
+    assert (
+        "  machine type for 3x L4 per node: no GKE machine type has 3 L4 (nvidia-l4) per node: "
+        "its machine types have 1, 2, 4, 8; set gpusPerNode to one of them"
+    ) in result.stdout.splitlines()
+    assert "--machine-type" not in result.stdout.split("l4-shared", 1)[1]
+    check = run("check", "--root", str(root))
+    [warning] = [x for x in check.stderr.splitlines() if "no GKE machine type" in x]
+    assert re.match(
+        r"^clusters/gke-serving\.yaml:\d+:\d+: warning: nodePools\[1\]\.gpusPerNode: ", warning
+    )
+    tf = run("requirements", "--root", str(root), "--format", "terraform").stdout
+    assert (
+        "# machine_type: no GKE machine type has 3 L4"
+        in _blocks(tf)["google_container_node_pool.gke_serving_l4_shared"]
     )

@@ -10,9 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpuplan.check.registry import check
-from gpuplan.diagnostics import Diagnostic, Severity, format_path
+from gpuplan.diagnostics import Diagnostic
 from gpuplan.plan.fleet import ClusterPlan, Fleet
-from gpuplan.plan.gke import ACCELERATOR_LABEL, MAX_SHARED_CLIENTS, google_stack
+from gpuplan.plan.gke import (
+    ACCELERATOR_LABEL,
+    MAX_SHARED_CLIENTS,
+    accelerator,
+    google_stack,
+    machine_type,
+)
 from gpuplan.plan.pools import PoolPlan
 
 
@@ -98,10 +104,7 @@ def check_gke_accelerator_label(fleet: Fleet) -> Iterator[Diagnostic]:
                 "the pool's Kueue flavor selects GPU nodes of that type and `gpuplan requirements` names the accelerator"
             )
             loc = ("nodePools", pool.index, "name")
-            line, col = cluster.located.source.position(loc, False)
-            yield Diagnostic(
-                cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), message
-            )
+            yield cluster.located.source.warning(loc, message)
 
 
 @check
@@ -119,7 +122,23 @@ def check_gke_expander_priority(fleet: Fleet) -> Iterator[Diagnostic]:
                 "(the ConfigMap exists on aws and azure only): this priority has no effect"
             )
             loc = ("nodePools", pool.index, "nodes", "priority")
-            line, col = cluster.located.source.position(loc, False)
-            yield Diagnostic(
-                cluster.located.source.path, line, col, Severity.WARNING, format_path(loc), message
-            )
+            yield cluster.located.source.warning(loc, message)
+
+
+@check
+def check_gke_machine_type(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Warn on a GKE node pool whose GPU and count no Compute Engine machine type has."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        if cluster.spec.provider != "gcp":
+            continue
+        for pool in cluster.pools.values():
+            if pool.spec.node_group is None:
+                continue
+            kind = accelerator(pool.spec, pool.model.name)
+            found = machine_type(pool.model.name, pool.gpus_per_node, kind)
+            if found.fits:
+                continue
+            loc = ("nodePools", pool.index, "gpusPerNode")
+            message = f"{found.text} (gpuplan requirements prints no machine type for node pool {pool.spec.node_group})"
+            yield cluster.located.source.warning(loc, message)

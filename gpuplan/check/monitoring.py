@@ -1,4 +1,5 @@
-"""Monitoring rules: user alerts name metrics the pinned exporters publish; autoscaling needs monitoring."""
+"""Monitoring rules: user alerts name metrics the pinned exporters publish; autoscaling needs monitoring;
+an existing Prometheus is described only when it is the one used, with the URL the adapter needs."""
 
 from __future__ import annotations
 
@@ -37,6 +38,34 @@ def check_monitoring_autoscaling(alloc: AllocationPlan) -> Iterator[Diagnostic]:
             f"cluster {alloc.cluster.name} has no components.monitoring: no Prometheus Adapter rules are rendered, "
             "so an HPA on GPU utilisation finds no metric"
         ))  # fmt: skip
+
+
+@check
+def check_monitoring_prometheus_settings(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error on settings of an existing Prometheus beside prometheus.install: stack, and on an existing
+    Prometheus without the URL the Prometheus Adapter of an autoscaling tenant must query."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        monitoring = cluster.spec.components.monitoring
+        if monitoring is None:
+            continue
+        prometheus = monitoring.prometheus
+        base = ("components", "monitoring", "prometheus")
+        if prometheus.install == "stack":
+            for field in prometheus.existing_fields():
+                yield cluster.located.source.diagnostic((*base, field), (
+                    f"prometheus.{field} describes an existing Prometheus, but prometheus.install is stack: gpuplan "
+                    "installs kube-prometheus-stack, whose Prometheus selects every rule and monitor at its own "
+                    f"Service; set install: existing (the cluster runs its own Prometheus) or drop {field}"
+                ))  # fmt: skip
+            continue
+        tenants = sorted({a.name for a in cluster.allocations if a.spec.gpu_metric_autoscaling})
+        if tenants and prometheus.url is None:
+            yield cluster.located.source.diagnostic((*base, "install"), (
+                f"tenant(s) {', '.join(tenants)} ask for gpuMetricAutoscaling, which the Prometheus Adapter serves "
+                "from the existing Prometheus: give its URL in prometheus.url "
+                "(such as http://prometheus-operated.monitoring.svc:9090)"
+            ))  # fmt: skip
 
 
 @check

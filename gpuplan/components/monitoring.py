@@ -3,8 +3,11 @@ target, and the scrape endpoints of the components gpuplan monitors, read at the
 
 - CRDs: prometheus-operator/prometheus-operator@<tag>:example/prometheus-operator-crd/
   monitoring.coreos.com_{servicemonitors,podmonitors,prometheusrules}.yaml (shipped by
-  scripts/fetch_crds.py). gpuplan installs no Prometheus: the operator, Prometheus, Grafana (with its
-  dashboard sidecar) and kube-state-metrics must run on the cluster (docs/concepts/monitoring.md).
+  scripts/fetch_crds.py). With prometheus.install: stack (the default) the kube-prometheus-stack release
+  below brings them; with existing, the cluster's own Prometheus Operator has them, and gpuplan labels
+  its objects for that Prometheus' selectors (spec.ruleSelector, serviceMonitorSelector and their
+  namespace selectors: prometheus-operator/prometheus-operator@v0.93.0 and @v0.92.1 example/prometheus-operator-crd/
+  monitoring.coreos.com_prometheuses.yaml; gpuplan/requirements/monitoring.py says what they mean).
 - DCGM exporter: the GPU Operator's Service "nvidia-dcgm-exporter", label app=nvidia-dcgm-exporter, port
   "gpu-metrics" 9400 (NVIDIA/gpu-operator@v26.7.0:assets/state-dcgm-exporter/0400_service.yaml; the same
   from v25.10.0), in the GPU Operator's namespace.

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from gpuplan.diff.kinds import Blast, dig, is_kind, listing, mapping
 from gpuplan.diff.objects import Side
 from gpuplan.model.quantity import QuantityError, parse_quantity
-from gpuplan.plan.drivers import pool_drivers
+from gpuplan.plan.drivers import STACK_ANNOTATION, pool_drivers, stack_text
 from gpuplan.plan.fleet import Fleet
 from gpuplan.plan.headroom import capacity_rows
 from gpuplan.plan.pools import GPU, POOL_LABEL
@@ -115,13 +115,7 @@ def from_fleet(fleet: Fleet | None) -> dict[PoolKey, PoolFacts]:
         for pool in plan.pools.values():
             key = (name, pool.name)
             driver = drivers.get(pool.name)
-            stack = None
-            if driver is not None and driver.mode == "preinstalled":
-                # the pool's own version only: the cluster's driverVersion is what the operator installs
-                own = driver.path is not None and driver.path[0] == "nodePools"
-                version = driver.version if own else "(version not stated)"
-                toolkit = "the operator's toolkit" if driver.needs_toolkit else "its own toolkit"
-                stack = f"driver {version} preinstalled on {driver.os}, {toolkit}"
+            stack = stack_text(driver) if driver is not None else None
             out[key] = PoolFacts(
                 pool.nodes_most,
                 pool.nodes_least,
@@ -143,13 +137,18 @@ def _count(value: object) -> int | None:
 
 
 def from_objects(side: Side) -> dict[PoolKey, PoolFacts]:
-    """Return what the objects alone tell about each pool (Karpenter limits, Kueue quotas)."""
+    """Return what the objects alone tell about each pool (Karpenter limits, Kueue quotas, the
+    preinstalled stack a ResourceFlavor's annotation states)."""
     tenants: dict[PoolKey, set[str]] = {}
     pools: dict[PoolKey, tuple[int | None, int | None]] = {}
+    stacks: dict[PoolKey, str] = {}
     for key, entry in side.items():
         if is_kind(key, KUEUE, "ResourceFlavor"):
             pool = str(mapping(dig(entry.obj, "spec", "nodeLabels")).get(POOL_LABEL) or key.name)
             pools.setdefault((key.scope, pool), (None, None))
+            stack = mapping(dig(entry.obj, "metadata", "annotations")).get(STACK_ANNOTATION)
+            if stack:
+                stacks[(key.scope, pool)] = str(stack)
         elif is_kind(key, KARPENTER, "NodePool"):
             pool = str(
                 mapping(dig(entry.obj, "spec", "template", "metadata", "labels")).get(POOL_LABEL)
@@ -176,6 +175,7 @@ def from_objects(side: Side) -> dict[PoolKey, PoolFacts]:
             pools.get(k, (None, None))[1],
             None,
             tuple(sorted(tenants.get(k, ()))),
+            stacks.get(k),
         )
         for k in keys
     }

@@ -18,7 +18,7 @@ from gpuplan.diff.kinds import dig, is_kind, listing, mapping
 from gpuplan.diff.objects import Side
 from gpuplan.gpus import catalog
 from gpuplan.gpus.catalog import GpuModel
-from gpuplan.gpus.mig import layout_text, place
+from gpuplan.gpus.mig import gpu_ranges, layout_text, place
 
 CONTINUED = "⋯"  # a memory slice taken by the instance named to its left
 
@@ -34,7 +34,7 @@ class Group:
         """Return `every GPU` or `GPUs 0–3`."""
         if self.gpus is None:
             return "every GPU"
-        return ("GPU " if len(self.gpus) == 1 else "GPUs ") + _ranges(self.gpus)
+        return ("GPU " if len(self.gpus) == 1 else "GPUs ") + gpu_ranges(self.gpus)
 
     def text(self) -> str:
         """Return `2x1g.10gb + 1x3g.40gb`, or `MIG off`."""
@@ -42,17 +42,6 @@ class Group:
 
 
 Config = tuple[Group, ...]
-
-
-def _ranges(numbers: tuple[int, ...]) -> str:
-    """Return `0–3, 6` for (0, 1, 2, 3, 6)."""
-    runs: list[list[int]] = []
-    for n in sorted(numbers):
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}\u2013{r[-1]}" for r in runs)
 
 
 def _group(entry: Any) -> Group:

@@ -212,7 +212,8 @@ def nvidia_driver_upgrades(ctx: Context) -> Iterator[Disruption]:
 
 
 def preinstalled_stacks(ctx: Context) -> Iterator[Disruption]:
-    """Yield every pool whose preinstalled driver or OS changes (from the fleets: `--base` only)."""
+    """Yield every pool whose preinstalled driver or OS changes (from the fleets with `--base`; from
+    the gpuplan.io/gpu-stack annotation of its ResourceFlavor with two folders)."""
     for (scope, pool), (was, now) in sorted(ctx.facts.stacks.items()):
         message = f"pool {pool}: {was} -> {now}: the node image ships the GPU stack, so every node of the pool must be re-imaged (drained and rebooted, or replaced) outside gpuplan; gpuplan only checks the stated version"
         yield Disruption(scope, "driver-upgrade", pool, message, ctx.facts.pool(scope, pool))

@@ -13,6 +13,7 @@ from gpuplan.components.kueue import GROUP, KueueRelease
 from gpuplan.emit.meta import Manifest, k8s, manifest
 from gpuplan.model.cluster import Cohort, CpuPool
 from gpuplan.model.tenant import LocalQueue
+from gpuplan.plan.drivers import STACK_ANNOTATION, pool_drivers, stack_text
 from gpuplan.plan.entitlements import Amount, covered_resources, flavor_amounts, quantity
 from gpuplan.plan.fleet import AllocationPlan, ClusterPlan
 from gpuplan.plan.pools import PoolPlan
@@ -185,8 +186,12 @@ def topology(release: KueueRelease, cluster: ClusterPlan, pool: PoolPlan) -> dic
 def _gpu_flavors(release: KueueRelease, cluster: ClusterPlan) -> list[dict[str, Any]]:
     """Return the GPU pools' ResourceFlavors, naming their pool's Topology where it has levels."""
     out = []
+    stacks = {d.pool: stack_text(d) for d in pool_drivers(cluster)}
     for pool in cluster.pools.values():
         flavor = resource_flavor(release.api_version, pool)
+        if stack := stacks.get(pool.name):
+            # what the pool's image ships, for `gpuplan diff OLD_DIR NEW_DIR` (gpuplan/diff/blast.py)
+            flavor["metadata"]["annotations"] = {STACK_ANNOTATION: stack}
         if pool.spec.topology:
             flavor["spec"]["topologyName"] = (
                 pool.name

@@ -13,6 +13,7 @@ from typing import Any
 
 from gpuplan.components.monitoring import (
     API_VERSION,
+    DASHBOARD_LABEL,
     DCGM_PORT,
     DCGM_SERVICE_LABELS,
     KUEUE_METRICS_READER,
@@ -24,6 +25,7 @@ from gpuplan.components.monitoring import (
 )
 from gpuplan.emit import monitoring_adapter, monitoring_dashboards, monitoring_rules
 from gpuplan.emit.meta import Manifest, k8s, manifest
+from gpuplan.model.monitoring import Monitoring
 from gpuplan.plan.fleet import ClusterPlan
 
 FOLDER = "monitoring"
@@ -85,11 +87,14 @@ def service_monitors(cluster: ClusterPlan) -> list[dict[str, Any]]:
     return found
 
 
-def kueue_metrics_reader(cluster: ClusterPlan, namespace: str) -> list[dict[str, Any]]:
-    """Return the binding that lets Prometheus' service account read Kueue's authenticated /metrics."""
-    if cluster.spec.components.kueue is None:
+def kueue_metrics_reader(cluster: ClusterPlan, monitoring: Monitoring) -> list[dict[str, Any]]:
+    """Return the binding that lets Prometheus' service account read Kueue's authenticated /metrics
+    (an existing Prometheus' only when its service account is named)."""
+    prometheus = monitoring.prometheus
+    account = PROMETHEUS_SERVICE if prometheus.install == "stack" else prometheus.service_account
+    if cluster.spec.components.kueue is None or account is None:
         return []
-    subject = {"kind": "ServiceAccount", "name": PROMETHEUS_SERVICE, "namespace": namespace}
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": monitoring.namespace}
     role = {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": "ClusterRole",
@@ -106,16 +111,40 @@ def kueue_metrics_reader(cluster: ClusterPlan, namespace: str) -> list[dict[str,
     ]
 
 
+def for_existing(obj: dict[str, Any], monitoring: Monitoring) -> dict[str, Any]:
+    """Fit an object to a Prometheus the cluster already runs: the labels its selectors match, and
+    ServiceMonitors in the monitoring namespace (a null serviceMonitorNamespaceSelector matches the
+    Prometheus' own namespace only: prometheus-operator/prometheus-operator@v0.93.0:example/
+    prometheus-operator-crd/monitoring.coreos.com_prometheuses.yaml, the same at v0.92.1)."""
+    prometheus = monitoring.prometheus
+    metadata = obj["metadata"]
+    labels: dict[str, str] = {}
+    if obj["kind"] == "PrometheusRule":
+        labels = prometheus.rule_labels
+    elif obj["kind"] == "ServiceMonitor":
+        labels = prometheus.service_monitor_labels
+        # its namespaceSelector still names the Service's own namespace
+        metadata["namespace"] = monitoring.namespace
+    elif DASHBOARD_LABEL[0] in (metadata.get("labels") or {}):
+        metadata["labels"] = {}
+        labels = prometheus.dashboard_labels or dict([DASHBOARD_LABEL])
+    if labels:
+        metadata["labels"] = dict(sorted({**(metadata.get("labels") or {}), **labels}.items()))
+    return obj
+
+
 def objects(cluster: ClusterPlan) -> list[dict[str, Any]]:
     """Return every monitoring object of a cluster (none when monitoring is off)."""
     monitoring = cluster.spec.components.monitoring
     if monitoring is None or cluster.release("monitoring") is None:
         return []
-    found = service_monitors(cluster) + kueue_metrics_reader(cluster, monitoring.namespace)
+    found = service_monitors(cluster) + kueue_metrics_reader(cluster, monitoring)
     found += monitoring_rules.rules(cluster, monitoring)
     if monitoring.grafana_dashboards:
         found += monitoring_dashboards.dashboards(cluster, monitoring)
     found += monitoring_adapter.adapter(cluster, monitoring)
+    if monitoring.prometheus.install == "existing":
+        found = [for_existing(obj, monitoring) for obj in found]
     return found
 
 

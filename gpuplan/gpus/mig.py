@@ -57,6 +57,17 @@ def layout_text(layout: Mapping[str, int]) -> str:
     return " + ".join(f"{count}x{name}" for name, count in instances_per_gpu(layout).items())
 
 
+def gpu_ranges(numbers: tuple[int, ...]) -> str:
+    """Return GPU indices as ranges, '0–3, 6' (with an en dash) for (0, 1, 2, 3, 6)."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}\u2013{r[-1]}" for r in runs)
+
+
 def config_name(layout: Mapping[str, int]) -> str:
     """A label-safe mig-parted config name, e.g. 'gpuplan-2x1g.10gb-1x2g.20gb-1x3g.40gb'."""
     parts = [f"{count}x{name}" for name, count in instances_per_gpu(layout).items()]

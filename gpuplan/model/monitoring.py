@@ -2,16 +2,42 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, WithJsonSchema, model_validator
+from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 
 from gpuplan.components.monitoring import RELEASES
-from gpuplan.model.common import Model, Name, Version
+from gpuplan.model.common import LabelKey, LabelValue, Model, Name, Version
 
 Duration = Annotated[str, Field(pattern=r"^[1-9][0-9]*(s|m|h)$")]
 AlertName = Annotated[str, Field(pattern=r"^[A-Z][A-Za-z0-9]{0,62}$")]
 MetricName = Annotated[str, Field(pattern=r"^[A-Za-z_:][A-Za-z0-9_:]*$", max_length=200)]
+
+
+URL_PATTERN = r"^https?://(\[[0-9A-Fa-f:.]+\]|[^\s/@:\[\]]+)(:[0-9]{1,5})?(/[^\s#]*)?$"
+
+
+def _prometheus_url(value: str) -> str:
+    """Accept an http(s) URL of a host, an optional port and path: no credentials (it goes to Git)."""
+    if re.match(URL_PATTERN, value):
+        try:
+            if urlsplit(value).port != 0:
+                return value
+        except ValueError:
+            pass  # a port above 65535
+    raise ValueError(
+        "give an http:// or https:// URL of a host, with an optional port (1 to 65535) and path "
+        "and no user or password, such as http://prometheus-operated.monitoring.svc:9090"
+    )
+
+
+PrometheusUrl = Annotated[
+    str,
+    AfterValidator(_prometheus_url),
+    WithJsonSchema({"type": "string", "pattern": URL_PATTERN}),
+]
 
 
 class Thresholds(Model):
@@ -57,16 +83,51 @@ class ThresholdAlert(Model):
         return self
 
 
+class Prometheus(Model):
+    """Which Prometheus reads gpuplan's monitoring objects: the kube-prometheus-stack gpuplan installs, or
+    one the cluster already runs (its own stack or a managed offering, with the Prometheus Operator CRDs)."""
+
+    install: Literal["stack", "existing"] = "stack"
+    """stack: gpuplan installs kube-prometheus-stack, whose Prometheus selects every rule and monitor.
+    existing: the cluster runs a Prometheus Operator and Prometheus already; gpuplan installs neither and
+    labels its objects for that Prometheus' selectors (the fields below). Default stack."""
+    url: PrometheusUrl | None = None
+    """existing only: the URL the Prometheus Adapter queries, such as
+    http://prometheus-operated.monitoring.svc:9090; needed when a tenant asks for gpuMetricAutoscaling.
+    No credentials in it (it is rendered into Git)."""
+    rule_labels: dict[LabelKey, LabelValue] = {}
+    """existing only: labels every PrometheusRule gets, which the Prometheus' spec.ruleSelector must match
+    (a null ruleSelector matches no rule)."""
+    service_monitor_labels: dict[LabelKey, LabelValue] = {}
+    """existing only: labels every ServiceMonitor gets, which its spec.serviceMonitorSelector must match."""
+    service_account: Name | None = None
+    """existing only: the Prometheus' service account in the monitoring namespace, bound to Kueue's
+    metrics-reader ClusterRole so that it can scrape Kueue; without it, bind it yourself."""
+    dashboard_labels: dict[LabelKey, LabelValue] | None = None
+    """existing only: labels the dashboard ConfigMaps get for the cluster's Grafana sidecar; default
+    grafana_dashboard: "1" (the Grafana chart's own)."""
+
+    def existing_fields(self) -> list[str]:
+        """Return the fields set that describe an existing Prometheus (in input spelling)."""
+        given = self.model_fields_set - {"install"}
+        fields = type(self).model_fields
+        return [fields[f].alias or f for f in sorted(given)]
+
+
 class Monitoring(Model):
     """Prometheus Operator ServiceMonitors and PrometheusRules, Grafana dashboards and Prometheus Adapter rules."""
 
     version: Annotated[
         Version, WithJsonSchema({"type": "string", "enum": [r.version for r in RELEASES]})
     ]
-    """Prometheus Operator release the cluster runs, such as v0.93.0: its CRDs validate what is emitted.
-    gpuplan installs no Prometheus, Grafana or kube-state-metrics: they must already run."""
+    """Prometheus Operator release: its CRDs validate what is emitted, and with prometheus.install: stack
+    the kube-prometheus-stack release gpuplan installs brings it (with an existing Prometheus: the
+    release the cluster runs)."""
     namespace: Name = "monitoring"
-    """Namespace of the PrometheusRules, dashboards and adapter rules (where Prometheus and Grafana run); default monitoring."""
+    """Namespace of the PrometheusRules, dashboards and adapter rules (where Prometheus and Grafana run);
+    with an existing Prometheus the ServiceMonitors too. Default monitoring."""
+    prometheus: Prometheus = Prometheus()
+    """The Prometheus that reads these objects: installed by gpuplan (default) or already running."""
     grafana_dashboards: bool = True
     """Emit Grafana dashboards (per pool and per tenant) as ConfigMaps labelled grafana_dashboard: "1"."""
     runbook_url: Annotated[str, Field(pattern=r"^https?://[^\s#]+$")] | None = None

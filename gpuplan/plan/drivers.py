@@ -139,6 +139,24 @@ def pool_drivers(cluster: Any) -> list[PoolDriver]:
     return out
 
 
+# The annotation on a pool's Kueue ResourceFlavor that states its preinstalled GPU stack, so that two
+# rendered folders tell a changed stack (gpuplan diff OLD_DIR NEW_DIR) as the compiled fleets do (--base).
+STACK_ANNOTATION = "gpuplan.io/gpu-stack"
+
+
+def stack_text(driver: PoolDriver) -> str | None:
+    """Return what a preinstalled pool's image ships (driver, OS, toolkit), or None for a managed one.
+
+    The pool's own version only: the cluster's driverVersion is what the operator installs elsewhere.
+    """
+    if driver.mode != "preinstalled":
+        return None
+    own = driver.path is not None and driver.path[0] == "nodePools"
+    version = driver.version if own else "(version not stated)"
+    toolkit = "the operator's toolkit" if driver.needs_toolkit else "its own toolkit"
+    return f"driver {version} preinstalled on {driver.os}, {toolkit}"
+
+
 @dataclass(frozen=True)
 class DriverLayout:
     """How the ClusterPolicy and NVIDIADrivers install the drivers of one cluster."""

@@ -52,6 +52,9 @@ class AllocationPlan:
     # a figure derived from the plan, computed once: each key is the one module's that sets it,
     # never a way to hand data from one module (or stage) to another
     cache: dict[str, object] = field(default_factory=dict, repr=False)
+    # (cpu | memory, nominal | borrowing | lending) -> per pool, exact: made once, by exact()
+    _exact: dict[tuple[str, str], dict[str, Ratio]] = field(default_factory=dict, repr=False)
+    _fractions: dict[tuple[str, str], dict[str, Fraction]] = field(default_factory=dict, repr=False)
 
     @cached_property
     def spec(self) -> Allocation:
@@ -78,19 +81,21 @@ class AllocationPlan:
         return ("allocations", self.index, *rest)
 
     def pools(self) -> list[PoolPlan]:
-        """Return the pools this allocation has quota on, in cluster order (found once, from the grants)."""
-        found = self.cache.get("pools")
-        if found is None:
-            seen = {g.pool.name for g in self.grants}
-            found = self.cache["pools"] = [p for p in self.cluster.pools.values() if p.name in seen]
-        return list(found)  # type: ignore[call-overload]
+        """Return the pools this allocation has quota on, in cluster order (from the grants)."""
+        return list(self._pools)
+
+    @cached_property
+    def _pools(self) -> tuple[PoolPlan, ...]:
+        seen = {g.pool.name for g in self.grants}
+        return tuple(p for p in self.cluster.pools.values() if p.name in seen)
 
     def resources(self) -> list[str]:
-        """Return the GPU resources this allocation has quota on, sorted (found once, from the grants)."""
-        found = self.cache.get("resources")
-        if found is None:
-            found = self.cache["resources"] = sorted({g.resource for g in self.grants})
-        return list(found)  # type: ignore[call-overload]
+        """Return the GPU resources this allocation has quota on, sorted (from the grants)."""
+        return list(self._resources)
+
+    @cached_property
+    def _resources(self) -> tuple[str, ...]:
+        return tuple(sorted({g.resource for g in self.grants}))
 
     def cpu(self, kind: str = "nominal") -> dict[str, Fraction]:
         """Return cpu (cores) per pool for the nominal quota, or the borrowing or lending limit."""
@@ -101,13 +106,12 @@ class AllocationPlan:
         return self._per_pool(kind, "memory")
 
     def _per_pool(self, kind: str, what: str) -> dict[str, Fraction]:
-        """Return the exact sums of exact() as Fractions, made once."""
-        key = f"{what}/{kind}"
-        if key not in self.cache:
-            self.cache[key] = {
-                pool: Fraction(n, d) for pool, (n, d) in self.exact(kind, what).items()
-            }
-        return dict(self.cache[key])  # type: ignore[call-overload]
+        """Return the exact sums of exact() as Fractions, made once (by this method alone)."""
+        found = self._fractions.get((what, kind))
+        if found is None:
+            found = {pool: Fraction(n, d) for pool, (n, d) in self.exact(kind, what).items()}
+            self._fractions[(what, kind)] = found
+        return dict(found)
 
     def exact(self, kind: str, what: str) -> dict[str, Ratio]:
         """Return cpu (cores) or memory (bytes) per pool as exact, unreduced (numerator, denominator) pairs.
@@ -116,14 +120,13 @@ class AllocationPlan:
         integer pairs cost a fraction of what a Fraction does, and there is one per pool of every
         allocation. Derived from the GPU units, scaled to the tenant's explicit total if any.
         """
-        key = f"exact/{what}/{kind}"
-        found = self.cache.get(key)
+        found = self._exact.get((what, kind))
         if found is None:
             cpu, memory = self._derived(kind)
-            self.cache[f"exact/cpu/{kind}"] = self._scaled("cpu", cpu)
-            self.cache[f"exact/memory/{kind}"] = self._scaled("memory", memory)
-            found = self.cache[key]
-        return found  # type: ignore[return-value]
+            self._exact[("cpu", kind)] = self._scaled("cpu", cpu)
+            self._exact[("memory", kind)] = self._scaled("memory", memory)
+            found = self._exact[(what, kind)]
+        return found
 
     def _scaled(self, what: str, derived: dict[str, Ratio]) -> dict[str, Ratio]:
         """Scale cpu or memory per pool to the tenant's explicit total, if it states one."""
@@ -181,6 +184,7 @@ class ClusterPlan:
     # a figure derived from the plan, computed once: each key is the one module's that sets it,
     # never a way to hand data from one module (or stage) to another
     cache: dict[str, object] = field(default_factory=dict, repr=False)
+    _releases: dict[str, Release | None] = field(default_factory=dict, repr=False)  # release()
     units: dict[tuple[str, str], tuple[Ratio, Ratio]] = field(
         default_factory=dict, repr=False
     )  # (pool, resource) -> the cpu and memory one unit brings (unit_ratios)
@@ -202,10 +206,13 @@ class ClusterPlan:
 
         Found once per component (each tenant allocation's objects ask for it).
         """
-        key = f"release/{component}"
-        if key not in self.cache:
-            self.cache[key] = release_of(REGISTRY[component], self.spec)
-        return self.cache[key]  # type: ignore[return-value]
+        if component not in self._releases:
+            self._releases[component] = release_of(REGISTRY[component], self.spec)
+        return self._releases[component]
+
+    @cached_property
+    def _cohort_parents(self) -> dict[str, str | None]:
+        return {c.name: c.parent for c in self.spec.cohorts}
 
     def node_class(self, name: str) -> str | None:
         """Return the node class a pool's nodes launch from, None when Karpenter does not make them."""
@@ -273,10 +280,7 @@ class ClusterPlan:
 
     def cohort_root(self, cohort: str | None) -> str | None:
         """Return the root of a cohort's tree: Kueue lends across the whole tree."""
-        parents: dict[str, str | None]
-        parents = self.cache.get("cohort-parents")  # type: ignore[assignment]
-        if parents is None:
-            parents = self.cache["cohort-parents"] = {c.name: c.parent for c in self.spec.cohorts}
+        parents = self._cohort_parents
         seen: set[str] = set()
         while cohort is not None and parents.get(cohort) is not None and cohort not in seen:
             seen.add(cohort)

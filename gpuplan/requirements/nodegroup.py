@@ -33,6 +33,7 @@ from gpuplan.plan.pools import (
 
 ACCELERATOR_LABEL_AWS = "k8s.amazonaws.com/accelerator"
 DISCOVERY_TAG = "k8s.io/cluster-autoscaler"
+GKE_PREFIX = "cloud.google.com/"
 
 
 def cloud_name(cluster: ClusterPlan) -> str:
@@ -58,6 +59,12 @@ def group_labels(pool: PoolPlan) -> dict[str, str]:
         # (NVIDIA/gpu-operator v26.7.0 controllers/nodelabeling_controller.go)
         skip.add(MIG_CONFIG_LABEL)
     return {k: v for k, v in sorted(pool.node_labels.items()) if k not in skip}
+
+
+def gke_labels(pool: PoolPlan) -> dict[str, str]:
+    """Return the Kubernetes labels a GKE node pool is made with: the group's, less GKE's own
+    (cloud.google.com/gke-accelerator and the like, which GKE puts on the nodes itself)."""
+    return {k: v for k, v in group_labels(pool).items() if not k.startswith(GKE_PREFIX)}
 
 
 def aws_node_labels(pool: PoolPlan) -> dict[str, str]:

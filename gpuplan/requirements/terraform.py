@@ -14,25 +14,28 @@ node groups (their roles, subnets, machine types and the like are the IaC's own)
   scale_down_delay_after_add, scale_down_unneeded, skip_nodes_with_system_pods};
   kubernetes_cluster_node_pool.html.markdown: `auto_scaling_enabled`, `min_count`, `max_count`,
   `node_labels`, `node_taints` (key=value:NoSchedule), `priority` (Regular, Spot).
+- A node group of fixed size (no autoscaler) gets the same resource with its labels and taints only.
 - hashicorp/terraform-provider-google@v7.45.0 website/docs/r/container_node_pool.html.markdown:
   `autoscaling` {total_min_node_count, total_max_node_count} (the pool's total, not per zone), `node_count`
   (per zone); container_cluster.html.markdown node_config: `spot`, `guest_accelerator` {type, count,
   gpu_partition_size, gpu_driver_installation_config {gpu_driver_version DEFAULT|INSTALLATION_DISABLED|...},
   gpu_sharing_config {gpu_sharing_strategy TIME_SHARING|MPS, max_shared_clients_per_gpu}}, `taint`
-  {key, value, effect NO_SCHEDULE|PREFER_NO_SCHEDULE|NO_EXECUTE}.
+  {key, value, effect NO_SCHEDULE|PREFER_NO_SCHEDULE|NO_EXECUTE}, `machine_type` (a Compute Engine machine
+  type: gpuplan/plan/gke.py MACHINE_TYPES), `labels` (the Kubernetes labels applied to each node).
 """
 
 from __future__ import annotations
 
 from gpuplan.plan.fleet import ClusterPlan
 from gpuplan.plan.gke import (
-    ACCELERATOR_LABEL,
     CLIENTS_LABEL,
     PARTITION_LABEL,
     STRATEGY_LABEL,
     google_stack,
+    machine_type,
     node_labels,
 )
+from gpuplan.plan.gke import accelerator as accelerator_type
 from gpuplan.plan.pools import PoolPlan
 from gpuplan.requirements.hcl import Block, Expr, identifier, render
 from gpuplan.requirements.karpenter_azure import terraform_blocks
@@ -40,6 +43,7 @@ from gpuplan.requirements.nodegroup import (
     aws_node_labels,
     aws_template_tags,
     cloud_name,
+    gke_labels,
     group_labels,
     profile,
     taint_text,
@@ -92,6 +96,29 @@ def _aws(cluster: ClusterPlan, pool: PoolPlan) -> list[Block]:
     return [group, tags]
 
 
+def _static_aws(cluster: ClusterPlan, pool: PoolPlan) -> list[Block]:
+    """Return the labels and taints of a fixed-size EKS node group (no autoscaler tags or sizes)."""
+    group = Block("resource", ("aws_eks_node_group", identifier(cluster.name, pool.name)))
+    group.set("cluster_name", cloud_name(cluster)).set("node_group_name", pool.spec.node_group)
+    if labels := group_labels(pool):
+        group.set("labels", labels)
+    for taint in _taints(pool):
+        group.add(taint)
+    return [group]
+
+
+def _static_aks(cluster: ClusterPlan, pool: PoolPlan) -> list[Block]:
+    """Return the labels and taints of a fixed-size AKS node pool."""
+    block = Block(
+        "resource", ("azurerm_kubernetes_cluster_node_pool", identifier(cluster.name, pool.name))
+    )
+    block.set("name", pool.spec.node_group)
+    block.set("node_taints", [taint_text(t) for t in pool.taints])
+    if labels := group_labels(pool):
+        block.set("node_labels", labels)
+    return [block]
+
+
 def _aks_profile(cluster: ClusterPlan) -> Block:
     block = Block("auto_scaler_profile")
     settings = profile(cluster)
@@ -129,8 +156,10 @@ def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[Block]:
     google = google_stack(cluster.spec)
     # With the GPU Operator (driver disabled) its MIG manager and device plugin partition and share.
     gke = node_labels(pool.spec) if google else {}
+    kind = accelerator_type(pool.spec, pool.model.name)
+    machine = machine_type(pool.model.name, pool.gpus_per_node, kind)
     accelerator = Block("guest_accelerator")
-    accelerator.set("type", pool.spec.labels.get(ACCELERATOR_LABEL, "<accelerator>"))
+    accelerator.set("type", kind or "<accelerator>")
     accelerator.set("count", pool.gpus_per_node)
     if PARTITION_LABEL in gke:
         accelerator.set("gpu_partition_size", gke[PARTITION_LABEL])
@@ -140,6 +169,12 @@ def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[Block]:
         sharing = Block("gpu_sharing_config").set("gpu_sharing_strategy", "TIME_SHARING")
         accelerator.add(sharing.set("max_shared_clients_per_gpu", int(gke[CLIENTS_LABEL])))
     config = Block("node_config")
+    if machine.name:
+        config.set("machine_type", machine.name)
+    else:
+        config.comment(f"machine_type: {machine.text}")
+    if labels := gke_labels(pool):
+        config.set("labels", labels)
     if nodes.capacity_type == "spot":
         config.set("spot", True)
     config.add(accelerator)
@@ -164,6 +199,10 @@ def cluster_requirements(cluster: ClusterPlan) -> list[str]:
         elif pool.spec.nodes.by_cluster_autoscaler:
             emit = _aws if provider == "aws" else _aks
             blocks.append((title + " (Cluster Autoscaler)", emit(cluster, pool)))
+        elif pool.label_selected and pool.spec.node_group is not None:
+            # a fixed-size group: the labels and taints its nodes must carry (text.py _static_group)
+            emit = _static_aws if provider == "aws" else _static_aks
+            blocks.append((title, emit(cluster, pool)))
     karpenter = terraform_blocks(cluster)
     if karpenter:
         title = f"{cluster.name}: self-hosted Karpenter's identity (federated credential, roles)"

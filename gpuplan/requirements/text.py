@@ -16,7 +16,8 @@ Facts beyond gpuplan/requirements/nodegroup.py:
   is the count in each of the pool's zones (cloud.google.com/kubernetes-engine/docs/how-to/cluster-autoscaler).
   GKE's node pool autoscaling is GKE's own Cluster Autoscaler: gpuplan installs no chart there. `--spot` makes
   the pool's nodes Spot VMs (cloud.google.com/kubernetes-engine/docs/how-to/spot-vms; the Terraform
-  node_config `spot` of terraform.py).
+  node_config `spot` of terraform.py). `--machine-type` names the Compute Engine machine type, which fixes the
+  GPU model and count of accelerator-optimized VMs (gpuplan/plan/gke.py MACHINE_TYPES has the sources).
 """
 
 from __future__ import annotations
@@ -24,15 +25,17 @@ from __future__ import annotations
 import shlex
 
 from gpuplan.plan.fleet import ClusterPlan
-from gpuplan.plan.gke import ACCELERATOR_LABEL, gcloud_accelerator, google_stack
+from gpuplan.plan.gke import accelerator, gcloud_accelerator, google_stack, machine_type
 from gpuplan.plan.pools import PoolPlan
 from gpuplan.requirements.hosts import hand_labels, sriov_hosts
 from gpuplan.requirements.karpenter_azure import self_hosted_karpenter
+from gpuplan.requirements.monitoring import existing_prometheus
 from gpuplan.requirements.nodegroup import (
     aws_discovery_tags,
     aws_node_labels,
     aws_template_tags,
     cloud_name,
+    gke_labels,
     group_labels,
     profile,
     taint_text,
@@ -92,13 +95,17 @@ def _aks(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
 
 
 def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
-    accelerator = pool.spec.labels.get(ACCELERATOR_LABEL, "<accelerator>")
+    kind = accelerator(pool.spec, pool.model.name)
+    machine = machine_type(pool.model.name, pool.gpus_per_node, kind)
     google = google_stack(cluster.spec)
-    flags = [
-        f"--accelerator {_sh(gcloud_accelerator(pool.spec, pool.gpus_per_node, accelerator, google))}"
-    ]
+    flags = [f"--machine-type {_sh(machine.name)}"] if machine.name else []
+    flags.append(
+        f"--accelerator {_sh(gcloud_accelerator(pool.spec, pool.gpus_per_node, kind or '<accelerator>', google))}"
+    )
     if pool.taints:
         flags.append("--node-taints " + _sh(",".join(taint_text(t) for t in pool.taints)))
+    if labels := gke_labels(pool):
+        flags.append("--node-labels " + _sh(",".join(f"{k}={v}" for k, v in labels.items())))
     nodes = pool.spec.nodes
     if nodes.capacity_type == "spot":
         flags.append("--spot")
@@ -112,6 +119,7 @@ def _gke(cluster: ClusterPlan, pool: PoolPlan) -> list[str]:
         f"{cluster.name}: GKE node pool {pool.spec.node_group} (pool {pool.name})",
         f"  gcloud container node-pools create {_sh(pool.spec.node_group)} --cluster {_sh(cloud_name(cluster))} "
         + " ".join(flags),
+        f"  machine type for {pool.gpus_per_node}x {pool.model.name} per node: {machine.text}",
     ]
     if not nodes.by_cluster_autoscaler:
         lines.append(
@@ -147,4 +155,5 @@ def cluster_requirements(cluster: ClusterPlan) -> list[str]:
             f"{cluster.name}: pool {pool.name}, node group {pool.spec.node_group} (Cluster Autoscaler)"
         )
         lines += _aws(cluster, pool) if provider == "aws" else _aks(cluster, pool)
-    return lines + self_hosted_karpenter(cluster) + sriov_hosts(cluster) + hand_labels(cluster)
+    lines += self_hosted_karpenter(cluster) + sriov_hosts(cluster) + hand_labels(cluster)
+    return lines + existing_prometheus(cluster)

@@ -14,8 +14,12 @@ The rules modelled, from argoproj/argo-cd v3.5.1 (gitops-engine is in-tree at th
   the child's objects are healthy, and each Application syncs on its own once it exists.
 
 What the objects need, modelled: a custom resource needs the CRD an Application of its cluster installs
-(`installs`), healthy once that Application is; a chart whose values mount an existing ConfigMap (the
-Prometheus Adapter's `rules.existing`) needs that ConfigMap applied. `broken` Applications never become
+(`installs`), healthy once that Application is; a kind no Application installs is the cluster's own
+(an existing Prometheus Operator's ServiceMonitor and PrometheusRule, AKS Node Auto Provisioning's
+Karpenter kinds): the graph check allows only those the pipeline declares (prove.Installs.external;
+a render note names an existing Prometheus'), and here they are present from the start; a chart
+whose values mount an existing ConfigMap (the Prometheus Adapter's `rules.existing`) needs that
+ConfigMap applied. `broken` Applications never become
 healthy: simulating each cluster's operators broken in turn proves no other cluster waits on them.
 Pure: rendered files in, the Applications that never become healthy out.
 """

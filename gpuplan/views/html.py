@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from jinja2 import Environment, PackageLoader
 
 from gpuplan import __version__
-from gpuplan.gpus.mig import layout_text, place
+from gpuplan.gpus.mig import gpu_ranges, layout_text, place
 from gpuplan.plan.fleet import ClusterPlan, Fleet
 from gpuplan.plan.headroom import ResourceRow, capacity_rows
 from gpuplan.plan.kai_quota import QueueRow, queue_rows
@@ -142,23 +142,12 @@ class ClusterView:
     kai_queues: list[QueueRow] = field(default_factory=list)  # tree order, where KAI Scheduler runs
 
 
-def _ranges(numbers: tuple[int, ...]) -> str:
-    """Return '0-3, 6' (with an en dash) for (0, 1, 2, 3, 6)."""
-    runs: list[list[int]] = []
-    for n in sorted(numbers):
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}\u2013{r[-1]}" for r in runs)
-
-
 def layout_picture(pool: PoolPlan, layout: dict[str, int], gpus: tuple[int, ...]) -> LayoutPicture:
     """Return the picture of one layout on one GPU of the pool's model."""
     geometry = pool.model.mig
     assert geometry is not None
     every = gpus == tuple(range(pool.gpus_per_node))
-    where = "every GPU" if every else f"GPU{'s' if len(gpus) > 1 else ''} {_ranges(gpus)}"
+    where = "every GPU" if every else f"GPU{'s' if len(gpus) > 1 else ''} {gpu_ranges(gpus)}"
     slices = geometry.memory_slices
     picture = LayoutPicture(
         layout_text(layout),

@@ -36,11 +36,17 @@ def cluster_kinds(fleet: Fleet) -> dict[str, set[Kind]]:
 
 
 def external(cluster: ClusterPlan) -> set[Kind]:
-    """Return the kinds the platform installs itself: Karpenter's CRDs under AKS Node Auto Provisioning."""
+    """Return the kinds the cluster has before gpuplan syncs anything: Karpenter's CRDs under AKS Node
+    Auto Provisioning, and the Prometheus Operator's where the cluster runs its own Prometheus."""
+    found: set[Kind] = set()
     karpenter = cluster.spec.components.karpenter
     release = cluster.release("karpenter")
-    if karpenter is None or release is None or release.crds is None:
-        return set()
-    if cluster.spec.provider == "azure" and not karpenter.self_hosted:
-        return set_kinds(release.crds)
-    return set()
+    nap = karpenter is not None and cluster.spec.provider == "azure" and not karpenter.self_hosted
+    if nap and release is not None and release.crds is not None:
+        found |= set_kinds(release.crds)
+    monitoring = cluster.spec.components.monitoring
+    stack = cluster.release("monitoring")
+    existing = monitoring is not None and monitoring.prometheus.install == "existing"
+    if existing and stack is not None and stack.crds is not None:
+        found |= set_kinds(stack.crds)
+    return found

@@ -5,6 +5,7 @@ resource "google_container_node_pool" "gke_serving_a100_mig" {
   # node_count is per zone: a pool in several zones has this many in each
   node_count = 2
   node_config {
+    machine_type = "a2-ultragpu-8g"
     guest_accelerator {
       type               = "nvidia-a100-80gb"
       count              = 8
@@ -30,6 +31,7 @@ resource "google_container_node_pool" "gke_serving_l4_shared" {
     total_max_node_count = 10
   }
   node_config {
+    machine_type = "g2-standard-4"
     guest_accelerator {
       type  = "nvidia-l4"
       count = 1

@@ -1,0 +1,1 @@
+# no node group needs anything set
