@@ -1,4 +1,4 @@
-"""output/argocd/ as the README documents it, and the argocd-cm patch with Argo CD's Application health
+"""output/argocd/ as the docs document it (docs/concepts/bootstrap-order.md), and the argocd-cm patch with Argo CD's Application health
 check: exactly upstream's fragment, merged without dropping the keys argocd-cm already holds."""
 
 from __future__ import annotations
@@ -14,23 +14,18 @@ import yaml
 from gpuplan.emit.bootstrap import health
 from tests.conftest import PROJECT
 
-README = PROJECT / "README.md"
+PAGE = PROJECT / "docs/concepts/bootstrap-order.md"  # the bootstrap order: what installs what
 ARGOCD = PROJECT / "output/argocd"
 # An expected output with an ApplicationSet, which the example fleet does not use.
 APPSET_CASE = PROJECT / "tests/cases/bootstrap-older-releases/expected/argocd"
 
 
 def _section() -> str:
-    text = README.read_text()
-    return text[
-        text.index("## Bootstrap a cluster") : text.index(
-            "\n## ", text.index("## Bootstrap a cluster") + 1
-        )
-    ]
+    return PAGE.read_text()
 
 
 def _pattern(folder: Path, path: Path) -> str:
-    """Return how the README's layout names a file of an argocd/ folder."""
+    """Return how the docs' layout names a file of an argocd/ folder."""
     relative = path.relative_to(folder)
     parts = relative.parts
     if len(parts) == 2 and parts[0] not in ("bootstrap", "argocd-cm"):
@@ -46,14 +41,14 @@ def _pattern(folder: Path, path: Path) -> str:
 
 
 @pytest.mark.parametrize("folder", [ARGOCD, APPSET_CASE], ids=["example", "application-set"])
-def test_the_readme_documents_every_file_kind_of_output_argocd(folder: Path) -> None:
-    layout = _section().split("```\noutput/argocd/", 1)[1].split("```", 1)[0]
+def test_the_docs_document_every_file_kind_of_output_argocd(folder: Path) -> None:
+    layout = _section().split("```text\noutput/argocd/", 1)[1].split("```", 1)[0]
     documented = set(re.findall(r"^  (\S+)", layout, re.MULTILINE))
     found = {_pattern(folder, p) for p in folder.rglob("*.yaml")}
-    assert found <= documented, f"undocumented in README: {sorted(found - documented)}"
+    assert found <= documented, f"undocumented in {PAGE.name}: {sorted(found - documented)}"
 
 
-def test_the_readme_snippet_is_the_rendered_health_check() -> None:
+def test_the_docs_snippet_is_the_rendered_health_check() -> None:
     snippet = (
         _section().split("exactly as upstream documents it:\n\n```yaml\n", 1)[1].split("```", 1)[0]
     )

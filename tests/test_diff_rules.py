@@ -561,10 +561,10 @@ def test_every_code_has_a_known_severity(code: str) -> None:
     assert CODES[code][0] in ("error", "disruptive", "risk")
 
 
-def test_the_readme_lists_every_code_with_its_severity() -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+def test_the_docs_list_every_code_with_its_severity() -> None:
+    page = (Path(__file__).parent.parent / "docs/how-to/review-a-pull-request.md").read_text()
     assert [
-        code for code, (severity, _) in CODES.items() if f"| `{code}` | {severity} |" not in readme
+        code for code, (severity, _) in CODES.items() if f"| `{code}` | {severity} |" not in page
     ] == []
 
 

@@ -2,7 +2,8 @@
 or fails with exactly the diagnostics in tests/cases/<case>/errors.txt.
 
 `pytest --update-golden` rewrites expected/ (or errors.txt) on purpose; review the diff before
-committing it.
+committing it. A case's args.txt holds more `render` flags, one line (`--strict`: a case whose
+warnings, such as an unused ignore entry, fail the render and so are recorded in errors.txt).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tests.conftest import run, snapshot
 
 CASES = Path(__file__).resolve().parent / "cases"
 ERRORS = "errors.txt"
+ARGS = "args.txt"
 EXPECTED = "expected"
 
 
@@ -66,7 +68,8 @@ def test_there_are_cases() -> None:
 @pytest.mark.parametrize("case", _case_dirs(), ids=lambda p: p.name)
 def test_golden(case: Path, tmp_path: Path, update_golden: bool) -> None:
     out = tmp_path / "out"
-    result = run("render", "--root", str(case / "input"), "--out", str(out))
+    args = (case / ARGS).read_text().split() if (case / ARGS).is_file() else []
+    result = run("render", "--root", str(case / "input"), "--out", str(out), *args)
     assert "Traceback" not in result.stdout + result.stderr
     expected_dir, errors_file = case / EXPECTED, case / ERRORS
 

@@ -53,6 +53,48 @@ def test_ci_runs_the_tests_then_drift_check_then_linters_and_stops_at_the_first_
     assert where == sorted(where) and where[0] > test_line
 
 
+def test_ci_builds_the_docs_strictly_after_the_linters() -> None:
+    """A broken link or a missing reference page fails CI: the site builds with --strict, from
+    the docs extra, offline (no web fonts), with the hook that generates the reference."""
+    lines = _ci_lines()
+    build = (
+        "pip install -q -e '.[docs]' && mkdocs build --strict --site-dir \"$work/site\" || exit $?"
+    )
+    assert build in lines and lines.index(build) > lines.index("mypy gpuplan")
+    project = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))
+    docs = " ".join(project["project"]["optional-dependencies"]["docs"])
+    assert "mkdocs>=" in docs and "mkdocs-material>=" in docs
+    config = yaml.safe_load((PROJECT / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert config["strict"] is True and config["theme"]["font"] is False
+    assert config["hooks"] == ["docs/hooks.py"]
+
+
+def _nav_pages(node: object) -> list[str]:
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [p for value in node.values() for p in _nav_pages(value)]
+    if isinstance(node, list):
+        return [p for item in node for p in _nav_pages(item)]
+    return []
+
+
+def test_every_docs_page_is_in_the_nav_and_every_nav_page_exists() -> None:
+    """The reference pages are generated at build time: they are in the nav, never in docs/."""
+    config = yaml.safe_load((PROJECT / "mkdocs.yml").read_text(encoding="utf-8"))
+    nav = _nav_pages(config["nav"])
+    written = {p.relative_to(PROJECT / "docs").as_posix() for p in (PROJECT / "docs").rglob("*.md")}
+    generated = {p for p in nav if p.startswith("reference/")}
+    assert generated == {
+        "reference/fields.md",
+        "reference/codes.md",
+        "reference/commands.md",
+        "reference/versions.md",
+    }
+    assert not generated & written, "the reference is generated, never committed"
+    assert set(nav) - generated == written
+
+
 def test_linters_are_in_the_test_extra_and_configured() -> None:
     project = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))
     extra = " ".join(project["project"]["optional-dependencies"]["test"])

@@ -15,10 +15,12 @@ import importlib
 # re-exported: the pipeline and the docs read the registry from here, once every check is in it
 from gpuplan.check.registry import CHECKS as CHECKS
 from gpuplan.check.registry import EXTRA_CODES as EXTRA_CODES
+from gpuplan.check.registry import RETIRED_CODES as RETIRED_CODES
 from gpuplan.check.registry import STAGE_CODES as STAGE_CODES
 from gpuplan.check.registry import allocation_check as allocation_check
 from gpuplan.check.registry import check as check
 from gpuplan.check.registry import clusters_with as clusters_with
+from gpuplan.check.registry import code_descriptions as code_descriptions
 from gpuplan.check.registry import code_of as code_of
 from gpuplan.check.registry import codes as codes
 from gpuplan.check.registry import known_codes as known_codes

@@ -97,7 +97,13 @@ def _share(grant: Grant, grants: list[Grant]) -> str:
 
 
 @check
-@codes("pool-capacity-autoscaled")
+@codes(
+    (
+        "pool-capacity-autoscaled",
+        "Warn when nominal quotas of an autoscaled pool (within nodes.max) depend on the autoscaler: "
+        "Karpenter keeps no minimum, and the Cluster Autoscaler keeps only nodes.min up.",
+    )
+)
 def check_pool_capacity(fleet: Fleet) -> Iterator[Diagnostic]:
     """Error when nominal quotas exceed a pool at nodes.max; warn (at the pool) above nodes.min.
 

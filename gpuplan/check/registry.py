@@ -6,6 +6,7 @@ A check module imports this module (never gpuplan.check, which imports every che
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Iterable, Iterator
 
 from gpuplan.diagnostics import Diagnostic
@@ -15,17 +16,31 @@ Check = Callable[[Fleet], Iterable[Diagnostic]]
 AllocationCheck = Callable[[AllocationPlan], Iterable[Diagnostic]]
 CHECKS: list[Check] = []
 EXTRA_CODES: dict[str, str] = {}  # explicit code -> the check that reports it
-# Codes of the stages around the checks (sources.py, resolve.py, verify.py, ignores.py, `validate`).
-STAGE_CODES = (
-    "yaml",
-    "schema",
-    "input",
-    "resolve",
-    "output",
-    "manifest",
-    "unused-ignore",
-    "unknown-code",
-)
+EXTRA_DESCRIPTIONS: dict[str, str] = {}  # explicit code -> what it reports (the docs' reference)
+# Codes of the stages around the checks (sources.py, resolve.py, verify.py, ignores.py, `validate`),
+# each with what it reports (the docs' reference shows it).
+STAGE_CODES: dict[str, str] = {
+    "yaml": "Not reported any more: a YAML syntax error is an `input` error now. Kept so that a "
+    "repository naming it in an `ignore` entry still loads.",
+    "schema": "Not reported any more: a field the input models refuse is an `input` error now. "
+    "Kept so that a repository naming it in an `ignore` entry still loads.",
+    "input": "Error on an input file gpuplan cannot read or that its model refuses: YAML syntax, an "
+    "unknown or missing field, a value out of bounds, a file name that differs from its `name`, "
+    "an own manifest or patch that does not apply.",
+    "resolve": "Error on a reference between input files that resolves to nothing or to two things: "
+    "an unknown cluster, pool or cohort, a component version gpuplan has no facts for, a "
+    "namespace two tenants claim.",
+    "output": "Error on a rendered object the proof refuses: the Kubernetes or CRD schema, a CRD's "
+    "CEL rule, a webhook rule, or a reference to an object the output does not hold.",
+    "manifest": "`gpuplan validate`: a finding about a manifest file it was given (schema, CEL, "
+    "webhook rule, object name, duplicate or reference).",
+    "unused-ignore": "Warn on an `ignore` entry whose warning is not reported where it stands any "
+    "more: remove the entry.",
+    "unknown-code": "Error on an `ignore` entry naming a code gpuplan does not have (a typo, or a "
+    "renamed check).",
+}
+# Codes that no input triggers any more (kept for old `ignore` entries): the reference shows none.
+RETIRED_CODES = ("yaml", "schema")
 
 
 def check(fn: Check) -> Check:
@@ -51,12 +66,14 @@ def allocations(fleet: Fleet) -> Iterator[AllocationPlan]:
         yield from fleet.clusters[name].allocations
 
 
-def codes(*names: str) -> Callable[[Check], Check]:
-    """Declare the explicit codes a check gives some of its findings (so `ignore` can name them)."""
+def codes(*declared: tuple[str, str]) -> Callable[[Check], Check]:
+    """Declare the explicit codes a check gives some of its findings, each with what it reports
+    (so `ignore` can name them and the docs describe them)."""
 
     def declare(fn: Check) -> Check:
-        for name in names:
+        for name, description in declared:
             EXTRA_CODES[name] = fn.__name__
+            EXTRA_DESCRIPTIONS[name] = description
         return fn
 
     return declare
@@ -70,6 +87,12 @@ def code_of(fn: Check) -> str:
 def known_codes() -> set[str]:
     """Return every code a finding of gpuplan can carry."""
     return {code_of(fn) for fn in CHECKS} | set(EXTRA_CODES) | set(STAGE_CODES)
+
+
+def code_descriptions() -> dict[str, str]:
+    """Return every code with what it reports: a check's docstring, or its declared description."""
+    found = {code_of(fn): inspect.getdoc(fn) or "" for fn in CHECKS}
+    return found | EXTRA_DESCRIPTIONS | STAGE_CODES
 
 
 def clusters_with(fleet: Fleet, component: str) -> Iterator[ClusterPlan]:

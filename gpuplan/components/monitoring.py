@@ -64,7 +64,7 @@ KUEUE_METRICS_READER = "kueue-metrics-reader"
 VOLCANO_SERVICE_LABELS = {"app": "volcano-scheduler"}
 VOLCANO_PORT = "metrics"
 # Node labels gpuplan's rules read through kube-state-metrics' kube_node_labels; its
-# --metric-labels-allowlist must list them (README, "Monitoring").
+# --metric-labels-allowlist must list them (docs/concepts/monitoring.md).
 MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
 # The sidecar of the Grafana chart loads ConfigMaps carrying this label (grafana/helm-charts
 # charts/grafana values.yaml sidecar.dashboards.label/labelValue defaults; kube-prometheus-stack uses "1").
