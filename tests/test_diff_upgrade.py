@@ -315,3 +315,20 @@ def test_a_chart_whose_defaults_gpuplan_does_not_ship_says_so(tmp_path: Path) ->
     assert (plan.component, plan.old, plan.new) == ("cluster-autoscaler", "9.53.0", "9.59.0")
     (step,) = [s for h in plan.hops for s in h.steps]
     assert step.kind == "defaults" and "does not compare this chart's defaults" in step.text
+
+
+def test_a_karpenter_bump_whose_release_drifts_the_nodes_reaches_its_node_pools(
+    tmp_path: Path,
+) -> None:
+    """Karpenter v1.12.0 hashes the CA bundle into drift: every node it made is replaced."""
+    root = bump(tmp_path / "repo", [(H100, "version: v1.14.1", "version: v1.11.3")], [])
+    result = diff(root)
+    (plan,) = result.upgrades
+    drift = next(s for h in plan.hops for s in h.steps if "CA bundle" in s.text)
+    # h100-prod's Karpenter pools, h100-train (16 nodes of 8 H100) and l40s-dev (8 nodes of 4 L40S):
+    # not its static pools
+    assert (drift.blast.nodes, drift.blast.gpus) == (24, 160)
+    assert drift.blast.text.endswith("in 2 pools")
+    assert plan.blast == drift.blast  # the plan reaches those nodes, not only the controller's pods
+    (finding,) = [d for d in result.disruptions if d.code == "upgrade"]
+    assert finding.blast.nodes == 24

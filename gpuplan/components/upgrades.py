@@ -29,6 +29,8 @@ class UpgradeNote:
     source: str  # where upstream says so
     required: bool = True  # upstream marks it required (see the module docstring)
     line: str = ""  # the release line, for a component with several ("aws", "azure")
+    # the change it names replaces or restarts nodes by itself (Karpenter's drift after the bump)
+    replaces_nodes: bool = False
 
 
 @dataclass(frozen=True)
@@ -277,11 +279,12 @@ _AWS_GUIDE = (
 _AWS_V1 = "aws/karpenter-provider-aws@v1.14.1:website/content/en/v1.0/upgrading/v1-migration.md"
 
 
-def _aws(version: str, action: str, required: bool = True, source: str = "") -> UpgradeNote:
+def _aws(
+    version: str, action: str, required: bool = True, source: str = "", replaces_nodes: bool = False
+) -> UpgradeNote:
     anchor = "#upgrading-to-" + version.removeprefix("v").replace(".", "")
-    return UpgradeNote(
-        "karpenter", version, action, source or _AWS_GUIDE + anchor, required, line="aws"
-    )
+    source = source or _AWS_GUIDE + anchor
+    return UpgradeNote("karpenter", version, action, source, required, "aws", replaces_nodes)
 
 
 _KARPENTER_AWS_NOTES = (
@@ -386,6 +389,7 @@ _KARPENTER_AWS_NOTES = (
         "Drift now hashes the CA bundle: existing nodes are marked drifted and replaced "
         "after the bump, so set NodePool disruption budgets for the roll.",
         required=False,
+        replaces_nodes=True,
     ),
     _aws(
         "v1.12.0",

@@ -30,6 +30,7 @@ from gpuplan.diff.upgrade_model import (
     Step,
     Upstream,
 )
+from gpuplan.plan.pools import POOL_LABEL
 
 __all__ = ["NONE", "UPSTREAM", "Bumped", "Plan", "Step", "Upstream", "bumps", "findings", "plans"]
 
@@ -125,6 +126,22 @@ def _reach(ctx: Context, bump: Bump) -> Blast:
     return Blast(text="its own pods only: no GPU node is touched")
 
 
+def _nodes_of(ctx: Context, bump: Bump) -> Blast:
+    """Return the nodes a component's own change can replace: Karpenter's NodePools', else every GPU node."""
+    if bump.component.name != "karpenter":
+        return ctx.facts.cluster(bump.scope)
+    pools = {
+        str(
+            mapping(dig(entry.obj, "spec", "template", "metadata", "labels")).get(POOL_LABEL)
+            or key.name
+        )
+        for side in (ctx.old, ctx.new)
+        for key, entry in side.items()
+        if key.scope == bump.scope and is_kind(key, "karpenter.sh", "NodePool")
+    }
+    return ctx.facts.some(bump.scope, pools)
+
+
 def _plan(ctx: Context, bump: Bump, source: Upstream) -> Plan:
     stops = tuple(source.stops(bump.component, bump.line, bump.old.version, bump.new.version))
     path = [bump.old] + [bump.component.release(s.version, bump.line) for s in stops] + [bump.new]
@@ -136,9 +153,12 @@ def _plan(ctx: Context, bump: Bump, source: Upstream) -> Plan:
         if bump.held
         else ""
     )
+    reach = _reach(ctx, bump)
+    if not reach.nodes:  # a step that replaces nodes by itself reaches them all the same
+        reach = next((s.blast for h in hops for s in h.steps if s.blast.nodes), reach)
     return Plan(
         bump.scope, bump.component.name, bump.line, bump.old.version, bump.new.version,
-        bump.application.label(), _reach(ctx, bump), stops, hops, note,
+        bump.application.label(), reach, stops, hops, note,
     )  # fmt: skip
 
 
@@ -150,6 +170,7 @@ def _hop(ctx: Context, bump: Bump, old: Release, new: Release, source: Upstream)
             "action",
             f"{mark} ({note.version}): {note.action}",
             source=note.source,
+            blast=_nodes_of(ctx, bump) if note.replaces_nodes else Blast(),
             action=note.required,
         )
     yield from _crd_steps(ctx, bump, old, new)
