@@ -340,7 +340,6 @@ def test_the_versions_page_names_every_supported_version(reference: dict[str, st
 # Codes no golden case can show yet, and why (the reference says so under each).
 CODES_WITHOUT_AN_EXAMPLE_YET = {
     "manifest",  # only `gpuplan validate` reports it; the golden cases run `render`
-    "karpenter-values",  # the input model refuses such values first (an `input` error)
     # only `gpuplan check --base REF` reports it, against a git revision the golden cases do not
     # have: tests/test_diff_upgrade.py proves it fires
     "upgrade-skip",

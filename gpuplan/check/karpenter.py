@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from gpuplan.check.registry import check, clusters_with
 from gpuplan.components.karpenter import RELEASES, KarpenterRelease
 from gpuplan.diagnostics import Diagnostic, Key, Severity, SourceFile, format_path
-from gpuplan.model.common import LABEL_VALUE
 from gpuplan.plan.fleet import INSTANCE_GPUS, ClusterPlan, Fleet
 from gpuplan.plan.pools import GPU, PoolPlan
 
@@ -135,21 +134,6 @@ def check_host_architecture(fleet: Fleet) -> Iterator[Diagnostic]:
             f"{spec.architecture} nodes, so Karpenter never launches one; set karpenter.architecture: {need}"
         )
         yield cluster.located.source.diagnostic(("nodePools", pool.index, "karpenter"), message)
-
-
-@check
-def check_karpenter_values(fleet: Fleet) -> Iterator[Diagnostic]:
-    """Error on instance types or zones that are not label values (NodePool requirement values)."""
-    for cluster, pool in _made(fleet):
-        spec = pool.spec.karpenter
-        if spec is None:
-            continue
-        for field, values in (("instanceTypes", spec.instance_types), ("zones", spec.zones)):
-            for v_index, value in enumerate(values):
-                if len(value) > 63 or not LABEL_VALUE.fullmatch(value):
-                    loc = ("nodePools", pool.index, "karpenter", field, v_index)
-                    message = f"{value[:80]!r} is not a Kubernetes label value, which a NodePool requirement value must be"
-                    yield cluster.located.source.diagnostic(loc, message)
 
 
 @check
