@@ -337,22 +337,12 @@ def test_the_versions_page_names_every_supported_version(reference: dict[str, st
             assert f"### {component.name} {release.version}{line}\n" in page
 
 
-# Codes no golden case can show yet, and why (the reference says so under each).
-CODES_WITHOUT_AN_EXAMPLE_YET = {
-    "manifest",  # only `gpuplan validate` reports it; the golden cases run `render`
-    # only `gpuplan check --base REF` reports it, against a git revision the golden cases do not
-    # have: tests/test_diff_upgrade.py proves it fires
-    "upgrade-skip",
-}
-
-
 def test_every_code_shows_an_example_that_fires_it() -> None:
     """Each code's example is a golden case reporting it; tests/test_golden.py runs every case and
     asserts its errors.txt is exactly what gpuplan prints, so each example is proven to fire."""
     have = set(code_examples(CASES))
     wanted = known_codes() - set(RETIRED_CODES)
-    assert sorted(wanted - have - CODES_WITHOUT_AN_EXAMPLE_YET) == []
-    assert sorted(CODES_WITHOUT_AN_EXAMPLE_YET & have) == [], "these have an example now"
+    assert sorted(wanted - have) == []
 
 
 # --- a missing description fails ----------------------------------------------------------------

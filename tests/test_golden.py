@@ -4,13 +4,20 @@ or fails with exactly the diagnostics in tests/cases/<case>/errors.txt.
 `pytest --update-golden` rewrites expected/ (or errors.txt) on purpose; review the diff before
 committing it. A case's args.txt holds more `render` flags, one line (`--strict`: a case whose
 warnings, such as an unused ignore entry, fail the render and so are recorded in errors.txt).
+Two kinds of case run another command, for the codes only it reports:
+- a case with base/ (the inputs at the base revision) commits base/ to a git repository, puts
+  input/ in its working tree and runs `gpuplan check --base HEAD` (a version bump's
+  `upgrade-skip`);
+- a case with validate.txt runs `gpuplan validate` on the files it names under input/.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
+import os
 import shutil
+import subprocess
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -19,12 +26,19 @@ import pytest
 import yaml
 
 from gpuplan.components import REGISTRY
-from tests.conftest import run, snapshot
+from tests.conftest import Run, run, snapshot
 
 CASES = Path(__file__).resolve().parent / "cases"
 ERRORS = "errors.txt"
 ARGS = "args.txt"
 EXPECTED = "expected"
+BASE = "base"
+VALIDATE = "validate.txt"
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "gpuplan tests", "GIT_AUTHOR_EMAIL": "tests@example.com",
+    "GIT_COMMITTER_NAME": "gpuplan tests", "GIT_COMMITTER_EMAIL": "tests@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+}  # fmt: skip
 
 
 def _case_dirs() -> list[Path]:
@@ -65,11 +79,35 @@ def test_there_are_cases() -> None:
     assert len([c for c in cases if (c / ERRORS).is_file()]) >= 2
 
 
+def _against_base(case: Path, repo: Path) -> Run:
+    """Commit the case's base/ in a new repository, put its input/ in the working tree instead
+    and run `gpuplan check --base HEAD` there."""
+    shutil.copytree(case / BASE, repo)
+    env = {**os.environ, **GIT_ENV}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+    for path in repo.iterdir():
+        if path.is_dir() and path.name != ".git":
+            shutil.rmtree(path)
+        elif path.is_file():
+            path.unlink()
+    shutil.copytree(case / "input", repo, dirs_exist_ok=True)
+    return run("check", "--root", str(repo), "--base", "HEAD")
+
+
 @pytest.mark.parametrize("case", _case_dirs(), ids=lambda p: p.name)
-def test_golden(case: Path, tmp_path: Path, update_golden: bool) -> None:
+def test_golden(
+    case: Path, tmp_path: Path, update_golden: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "out"
     args = (case / ARGS).read_text().split() if (case / ARGS).is_file() else []
-    result = run("render", "--root", str(case / "input"), "--out", str(out), *args)
+    if (case / BASE).is_dir():
+        result = _against_base(case, tmp_path / "repo")
+    elif (case / VALIDATE).is_file():
+        monkeypatch.chdir(case / "input")  # the diagnostics name the files as given
+        result = run("validate", *(case / VALIDATE).read_text().split())
+    else:
+        result = run("render", "--root", str(case / "input"), "--out", str(out), *args)
     assert "Traceback" not in result.stdout + result.stderr
     expected_dir, errors_file = case / EXPECTED, case / ERRORS
 

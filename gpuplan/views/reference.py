@@ -254,7 +254,7 @@ def codes_page(cases: Path, described: Mapping[str, str] | None = None) -> str:
         "can carry. Each diagnostic ends with its code in brackets; a warning is accepted where it",
         "stands with an `ignore` entry naming the code and the reason (errors are never",
         "silenced). The example under each code is a golden test case (`tests/cases/`) whose",
-        "`gpuplan render` reports it, exactly as shown.\n",
+        "`gpuplan render` (or the command it names) reports, exactly as shown.\n",
     ]
     for code in sorted(described):
         out.append(f"## `{code}`\n")
@@ -288,6 +288,10 @@ def _example(cases: Path, case: str, line: str) -> list[str]:
     source = cases / case / "input" / match["file"]
     args = cases / case / "args.txt"  # more render flags (tests/test_golden.py)
     flags = f" (`gpuplan render {args.read_text().strip()}`)" if args.is_file() else ""
+    if (cases / case / "base").is_dir():  # checked against its base revision (tests/test_golden.py)
+        flags = " (`gpuplan check --base REF`, REF holding the case's `base/`)"
+    elif (cases / case / "validate.txt").is_file():
+        flags = " (`gpuplan validate`)"
     out = [f"Example: case `{case}`{flags}, `{match['file']}`:\n"]
     if source.is_file():
         lines = source.read_text(encoding="utf-8").splitlines()
