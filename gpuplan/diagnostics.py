@@ -45,7 +45,12 @@ class Diagnostic:
         what = f"{self.path}: {self.message}" if self.path else self.message
         what += f" [{self.code}]" if self.code else ""
         what = what.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        return f"::{self.severity.value} file={self.file},line={self.line},col={self.col}::{what}"
+        # a property value also escapes ":" and "," (actions/toolkit packages/core/src/command.ts,
+        # escapeProperty); a finding about a whole file has no line, so it names none
+        file = self.file.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        file = file.replace(":", "%3A").replace(",", "%2C")
+        where = f"file={file},line={self.line},col={self.col}" if self.line else f"file={file}"
+        return f"::{self.severity.value} {where}::{what}"
 
 
 def error(file: str, line: int, col: int, path: str, message: str) -> Diagnostic:

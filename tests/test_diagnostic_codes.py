@@ -71,6 +71,13 @@ def test_every_format_shows_the_code() -> None:
     assert json.loads(render(found, "json"))[0]["code"] == "cpu-only-work"
 
 
+def test_a_github_annotation_of_a_whole_file_names_no_line_and_escapes_its_file_name() -> None:
+    whole = _finding(line=0, col=0, file="output/a,b:c.yaml")
+    assert render([whole], "github") == (
+        "::warning file=output/a%2Cb%3Ac.yaml::allocations[0].quotas: message [cpu-only-work]\n"
+    )
+
+
 def test_an_accepted_warning_is_listed_in_json_counted_in_the_summary_and_passes_strict() -> None:
     found = [_finding(accepted="planned"), _finding(line=4)]
     assert json.loads(render(found, "json"))[0]["accepted"] == "planned"
