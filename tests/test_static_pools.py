@@ -3,12 +3,17 @@ it really runs: static NodePools, no minimum for autoscaled pools, drift inside 
 
 from __future__ import annotations
 
+import itertools
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from gpuplan.check.nfd import shared_name
 from gpuplan.emit.karpenter import budgets, closed_gaps
 from gpuplan.emit.nfd import master_values
 from gpuplan.model.cluster import MaintenanceWindow
@@ -364,3 +369,34 @@ def test_nfd_master_runs_with_enable_taints_wherever_it_comes_from(
         gpu_operator = objects[("Application", "c1-gpu-operator")]["spec"]["source"]["helm"]
         assert gpu_operator["valuesObject"]["nfd"] == {"enabled": False}
         assert "node-feature-discovery" not in gpu_operator["valuesObject"]
+
+
+# Two static pools' hostnames: the automata intersection against brute force over short names.
+_PIECES = ("a", "b", "0", "[ab]", "[0-9]", ".", "a*", "b+", "(a|0)", "x?")
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(
+    st.lists(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=4), min_size=1, max_size=2),
+    st.lists(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=4), min_size=1, max_size=2),
+)
+def test_two_pools_share_a_node_name_exactly_when_some_name_matches_both(
+    first: list[list[str]], second: list[list[str]]
+) -> None:
+    left, right = ["".join(p) for p in first], ["".join(p) for p in second]
+    name = shared_name(left, right)
+    if name is not None:  # a name it gives matches a regex of each pool, whole
+        assert any(re.fullmatch(r, name) for r in left) and any(
+            re.fullmatch(r, name) for r in right
+        )
+    names = ("".join(c) for n in range(6) for c in itertools.product("ab0xz", repeat=n))
+    common = next(
+        (
+            n
+            for n in names
+            if any(re.fullmatch(r, n) for r in left) and any(re.fullmatch(r, n) for r in right)
+        ),
+        None,
+    )
+    if common is not None:  # some name matches both: it is found
+        assert name is not None

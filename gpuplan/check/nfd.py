@@ -6,7 +6,12 @@ regexp syntax), and wiring that would validate but never label a node.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
+from typing import Any
+
+import interegular
+from interegular.fsm import anything_else
 
 from gpuplan.check.karpenter import _domain, _in_domain, _pools, _warning
 from gpuplan.check.registry import check
@@ -94,6 +99,76 @@ def check_nfd_hostnames(fleet: Fleet) -> Iterator[Diagnostic]:
                 loc = ("nodePools", pool.index, "hostnames", h_index)
                 message = f"NFD matches node names with Go's regexp (RE2), which has no {problem}: the pool's nodes would never be labelled"
                 yield cluster.located.source.diagnostic(loc, message)
+
+
+def shared_name(first: list[str], second: list[str]) -> str | None:
+    """Return a node name that both lists of hostnames regexes match whole, None if no name can.
+
+    Each regex is turned into a finite automaton (interegular) and the two lists' automata are
+    intersected, so the answer holds for every name, not for samples. A regex outside what the
+    automata model (Go's RE2 syntax is checked apart) proves nothing either way: None.
+    """
+    try:
+        automata = [[interegular.parse_pattern(r).to_fsm() for r in rs] for rs in (first, second)]
+    except Exception:  # noqa: BLE001 - interegular refuses constructs it cannot model (lookarounds...)
+        return None
+    for a in automata[0]:
+        for b in automata[1]:
+            both = a & b
+            if not both.empty():
+                return _first_name(both)
+    return None
+
+
+def _first_name(fsm: Any) -> str:
+    """Return the shortest name an automaton accepts, the first of them in character order.
+
+    A breadth-first walk over states that tries characters in order reaches each state first by
+    that state's smallest shortest name; interegular's own `strings()` orders characters by its
+    internal transition numbers, which vary from process to process.
+    """
+    alphabet = fsm.alphabet
+    # a character the regexes never name stands for interegular's "anything else"
+    other = next(c for c in "abcdefghijklmnopqrstuvwxyz0123456789~" if c not in alphabet)
+    names = {fsm.initial: ""}
+    queue = deque([fsm.initial])
+    while queue:
+        state = queue.popleft()
+        if state in fsm.finals:
+            return names[state]
+        steps = sorted(
+            (other if symbol is anything_else else str(symbol), target)
+            for transition, target in fsm.map.get(state, {}).items()
+            for symbol in alphabet.by_transition[transition]
+        )
+        for char, target in steps:
+            if target not in names and fsm.islive(target):
+                names[target] = names[state] + char
+                queue.append(target)
+    raise ValueError("an automaton that is not empty accepts some name")  # unreachable
+
+
+@check
+def check_overlapping_hostnames(fleet: Fleet) -> Iterator[Diagnostic]:
+    """Error when one node name matches the hostnames of two static pools of a cluster.
+
+    NFD would apply both pools' rules to that node (two pool labels, MIG configs and taints in
+    conflict, the last rule winning), and the node would count in both pools' capacity.
+    """
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        named = [p for p in cluster.pools.values() if not p.karpenter_made and p.spec.hostnames]
+        for index, pool in enumerate(named):
+            for earlier in named[:index]:
+                node = shared_name(earlier.spec.hostnames, pool.spec.hostnames)
+                if node is not None:
+                    message = (
+                        f"a node named {node!r} would belong to pool {earlier.name} and to this pool: "
+                        "each node must match the hostnames of one pool only (NFD would give it both "
+                        "pools' labels, and it would count in both pools' capacity)"
+                    )
+                    loc = ("nodePools", pool.index, "hostnames")
+                    yield cluster.located.source.diagnostic(loc, message)
 
 
 @check
