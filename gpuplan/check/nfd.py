@@ -108,12 +108,21 @@ def shared_name(first: list[str], second: list[str]) -> str | None:
     intersected, so the answer holds for every name, not for samples. A regex outside what the
     automata model (Go's RE2 syntax is checked apart) proves nothing either way: None.
     """
+    one, other = automata(first), automata(second)
+    return None if one is None or other is None else _shared(one, other)
+
+
+def automata(regexes: list[str]) -> list[Any] | None:
+    """Return the automaton of each regex (None: one is beyond what interegular models)."""
     try:
-        automata = [[interegular.parse_pattern(r).to_fsm() for r in rs] for rs in (first, second)]
+        return [interegular.parse_pattern(r).to_fsm() for r in regexes]
     except Exception:  # noqa: BLE001 - interegular refuses constructs it cannot model (lookarounds...)
         return None
-    for a in automata[0]:
-        for b in automata[1]:
+
+
+def _shared(first: list[Any], second: list[Any]) -> str | None:
+    for a in first:
+        for b in second:
             both = a & b
             if not both.empty():
                 return _first_name(both)
@@ -158,9 +167,11 @@ def check_overlapping_hostnames(fleet: Fleet) -> Iterator[Diagnostic]:
     for name in sorted(fleet.clusters):
         cluster = fleet.clusters[name]
         named = [p for p in cluster.pools.values() if not p.karpenter_made and p.spec.hostnames]
+        machines = [automata(p.spec.hostnames) for p in named]  # each pool's, made once
         for index, pool in enumerate(named):
-            for earlier in named[:index]:
-                node = shared_name(earlier.spec.hostnames, pool.spec.hostnames)
+            for earlier, theirs in zip(named[:index], machines[:index], strict=True):
+                mine = machines[index]
+                node = None if mine is None or theirs is None else _shared(theirs, mine)
                 if node is not None:
                     message = (
                         f"a node named {node!r} would belong to pool {earlier.name} and to this pool: "

@@ -63,8 +63,37 @@ class App:
     name: str
     cluster: str  # the destination, as Argo CD names it: server or name
     objects: list[dict[str, Any]]
+    # the objects of each step, in sync order (phase, wave)
+    waves: list[list[dict[str, Any]]] = field(repr=False)
     needs: list[Key] = field(default_factory=list)  # what a chart source needs applied
     done: int = -1  # index of the last step applied
+
+
+def in_waves(objects: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Return objects grouped by the step they sync in, the steps in sync order."""
+    grouped: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for obj in objects:
+        grouped.setdefault(step(obj), []).append(obj)
+    return [grouped[s] for s in sorted(grouped)]
+
+
+class Tree:
+    """The rendered files as Argo CD reads them: each folder's objects and their sync steps.
+
+    Made once per proof and handed to each simulation of it (the files do not change between them).
+    """
+
+    def __init__(self, files: Mapping[str, Sequence[dict[str, Any]]]) -> None:
+        self.files = files
+        self.folders: dict[str, tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]] = {}
+
+    def folder(self, folder: str) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
+        """Return the objects a kustomization folder builds, and the same grouped in waves."""
+        found = self.folders.get(folder)
+        if found is None:
+            objects = objects_of(self.files, folder)
+            found = self.folders[folder] = (objects, in_waves(objects))
+        return found
 
 
 def objects_of(files: Mapping[str, Sequence[dict[str, Any]]], folder: str) -> list[dict[str, Any]]:
@@ -87,12 +116,13 @@ class Simulation:
 
     def __init__(
         self,
-        files: Mapping[str, Sequence[dict[str, Any]]],
+        files: Mapping[str, Sequence[dict[str, Any]]] | Tree,
         output_path: str,
         installs: Mapping[str, Collection[tuple[str, str]]],
         broken: Collection[str] = (),
     ) -> None:
-        self.files, self.output_path = files, output_path
+        self.tree = files if isinstance(files, Tree) else Tree(files)
+        self.output_path = output_path
         self.installs, self.broken = installs, set(broken)
         self.apps: dict[str, App] = {}
         self.applied: set[Key] = set()
@@ -124,18 +154,17 @@ class Simulation:
         namespace = str((spec.get("destination") or {}).get("namespace", ""))
         needs: list[Key] = []
         objects: list[dict[str, Any]] = []
+        waves: list[list[dict[str, Any]]] = []
         if source.get("chart"):
             existing = ((source.get("helm") or {}).get("valuesObject") or {}).get("rules") or {}
             if existing.get("existing"):
                 needs.append((where, "ConfigMap", namespace, str(existing["existing"])))
         else:
             path = str(source.get("path", ""))
-            folder = posixpath.relpath(path, self.output_path) if path else ""
-            objects = objects_of(self.files, folder)
-        self.apps[name] = App(name, where, objects, needs)
-
-    def steps(self, app: App) -> list[tuple[int, int]]:
-        return sorted({step(o) for o in app.objects})
+            objects, waves = self.tree.folder(
+                posixpath.relpath(path, self.output_path) if path else ""
+            )
+        self.apps[name] = App(name, where, objects, waves, needs)
 
     def healthy(self, name: str) -> bool:
         """Tell whether an Application is healthy: all its steps applied and each object healthy.
@@ -150,7 +179,7 @@ class Simulation:
             return False
         if app is None or name in self.broken:
             return False
-        if app.done < len(self.steps(app)) - 1:
+        if app.done < len(app.waves) - 1:
             return False
         if any(need not in self.applied for need in app.needs):
             return False
@@ -215,20 +244,14 @@ class Simulation:
         while moved:
             moved = False
             for app in list(self.apps.values()):
-                steps = self.steps(app)
-                while app.done < len(steps) - 1 and app.name not in self.broken:
-                    current = (
-                        [o for o in app.objects if step(o) == steps[app.done]]
-                        if app.done >= 0
-                        else []
-                    )
+                while app.done < len(app.waves) - 1 and app.name not in self.broken:
+                    current = app.waves[app.done] if app.done >= 0 else []
                     if any(not self.object_healthy(app, o) for o in current):
                         break  # the sync waits on its running tasks (or fails and retries)
                     app.done += 1
                     self.health.clear()
-                    for obj in app.objects:
-                        if step(obj) == steps[app.done]:
-                            self.apply(app, obj)
+                    for obj in app.waves[app.done]:
+                        self.apply(app, obj)
                     moved = True
 
     def apply(self, app: App, obj: Mapping[str, Any]) -> None:
@@ -251,7 +274,7 @@ class Simulation:
 
 
 def stuck(
-    files: Mapping[str, Sequence[dict[str, Any]]],
+    files: Mapping[str, Sequence[dict[str, Any]]] | Tree,
     root: Mapping[str, Any],
     output_path: str,
     installs: Mapping[str, Collection[tuple[str, str]]],
@@ -277,9 +300,10 @@ def coupled(
     `clusters`: cluster name -> its Applications (operators and its own).
     """
     found: dict[str, list[str]] = {}
+    tree = Tree(files)
     for name, mine in sorted(clusters.items()):
         others = {a for other, apps in clusters.items() if other != name for a in apps}
-        never, _ = stuck(files, root, output_path, installs, set(mine), others)
+        never, _ = stuck(tree, root, output_path, installs, set(mine), others)
         hit = sorted(a for a in never if a in others)
         if hit:
             found[name] = hit

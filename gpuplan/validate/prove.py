@@ -15,7 +15,7 @@ from gpuplan.model.manifest import Manifest
 from gpuplan.plan.fleet import ClusterPlan, Fleet
 from gpuplan.validate import CrdIndex, UnknownKubernetesVersion, Validator, check_references, newest
 from gpuplan.validate.admission import admission_problems
-from gpuplan.validate.argosync import CLUSTER_LABEL, ROOT, Simulation
+from gpuplan.validate.argosync import CLUSTER_LABEL, ROOT, Simulation, Tree
 from gpuplan.validate.buckets import bucket_of
 from gpuplan.validate.collectors import narrowed
 from gpuplan.validate.engine import MISSING_CRD
@@ -366,7 +366,8 @@ def sync_problems(
             clusters.setdefault(str(label), set()).add(name)
     every = {a for names in clusters.values() for a in names}
     problems = []
-    simulation = Simulation(files, output_path, installs.crds)
+    tree = Tree(files)
+    simulation = Simulation(tree, output_path, installs.crds)
     simulation.run(root[0])
     for name in simulation.stuck(every):
         if name in apps:
@@ -382,7 +383,7 @@ def sync_problems(
     if problems:
         return problems
     for cluster, mine in sorted(clusters.items()):
-        broken = Simulation(files, output_path, installs.crds, mine)
+        broken = Simulation(tree, output_path, installs.crds, mine)
         broken.run(root[0])
         others = every - mine
         for name in broken.stuck(others):
