@@ -285,6 +285,18 @@ def run(clusters: int, pools: int, tenants: int, sample: int, throughput_size: i
             objects,
         )
     )
+    # The same tenant's quotas cut back: every queue and namespace quota of its cohort shrinks,
+    # and each cut names its cause (the case a reviewer most needs, and the costliest to explain).
+    git(root, "add", "tenants")
+    git(root, "commit", "-qm", "bigger quotas")
+    write_fleet(root, clusters, pools, tenants)
+    figures.append(
+        measure(
+            "diff --base HEAD (one tenant's quotas cut)",
+            [*GPUPLAN, "diff", "--root", str(root), "--base", "HEAD"],
+            objects,
+        )
+    )
     figures.append(
         measure(
             "diff OLD_DIR NEW_DIR", [*GPUPLAN, "diff", str(other), str(root / "output")], objects
@@ -605,7 +617,7 @@ def report(
         lines.append(
             f"| {fig.name:44} | {fig.seconds:8.2f} | {cpu} | {fig.rate:10.0f} | {peak} | {ratio:8.2f} |"
         )
-    diff = next(f for f in figures if f.name.startswith("diff --base"))
+    diff = max((f for f in figures if f.name.startswith("diff --base")), key=lambda f: f.seconds)
     check = next(f for f in figures if f.name.startswith("render --check"))
     peak = max(f.peak_mib for f in figures)
     lines += ["", "targets:"]
@@ -616,7 +628,7 @@ def report(
         f"- validate >= 100x kubernetes-validate objects/s: {ours.rate / reference.rate:.0f}x  {'met' if ours.rate >= 100 * reference.rate else 'NOT met'}"
     )
     lines.append(
-        f"- diff of fleets differing in one tenant within 1.5x a render: {diff.seconds / render.seconds:.2f}x  {'met' if diff.seconds <= 1.5 * render.seconds else 'NOT met'}"
+        f"- diff of fleets differing in one tenant (the slower of its two diffs) within 1.5x a render: {diff.seconds / render.seconds:.2f}x  {'met' if diff.seconds <= 1.5 * render.seconds else 'NOT met'}"
     )
     lines.append(
         f"- render --check at least as fast as render: {check.seconds / render.seconds:.2f}x  {'met' if check.seconds <= render.seconds else 'NOT met'}"

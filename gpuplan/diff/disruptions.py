@@ -160,28 +160,35 @@ def _lent(obj: dict[str, Any]) -> dict[tuple[str, str], Any]:
     return nominal_quotas(obj) | nominal_quotas(obj, "lendingLimit")
 
 
-def _lenders(ctx: Context, key: ObjectKey, flavor: str, resource: str) -> list[str]:
+# Per (cluster, cohort), per (flavor, resource): the queues that lend less of it than before, with
+# what they lent and lend (made once per diff by _lending: a cut's cause is looked up, not searched).
+Lending = dict[tuple[str, str | None], dict[tuple[str, str], list[tuple[ObjectKey, Any, Any]]]]
+
+
+def _lending(ctx: Context) -> Lending:
+    """Return every lending cut of the diff, by cluster and cohort (a queue gone, or moved to
+    another cohort, lends nothing to its old one)."""
+    out: Lending = {}
+    for key, entry in ctx.old.items():
+        if not is_kind(key, KUEUE, "ClusterQueue"):
+            continue
+        cohort = _cohort(entry.obj)
+        after = ctx.new.get(key)
+        now = _lent(after.obj) if after and _cohort(after.obj) == cohort else {}
+        drops = out.setdefault((key.scope, cohort), {})
+        for what, was in _lent(entry.obj).items():
+            if _lower(was, now.get(what, "0")):
+                drops.setdefault(what, []).append((key, was, now.get(what, "0")))
+    return out
+
+
+def _lenders(
+    lending: Lending, ctx: Context, key: ObjectKey, flavor: str, resource: str
+) -> list[str]:
     """Return the other queues of key's cohort that lend less of (flavor, resource) than before."""
     cohort = _cohort(ctx.old[key].obj)
-    out = []
-    for other, entry in ctx.old.items():
-        if (
-            other == key
-            or other.scope != key.scope
-            or not is_kind(other, KUEUE, "ClusterQueue")
-            or _cohort(entry.obj) != cohort
-        ):
-            continue
-        was = _lent(entry.obj).get((flavor, resource))
-        after = ctx.new.get(other)
-        now = (
-            _lent(after.obj).get((flavor, resource), "0")
-            if after and _cohort(after.obj) == cohort
-            else "0"
-        )
-        if was is not None and _lower(was, now):
-            out.append(f"{other.name} lends {was} -> {now}")
-    return out
+    drops = lending.get((key.scope, cohort), {}).get((flavor, resource), [])
+    return [f"{other.name} lends {was} -> {now}" for other, was, now in drops if other != key]
 
 
 def _capacity_cut(ctx: Context, scope: str, pool: str) -> str | None:
@@ -195,7 +202,9 @@ def _capacity_cut(ctx: Context, scope: str, pool: str) -> str | None:
     return None
 
 
-def _cause(ctx: Context, key: ObjectKey, flavor: str, resource: str, own: bool) -> str:
+def _cause(
+    lending: Lending, ctx: Context, key: ObjectKey, flavor: str, resource: str, own: bool
+) -> str:
     """Return why a queue's quota of (flavor, resource) shrinks: its own, a lender's or capacity."""
     capacity = _capacity_cut(ctx, key.scope, flavor)
     if own and resource in NOT_GPU and _gpus_same(ctx, key, flavor):
@@ -204,7 +213,7 @@ def _cause(ctx: Context, key: ObjectKey, flavor: str, resource: str, own: bool) 
         return f"cause: pool {flavor}'s {resource} per GPU unit (its GPU quota is the same)"
     if own:
         return f"cause: tenant {key.name}'s own quota" + (f" (with {capacity})" if capacity else "")
-    lenders = _lenders(ctx, key, flavor, resource)
+    lenders = _lenders(lending, ctx, key, flavor, resource)
     if lenders:
         return f"cause: a lender's change ({'; '.join(lenders)})"
     if capacity:
@@ -233,20 +242,20 @@ def _small(cuts: list[tuple[Any, Any, Any]]) -> bool:
     return True
 
 
-def _queue_cuts(ctx: Context, key: ObjectKey) -> Iterator[Cut]:
+def _queue_cuts(lending: Lending, ctx: Context, key: ObjectKey) -> Iterator[Cut]:
     """Yield the quota cut of a ClusterQueue: nominal quota (a flavor gone counts as 0) or borrowing."""
     old, new = ctx.old[key].obj, ctx.new[key].obj
     parts, causes = [], set()
     nominal = _cuts(nominal_quotas(old), nominal_quotas(new), "0")
     for (flavor, resource), was, now in nominal:
-        causes.add(cause := _cause(ctx, key, flavor, resource, own=True))
+        causes.add(cause := _cause(lending, ctx, key, flavor, resource, own=True))
         parts.append(f"{resource} on pool {flavor} {was} -> {now} ({cause})")
     borrowing = _cuts(
         nominal_quotas(old, "borrowingLimit"), nominal_quotas(new, "borrowingLimit"), None
     )
     borrowing = [c for c in borrowing if c[0][1] not in NOT_GPU]
     for (flavor, resource), was, now in borrowing:
-        causes.add(cause := _cause(ctx, key, flavor, resource, own=False))
+        causes.add(cause := _cause(lending, ctx, key, flavor, resource, own=False))
         parts.append(f"may borrow {resource} on pool {flavor} {was} -> {now} ({cause})")
     if parts:
         message = f"quota cut for tenant {key.name} ({key.label()}): {', '.join(parts)}"
@@ -254,7 +263,7 @@ def _queue_cuts(ctx: Context, key: ObjectKey) -> Iterator[Cut]:
         yield found, _small(nominal + borrowing), causes
 
 
-def _namespace_cause(ctx: Context, scope: str, tenant: str | None) -> str:
+def _namespace_cause(lending: Lending, ctx: Context, scope: str, tenant: str | None) -> str:
     """Return why a namespace's ResourceQuota shrinks, from its tenant's ClusterQueue."""
     key = ObjectKey(scope, KUEUE, "ClusterQueue", "", tenant or "")
     if tenant is None:
@@ -264,15 +273,19 @@ def _namespace_cause(ctx: Context, scope: str, tenant: str | None) -> str:
     old, new = ctx.old[key].obj, ctx.new[key].obj
     own = _cuts(nominal_quotas(old), nominal_quotas(new), "0")
     if own:
-        return "; ".join(sorted({_cause(ctx, key, f, r, own=True) for (f, r), _, _ in own}))
+        return "; ".join(
+            sorted({_cause(lending, ctx, key, f, r, own=True) for (f, r), _, _ in own})
+        )
     for (flavor, resource), _, _ in _cuts(
         nominal_quotas(old, "borrowingLimit"), nominal_quotas(new, "borrowingLimit"), None
     ):
-        return _cause(ctx, key, flavor, resource, own=False)
+        return _cause(lending, ctx, key, flavor, resource, own=False)
     lenders: list[str] = []
     for flavor, resource in nominal_quotas(old):
         if resource not in NOT_GPU:
-            lenders += [f"{text} on pool {flavor}" for text in _lenders(ctx, key, flavor, resource)]
+            lenders += [
+                f"{text} on pool {flavor}" for text in _lenders(lending, ctx, key, flavor, resource)
+            ]
     if lenders and _cohort(old):
         return f"cause: a lender's change ({'; '.join(lenders)})"
     return (
@@ -294,14 +307,14 @@ def _any_capacity_cut(ctx: Context, scope: str, queue: dict[str, Any]) -> str | 
     )
 
 
-def _hard_cuts(ctx: Context, key: ObjectKey) -> Iterator[Cut]:
+def _hard_cuts(lending: Lending, ctx: Context, key: ObjectKey) -> Iterator[Cut]:
     """Yield the cut of a ResourceQuota's hard limits (a limit gone lifts it: not a cut)."""
     before = mapping(dig(ctx.old[key].obj, "spec", "hard"))
     cuts = _cuts(before, mapping(dig(ctx.new[key].obj, "spec", "hard")), None)
     if not cuts:
         return
     tenant = security.tenant_of(key.scope, key.namespace, ctx.new, ctx.old)
-    cause = _namespace_cause(ctx, key.scope, tenant)
+    cause = _namespace_cause(lending, ctx, key.scope, tenant)
     parts = [f"{resource} {was} -> {now}" for resource, was, now in cuts]
     where = security.namespace_text(key.scope, key.namespace, ctx.new, ctx.old)
     message = f"quota cut in {where} ({key.label()}): {', '.join(parts)} ({cause})"
@@ -313,12 +326,13 @@ def quota_cuts(ctx: Context) -> Iterator[Disruption]:
     """Yield every ClusterQueue or ResourceQuota whose quota decreases, with its cause; the small
     cpu and memory trims of a cluster in one finding."""
     small: dict[str, list[Cut]] = {}
+    lending = _lending(ctx)
     for key in ctx.changed():
         found: Iterator[Cut] = iter(())
         if is_kind(key, KUEUE, "ClusterQueue"):
-            found = _queue_cuts(ctx, key)
+            found = _queue_cuts(lending, ctx, key)
         elif is_kind(key, "", "ResourceQuota"):
-            found = _hard_cuts(ctx, key)
+            found = _hard_cuts(lending, ctx, key)
         for cut in found:
             if cut[1]:
                 small.setdefault(cut[0].scope, []).append(cut)
