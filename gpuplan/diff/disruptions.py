@@ -475,6 +475,8 @@ def _volcano_takes(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
     and reclaims from the other Queues over their share (volcano-sh/volcano v1.15.1
     pkg/scheduler/plugins/proportion/proportion.go: deserved = remaining * weight / total weight)."""
     was, now = _weight(ctx.old[key].obj), _weight(ctx.new[key].obj)
+    if not _raised(was, now):
+        return
     others = tuple(
         sorted(
             k.name
@@ -485,7 +487,7 @@ def _volcano_takes(ctx: Context, key: ObjectKey) -> Iterator[Disruption]:
             and k.name not in ("default", "root")
         )
     )
-    if _raised(was, now) and others:
+    if others:
         message = f"Volcano Queue {key.name} weight {was} -> {now}: its deserved share of the cluster grows at the expense of the other Queues"
         yield Disruption(
             key.scope, "takes-from-tenants", key.label(), message, Blast(tenants=others)
