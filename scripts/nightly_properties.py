@@ -4,8 +4,7 @@
     GPUPLAN_CRDS=../shared/crds python scripts/nightly_properties.py --examples 5000
 
 Each property draws fresh random fleets (a new seed every night unless --seed is given; the seed
-is printed so a failure can be replayed). Known bugs (tests marked xfail in
-tests/test_properties.py) are left out unless --include-known-bugs. Prints a summary per
+is printed so a failure can be replayed). Prints a summary per
 property (examples, rendered vs refused, defects put in, time) and, for a failure, the shrunk
 fleet. Exit 0 when every property held, 1 otherwise.
 """
@@ -41,7 +40,6 @@ class Property:
     check: Callable[[S.Case], str]
     fleets: st.SearchStrategy[S.Case]
     share: float
-    known_bug: bool = False
     outcomes: Counter[str] = field(default_factory=Counter)
     defects: Counter[str] = field(default_factory=Counter)
     failure: str | None = None
@@ -54,8 +52,8 @@ def properties() -> list[Property]:
         Property("valid fleets render and keep the invariants", P.prop_valid_fleet_renders, S.fleets(defects=False, max_clusters=3, max_tenants=6), 0.35),
         Property("any fleet renders correctly or is refused with a diagnostic", P.prop_renders_or_refuses, S.fleets(defects=True, max_clusters=3, max_tenants=6), 0.45),
         Property("the command line exits 0/1 and --check is clean after a render", P.prop_command_line, S.fleets(defects=True), 0.10),
-        Property("cpu/memory quotas of a pool fit its nodes", P.prop_cpu_memory_fit, S.fleets(defects=False), 0.05, known_bug=True),
-        Property("hierarchical cohorts: ResourceQuota covers the cohort tree", P.prop_valid_fleet_renders, S.fleets(defects=False, hierarchy=True), 0.05, known_bug=True),
+        Property("cpu/memory quotas of a pool fit its nodes", P.prop_cpu_memory_fit, S.fleets(defects=False), 0.05),
+        Property("hierarchical cohorts: ResourceQuota covers the cohort tree", P.prop_valid_fleet_renders, S.fleets(defects=False, hierarchy=True), 0.05),
     ]  # fmt: skip
 
 
@@ -97,11 +95,6 @@ def main(argv: list[str] | None = None) -> int:
         "--seed", type=int, default=None, help="replay a run (default: random, printed)"
     )
     parser.add_argument(
-        "--include-known-bugs",
-        action="store_true",
-        help="also run properties that known bugs falsify",
-    )
-    parser.add_argument(
         "--no-shrink",
         action="store_true",
         help="report the first failing example as found (faster)",
@@ -116,18 +109,13 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"CRDs: {crds if crds else 'the newest shipped sets (GPUPLAN_CRDS adds or replaces kinds)'}"
     )
-    chosen = [
-        p
-        for p in properties()
-        if (args.include_known_bugs or not p.known_bug)
-        and (args.only is None or args.only in p.name)
-    ]
+    chosen = [p for p in properties() if args.only is None or args.only in p.name]
     total_share = sum(p.share for p in chosen) or 1.0
     failed = 0
     for index, prop in enumerate(chosen):
         count = max(1, round(args.examples * prop.share / total_share))
         print(
-            f"\n== {prop.name}{' [known bug]' if prop.known_bug else ''}: {count} examples",
+            f"\n== {prop.name}: {count} examples",
             flush=True,
         )
         run_property(prop, count, seed + index, shrink=not args.no_shrink)
