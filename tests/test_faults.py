@@ -27,9 +27,9 @@ from gpuplan.writer import tree as write
 from tests.conftest import PROJECT, copy_example, run
 
 SEED = 20240917
-UNIFORM_KILLS = 8  # delays spread over the whole run, 0 .. the measured render time
-WRITE_KILLS = 4  # delays inside the write phase, counted from the staging folder's appearance
-SWAP_KILLS = 3  # delays of 0-100 ms after the swap, while the old output is being removed
+UNIFORM_KILLS = 12  # delays spread over the whole run, 0 .. the measured render time
+WRITE_KILLS = 6  # delays inside the write phase, counted from the staging folder's appearance
+SWAP_KILLS = 4  # delays of 0-100 ms after the swap, while the old output is being removed
 FLEET = (3, 6, 10)  # clusters x pools x tenants: ~340 files, a render of about a second
 STAGING = write.STAGING
 Tree = dict[str, Any]
