@@ -24,15 +24,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import subprocess
 import sys
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from fetch_crds import FetchError, GitHubSource, GitSource  # the same readers of upstream tags
 
 from gpuplan.components import REGISTRY
 from gpuplan.components.values import COMPONENTS
@@ -118,72 +116,12 @@ def entries() -> list[Entry]:
     return out
 
 
-class FetchError(Exception):
-    """A file could not be read."""
-
-
-class GitSource:
-    """Read files at tags from local git clones or mirrors."""
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-
-    def git_dir(self, repo: str) -> Path:
-        owner, name = repo.split("/")
-        for candidate in (
-            self.folder / f"{owner}+{name}" / "repo",
-            self.folder / f"{owner}+{name}",
-            self.folder / owner / name,
-            self.folder / name,
-        ):
-            if candidate.is_dir():
-                return candidate
-        raise FetchError(f"no clone of {repo} under {self.folder}")
-
-    def _git(self, repo: str, *args: str) -> bytes:
-        done = subprocess.run(
-            ["git", "-C", str(self.git_dir(repo)), *args], capture_output=True, check=False
-        )
-        if done.returncode:
-            raise FetchError(f"{repo}: git {' '.join(args)}: {done.stderr.decode().strip()}")
-        return done.stdout
-
-    def commit(self, repo: str, tag: str) -> str:
-        return self._git(repo, "rev-parse", f"refs/tags/{tag}^{{commit}}").decode().strip()
-
-    def read(self, repo: str, tag: str, path: str) -> bytes:
-        return self._git(repo, "show", f"refs/tags/{tag}:{path}")
-
-
-class GitHubSource:
-    """Read files at tags from GitHub (raw file URLs; the commit from `git ls-remote`)."""
-
-    def commit(self, repo: str, tag: str) -> str:
-        done = subprocess.run(
-            [
-                "git",
-                "ls-remote",
-                f"https://github.com/{repo}",
-                f"refs/tags/{tag}^{{}}",
-                f"refs/tags/{tag}",
-            ],
-            capture_output=True,
-            check=False,
-            text=True,
-        )
-        lines = [line.split() for line in done.stdout.splitlines() if line.strip()]
-        if done.returncode or not lines:
-            raise FetchError(f"{repo}: no tag {tag}")
-        peeled = [sha for sha, ref in lines if ref.endswith("^{}")]
-        return (peeled or [lines[0][0]])[0]
-
-    def read(self, repo: str, tag: str, path: str) -> bytes:
-        url = f"https://raw.githubusercontent.com/{repo}/refs/tags/{tag}/{path}"
-        try:
-            with urllib.request.urlopen(url, timeout=60) as response:
-                return bytes(response.read())
-        except (urllib.error.URLError, OSError) as exc:
-            raise FetchError(f"{url}: {exc}") from exc
+def read(source: GitSource | GitHubSource, repo: str, tag: str, path: str) -> bytes:
+    """Return a file's bytes at a tag; a file that is not there is an error here."""
+    found = source.read(repo, tag, path)
+    if found is None:
+        raise FetchError(f"{repo}@{tag}: no {path}")
+    return found
 
 
 def shipped_text(raw: bytes, keys: tuple[str, ...]) -> str:
@@ -199,7 +137,7 @@ def fetch(source: GitSource | GitHubSource) -> int:
     records = {}
     for entry in entries():
         try:
-            text = shipped_text(source.read(entry.repo, entry.tag, entry.path), entry.keys)
+            text = shipped_text(read(source, entry.repo, entry.tag, entry.path), entry.keys)
             commit = source.commit(entry.repo, entry.tag)
         except FetchError as exc:
             print(f"error: {entry.target}: {exc}", file=sys.stderr)
