@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +88,23 @@ class Run:
     code: int
     stdout: str
     stderr: str
+
+
+# A git author for the tests' commits, whatever the machine's git configuration says.
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "gpuplan tests", "GIT_AUTHOR_EMAIL": "tests@example.com",
+    "GIT_COMMITTER_NAME": "gpuplan tests", "GIT_COMMITTER_EMAIL": "tests@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def git_identity() -> Iterator[None]:
+    """Set GIT_ENV for a module whose tests commit (`pytestmark = usefixtures("git_identity")`)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in GIT_ENV.items():
+            patch.setenv(name, value)
+        yield
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> Run:

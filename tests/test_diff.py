@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +18,10 @@ from gpuplan.diff.objects import Entry, Side, compare, format_path, key_of
 from gpuplan.diff.sides import from_folders
 from tests.conftest import copy_example, run, snapshot
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "gpuplan tests", "GIT_AUTHOR_EMAIL": "tests@example.com",
-    "GIT_COMMITTER_NAME": "gpuplan tests", "GIT_COMMITTER_EMAIL": "tests@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
-}  # fmt: skip
 RESET = "MIG manager will reset the GPUs of pool h100-mixed's nodes"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def git_identity() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in GIT_ENV.items():
-            patch.setenv(name, value)
-        yield
+pytestmark = pytest.mark.usefixtures("git_identity")  # tests/conftest.py: a git author
 
 
 def git(root: Path, *args: str) -> str:

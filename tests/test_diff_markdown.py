@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +14,12 @@ from markdown_it.token import Token
 from gpuplan.diff.markdown import MAX_COMMENT, as_markdown, marker
 from gpuplan.diff.sides import from_folders, from_git
 from tests.conftest import copy_example
-from tests.test_diff import GIT_ENV, edit_yaml
+from tests.test_diff import edit_yaml
 
 GFM = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 
 
-@pytest.fixture(scope="module", autouse=True)
-def git_identity() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in GIT_ENV.items():
-            patch.setenv(name, value)
-        yield
+pytestmark = pytest.mark.usefixtures("git_identity")  # tests/conftest.py: a git author
 
 
 def git(root: Path, *args: str) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import run
-from tests.test_diff import call, committed_example, edit_yaml, git, git_identity
+from tests.test_diff import call, committed_example, edit_yaml, git
 
-__all__ = ["git_identity"]  # the module's git author, used by committed_example
+pytestmark = pytest.mark.usefixtures("git_identity")  # a git author, for committed_example
 
 NEW_CONFIG = "gpuplan-4x1g.10gb-1x3g.40gb"
 

@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +29,12 @@ from gpuplan.diff.upgrade_crds import pruned_fields
 from gpuplan.diff.upgrade_reach import readers
 from gpuplan.pipeline import compile_fleet
 from tests.conftest import copy_example, edit
-from tests.test_diff import GIT_ENV
 
 GOLDEN = Path(__file__).parent / "upgrades"
 Edit = tuple[str, str, str]  # file, old text, new text
 
 
-@pytest.fixture(scope="module", autouse=True)
-def git_identity() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in GIT_ENV.items():
-            patch.setenv(name, value)
-        yield
+pytestmark = pytest.mark.usefixtures("git_identity")  # tests/conftest.py: a git author
 
 
 def git(root: Path, *args: str) -> None:

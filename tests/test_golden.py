@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from gpuplan.components import REGISTRY
-from tests.conftest import Run, run, snapshot
+from tests.conftest import GIT_ENV, Run, run, snapshot
 
 CASES = Path(__file__).resolve().parent / "cases"
 ERRORS = "errors.txt"
@@ -34,11 +34,6 @@ ARGS = "args.txt"
 EXPECTED = "expected"
 BASE = "base"
 VALIDATE = "validate.txt"
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "gpuplan tests", "GIT_AUTHOR_EMAIL": "tests@example.com",
-    "GIT_COMMITTER_NAME": "gpuplan tests", "GIT_COMMITTER_EMAIL": "tests@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
-}  # fmt: skip
 
 
 def _case_dirs() -> list[Path]:
