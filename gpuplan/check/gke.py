@@ -30,6 +30,15 @@ def _gke_pools(fleet: Fleet) -> Iterator[tuple[ClusterPlan, PoolPlan]]:
                 yield cluster, pool
 
 
+def _gcp_pools(fleet: Fleet) -> Iterator[tuple[ClusterPlan, PoolPlan]]:
+    """Yield every pool of the gcp clusters, whichever GPU stack they run."""
+    for name in sorted(fleet.clusters):
+        cluster = fleet.clusters[name]
+        if cluster.spec.provider == "gcp":
+            for pool in cluster.pools.values():
+                yield cluster, pool
+
+
 def _mig_problem(pool: PoolPlan) -> tuple[tuple[str, ...], str] | None:
     mig = pool.spec.sharing.mig
     if mig is None:
@@ -110,35 +119,27 @@ def check_gke_accelerator_label(fleet: Fleet) -> Iterator[Diagnostic]:
 @check
 def check_gke_expander_priority(fleet: Fleet) -> Iterator[Diagnostic]:
     """Warn on nodes.priority of a GKE pool: gpuplan writes no priority expander for GKE's own autoscaler."""
-    for name in sorted(fleet.clusters):
-        cluster = fleet.clusters[name]
-        if cluster.spec.provider != "gcp":
+    for cluster, pool in _gcp_pools(fleet):
+        if pool.spec.nodes.priority is None:
             continue
-        for pool in cluster.pools.values():
-            if pool.spec.nodes.priority is None:
-                continue
-            message = (
-                "GKE runs its own Cluster Autoscaler, for which gpuplan writes no priority expander "
-                "(the ConfigMap exists on aws and azure only): this priority has no effect"
-            )
-            loc = ("nodePools", pool.index, "nodes", "priority")
-            yield cluster.located.source.warning(loc, message)
+        message = (
+            "GKE runs its own Cluster Autoscaler, for which gpuplan writes no priority expander "
+            "(the ConfigMap exists on aws and azure only): this priority has no effect"
+        )
+        loc = ("nodePools", pool.index, "nodes", "priority")
+        yield cluster.located.source.warning(loc, message)
 
 
 @check
 def check_gke_machine_type(fleet: Fleet) -> Iterator[Diagnostic]:
     """Warn on a GKE node pool whose GPU and count no Compute Engine machine type has."""
-    for name in sorted(fleet.clusters):
-        cluster = fleet.clusters[name]
-        if cluster.spec.provider != "gcp":
+    for cluster, pool in _gcp_pools(fleet):
+        if pool.spec.node_group is None:
             continue
-        for pool in cluster.pools.values():
-            if pool.spec.node_group is None:
-                continue
-            kind = accelerator(pool.spec, pool.model.name)
-            found = machine_type(pool.model.name, pool.gpus_per_node, kind)
-            if found.fits:
-                continue
-            loc = ("nodePools", pool.index, "gpusPerNode")
-            message = f"{found.text} (gpuplan requirements prints no machine type for node pool {pool.spec.node_group})"
-            yield cluster.located.source.warning(loc, message)
+        kind = accelerator(pool.spec, pool.model.name)
+        found = machine_type(pool.model.name, pool.gpus_per_node, kind)
+        if found.fits:
+            continue
+        loc = ("nodePools", pool.index, "gpusPerNode")
+        message = f"{found.text} (gpuplan requirements prints no machine type for node pool {pool.spec.node_group})"
+        yield cluster.located.source.warning(loc, message)
